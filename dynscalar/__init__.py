@@ -1,0 +1,54 @@
+"""dynscalar: ``mark_dynamic`` for Python scalars under ``torch.compile``.
+
+Mark an int (or float) as dynamic and Dynamo traces it as a symbolic graph input
+instead of recompiling for every new value.
+
+Example:
+    >>> import torch, dynscalar
+    >>> class M(torch.nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__(); self.step = 0
+    ...     def forward(self, x):
+    ...         self.step += 1
+    ...         return x * self.step
+    >>> m = dynscalar.mark_dynamic_attr(M(), "step")
+    >>> dynscalar.is_dynamic_attr(m, "step")
+    True
+
+``import dynscalar`` does not import ``torch._dynamo``; the bridge installs itself when
+Dynamo is first imported (by ``torch.compile``).
+"""
+
+from __future__ import annotations
+
+import wrapt as _wrapt
+
+from ._dynamo import BridgeError, on_dynamo_import as _on_dynamo_import
+from ._proxy import DynamicFloat, DynamicInt, DynamicScalar, is_dynamic_scalar
+from ._registry import (
+    dynamic_attrs,
+    is_dynamic_attr,
+    mark_dynamic,
+    mark_dynamic_attr,
+    unmark_dynamic_attr,
+)
+from ._spec import DynamicSpec
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BridgeError",
+    "DynamicFloat",
+    "DynamicInt",
+    "DynamicScalar",
+    "DynamicSpec",
+    "__version__",
+    "dynamic_attrs",
+    "is_dynamic_attr",
+    "is_dynamic_scalar",
+    "mark_dynamic",
+    "mark_dynamic_attr",
+    "unmark_dynamic_attr",
+]
+
+_wrapt.register_post_import_hook(_on_dynamo_import, "torch._dynamo")

@@ -1,0 +1,23 @@
+"""Torch version flags and feature detection, defined once.
+
+Versions are compared with ``packaging.version.Version`` (``"2.10" >= "2.8"`` is False
+as strings).  Nothing here imports ``torch._dynamo``.
+"""
+
+from __future__ import annotations
+
+import torch
+from packaging.version import Version
+
+__all__ = ["MIN_TORCH", "TORCH_VERSION", "TORCH_SUPPORTED", "TESTED_TORCH"]
+
+#: The installed torch release, without local tags (``2.13.0+cpu`` -> ``2.13.0``).
+TORCH_VERSION = Version(Version(torch.__version__).base_version)
+
+#: Oldest torch whose Dynamo internals the bridge was written and verified against.
+MIN_TORCH = Version("2.13.0")
+
+#: Releases the test suite has been run on.
+TESTED_TORCH = (Version("2.13.0"),)
+
+TORCH_SUPPORTED = TORCH_VERSION >= MIN_TORCH

@@ -1,0 +1,342 @@
+"""DynamicInt / DynamicFloat: wrapt proxies that behave like the int/float they hold.
+
+A proxy is what a user hands to model code.  Eager behaviour is the plain value's; the
+only differences a user can observe are ``type()`` (the proxy class) and ``repr``
+(``DynamicInt(7)``).  Arithmetic results are proxies again, so "dynamic" survives
+``step + 1`` or ``step / 2``.  Proxies are immutable like ints: in-place operators
+return new objects.
+
+Spec propagation:
+
+* binary and unary operators: the result keeps ``unbacked`` but drops ``min``/``max``
+  (a range describes one variable, not values derived from it);
+* in-place operators (``step += 1``): the result is "the same variable", so it keeps the
+  whole spec.  This is also what compiled write-back does.
+
+This module never imports torch.  Dynamo learns about proxies in ``_dynamo.py``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+from collections.abc import Callable
+from typing import Any, SupportsIndex
+
+import wrapt
+
+from ._spec import DynamicSpec
+
+__all__ = ["DynamicFloat", "DynamicInt", "DynamicScalar", "is_dynamic_scalar"]
+
+
+def _new(cls: type[DynamicScalar], value: int | float, spec: DynamicSpec) -> Any:
+    """Build a proxy without validation (values derived from an already valid proxy)."""
+    obj = cls.__new__(cls, value)
+    wrapt.BaseObjectProxy.__init__(obj, value)
+    obj._self_spec = spec
+    return obj
+
+
+def _derive(result: Any, spec: DynamicSpec, same_variable: bool = False) -> Any:
+    """Wrap an arithmetic result so that it stays dynamic."""
+    kind = type(result)
+    if kind is int:
+        return _new(DynamicInt, result, spec if same_variable else spec.without_range())
+    if kind is float:
+        return _new(DynamicFloat, result, spec.without_range())
+    if kind is tuple:  # divmod
+        return tuple(_derive(item, spec) for item in result)
+    return result
+
+
+def _binary(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    def method(self: DynamicScalar, other: Any) -> Any:
+        if type(other) in _PROXY_TYPES:
+            other = other.__wrapped__
+        return _derive(op(self.__wrapped__, other), self._self_spec)
+
+    method.__name__ = f"__{op.__name__.strip('_')}__"
+    return method
+
+
+def _reflected(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    def method(self: DynamicScalar, other: Any) -> Any:
+        if type(other) in _PROXY_TYPES:
+            other = other.__wrapped__
+        return _derive(op(other, self.__wrapped__), self._self_spec)
+
+    method.__name__ = f"__r{op.__name__.strip('_')}__"
+    return method
+
+
+def _inplace(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    def method(self: DynamicScalar, other: Any) -> Any:
+        if type(other) in _PROXY_TYPES:
+            other = other.__wrapped__
+        return _derive(op(self.__wrapped__, other), self._self_spec, same_variable=True)
+
+    method.__name__ = f"__i{op.__name__.strip('_')}__"
+    return method
+
+
+def _unary(op: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def method(self: DynamicScalar) -> Any:
+        return _derive(op(self.__wrapped__), self._self_spec)
+
+    method.__name__ = f"__{op.__name__.strip('_')}__"
+    return method
+
+
+class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[misc]
+    """Common base of :class:`DynamicInt` and :class:`DynamicFloat` (not instantiated directly).
+
+    Example:
+        >>> isinstance(DynamicInt(3), DynamicScalar) or is_dynamic_scalar(DynamicInt(3))
+        True
+    """
+
+    __slots__ = ("_self_spec",)
+    _self_spec: DynamicSpec
+
+    # ------------------------------------------------------------------ spec access
+    @property
+    def spec(self) -> DynamicSpec:
+        """The :class:`~dynscalar.DynamicSpec` this value is traced with."""
+        return self._self_spec
+
+    @property
+    def value(self) -> int | float:
+        """The plain Python value held by the proxy."""
+        return self.__wrapped__  # type: ignore[no-any-return]
+
+    @property
+    def __object_proxy__(self) -> Callable[[Any], Any]:
+        # wrapt builds in-place results through this hook; keep class and spec.
+        spec = self._self_spec
+        return lambda value: _derive(value, spec, same_variable=True)
+
+    # ------------------------------------------------------------------ arithmetic
+    __add__ = _binary(operator.add)
+    __sub__ = _binary(operator.sub)
+    __mul__ = _binary(operator.mul)
+    __truediv__ = _binary(operator.truediv)
+    __floordiv__ = _binary(operator.floordiv)
+    __mod__ = _binary(operator.mod)
+    __divmod__ = _binary(divmod)
+    __lshift__ = _binary(operator.lshift)
+    __rshift__ = _binary(operator.rshift)
+    __and__ = _binary(operator.and_)
+    __xor__ = _binary(operator.xor)
+    __or__ = _binary(operator.or_)
+
+    __radd__ = _reflected(operator.add)
+    __rsub__ = _reflected(operator.sub)
+    __rmul__ = _reflected(operator.mul)
+    __rtruediv__ = _reflected(operator.truediv)
+    __rfloordiv__ = _reflected(operator.floordiv)
+    __rmod__ = _reflected(operator.mod)
+    __rdivmod__ = _reflected(divmod)
+    __rlshift__ = _reflected(operator.lshift)
+    __rrshift__ = _reflected(operator.rshift)
+    __rand__ = _reflected(operator.and_)
+    __rxor__ = _reflected(operator.xor)
+    __ror__ = _reflected(operator.or_)
+
+    __iadd__ = _inplace(operator.add)
+    __isub__ = _inplace(operator.sub)
+    __imul__ = _inplace(operator.mul)
+    __itruediv__ = _inplace(operator.truediv)
+    __ifloordiv__ = _inplace(operator.floordiv)
+    __imod__ = _inplace(operator.mod)
+    __ilshift__ = _inplace(operator.lshift)
+    __irshift__ = _inplace(operator.rshift)
+    __iand__ = _inplace(operator.and_)
+    __ixor__ = _inplace(operator.xor)
+    __ior__ = _inplace(operator.or_)
+
+    __neg__ = _unary(operator.neg)
+    __pos__ = _unary(operator.pos)
+    __abs__ = _unary(operator.abs)
+    __invert__ = _unary(operator.invert)
+    __trunc__ = _unary(math.trunc)
+    __floor__ = _unary(math.floor)
+    __ceil__ = _unary(math.ceil)
+
+    def __pow__(self, other: Any, modulo: Any = None) -> Any:
+        if type(other) in _PROXY_TYPES:
+            other = other.__wrapped__
+        if modulo is None:
+            result = pow(self.__wrapped__, other)
+        else:
+            result = pow(self.__wrapped__, other, operator.index(modulo))
+        return _derive(result, self._self_spec)
+
+    def __rpow__(self, other: Any, modulo: Any = None) -> Any:
+        if modulo is None:
+            result = pow(other, self.__wrapped__)
+        else:
+            result = pow(other, self.__wrapped__, operator.index(modulo))
+        return _derive(result, self._self_spec)
+
+    def __ipow__(self, other: Any) -> Any:
+        if type(other) in _PROXY_TYPES:
+            other = other.__wrapped__
+        return _derive(pow(self.__wrapped__, other), self._self_spec, same_variable=True)
+
+    def __round__(self, ndigits: SupportsIndex | None = None) -> Any:
+        return _derive(round(self.__wrapped__, ndigits), self._self_spec)
+
+    # ------------------------------------------------------------------ identity-ish
+    def __repr__(self) -> str:
+        extra = "".join(f", {k}={v!r}" for k, v in self._self_spec.kwargs().items())
+        return f"{type(self).__name__}({self.__wrapped__!r}{extra})"
+
+    def __copy__(self) -> Any:
+        return self  # immutable, like int
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return self
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        spec = self._self_spec
+        return (_rebuild, (type(self).__name__, self.__wrapped__, spec.unbacked, spec.min, spec.max))
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
+        return self.__reduce__()
+
+
+class DynamicInt(DynamicScalar):
+    """An ``int`` that ``torch.compile`` traces as a symbolic graph input (SymInt).
+
+    Behaves like the int it holds in eager mode; arithmetic keeps it dynamic.
+
+    Args:
+        value: the integer (any ``numbers.Integral`` except ``bool``), within int64.
+        unbacked: trace as an unbacked symbol (no guards at all; branching on it is a
+            graph break).  Default: backed (guards only where control flow needs them).
+        min, max: inclusive value range; becomes the symbol's range.
+
+    Example:
+        >>> step = DynamicInt(0)
+        >>> step += 1
+        >>> step, step * 2, step / 2
+        (DynamicInt(1), DynamicInt(2), DynamicFloat(0.5))
+    """
+
+    __slots__ = ()
+
+    def __init__(
+        self,
+        value: int,
+        *,
+        unbacked: bool = False,
+        min: int | None = None,  # noqa: A002 - mirrors torch's mark_dynamic(min=, max=)
+        max: int | None = None,  # noqa: A002
+    ) -> None:
+        where = f"DynamicInt({value!r})"
+        spec = DynamicSpec.build(unbacked=unbacked, min=min, max=max, where=where)
+        plain = spec.check_int(coerce_int(value, where), where)
+        super().__init__(plain)
+        self._self_spec = spec
+
+
+class DynamicFloat(DynamicScalar):
+    """A ``float`` that ``torch.compile`` traces as a symbolic graph input (SymFloat).
+
+    Args:
+        value: the number (a ``float``, or a ``numbers.Real`` converted to float; not ``bool``).
+        unbacked: trace as an unbacked symbol (see :class:`DynamicInt`).
+
+    Example:
+        >>> t = DynamicFloat(0.5)
+        >>> t * 2, t > 0.25
+        (DynamicFloat(1.0), True)
+    """
+
+    __slots__ = ()
+
+    def __init__(self, value: float, *, unbacked: bool = False) -> None:
+        where = f"DynamicFloat({value!r})"
+        spec = DynamicSpec.build(unbacked=unbacked, where=where)
+        super().__init__(coerce_float(value, where))
+        self._self_spec = spec
+
+
+_PROXY_TYPES: frozenset[type] = frozenset({DynamicInt, DynamicFloat})
+
+
+def is_dynamic_scalar(value: object) -> bool:
+    """True for a :class:`DynamicInt` or :class:`DynamicFloat` (``isinstance`` sees the wrapped int).
+
+    Example:
+        >>> is_dynamic_scalar(DynamicInt(1)), is_dynamic_scalar(1)
+        (True, False)
+    """
+    return issubclass(type(value), DynamicScalar)
+
+
+def _is_tensor(value: object) -> bool:
+    return any(
+        c.__name__ == "Tensor" and c.__module__.startswith("torch") for c in type(value).__mro__
+    )
+
+
+def coerce_int(value: object, where: str) -> int:
+    """Return the plain int in ``value`` or raise a ``TypeError`` saying what to use instead."""
+    if type(value) is int:
+        return value
+    if isinstance(value, bool):
+        raise TypeError(
+            f"{where}: bool values are not dynamic scalars; a flag selects code paths, so "
+            "each value compiles once anyway. Keep it a plain bool, or use an int."
+        )
+    if is_dynamic_scalar(value):
+        value = value.__wrapped__  # type: ignore[attr-defined]
+    if _is_tensor(value):
+        raise TypeError(
+            f"{where}: got a torch.Tensor; tensors are already graph inputs. Use "
+            "torch._dynamo.mark_dynamic(tensor, dim) for dynamic shapes."
+        )
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, float):
+        raise TypeError(f"{where}: got a float; use DynamicFloat for float values.")
+    raise TypeError(
+        f"{where}: expected an int, got {type(value).__name__}. Convert it with int() first "
+        "if it is a number."
+    )
+
+
+def coerce_float(value: object, where: str) -> float:
+    """Return the plain float in ``value`` or raise a ``TypeError`` saying what to use instead."""
+    if type(value) is float:
+        return value
+    if isinstance(value, bool):
+        raise TypeError(
+            f"{where}: bool values are not dynamic scalars; keep it a plain bool."
+        )
+    if is_dynamic_scalar(value):
+        value = value.__wrapped__  # type: ignore[attr-defined]
+    if _is_tensor(value):
+        raise TypeError(
+            f"{where}: got a torch.Tensor; tensors are already graph inputs. Use "
+            "torch._dynamo.mark_dynamic(tensor, dim) for dynamic shapes."
+        )
+    if isinstance(value, numbers.Real):
+        return float(value)
+    raise TypeError(
+        f"{where}: expected a float, got {type(value).__name__}. Convert it with float() first "
+        "if it is a number."
+    )
+
+
+def _rebuild(kind: str, value: int | float, unbacked: bool, lo: int | None, hi: int | None) -> Any:
+    """Unpickle a proxy.  Only the two proxy kinds can be built; nothing else runs."""
+    if kind == "DynamicInt":
+        return DynamicInt(value, unbacked=unbacked, min=lo, max=hi)
+    if kind == "DynamicFloat":
+        return DynamicFloat(value, unbacked=unbacked)
+    raise ValueError(f"dynscalar: cannot unpickle unknown proxy kind {kind!r}")
+

@@ -1,0 +1,294 @@
+"""Per-module marks: which plain int/float attributes Dynamo should trace symbolically.
+
+Marks live ON the module instance (``module.__dict__[MARKS_KEY]``), so ``copy.deepcopy``,
+``pickle`` and ``torch.save`` keep them and nothing global keeps a module alive.  Class
+marks from :func:`dynamic_attrs` live on the class and are inherited by subclasses.  An
+instance can unmark a class-marked attribute; that is recorded as ``None`` in its marks.
+
+The bridge asks this module "is attribute ``name`` of ``owner`` marked, and how?";
+this module never asks the bridge anything.
+"""
+
+from __future__ import annotations
+
+import difflib
+import keyword
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import torch
+
+from ._proxy import DynamicFloat, DynamicInt, coerce_float, is_dynamic_scalar
+from ._spec import DynamicSpec
+
+__all__ = [
+    "dynamic_attrs",
+    "is_dynamic_attr",
+    "lookup_mark",
+    "mark_dynamic",
+    "mark_dynamic_attr",
+    "unmark_dynamic_attr",
+]
+
+MARKS_KEY = "_dynscalar_marks"
+CLASS_MARKS_KEY = "_dynscalar_class_marks"
+
+ModuleT = TypeVar("ModuleT", bound=torch.nn.Module)
+ClassT = TypeVar("ClassT", bound=type)
+
+# ----------------------------------------------------------------------------- values
+def mark_dynamic(value: Any, **spec: Any) -> DynamicInt | DynamicFloat:
+    """Return ``value`` as a dynamic scalar: int -> DynamicInt, float -> DynamicFloat.
+
+    The scalar twin of ``torch._dynamo.mark_dynamic``.  ``spec`` is ``unbacked``, and for
+    ints ``min``/``max``.
+
+    Example:
+        >>> mark_dynamic(3), mark_dynamic(0.5)
+        (DynamicInt(3), DynamicFloat(0.5))
+    """
+    plain = value.__wrapped__ if is_dynamic_scalar(value) else value
+    if isinstance(plain, bool):
+        raise TypeError(
+            "dynscalar.mark_dynamic: bool values are not dynamic scalars; a flag selects code "
+            "paths, so each value compiles once anyway. Keep it a plain bool."
+        )
+    if isinstance(plain, torch.Tensor):
+        raise TypeError(
+            "dynscalar.mark_dynamic: got a torch.Tensor. For dynamic tensor shapes use "
+            "torch._dynamo.mark_dynamic(tensor, dim); dynscalar.mark_dynamic is for Python "
+            "int/float values."
+        )
+    if isinstance(plain, int):
+        return DynamicInt(plain, **spec)
+    if isinstance(plain, float):
+        return DynamicFloat(plain, **spec)
+    raise TypeError(
+        f"dynscalar.mark_dynamic: expected an int or float, got {type(plain).__name__}. "
+        "Only Python scalars can be marked; use torch._dynamo.mark_dynamic for tensors."
+    )
+
+
+# ----------------------------------------------------------------------------- modules
+def _check_module(module: object, api: str) -> torch.nn.Module:
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError(
+            f"dynscalar.{api}: expected a torch.nn.Module, got {type(module).__name__}. For a "
+            "plain value use dynscalar.mark_dynamic(value) or DynamicInt/DynamicFloat."
+        )
+    return module
+
+
+def _check_names(names: tuple[object, ...], api: str) -> tuple[str, ...]:
+    if not names:
+        raise TypeError(f"dynscalar.{api}: name at least one attribute, e.g. {api}(module, 'step').")
+    for name in names:
+        if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+            raise TypeError(
+                f"dynscalar.{api}: attribute names must be identifiers given as str, got {name!r}."
+            )
+    return tuple(names)  # type: ignore[arg-type]
+
+
+def _candidates(module: torch.nn.Module) -> list[str]:
+    names = set(vars(module))
+    names.update(module._parameters, module._buffers, module._modules)
+    return sorted(n for n in names if not n.startswith("_"))
+
+
+def _validate_attr(module: torch.nn.Module, name: str, spec: DynamicSpec) -> None:
+    """Raise a clear error unless ``module.name`` is an int/float that can be traced."""
+    cls = type(module).__name__
+    where = f"{cls}.{name}"
+    if name in module._parameters:
+        kind = "a parameter"
+    elif name in module._buffers:
+        kind = "a buffer"
+    elif name in module._modules:
+        raise TypeError(
+            f"dynscalar: {where} is a submodule, not a scalar. Mark the scalar attribute on "
+            f"the submodule instead, e.g. mark_dynamic_attr(module.{name}, 'step')."
+        )
+    else:
+        kind = ""
+    if kind:
+        raise TypeError(
+            f"dynscalar: {where} is {kind} (a tensor); tensors are already graph inputs. Use "
+            f"torch._dynamo.mark_dynamic(module.{name}, dim) for dynamic shapes."
+        )
+    try:
+        value = getattr(module, name)
+    except AttributeError:
+        close = difflib.get_close_matches(name, _candidates(module), n=3)
+        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        raise AttributeError(
+            f"dynscalar: {cls} has no attribute {name!r} to mark dynamic.{hint} Set the "
+            f"attribute (e.g. in __init__) before marking it."
+        ) from None
+    check_marked_value(value, spec, where)
+
+
+def check_marked_value(value: object, spec: DynamicSpec, where: str) -> None:
+    """Validate the current value of a marked attribute (used at mark and at trace time)."""
+    if is_dynamic_scalar(value):
+        value = value.__wrapped__  # type: ignore[attr-defined]
+    if isinstance(value, bool):
+        raise TypeError(
+            f"dynscalar: {where} is a bool; flags select code paths, so each value compiles "
+            "once anyway. Leave it unmarked, or store an int if it really counts something."
+        )
+    if isinstance(value, torch.Tensor):
+        raise TypeError(
+            f"dynscalar: {where} is a torch.Tensor; tensors are already graph inputs. Use "
+            "torch._dynamo.mark_dynamic(tensor, dim) for dynamic shapes."
+        )
+    if isinstance(value, int):
+        spec.check_int(value, where)
+        return
+    if isinstance(value, float):
+        spec.check_float(value, where)
+        coerce_float(value, where)
+        return
+    raise TypeError(
+        f"dynscalar: {where} is {type(value).__name__} ({value!r}), not an int or float; only "
+        "Python int/float attributes can be marked dynamic."
+    )
+
+
+def mark_dynamic_attr(
+    module: ModuleT,
+    *names: str,
+    unbacked: bool = False,
+    min: int | None = None,  # noqa: A002
+    max: int | None = None,  # noqa: A002
+) -> ModuleT:
+    """Trace the int/float attributes ``names`` of ``module`` as symbolic graph inputs.
+
+    The attributes stay plain Python ints/floats; the mark is stored on the module
+    (it survives ``deepcopy``, ``pickle`` and ``torch.save``).  Returns ``module``.
+
+    Example:
+        >>> import torch
+        >>> m = torch.nn.Linear(2, 2); m.step = 0
+        >>> mark_dynamic_attr(m, "step") is m, type(m.step) is int, is_dynamic_attr(m, "step")
+        (True, True, True)
+    """
+    _check_module(module, "mark_dynamic_attr")
+    checked = _check_names(names, "mark_dynamic_attr")
+    spec = DynamicSpec.build(
+        unbacked=unbacked, min=min, max=max, where=f"dynscalar.mark_dynamic_attr({type(module).__name__})"
+    )
+    for name in checked:
+        _validate_attr(module, name, spec)
+    marks = dict(module.__dict__.get(MARKS_KEY) or {})
+    for name in checked:
+        marks[name] = spec
+    module.__dict__[MARKS_KEY] = marks  # a fresh dict: copies made earlier keep theirs
+    return module
+
+
+def unmark_dynamic_attr(module: ModuleT, *names: str) -> ModuleT:
+    """Undo :func:`mark_dynamic_attr` (or a class's :func:`dynamic_attrs`) for ``names``.
+
+    A ``DynamicInt``/``DynamicFloat`` value stored in the attribute is replaced by its plain
+    value, so the attribute is specialized again like any int.  Returns ``module``.
+
+    Example:
+        >>> import torch
+        >>> m = mark_dynamic_attr(torch.nn.Linear(2, 2), "in_features")
+        >>> is_dynamic_attr(unmark_dynamic_attr(m, "in_features"), "in_features")
+        False
+    """
+    _check_module(module, "unmark_dynamic_attr")
+    checked = _check_names(names, "unmark_dynamic_attr")
+    marks = dict(module.__dict__.get(MARKS_KEY) or {})
+    class_marks = class_marks_of(type(module))
+    for name in checked:
+        if name in class_marks:
+            marks[name] = None  # tombstone: the class marks it, this instance does not
+        else:
+            marks.pop(name, None)
+        value = module.__dict__.get(name)
+        if is_dynamic_scalar(value):
+            module.__dict__[name] = value.__wrapped__  # type: ignore[union-attr]
+    module.__dict__[MARKS_KEY] = marks
+    return module
+
+
+def is_dynamic_attr(module: torch.nn.Module, name: str) -> bool:
+    """True if ``module.name`` is traced symbolically: marked, or holding a dynamic scalar.
+
+    Example:
+        >>> import torch
+        >>> m = torch.nn.Linear(2, 2); m.step = DynamicInt(0)
+        >>> is_dynamic_attr(m, "step"), is_dynamic_attr(m, "in_features")
+        (True, False)
+    """
+    _check_module(module, "is_dynamic_attr")
+    if lookup_mark(module, name) is not None:
+        return True
+    return is_dynamic_scalar(module.__dict__.get(name))
+
+
+def class_marks_of(cls: type) -> dict[str, DynamicSpec]:
+    """Class-level marks of ``cls``, merged along the MRO (subclasses win)."""
+    merged: dict[str, DynamicSpec] = {}
+    for klass in reversed(cls.__mro__):
+        own = klass.__dict__.get(CLASS_MARKS_KEY)
+        if own:
+            merged.update(own)
+    return merged
+
+
+def lookup_mark(module: object, name: str) -> DynamicSpec | None:
+    """The registry spec for ``module.name``: instance mark, else class mark, else None."""
+    try:
+        instance_dict = object.__getattribute__(module, "__dict__")
+    except AttributeError:
+        return None
+    marks = instance_dict.get(MARKS_KEY)
+    if marks is not None and name in marks:
+        return marks[name]  # type: ignore[no-any-return]
+    for klass in type(module).__mro__:
+        own = klass.__dict__.get(CLASS_MARKS_KEY)
+        if own is not None and name in own:
+            return own[name]  # type: ignore[no-any-return]
+    return None
+
+
+def dynamic_attrs(
+    *names: str,
+    unbacked: bool = False,
+    min: int | None = None,  # noqa: A002
+    max: int | None = None,  # noqa: A002
+) -> Callable[[ClassT], ClassT]:
+    """Class decorator: ``names`` are dynamic on every instance of an ``nn.Module`` subclass.
+
+    Subclasses inherit the marks; an instance can opt out with :func:`unmark_dynamic_attr`.
+
+    Example:
+        >>> import torch
+        >>> @dynamic_attrs("step")
+        ... class Counter(torch.nn.Module):
+        ...     def __init__(self):
+        ...         super().__init__(); self.step = 0
+        >>> is_dynamic_attr(Counter(), "step")
+        True
+    """
+    checked = _check_names(names, "dynamic_attrs")
+    spec = DynamicSpec.build(unbacked=unbacked, min=min, max=max, where="dynscalar.dynamic_attrs")
+
+    def decorate(cls: ClassT) -> ClassT:
+        if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+            what = cls.__name__ if isinstance(cls, type) else type(cls).__name__
+            raise TypeError(
+                f"dynscalar.dynamic_attrs: {what} is not a torch.nn.Module subclass. Decorate "
+                "an nn.Module class, or use DynamicInt/DynamicFloat values for other objects."
+            )
+        own = dict(cls.__dict__.get(CLASS_MARKS_KEY) or {})
+        for name in checked:
+            own[name] = spec
+            setattr(cls, CLASS_MARKS_KEY, own)
+        return cls
+
+    return decorate

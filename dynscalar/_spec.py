@@ -1,0 +1,120 @@
+"""DynamicSpec: how a marked scalar should be traced, and its validation.
+
+A spec is immutable and shared between a proxy value, the proxies derived from it
+and the per-module registry.  Every check that can be done without torch lives here,
+so that bad input fails at the line that wrote it.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+__all__ = ["INT64_MAX", "INT64_MIN", "DynamicSpec"]
+
+
+def _check_bound(name: str, bound: object, where: str) -> int | None:
+    if bound is None:
+        return None
+    if isinstance(bound, bool) or not isinstance(bound, numbers.Integral):
+        raise TypeError(
+            f"{where}: {name}={bound!r} must be an int or None, got {type(bound).__name__}."
+        )
+    bound = int(bound)
+    if not INT64_MIN <= bound <= INT64_MAX:
+        raise ValueError(
+            f"{where}: {name}={bound} is outside the int64 range torch.compile can trace "
+            f"[{INT64_MIN}, {INT64_MAX}]."
+        )
+    return bound
+
+
+@dataclass(frozen=True)
+class DynamicSpec:
+    """How a marked scalar is traced by ``torch.compile``.
+
+    ``unbacked=False`` (default) makes a *backed* symbol: no guard on the value unless
+    control flow needs one.  ``unbacked=True`` makes an unbacked symbol: no guards at all,
+    and branching on it is a graph break.  ``min``/``max`` (ints only) become the
+    symbol's value range and are checked whenever a value is built, marked or
+    enters a compiled region.
+
+    Example:
+        >>> DynamicSpec(min=0, max=10).check_int(3, "step")
+        3
+    """
+
+    unbacked: bool = False
+    min: int | None = None
+    max: int | None = None
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        unbacked: object = False,
+        min: object = None,
+        max: object = None,
+        where: str = "dynscalar",
+    ) -> DynamicSpec:
+        """Validate user arguments and return a spec; ``where`` prefixes every error."""
+        if not isinstance(unbacked, bool):
+            raise TypeError(f"{where}: unbacked={unbacked!r} must be True or False.")
+        lo = _check_bound("min", min, where)
+        hi = _check_bound("max", max, where)
+        if lo is not None and hi is not None and lo > hi:
+            raise ValueError(f"{where}: min={lo} is greater than max={hi}.")
+        return cls(unbacked=unbacked, min=lo, max=hi)
+
+    @property
+    def has_range(self) -> bool:
+        """True when ``min`` or ``max`` is set."""
+        return self.min is not None or self.max is not None
+
+    def without_range(self) -> DynamicSpec:
+        """The spec a derived value gets: dynamism kept, range dropped."""
+        if not self.has_range:
+            return self
+        return DynamicSpec(unbacked=self.unbacked)
+
+    def check_int(self, value: int, where: str) -> int:
+        """Raise ``ValueError`` if ``value`` is outside int64 or this spec's range."""
+        if not INT64_MIN <= value <= INT64_MAX:
+            raise ValueError(
+                f"{where}: value {value} is outside the int64 range torch.compile can trace "
+                f"[{INT64_MIN}, {INT64_MAX}]; keep it a plain Python int instead."
+            )
+        if (self.min is not None and value < self.min) or (
+            self.max is not None and value > self.max
+        ):
+            raise ValueError(
+                f"{where}: value {value} is outside the declared range "
+                f"[{'-inf' if self.min is None else self.min}, "
+                f"{'inf' if self.max is None else self.max}]. Widen min/max when marking it, "
+                "or keep the value inside the range."
+            )
+        return value
+
+    def check_float(self, value: float, where: str) -> float:
+        """Floats have no range; reject a spec that carries one."""
+        if self.has_range:
+            raise ValueError(
+                f"{where}: min/max apply to int scalars only; a float ({value!r}) cannot "
+                "have a range. Drop min/max for this value."
+            )
+        return value
+
+    def kwargs(self) -> dict[str, object]:
+        """The non-default fields, as keyword arguments (used by ``repr``)."""
+        out: dict[str, object] = {}
+        if self.unbacked:
+            out["unbacked"] = True
+        if self.min is not None:
+            out["min"] = self.min
+        if self.max is not None:
+            out["max"] = self.max
+        return out
+

@@ -1,0 +1,75 @@
+"""The bridge: lazy, idempotent installation and loud failure when internals move (issue 2)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from dynscalar import _dynamo
+
+
+def run_python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-W", "error", "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_import_does_not_import_dynamo() -> None:
+    result = run_python(
+        """
+        import sys, dynscalar
+        m = dynscalar.mark_dynamic_attr(__import__("torch").nn.Linear(1, 1), "in_features")
+        x = dynscalar.DynamicInt(3) + 1
+        assert "torch._dynamo" not in sys.modules, "import dynscalar imported torch._dynamo"
+        from dynscalar._dynamo import is_installed
+        assert not is_installed()
+        import torch._dynamo
+        assert is_installed(), "post-import hook did not install the bridge"
+        print("ok")
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+def test_bridge_installs_when_dynamo_was_imported_first() -> None:
+    result = run_python(
+        """
+        import torch._dynamo, dynscalar
+        from dynscalar._dynamo import is_installed
+        assert is_installed()
+        print("ok")
+        """
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_install_is_idempotent() -> None:
+    from torch._dynamo.variables.builder import VariableBuilder
+
+    _dynamo.install()
+    before = VariableBuilder.__dict__["_wrap"]
+    _dynamo.install()
+    assert VariableBuilder.__dict__["_wrap"] is before
+    assert _dynamo.is_installed()
+
+
+def test_moved_internal_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
+    moved = dict(_dynamo._EXPECTED_SIGNATURES)
+    moved["VariableBuilder.wrap_symint"] = ("self", "value", "dynamism")
+    monkeypatch.setattr(_dynamo, "_EXPECTED_SIGNATURES", moved)
+    with pytest.raises(_dynamo.BridgeError, match=r"changed VariableBuilder\.wrap_symint"):
+        _dynamo.check_internals()
+
+
+def test_old_torch_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_dynamo, "TORCH_SUPPORTED", False)
+    with pytest.raises(_dynamo.BridgeError, match=r"needs torch>=2\.13"):
+        _dynamo.check_internals()
