@@ -1,0 +1,48 @@
+"""Command line: ``python -m dynscalar demo``."""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+
+import torch
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dynscalar", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    demo = commands.add_parser(
+        "demo", help="seed model: compile counts and time, stock torch.compile vs dynscalar"
+    )
+    demo.add_argument("--steps", type=int, default=30, help="calls per strategy (default 30)")
+    demo.add_argument(
+        "--backend", default="inductor", help="torch.compile backend (default inductor)"
+    )
+    args = parser.parse_args(argv)
+
+    if args.command == "demo":
+        from ._demo import format_table, run_demo
+
+        if args.steps < 2:
+            parser.error("--steps must be at least 2")
+        print(
+            f"dynscalar demo: seed model (self.step += 1 in forward), {args.steps} calls, "
+            f"backend={args.backend}, torch {torch.__version__}, "
+            f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"
+        )
+        rows = run_demo(steps=args.steps, backend=args.backend)
+        print()
+        print(format_table(rows))
+        stock = rows[0]
+        if stock.compiles >= 8:
+            print(
+                "\nstock torch.compile recompiles for every new step value until "
+                "torch._dynamo.config.recompile_limit (8) is hit, then silently runs eager."
+            )
+        return 0 if all(r.equal_to_eager for r in rows) else 1
+    return 2  # pragma: no cover - argparse rejects unknown commands
+
+
+if __name__ == "__main__":
+    sys.exit(main())
