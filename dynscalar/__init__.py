@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import wrapt as _wrapt
 
-from ._dynamo import BridgeError, on_dynamo_import as _on_dynamo_import
+from ._dynamo import BridgeError
+from ._dynamo import on_dynamo_import as _on_dynamo_import
 from ._proxy import DynamicFloat, DynamicInt, DynamicScalar, is_dynamic_scalar
 from ._registry import (
     dynamic_attrs,

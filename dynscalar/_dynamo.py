@@ -127,7 +127,6 @@ def install() -> None:
         check_internals()
         from torch._dynamo import utils
         from torch._dynamo.variables import builder
-
         from torch.fx.experimental import symbolic_shapes
 
         wrapt.wrap_function_wrapper(builder.VariableBuilder, "_wrap", _wrap_hook)

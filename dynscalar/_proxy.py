@@ -201,7 +201,10 @@ class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[misc]
 
     def __reduce__(self) -> tuple[Any, ...]:
         spec = self._self_spec
-        return (_rebuild, (type(self).__name__, self.__wrapped__, spec.unbacked, spec.min, spec.max))
+        return (
+            _rebuild,
+            (type(self).__name__, self.__wrapped__, spec.unbacked, spec.min, spec.max),
+        )
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
         return self.__reduce__()
@@ -268,7 +271,9 @@ _PROXY_TYPES: frozenset[type] = frozenset({DynamicInt, DynamicFloat})
 
 
 def is_dynamic_scalar(value: object) -> bool:
-    """True for a :class:`DynamicInt` or :class:`DynamicFloat` (``isinstance`` sees the wrapped int).
+    """True for a :class:`DynamicInt` or :class:`DynamicFloat`.
+
+    ``isinstance(x, int)`` sees the wrapped value, so it cannot tell a proxy from an int.
 
     Example:
         >>> is_dynamic_scalar(DynamicInt(1)), is_dynamic_scalar(1)
@@ -314,9 +319,7 @@ def coerce_float(value: object, where: str) -> float:
     if type(value) is float:
         return value
     if isinstance(value, bool):
-        raise TypeError(
-            f"{where}: bool values are not dynamic scalars; keep it a plain bool."
-        )
+        raise TypeError(f"{where}: bool values are not dynamic scalars; keep it a plain bool.")
     if is_dynamic_scalar(value):
         value = value.__wrapped__  # type: ignore[attr-defined]
     if _is_tensor(value):
@@ -339,4 +342,3 @@ def _rebuild(kind: str, value: int | float, unbacked: bool, lo: int | None, hi: 
     if kind == "DynamicFloat":
         return DynamicFloat(value, unbacked=unbacked)
     raise ValueError(f"dynscalar: cannot unpickle unknown proxy kind {kind!r}")
-

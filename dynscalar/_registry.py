@@ -36,6 +36,7 @@ CLASS_MARKS_KEY = "_dynscalar_class_marks"
 ModuleT = TypeVar("ModuleT", bound=torch.nn.Module)
 ClassT = TypeVar("ClassT", bound=type)
 
+
 # ----------------------------------------------------------------------------- values
 def mark_dynamic(value: Any, **spec: Any) -> DynamicInt | DynamicFloat:
     """Return ``value`` as a dynamic scalar: int -> DynamicInt, float -> DynamicFloat.
@@ -81,7 +82,9 @@ def _check_module(module: object, api: str) -> torch.nn.Module:
 
 def _check_names(names: tuple[object, ...], api: str) -> tuple[str, ...]:
     if not names:
-        raise TypeError(f"dynscalar.{api}: name at least one attribute, e.g. {api}(module, 'step').")
+        raise TypeError(
+            f"dynscalar.{api}: name at least one attribute, e.g. {api}(module, 'step')."
+        )
     for name in names:
         if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
             raise TypeError(
@@ -176,7 +179,10 @@ def mark_dynamic_attr(
     _check_module(module, "mark_dynamic_attr")
     checked = _check_names(names, "mark_dynamic_attr")
     spec = DynamicSpec.build(
-        unbacked=unbacked, min=min, max=max, where=f"dynscalar.mark_dynamic_attr({type(module).__name__})"
+        unbacked=unbacked,
+        min=min,
+        max=max,
+        where=f"dynscalar.mark_dynamic_attr({type(module).__name__})",
     )
     for name in checked:
         _validate_attr(module, name, spec)

@@ -56,8 +56,8 @@ class DynamicSpec:
         cls,
         *,
         unbacked: object = False,
-        min: object = None,
-        max: object = None,
+        min: object = None,  # noqa: A002 - same names as the public API
+        max: object = None,  # noqa: A002
         where: str = "dynscalar",
     ) -> DynamicSpec:
         """Validate user arguments and return a spec; ``where`` prefixes every error."""
@@ -117,4 +117,3 @@ class DynamicSpec:
         if self.max is not None:
             out["max"] = self.max
         return out
-

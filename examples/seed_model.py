@@ -28,7 +28,7 @@ class Seed(torch.nn.Module):
 def count_compiles(model: torch.nn.Module, calls: int = 20) -> int:
     graphs = 0
 
-    def backend(gm: torch.fx.GraphModule, example_inputs: list[torch.Tensor]):  # noqa: ANN202
+    def backend(gm: torch.fx.GraphModule, example_inputs: list[torch.Tensor]):
         nonlocal graphs
         graphs += 1
         return gm.forward

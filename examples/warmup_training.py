@@ -45,7 +45,7 @@ def main() -> None:
     eager = copy.deepcopy(model)
     graphs = 0
 
-    def counting(gm: torch.fx.GraphModule, inputs: list[torch.Tensor]):  # noqa: ANN202
+    def counting(gm: torch.fx.GraphModule, inputs: list[torch.Tensor]):
         nonlocal graphs
         graphs += 1
         from torch._dynamo.backends.registry import lookup_backend
@@ -67,8 +67,10 @@ def main() -> None:
                 compiled_loss = loss.item()
             else:
                 max_diff = max(max_diff, abs(compiled_loss - loss.item()))
-    print(f"{args.steps} steps, {graphs} compile(s), step={model.step}, "
-          f"max |loss - eager loss| = {max_diff:.2e}")
+    print(
+        f"{args.steps} steps, {graphs} compile(s), step={model.step}, "
+        f"max |loss - eager loss| = {max_diff:.2e}"
+    )
 
 
 if __name__ == "__main__":

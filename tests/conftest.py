@@ -21,9 +21,9 @@ os.environ.setdefault(
     "TORCHINDUCTOR_CACHE_DIR", os.path.join(tempfile.gettempdir(), "dynscalar-test-inductor")
 )
 
-import torch  # noqa: E402
+import torch
 
-import dynscalar  # noqa: E402, F401  (installs the post-import hook before Dynamo loads)
+import dynscalar
 
 
 @dataclass
@@ -59,7 +59,9 @@ def run_side_by_side(
         args = make_input(i) if make_input else (torch.randn(3, 4),)
         got = compiled(*args)
         want = eager(*args)
-        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6, msg=lambda m: f"call {i}: {m}")
+        torch.testing.assert_close(
+            got, want, rtol=1e-5, atol=1e-6, msg=lambda m, i=i: f"call {i}: {m}"
+        )
 
 
 def twins(model: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Module]:

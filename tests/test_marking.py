@@ -64,7 +64,9 @@ def test_mark_dynamic_rejects(value: object, error: type[Exception], match: str)
         (torch.tensor(3), {}, TypeError, r"torch\._dynamo\.mark_dynamic"),
     ],
 )
-def test_dynamic_int_rejects(value: object, kwargs: dict, error: type[Exception], match: str) -> None:
+def test_dynamic_int_rejects(
+    value: object, kwargs: dict, error: type[Exception], match: str
+) -> None:
     with pytest.raises(error, match=match):
         DynamicInt(value, **kwargs)
 
@@ -128,7 +130,9 @@ def test_mark_dynamic_attr_rejects(name: str, error: type[Exception], match: str
 
 def test_mark_dynamic_attr_rejects_parameters_tensors_and_ranges() -> None:
     net = Net()
-    with pytest.raises(TypeError, match=r"Linear\.weight is a parameter.*torch\._dynamo\.mark_dynamic"):
+    with pytest.raises(
+        TypeError, match=r"Linear\.weight is a parameter.*torch\._dynamo\.mark_dynamic"
+    ):
         ds.mark_dynamic_attr(net.layer, "weight")
     net.plain_tensor = torch.ones(1)
     with pytest.raises(TypeError, match=r"Net\.plain_tensor is a torch\.Tensor"):
@@ -187,7 +191,7 @@ def test_decorator_marks_instances_and_subclasses() -> None:
 
 @pytest.mark.parametrize("target", [object, int, type("Plain", (), {}), lambda: None])
 def test_decorator_rejects_non_modules(target: object) -> None:
-    with pytest.raises(TypeError, match="is not a torch.nn.Module subclass"):
+    with pytest.raises(TypeError, match=r"is not a torch\.nn\.Module subclass"):
         ds.dynamic_attrs("step")(target)  # type: ignore[type-var]
 
 
