@@ -33,6 +33,7 @@ from ._registry import (
     mark_dynamic_attr,
     unmark_dynamic_attr,
 )
+from ._serialization import register_safe_globals as _register_safe_globals
 from ._spec import DynamicSpec
 
 __version__ = "0.1.0"
@@ -52,4 +53,5 @@ __all__ = [
     "unmark_dynamic_attr",
 ]
 
+_register_safe_globals()
 _wrapt.register_post_import_hook(_on_dynamo_import, "torch._dynamo")

@@ -209,6 +209,26 @@ class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[misc]
     def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
         return self.__reduce__()
 
+    # ------------------------------------------------------------------ torch / numpy
+    @classmethod
+    def __torch_function__(
+        cls,
+        func: Callable[..., Any],
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        # torch's argument parser only accepts exact Python numbers where it wants a
+        # Number/float/int (``torch.full(size, x)``, ``t.pow(x)``, ``clamp(max=x)``), but
+        # it hands any argument that defines __torch_function__ to this hook: call the
+        # function again with the plain values.
+        return func(*_unwrap(args), **_unwrap(kwargs or {}))
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
+        import numpy
+
+        return numpy.asarray(self.__wrapped__, dtype=dtype)
+
 
 class DynamicInt(DynamicScalar):
     """An ``int`` that ``torch.compile`` traces as a symbolic graph input (SymInt).
@@ -333,6 +353,21 @@ def coerce_float(value: object, where: str) -> float:
         f"{where}: expected a float, got {type(value).__name__}. Convert it with float() first "
         "if it is a number."
     )
+
+
+def _unwrap(value: Any) -> Any:
+    """Replace proxies (also inside lists, tuples and dicts) by their plain values."""
+    kind = type(value)
+    if kind in _PROXY_TYPES or (kind not in _PLAIN and issubclass(kind, DynamicScalar)):
+        return value.__wrapped__
+    if kind is tuple or kind is list:
+        return kind(_unwrap(item) for item in value)
+    if kind is dict:
+        return {key: _unwrap(item) for key, item in value.items()}
+    return value
+
+
+_PLAIN = frozenset({int, float, bool, str, type(None)})
 
 
 def _rebuild(kind: str, value: int | float, unbacked: bool, lo: int | None, hi: int | None) -> Any:
