@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import keyword
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -32,6 +33,10 @@ __all__ = [
 
 MARKS_KEY = "_dynscalar_marks"
 CLASS_MARKS_KEY = "_dynscalar_class_marks"
+
+# Marks are replaced copy-on-write (readers never lock); writers serialize here so two
+# threads marking the same module cannot lose each other's update.
+_write_lock = threading.Lock()
 
 ModuleT = TypeVar("ModuleT", bound=torch.nn.Module)
 ClassT = TypeVar("ClassT", bound=type)
@@ -186,10 +191,11 @@ def mark_dynamic_attr(
     )
     for name in checked:
         _validate_attr(module, name, spec)
-    marks = dict(module.__dict__.get(MARKS_KEY) or {})
-    for name in checked:
-        marks[name] = spec
-    module.__dict__[MARKS_KEY] = marks  # a fresh dict: copies made earlier keep theirs
+    with _write_lock:
+        marks = dict(module.__dict__.get(MARKS_KEY) or {})
+        for name in checked:
+            marks[name] = spec
+        module.__dict__[MARKS_KEY] = marks  # a fresh dict: copies made earlier keep theirs
     return module
 
 
@@ -207,17 +213,18 @@ def unmark_dynamic_attr(module: ModuleT, *names: str) -> ModuleT:
     """
     _check_module(module, "unmark_dynamic_attr")
     checked = _check_names(names, "unmark_dynamic_attr")
-    marks = dict(module.__dict__.get(MARKS_KEY) or {})
     class_marks = class_marks_of(type(module))
-    for name in checked:
-        if name in class_marks:
-            marks[name] = None  # tombstone: the class marks it, this instance does not
-        else:
-            marks.pop(name, None)
-        value = module.__dict__.get(name)
-        if is_dynamic_scalar(value):
-            module.__dict__[name] = value.__wrapped__  # type: ignore[union-attr]
-    module.__dict__[MARKS_KEY] = marks
+    with _write_lock:
+        marks = dict(module.__dict__.get(MARKS_KEY) or {})
+        for name in checked:
+            if name in class_marks:
+                marks[name] = None  # tombstone: the class marks it, this instance does not
+            else:
+                marks.pop(name, None)
+            value = module.__dict__.get(name)
+            if is_dynamic_scalar(value):
+                module.__dict__[name] = value.__wrapped__  # type: ignore[union-attr]
+        module.__dict__[MARKS_KEY] = marks
     return module
 
 
@@ -291,9 +298,10 @@ def dynamic_attrs(
                 f"dynscalar.dynamic_attrs: {what} is not a torch.nn.Module subclass. Decorate "
                 "an nn.Module class, or use DynamicInt/DynamicFloat values for other objects."
             )
-        own = dict(cls.__dict__.get(CLASS_MARKS_KEY) or {})
-        for name in checked:
-            own[name] = spec
+        with _write_lock:
+            own = dict(cls.__dict__.get(CLASS_MARKS_KEY) or {})
+            for name in checked:
+                own[name] = spec
             setattr(cls, CLASS_MARKS_KEY, own)
         return cls
 

@@ -1,0 +1,112 @@
+"""DistributedDataParallel with a marked step counter: 2 gloo ranks on 127.0.0.1 (issue 7)."""
+
+from __future__ import annotations
+
+import copy
+import os
+import socket
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+import dynscalar as ds
+
+STEPS = 10
+BATCH = 8
+
+
+class Counted(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc1 = torch.nn.Linear(6, 12)
+        self.fc2 = torch.nn.Linear(12, 1)
+        self.step = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.step += 1
+        return self.fc2(torch.tanh(self.fc1(x))) * (1.0 + 0.1 * self.step)
+
+
+def data() -> list[tuple[torch.Tensor, torch.Tensor]]:
+    g = torch.Generator().manual_seed(1)
+    return [
+        (torch.randn(BATCH, 6, generator=g), torch.randn(BATCH, 1, generator=g))
+        for _ in range(STEPS)
+    ]
+
+
+def initial_model() -> Counted:
+    torch.manual_seed(0)
+    return Counted()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rank_main(rank: int, world: int, port: int, out_dir: str, mark: bool) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        model = initial_model()
+        if mark:
+            ds.mark_dynamic_attr(model, "step")
+
+        def backend(gm: torch.fx.GraphModule, inputs: list[torch.Tensor]):  # noqa: ANN202
+            return gm.forward
+
+        ddp = torch.nn.parallel.DistributedDataParallel(model)
+        compiled = torch.compile(ddp, backend=backend)
+        opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+        shard = BATCH // world
+        for x, y in data():
+            xs, ys = x[rank * shard : (rank + 1) * shard], y[rank * shard : (rank + 1) * shard]
+            loss = torch.nn.functional.mse_loss(compiled(xs), ys)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+        frames = int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
+        torch.save(
+            {
+                "params": model.state_dict(),
+                "step": model.step,
+                "frames": frames,
+                "marked": ds.is_dynamic_attr(model, "step"),
+            },
+            Path(out_dir) / f"rank{rank}.pt",
+        )
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not built in")
+@pytest.mark.parametrize("mark", [True, False], ids=["marked", "stock"])
+def test_ddp_two_ranks_compile_once_and_match_eager(tmp_path: Path, mark: bool) -> None:
+    """Each rank compiles its forward once (stock: once per value), params equal eager's."""
+    world = 2
+    mp.spawn(rank_main, args=(world, free_port(), str(tmp_path), mark), nprocs=world, join=True)
+    results = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(world)]
+    expected_graphs = 1 if mark else 8  # stock: recompile_limit, then eager
+
+    reference = initial_model()
+    opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for x, y in data():
+        torch.nn.functional.mse_loss(reference(x), y).backward()
+        opt.step()
+        opt.zero_grad()
+
+    for r, result in enumerate(results):
+        assert result["frames"] == expected_graphs, f"rank {r}: {result['frames']} graphs"
+        assert result["step"] == STEPS and type(result["step"]) is int
+        assert result["marked"] is mark
+        for name, value in reference.state_dict().items():
+            torch.testing.assert_close(result["params"][name], value, msg=f"rank {r} {name}")
+    for name in reference.state_dict():
+        torch.testing.assert_close(
+            results[0]["params"][name], results[1]["params"][name], rtol=0, atol=0
+        )
