@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import wrapt as _wrapt
 
+from ._diagnostics import BridgeUnavailableWarning, SpecializationError, SpecializationWarning
 from ._dynamo import BridgeError
 from ._dynamo import on_dynamo_import as _on_dynamo_import
 from ._proxy import DynamicFloat, DynamicInt, DynamicScalar, is_dynamic_scalar
@@ -40,10 +41,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "BridgeError",
+    "BridgeUnavailableWarning",
     "DynamicFloat",
     "DynamicInt",
     "DynamicScalar",
     "DynamicSpec",
+    "SpecializationError",
+    "SpecializationWarning",
     "__version__",
     "dynamic_attrs",
     "is_dynamic_attr",

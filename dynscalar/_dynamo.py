@@ -33,12 +33,14 @@ import contextlib
 import inspect
 import logging
 import threading
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import wrapt
 
 from ._compat import MIN_TORCH, TORCH_SUPPORTED, TORCH_VERSION
+from ._diagnostics import BridgeUnavailableWarning, SpecializationWarning, warn_once
 from ._proxy import DynamicInt, DynamicScalar
 from ._registry import check_marked_value, lookup_mark
 from ._spec import DynamicSpec
@@ -54,6 +56,7 @@ class BridgeError(RuntimeError):
 
 _lock = threading.RLock()
 _installed = False
+_fallback_installed = False
 
 # name -> expected parameter names of the private callables the bridge relies on.
 _EXPECTED_SIGNATURES: dict[str, tuple[str, ...]] = {
@@ -176,6 +179,8 @@ def _wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[
     else:
         return wrapped(*args, **kwargs)
     where = _describe(instance, owner_name)
+    if getattr(instance.tx, "export", False):
+        return _specialize_for_export(wrapped, instance, value, where)
     try:
         check_marked_value(value, spec, where)  # bad type or out of range: clear error here
     except (TypeError, ValueError) as exc:
@@ -186,6 +191,34 @@ def _wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[
             "Unmark it for now."
         )
     return _wrap_int(instance, int(value), spec, where)
+
+
+def _specialize_for_export(wrapped: Any, builder: Any, value: Any, where: str) -> Any:
+    """torch.export (strict) cannot take a module attribute as a new graph input.
+
+    The mark is honoured as a constant with a guard, like torch does for plain ints, and the
+    user is told: the exported program is correct for this value only.
+    """
+    from torch._dynamo.source import DynamicScalarSource
+
+    warnings.warn(  # every export: it is a one-off, and each program is specialized anew
+        f"dynscalar: torch.export specializes {where} to {getattr(value, 'value', value)!r}; "
+        "the exported program is valid for this value only. Pass the value as a tensor "
+        "input (or an int input with torch.export dynamic_shapes) to keep it dynamic.",
+        SpecializationWarning,
+        stacklevel=4,
+    )
+    if not isinstance(value, DynamicScalar):
+        return wrapped(value)
+    plain = value.__wrapped__
+    attr_source = builder.source
+    builder.source = DynamicScalarSource(attr_source, isinstance(plain, int))
+    builder.name = builder.source.name
+    try:
+        return wrapped(plain)
+    finally:
+        builder.source = attr_source
+        builder.name = attr_source.name
 
 
 @contextlib.contextmanager
@@ -318,11 +351,69 @@ def _rewrap(old: DynamicScalar, value: int | float) -> Any:
     return _derive(value, old.spec)
 
 
+def install_fallback() -> bool:
+    """When the full bridge cannot be installed: specialize proxies instead of crashing.
+
+    Stock Dynamo fails on a wrapt proxy ("No constant base type found in MRO"), so a
+    proxy must still be turned into its plain value.  This needs only
+    ``VariableBuilder._wrap(self, value)``; returns False if even that moved.
+    """
+    global _fallback_installed
+    with _lock:
+        if _fallback_installed or _installed:
+            return True
+        try:
+            from torch._dynamo.variables import builder
+
+            params = tuple(
+                inspect.signature(inspect.unwrap(builder.VariableBuilder._wrap)).parameters
+            )
+        except (ImportError, AttributeError, TypeError, ValueError):
+            return False
+        if params != ("self", "value"):
+            return False
+        wrapt.wrap_function_wrapper(builder.VariableBuilder, "_wrap", _fallback_hook)
+        _fallback_installed = True
+        return True
+
+
+def _fallback_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    value = args[0] if args else kwargs["value"]
+    if not isinstance(value, DynamicScalar):
+        return wrapped(*args, **kwargs)
+    try:
+        from torch._dynamo.source import DynamicScalarSource
+    except ImportError:
+        return wrapped(value.__wrapped__)
+    plain = value.__wrapped__
+    attr_source = instance.source
+    instance.source = DynamicScalarSource(attr_source, isinstance(plain, int))
+    instance.name = instance.source.name
+    try:
+        return wrapped(plain)
+    finally:
+        instance.source = attr_source
+        instance.name = attr_source.name
+
+
 def on_dynamo_import(_module: object) -> None:
     """Post-import hook for ``torch._dynamo``: install, or warn once why not."""
     try:
         install()
     except BridgeError as exc:
-        import warnings
-
-        warnings.warn(f"{exc} Marked scalars will be specialized like plain values.", stacklevel=2)
+        degraded = install_fallback()
+        warn_once(
+            ("bridge",),
+            f"{exc} dynscalar marks will be specialized like plain values (one compile per "
+            "value); eager behaviour is unchanged."
+            + (
+                ""
+                if degraded
+                else " DynamicInt/DynamicFloat values cannot be compiled at all "
+                "on this torch: pass int(x)/float(x) to compiled code."
+            ),
+            BridgeUnavailableWarning,
+            stacklevel=3,
+        )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import os
 import socket
 from pathlib import Path
@@ -57,7 +56,7 @@ def rank_main(rank: int, world: int, port: int, out_dir: str, mark: bool) -> Non
         if mark:
             ds.mark_dynamic_attr(model, "step")
 
-        def backend(gm: torch.fx.GraphModule, inputs: list[torch.Tensor]):  # noqa: ANN202
+        def backend(gm: torch.fx.GraphModule, inputs: list[torch.Tensor]):
             return gm.forward
 
         ddp = torch.nn.parallel.DistributedDataParallel(model)

@@ -1,0 +1,40 @@
+"""Warnings and errors dynscalar reports to users, and a once-per-key warning helper."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+__all__ = ["BridgeUnavailableWarning", "SpecializationError", "SpecializationWarning", "warn_once"]
+
+
+class SpecializationWarning(UserWarning):
+    """A marked scalar was fixed to one value (specialized) instead of staying symbolic.
+
+    Example:
+        >>> import warnings
+        >>> warnings.simplefilter("error", SpecializationWarning)  # turn it into an error
+    """
+
+
+class SpecializationError(ValueError):
+    """Raised instead of :class:`SpecializationWarning` for marks made with ``strict=True``."""
+
+
+class BridgeUnavailableWarning(RuntimeWarning):
+    """dynscalar could not install itself into this torch; marks behave like plain values."""
+
+
+_seen: set[tuple[object, ...]] = set()
+_seen_lock = threading.Lock()
+
+
+def warn_once(
+    key: tuple[object, ...], message: str, category: type[Warning], stacklevel: int = 2
+) -> None:
+    """Emit ``message`` once per ``key`` for the life of the process."""
+    with _seen_lock:
+        if key in _seen:
+            return
+        _seen.add(key)
+    warnings.warn(message, category, stacklevel=stacklevel + 1)

@@ -1,0 +1,65 @@
+"""torch.export with marked scalars: specialized with a warning, never wrong values (issue 7)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import dynscalar as ds
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 4)
+        self.step = 5
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer(x) * self.step
+
+
+class TakesInt(torch.nn.Module):
+    def forward(self, x: torch.Tensor, n: int) -> torch.Tensor:
+        return x * n
+
+
+def mark(model: Scaled, way: str) -> Scaled:
+    if way == "registry":
+        ds.mark_dynamic_attr(model, "step")
+    else:
+        model.step = ds.DynamicInt(5)
+    return model
+
+
+@pytest.mark.parametrize("way", ["registry", "proxy"])
+def test_strict_export_specializes_marked_attribute_with_warning(way: str) -> None:
+    model = mark(Scaled(), way)
+    x = torch.randn(2, 4)
+    with pytest.warns(
+        ds.SpecializationWarning, match=r"torch\.export specializes Scaled\.step to 5"
+    ):
+        program = torch.export.export(model, (x,), strict=True)
+    torch.testing.assert_close(program.module()(x), model(x))
+
+
+@pytest.mark.parametrize("way", ["registry", "proxy"])
+def test_non_strict_export_bakes_the_current_value(way: str) -> None:
+    """Non-strict export runs forward in Python: the value at export time is a constant."""
+    model = mark(Scaled(), way)
+    x = torch.randn(2, 4)
+    program = torch.export.export(model, (x,), strict=False)
+    torch.testing.assert_close(program.module()(x), model(x))
+
+
+@pytest.mark.parametrize("strict", [True, False], ids=["strict", "non-strict"])
+def test_exported_int_argument_refuses_other_values(strict: bool) -> None:
+    """A DynamicInt argument is specialized with a guard: another value raises, never wrong."""
+    x = torch.ones(2)
+    if strict:
+        with pytest.warns(ds.SpecializationWarning, match="torch.export specializes"):
+            program = torch.export.export(TakesInt(), (x, ds.DynamicInt(3)), strict=True)
+    else:
+        program = torch.export.export(TakesInt(), (x, ds.DynamicInt(3)), strict=False)
+    torch.testing.assert_close(program.module()(x, 3), x * 3)
+    with pytest.raises(AssertionError, match="n == 3"):
+        program.module()(x, 7)

@@ -1,0 +1,56 @@
+"""A torch whose internals moved: import works, eager unchanged, one warning, no crash (issue 7)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+SIMULATE_MOVED_INTERNAL = """
+import warnings
+import dynscalar, dynscalar._dynamo as bridge
+# Simulate a torch release where wrap_symint changed its signature.
+bridge._EXPECTED_SIGNATURES = {
+    **bridge._EXPECTED_SIGNATURES,
+    "VariableBuilder.wrap_symint": ("self", "value", "dynamism"),
+}
+import torch
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__(); self.layer = torch.nn.Linear(3, 3); self.step = 0
+    def forward(self, x):
+        self.step += 1
+        return self.layer(x) * self.step
+
+torch.manual_seed(0)
+models = [M(), dynscalar.mark_dynamic_attr(M(), "step"), M()]
+models[2].step = dynscalar.DynamicInt(0)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for model in models:
+        eager = M(); eager.load_state_dict(model.state_dict())
+        compiled = torch.compile(model, backend="eager")
+        for _ in range(4):
+            x = torch.randn(2, 3)
+            torch.testing.assert_close(compiled(x), eager(x))
+        assert int(model.step) == eager.step == 4
+ours = [w for w in caught if issubclass(w.category, dynscalar.BridgeUnavailableWarning)]
+assert len(ours) == 1, [str(w.message) for w in caught]
+assert "changed VariableBuilder.wrap_symint" in str(ours[0].message), ours[0].message
+assert "specialized like plain values" in str(ours[0].message)
+assert not bridge.is_installed()
+print("ok")
+"""
+
+
+def test_moved_internal_degrades_to_specialization() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(SIMULATE_MOVED_INTERNAL)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert result.stdout.strip() == "ok"
