@@ -23,9 +23,16 @@ from __future__ import annotations
 
 import wrapt as _wrapt
 
-from ._diagnostics import BridgeUnavailableWarning, SpecializationError, SpecializationWarning
+from ._auto import auto_dynamic
+from ._diagnostics import (
+    BridgeUnavailableWarning,
+    DynamicFloatSpecializedError,
+    SpecializationError,
+    SpecializationWarning,
+)
 from ._dynamo import BridgeError
 from ._dynamo import on_dynamo_import as _on_dynamo_import
+from ._explain import Explanation, MarkRecord, explain
 from ._proxy import DynamicFloat, DynamicInt, DynamicScalar, is_dynamic_scalar
 from ._registry import (
     dynamic_attrs,
@@ -43,12 +50,17 @@ __all__ = [
     "BridgeError",
     "BridgeUnavailableWarning",
     "DynamicFloat",
+    "DynamicFloatSpecializedError",
     "DynamicInt",
     "DynamicScalar",
     "DynamicSpec",
     "SpecializationError",
     "SpecializationWarning",
+    "Explanation",
+    "MarkRecord",
     "__version__",
+    "auto_dynamic",
+    "explain",
     "dynamic_attrs",
     "is_dynamic_attr",
     "is_dynamic_scalar",

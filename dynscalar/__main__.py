@@ -1,4 +1,4 @@
-"""Command line: ``python -m dynscalar demo``."""
+"""Command line: ``python -m dynscalar demo`` and ``python -m dynscalar doctor SCRIPT``."""
 
 from __future__ import annotations
 
@@ -19,7 +19,18 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument(
         "--backend", default="inductor", help="torch.compile backend (default inductor)"
     )
+    doctor = commands.add_parser(
+        "doctor",
+        help="run a script unchanged and report which Python scalars caused recompiles",
+    )
+    doctor.add_argument("script", help="path of the Python script to run")
+    doctor.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
     args = parser.parse_args(argv)
+
+    if args.command == "doctor":
+        from ._doctor import run_doctor
+
+        return run_doctor(args.script, args.args)
 
     if args.command == "demo":
         from ._demo import format_table, run_demo

@@ -5,7 +5,13 @@ from __future__ import annotations
 import threading
 import warnings
 
-__all__ = ["BridgeUnavailableWarning", "SpecializationError", "SpecializationWarning", "warn_once"]
+__all__ = [
+    "BridgeUnavailableWarning",
+    "DynamicFloatSpecializedError",
+    "SpecializationError",
+    "SpecializationWarning",
+    "warn_once",
+]
 
 
 class SpecializationWarning(UserWarning):
@@ -19,6 +25,14 @@ class SpecializationWarning(UserWarning):
 
 class SpecializationError(ValueError):
     """Raised instead of :class:`SpecializationWarning` for marks made with ``strict=True``."""
+
+
+class DynamicFloatSpecializedError(RuntimeError):
+    """A dynamic float reaches an op torch cannot keep symbolic: torch would bake its value in.
+
+    Raised while compiling (torch.compile reports it inside ``BackendCompilerFailed``) rather
+    than letting compiled code return numbers computed with a stale value (pytorch#194976).
+    """
 
 
 class BridgeUnavailableWarning(RuntimeWarning):

@@ -30,6 +30,7 @@ the signatures it patches first; see :func:`install`.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import inspect
 import logging
 import threading
@@ -39,8 +40,15 @@ from typing import Any
 
 import wrapt
 
+from ._auto import auto_spec
 from ._compat import MIN_TORCH, TORCH_SUPPORTED, TORCH_VERSION
-from ._diagnostics import BridgeUnavailableWarning, SpecializationWarning, warn_once
+from ._diagnostics import (
+    BridgeUnavailableWarning,
+    DynamicFloatSpecializedError,
+    SpecializationError,
+    SpecializationWarning,
+    warn_once,
+)
 from ._proxy import DynamicInt, DynamicScalar
 from ._registry import check_marked_value, lookup_mark
 from ._spec import DynamicSpec
@@ -66,10 +74,33 @@ _EXPECTED_SIGNATURES: dict[str, tuple[str, ...]] = {
     "utils.object_setattr_ignore_descriptor": ("obj", "name", "value"),
     "ShapeEnv.constrain_symbol_range": ("self", "s", "compiler_min", "compiler_max"),
     "ShapeEnv._make_data_dependent_error": ("self", "expr", "unhinted_expr", "expr_sym_node_id"),
+    "ShapeEnv.evaluate_sym_node": ("self", "sym_node", "size_oblivious", "fallback_value"),
 }
 
+# The float path needs more, in modules that import torch._inductor; importing those from
+# the torch._dynamo post-import hook can hit a partially initialized module (torch.compile
+# imports torch._inductor.standalone_compile, which imports torch._dynamo), so they are
+# checked and patched at the first dynamic float Dynamo meets.
+_FLOAT_SIGNATURES: dict[str, tuple[str, ...]] = {
+    "VariableBuilder.wrap_symfloat": ("self", "value"),
+    "VariableBuilder.install_guards": ("self", "guards"),
+    "graph_compile.tensorify_python_scalars": ("gm", "shape_env", "fake_mode"),
+    "autograd_cache.check_cacheable": ("gm",),
+}
 
-def _internals() -> dict[str, Any]:
+# Other private names the float path relies on (checked for existence only).
+_FLOAT_NAMES = (
+    "torch._functorch._aot_autograd.autograd_cache.BypassAOTAutogradCache",
+    "torch._dynamo.exc.TensorifyScalarRestartAnalysis",
+    "torch._dynamo.symbolic_convert.TensorifyState",
+    "torch.fx.passes._tensorify_python_scalars.SUPPORTED_OPS",
+    "torch.fx.passes._tensorify_python_scalars.SUPPORTED_METHOD_OPS",
+    "torch._dynamo.config.specialize_float",
+    "torch._dynamo.config.assume_static_by_default",
+)
+
+
+def _core_internals() -> dict[str, Any]:
     from torch._dynamo import output_graph, source, utils
     from torch._dynamo.variables import builder
     from torch.fx.experimental import symbolic_shapes
@@ -81,35 +112,101 @@ def _internals() -> dict[str, Any]:
         "utils.object_setattr_ignore_descriptor": utils.object_setattr_ignore_descriptor,
         "ShapeEnv.constrain_symbol_range": symbolic_shapes.ShapeEnv.constrain_symbol_range,
         "ShapeEnv._make_data_dependent_error": symbolic_shapes.ShapeEnv._make_data_dependent_error,
+        "ShapeEnv.evaluate_sym_node": symbolic_shapes.ShapeEnv.evaluate_sym_node,
         "DynamicScalarSource": source.DynamicScalarSource,
-        "AttrSource": source.AttrSource,
     }
 
 
+def _float_internals() -> dict[str, Any]:
+    from torch._dynamo.variables import builder
+    from torch._functorch._aot_autograd import autograd_cache, graph_compile
+
+    return {
+        "VariableBuilder.wrap_symfloat": builder.VariableBuilder.wrap_symfloat,
+        "VariableBuilder.install_guards": builder.VariableBuilder.install_guards,
+        "graph_compile.tensorify_python_scalars": graph_compile.tensorify_python_scalars,
+        "autograd_cache.check_cacheable": autograd_cache.check_cacheable,
+    }
+
+
+def _check_signatures(found: dict[str, Any], expected: dict[str, tuple[str, ...]]) -> None:
+    for name, params_expected in expected.items():
+        params = tuple(inspect.signature(inspect.unwrap(found[name])).parameters)
+        if params != params_expected:
+            raise BridgeError(
+                f"dynscalar: torch {TORCH_VERSION} changed {name}{params}; the bridge was "
+                f"written for {name}{params_expected}. Please report this with your torch version."
+            )
+
+
 def check_internals() -> None:
-    """Raise :class:`BridgeError` unless every patched internal has the expected shape."""
+    """Raise :class:`BridgeError` unless the int path's internals have the expected shape."""
     if not TORCH_SUPPORTED:
         raise BridgeError(
             f"dynscalar needs torch>={MIN_TORCH}; torch {TORCH_VERSION} is installed."
         )
     try:
-        found = _internals()
+        found = _core_internals()
     except (ImportError, AttributeError) as exc:
         raise BridgeError(f"dynscalar: a torch._dynamo internal moved: {exc}") from exc
-    for name, expected in _EXPECTED_SIGNATURES.items():
-        func = inspect.unwrap(found[name])
-        params = tuple(inspect.signature(func).parameters)
-        if params != expected:
-            raise BridgeError(
-                f"dynscalar: torch {TORCH_VERSION} changed {name}{params}; the bridge was "
-                f"written for {name}{expected}. Please report this with your torch version."
-            )
+    _check_signatures(found, _EXPECTED_SIGNATURES)
     fields = getattr(found["DynamicScalarSource"], "__dataclass_fields__", {})
     if tuple(fields) != ("base", "is_int"):
         raise BridgeError(
             f"dynscalar: torch {TORCH_VERSION} changed DynamicScalarSource fields to "
             f"{tuple(fields)}; expected ('base', 'is_int')."
         )
+
+
+def check_float_internals() -> None:
+    """Raise :class:`BridgeError` unless the float path's internals have the expected shape."""
+    try:
+        found = _float_internals()
+    except (ImportError, AttributeError) as exc:
+        raise BridgeError(f"dynscalar: a torch internal for dynamic floats moved: {exc}") from exc
+    _check_signatures(found, _FLOAT_SIGNATURES)
+    for dotted in _FLOAT_NAMES:
+        module_name, _, attr = dotted.rpartition(".")
+        try:
+            owner = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise BridgeError(f"dynscalar: torch {TORCH_VERSION} has no {module_name}") from exc
+        if not hasattr(owner, attr):
+            raise BridgeError(f"dynscalar: torch {TORCH_VERSION} has no {dotted}")
+
+
+_float_hooks: BridgeError | bool = False
+
+
+def _ensure_float_hooks(where: str) -> None:
+    """Patch the AOT pipeline for dynamic floats, once, at the first float Dynamo meets."""
+    global _float_hooks
+    with _lock:
+        if _float_hooks is False:
+            try:
+                check_float_internals()
+            except BridgeError as exc:
+                _float_hooks = exc
+            else:
+                from torch._functorch._aot_autograd import autograd_cache, graph_compile
+
+                # module globals, looked up at call time by the AOT pipeline
+                wrapt.wrap_function_wrapper(
+                    graph_compile, "tensorify_python_scalars", _tensorify_hook
+                )
+                wrapt.wrap_function_wrapper(
+                    autograd_cache, "check_cacheable", _check_cacheable_hook
+                )
+                _float_hooks = True
+        if isinstance(_float_hooks, BridgeError):
+            # The stock float path can bake a written value into inductor code
+            # (pytorch#194976): refuse rather than risk wrong numbers.
+            raise _passthrough(
+                NotImplementedError(
+                    f"{_float_hooks} {where} is a dynamic float, which cannot be compiled "
+                    "exactly on this torch; unmark it or pass float(value)."
+                )
+            )
 
 
 def is_installed() -> bool:
@@ -135,6 +232,9 @@ def install() -> None:
         wrapt.wrap_function_wrapper(builder.VariableBuilder, "_wrap", _wrap_hook)
         wrapt.wrap_function_wrapper(
             symbolic_shapes.ShapeEnv, "_make_data_dependent_error", _data_dependent_hook
+        )
+        wrapt.wrap_function_wrapper(
+            symbolic_shapes.ShapeEnv, "evaluate_sym_node", _evaluate_sym_node_hook
         )
         original_setattr = utils.object_setattr_ignore_descriptor
         utils.object_setattr_ignore_descriptor = _make_setattr(original_setattr)
@@ -174,6 +274,10 @@ def _wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[
         if owner_name is None:
             return wrapped(*args, **kwargs)
         spec = lookup_mark(*owner_name)
+        if spec is None and (kind is int or kind is float):
+            spec = auto_spec(*owner_name, value)
+            if spec is not None:
+                log.debug("auto_dynamic: %s changed value; marking it dynamic", owner_name[1])
         if spec is None:
             return wrapped(*args, **kwargs)
     else:
@@ -185,11 +289,8 @@ def _wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[
         check_marked_value(value, spec, where)  # bad type or out of range: clear error here
     except (TypeError, ValueError) as exc:
         raise _passthrough(exc) from None
-    if isinstance(value, float):
-        raise NotImplementedError(
-            f"dynscalar: {where} is a dynamic float; dynamic floats are not traced yet. "
-            "Unmark it for now."
-        )
+    if isinstance(value, float):  # also True for a DynamicFloat (wrapt forwards __class__)
+        return _wrap_float(instance, value, spec, where)
     return _wrap_int(instance, int(value), spec, where)
 
 
@@ -252,6 +353,8 @@ def _wrap_int(builder: Any, value: int, spec: DynamicSpec, where: str) -> Any:
     symbol = var.sym_num.node.expr
     if spec.unbacked:
         shape_env.__dict__.setdefault(_UNBACKED_KEY, {})[symbol] = where
+    else:
+        _remember(shape_env, symbol, where, spec)
     if spec.has_range:
         lo = -int_oo if spec.min is None else spec.min
         hi = int_oo if spec.max is None else spec.max
@@ -280,6 +383,73 @@ def _tensor_type() -> type:
 
 
 _UNBACKED_KEY = "_dynscalar_unbacked_symbols"
+_SYMBOLS_KEY = "_dynscalar_symbols"
+
+
+def _remember(shape_env: Any, symbol: Any, where: str, spec: DynamicSpec) -> None:
+    """Record a backed symbol made for a marked scalar (read by _evaluate_sym_node_hook)."""
+    shape_env.__dict__.setdefault(_SYMBOLS_KEY, {})[symbol] = (where, spec)
+
+
+def _evaluate_sym_node_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Detect code that forces a marked scalar to one concrete value.
+
+    ``int(sym)``, ``range(sym)``, list indexing and string formatting all end in
+    ``SymNode.guard_int``/``guard_float`` -> ``ShapeEnv.evaluate_sym_node`` on an int/float
+    expression; the result is a guard fixing the symbol to its current value.  Control flow
+    (``if step % 2 == 0``) evaluates a *bool* expression: a guard on a predicate, not a
+    specialization, so it is ignored here.
+    """
+    ours = instance.__dict__.get(_SYMBOLS_KEY)
+    if ours:
+        sym_node = args[0] if args else kwargs["sym_node"]
+        expr = sym_node.expr
+        if sym_node.pytype is not bool and not getattr(expr, "is_number", True):
+            hits = [ours[s] for s in expr.free_symbols if s in ours]
+            if hits:
+                _report_specialization(hits, sym_node.hint)
+    return wrapped(*args, **kwargs)
+
+
+def _user_location() -> tuple[str, int, str]:
+    from torch._guards import TracingContext
+
+    try:
+        frames = TracingContext.extract_stack()
+    except Exception:  # noqa: BLE001 - no tracing context: no location, still report
+        frames = []
+    if not frames:
+        return ("<unknown>", 0, "")
+    frame = frames[-1]
+    return (frame.filename, frame.lineno or 0, (frame.line or "").strip())
+
+
+def _report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -> None:
+    filename, lineno, line = _user_location()
+    names = sorted({where for where, _ in hits})
+    code = f" (`{line}`)" if line else ""
+    message = (
+        f"dynscalar: {', '.join(names)} is forced to one value ({value!r}) at "
+        f"{filename}:{lineno}{code}; torch.compile now guards on its exact value and "
+        "recompiles for each new one. Keep it symbolic: use a tensor op instead of Python "
+        "(torch.arange(n) instead of range(n)), avoid int()/float(), f-strings and list "
+        "indexing on it inside the compiled region, or move that code out of it."
+    )
+    if any(spec.strict for _, spec in hits):
+        raise _passthrough(SpecializationError(message + " (strict=True on the mark)"))
+    for where in names:
+        key = ("specialized", where, filename, lineno)
+        with _report_lock:
+            if key in _reported:
+                continue
+            _reported.add(key)
+        warnings.warn_explicit(message, SpecializationWarning, filename, lineno)
+
+
+_reported: set[tuple[object, ...]] = set()
+_report_lock = threading.Lock()
 _passthrough_types: dict[type, type] = {}
 
 
@@ -322,6 +492,200 @@ def _data_dependent_hook(
         )
         error.args = (hint + str(error.args[0]), *error.args[1:])
     return error
+
+
+# --------------------------------------------------------------------------- floats
+_FLOAT_KEY = "_dynscalar_float_symbols"
+
+
+def _wrap_float(builder: Any, value: Any, spec: Any, where: str) -> Any:
+    import torch
+    import torch._dynamo.config as dynamo_config
+    from torch._dynamo.guards import GuardBuilder
+    from torch._dynamo.source import AttrSource
+
+    _ensure_float_hooks(where)
+    if spec.unbacked:
+        raise _passthrough(
+            NotImplementedError(
+                f"dynscalar: {where} is an unbacked dynamic float; torch.compile has no unbacked "
+                "float graph inputs (floats enter as a 0-d tensor whose .item() is always "
+                "backed). Use a backed DynamicFloat (the default): it only guards where control "
+                "flow needs it."
+            )
+        )
+    proxied = isinstance(value, DynamicScalar)
+    plain = float(value.__wrapped__) if proxied else float(value)
+    outer = builder.source
+    if proxied:
+        # Next call must still hold a DynamicFloat; then read the plain float through
+        # wrapt's `__wrapped__` attribute: a plain AttrSource, so guards (GetAttrGuardAccessor)
+        # and the graph-arg fetch `torch._as_tensor_fullprec(L['v'].__wrapped__)` both work.
+        builder.install_guards(GuardBuilder.TYPE_MATCH)
+        builder.source = AttrSource(outer, "__wrapped__")
+        builder.name = builder.source.name
+    try:
+        # wrap_symfloat returns a constant unless both are off (builder.py:3298-3316); the
+        # patch is scoped to this one call and restored on exit.
+        with dynamo_config.patch(specialize_float=False, assume_static_by_default=False):
+            var = builder.wrap_symfloat(plain)
+    finally:
+        builder.source = outer
+        builder.name = outer.name
+    sym = getattr(var, "sym_num", None)  # ConstantVariable for NaN/inf: no symbol
+    if isinstance(sym, torch.SymFloat):
+        shape_env = builder.tx.output.shape_env
+        table = shape_env.__dict__.setdefault(_FLOAT_KEY, {})
+        for s in sym.node.expr.free_symbols:
+            table[s] = where
+            _remember(shape_env, s, where, spec)
+    log.debug("%s -> %s (value %r)", where, type(var).__name__, plain)
+    return var
+
+
+def _scalar_tensor_prepass(gm: Any, shape_env: Any, fake_mode: Any) -> int:
+    """``scalar_tensor(f(s))`` -> ``mul.Tensor(scalar_tensor(1.0), f(s))`` for our float symbols.
+
+    Dynamo returns a float computed in the graph (``self.scale = self.scale * 0.9``) as
+    ``torch.scalar_tensor(sym, dtype=float64)`` + ``.item()`` in bytecode (codegen.py:323-344).
+    The tensorify pass has no rule for ``scalar_tensor``, so its final sweep burns the value in
+    with ``guard_scalar`` (_tensorify_python_scalars.py:402-430).  ``mul.Tensor`` with a
+    SymFloat operand is lowered by the pass, and ``x * 1.0 == x`` exactly (NaN, inf, -0.0).
+    """
+    import torch
+    from torch.utils._sympy.symbol import SymT, symbol_is_type
+
+    ours = shape_env.__dict__.get(_FLOAT_KEY) if shape_env is not None else None
+    if not ours:
+        return 0
+    aten = torch.ops.aten
+    graph = gm.graph
+    count = 0
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target is not aten.scalar_tensor.default:
+            continue
+        arg = node.args[0] if node.args else None
+        sym = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+        out = node.meta.get("val")
+        if not isinstance(sym, torch.SymFloat) or out is None:
+            continue
+        free = sym.node.expr.free_symbols
+        if not free or not all(symbol_is_type(s, SymT.FLOAT) for s in free):
+            continue
+        if not any(s in ours for s in free) or out.dtype not in (torch.float32, torch.float64):
+            continue
+        kwargs = dict(node.kwargs)
+        with graph.inserting_before(node):
+            one = graph.call_function(aten.scalar_tensor.default, (1.0,), kwargs)
+            prod = graph.call_function(aten.mul.Tensor, (one, arg))
+        with fake_mode:
+            one.meta["val"] = aten.scalar_tensor.default(1.0, **kwargs)
+            prod.meta["val"] = aten.scalar_tensor.default(1.0, **kwargs)
+        node.replace_all_uses_with(prod)
+        graph.erase_node(node)
+        count += 1
+    if count:
+        graph.lint()
+        gm.recompile()
+    return count
+
+
+def _unsupported_uses(gm: Any, ours: dict[Any, str]) -> list[str]:
+    """Ops taking a SymFloat over our symbols that the pass cannot lower (error text only)."""
+    import torch
+    from torch.fx.passes import _tensorify_python_scalars as tps
+
+    found = set()
+    for node in gm.graph.nodes:
+        if node.op not in ("call_function", "call_method"):
+            continue
+        table = tps.SUPPORTED_OPS if node.op == "call_function" else tps.SUPPORTED_METHOD_OPS
+        if node.target in table or not hasattr(node.meta.get("val"), "dtype"):
+            continue
+        for a in (*node.args, *node.kwargs.values()):
+            v = a.meta.get("val") if isinstance(a, torch.fx.Node) else None
+            if isinstance(v, torch.SymFloat) and any(s in ours for s in v.node.expr.free_symbols):
+                found.add(str(node.target))
+                break
+    return sorted(found)
+
+
+def _tensorify_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    def split(gm: Any, shape_env: Any, fake_mode: Any) -> tuple[Any, Any, Any]:
+        return gm, shape_env, fake_mode
+
+    gm, shape_env, fake_mode = split(*args, **kwargs)
+    ours = shape_env.__dict__.get(_FLOAT_KEY) if shape_env is not None else None
+    if not ours:
+        return wrapped(*args, **kwargs)
+    from torch._dynamo.exc import TensorifyScalarRestartAnalysis
+
+    _scalar_tensor_prepass(gm, shape_env, fake_mode)
+    ops = _unsupported_uses(gm, ours)
+    n_guards = len(shape_env.guards)
+    try:
+        result = wrapped(*args, **kwargs)
+    except TensorifyScalarRestartAnalysis:
+        # exact, but torch re-traces with the value specialized: one compile per value
+        from torch._dynamo.symbolic_convert import TensorifyState
+
+        names = sorted({w for s, w in ours.items() if TensorifyState.should_specialize(str(s))})
+        if names:
+            log.warning(
+                "dynscalar: %s is used by %s, which torch.compile cannot keep symbolic; it is "
+                "specialized (one compile per value).",
+                ", ".join(names),
+                ", ".join(ops) or "an op",
+            )
+        raise
+    baked = sorted(
+        {ours[s] for g in shape_env.guards[n_guards:] for s in g.expr.free_symbols if s in ours}
+    )
+    if baked:
+        raise DynamicFloatSpecializedError(
+            f"dynscalar: dynamic float {', '.join(baked)} is used by "
+            f"{', '.join(ops) or 'an operation'}, which torch.compile cannot keep symbolic "
+            "together with its other uses; torch would bake the current value into the compiled "
+            "code (pytorch#194976: wrong results with inductor). Pass the value as a 0-d tensor "
+            "for that op (e.g. x.clamp(max=torch.tensor(scale))), or unmark it."
+        )
+    return result
+
+
+# AOTAutograd cache bypass for graphs with a dynscalar float input.  The AOTAutograd cache
+# key is computed on the Dynamo graph with placeholder names normalized
+# (autograd_cache.py, sanitize_gm_for_cache / normalize_placeholder_names), so a marked
+# float's graph has the same key as stock torch's automatic-dynamic graph for the same
+# unmarked float.  Stock torch can store an entry with the value baked in there
+# (pytorch#194976), and a hit would skip the tensorify pass and _tensorify_hook.  Inductor's
+# FX graph cache is keyed after the pass and stays on.
+def _has_dynamic_float_input(gm: Any) -> bool:
+    """A placeholder whose fake tensor's .item() is one of the bridge's float symbols."""
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            break
+        ev = node.meta.get("example_value")
+        memo = getattr(ev, "item_memo", None)
+        if memo is None:
+            continue
+        shape_env = ev.fake_mode.shape_env
+        ours = shape_env.__dict__.get(_FLOAT_KEY, {}) if shape_env is not None else {}
+        if any(s in ours for s in memo.node.expr.free_symbols):
+            return True
+    return False
+
+
+def _check_cacheable_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    wrapped(*args, **kwargs)
+    gm = args[0] if args else kwargs["gm"]
+    if _has_dynamic_float_input(gm):
+        from torch._functorch._aot_autograd.autograd_cache import BypassAOTAutogradCache
+
+        raise BypassAOTAutogradCache("dynscalar: graph has a dynamic float input")
 
 
 # --------------------------------------------------------------------------- write-back

@@ -13,7 +13,12 @@ Spec propagation:
 * in-place operators (``step += 1``): the result is "the same variable", so it keeps the
   whole spec.  This is also what compiled write-back does.
 
-This module never imports torch.  Dynamo learns about proxies in ``_dynamo.py``.
+Where a proxy cannot behave like its value (C code that checks for an exact ``int`` or
+``float``: ``json.dumps``, ``torch.tensor(x)``, ...), docs/behaves-like.md says so, with the
+reason and the workaround; tests/test_conformance.py pins each case.
+
+This module never imports torch (``__torch_function__`` only calls what torch hands it).
+Dynamo learns about proxies in ``_dynamo.py``.
 """
 
 from __future__ import annotations
@@ -31,11 +36,27 @@ from ._spec import DynamicSpec
 __all__ = ["DynamicFloat", "DynamicInt", "DynamicScalar", "is_dynamic_scalar"]
 
 
+# Eager cost matters: every arithmetic result is a new proxy.
+#
+# * Construction: wrapt's ``BaseObjectProxy.__init__`` probes the wrapped value for
+#   ``__module__``/``__doc__`` (C) or ``__qualname__``/``__annotations__`` (pure Python); on an
+#   int each missing attribute raises and swallows an AttributeError.  A proxy needs none of
+#   that: allocate it, store the value through the ``__wrapped__`` descriptor and the spec
+#   through its slot descriptor.
+# * Reading: a Python subclass of wrapt's C proxy inherits ``__getattr__``, so CPython gives it
+#   the slow ``slot_tp_getattr_hook`` for *every* attribute read (``self.__wrapped__`` costs
+#   several times a plain attribute).  Hot paths call the descriptors' ``__get__`` directly.
+_WRAPPED = wrapt.BaseObjectProxy.__dict__["__wrapped__"]  # C getset or pure-Python slot
+_alloc = wrapt.BaseObjectProxy.__new__
+_get_wrapped: Callable[[Any], Any] = _WRAPPED.__get__
+_set_wrapped: Callable[[Any, Any], None] = _WRAPPED.__set__
+
+
 def _new(cls: type[DynamicScalar], value: int | float, spec: DynamicSpec) -> Any:
     """Build a proxy without validation (values derived from an already valid proxy)."""
-    obj = cls.__new__(cls, value)
-    wrapt.BaseObjectProxy.__init__(obj, value)
-    obj._self_spec = spec
+    obj = _alloc(cls)
+    _set_wrapped(obj, value)
+    _set_spec(obj, spec)
     return obj
 
 
@@ -51,11 +72,23 @@ def _derive(result: Any, spec: DynamicSpec, same_variable: bool = False) -> Any:
     return result
 
 
+# Binary operators inline ``_derive``'s common case (an int or float result): each Python
+# call saved is a measurable share of the cost (benchmarks/bench_eager.py).
 def _binary(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     def method(self: DynamicScalar, other: Any) -> Any:
         if type(other) in _PROXY_TYPES:
-            other = other.__wrapped__
-        return _derive(op(self.__wrapped__, other), self._self_spec)
+            other = _get_wrapped(other)
+        result = op(_get_wrapped(self), other)
+        kind = type(result)
+        if kind is int or kind is float:
+            spec = _get_spec(self)
+            if spec.min is not None or spec.max is not None:
+                spec = spec.without_range()
+            obj = _alloc(DynamicInt if kind is int else DynamicFloat)
+            _set_wrapped(obj, result)
+            _set_spec(obj, spec)
+            return obj
+        return _derive(result, _get_spec(self))
 
     method.__name__ = f"__{op.__name__.strip('_')}__"
     return method
@@ -64,8 +97,18 @@ def _binary(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
 def _reflected(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     def method(self: DynamicScalar, other: Any) -> Any:
         if type(other) in _PROXY_TYPES:
-            other = other.__wrapped__
-        return _derive(op(other, self.__wrapped__), self._self_spec)
+            other = _get_wrapped(other)
+        result = op(other, _get_wrapped(self))
+        kind = type(result)
+        if kind is int or kind is float:
+            spec = _get_spec(self)
+            if spec.min is not None or spec.max is not None:
+                spec = spec.without_range()
+            obj = _alloc(DynamicInt if kind is int else DynamicFloat)
+            _set_wrapped(obj, result)
+            _set_spec(obj, spec)
+            return obj
+        return _derive(result, _get_spec(self))
 
     method.__name__ = f"__r{op.__name__.strip('_')}__"
     return method
@@ -74,8 +117,8 @@ def _reflected(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
 def _inplace(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     def method(self: DynamicScalar, other: Any) -> Any:
         if type(other) in _PROXY_TYPES:
-            other = other.__wrapped__
-        return _derive(op(self.__wrapped__, other), self._self_spec, same_variable=True)
+            other = _get_wrapped(other)
+        return _derive(op(_get_wrapped(self), other), _get_spec(self), same_variable=True)
 
     method.__name__ = f"__i{op.__name__.strip('_')}__"
     return method
@@ -83,7 +126,7 @@ def _inplace(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
 
 def _unary(op: Callable[[Any], Any]) -> Callable[[Any], Any]:
     def method(self: DynamicScalar) -> Any:
-        return _derive(op(self.__wrapped__), self._self_spec)
+        return _derive(op(_get_wrapped(self)), _get_spec(self))
 
     method.__name__ = f"__{op.__name__.strip('_')}__"
     return method
@@ -99,6 +142,11 @@ class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[misc]
 
     __slots__ = ("_self_spec",)
     _self_spec: DynamicSpec
+
+    # wrapt calls this hook after ``__wrapped__`` is assigned, and looks it up on every
+    # assignment (when it is missing, the lookup raises and swallows two AttributeErrors).
+    # Proxies are immutable and need no fix-up: ``tuple`` is a C-level no-op callable.
+    __wrapped_setattr_fixups__ = staticmethod(tuple)
 
     # ------------------------------------------------------------------ spec access
     @property
@@ -166,29 +214,36 @@ class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[misc]
 
     def __pow__(self, other: Any, modulo: Any = None) -> Any:
         if type(other) in _PROXY_TYPES:
-            other = other.__wrapped__
+            other = _get_wrapped(other)
         if modulo is None:
-            result = pow(self.__wrapped__, other)
+            result = pow(_get_wrapped(self), other)
         else:
-            result = pow(self.__wrapped__, other, operator.index(modulo))
-        return _derive(result, self._self_spec)
+            result = pow(_get_wrapped(self), other, operator.index(modulo))
+        return _derive(result, _get_spec(self))
 
     def __rpow__(self, other: Any, modulo: Any = None) -> Any:
+        # Before Python 3.14, three-argument ``pow(2, proxy, 5)`` never calls __rpow__ (it
+        # only asks the base), see docs/behaves-like.md; 3.14 passes ``modulo`` here.
         if modulo is None:
-            result = pow(other, self.__wrapped__)
+            result = pow(other, _get_wrapped(self))
         else:
-            result = pow(other, self.__wrapped__, operator.index(modulo))
-        return _derive(result, self._self_spec)
+            result = pow(other, _get_wrapped(self), operator.index(modulo))
+        return _derive(result, _get_spec(self))
 
     def __ipow__(self, other: Any) -> Any:
         if type(other) in _PROXY_TYPES:
-            other = other.__wrapped__
-        return _derive(pow(self.__wrapped__, other), self._self_spec, same_variable=True)
+            other = _get_wrapped(other)
+        return _derive(pow(_get_wrapped(self), other), _get_spec(self), same_variable=True)
 
     def __round__(self, ndigits: SupportsIndex | None = None) -> Any:
-        return _derive(round(self.__wrapped__, ndigits), self._self_spec)
+        return _derive(round(_get_wrapped(self), ndigits), _get_spec(self))
 
     # ------------------------------------------------------------------ identity-ish
+    def __bytes__(self) -> bytes:
+        # wrapt's C proxy calls PyObject_Bytes(wrapped), which refuses ints; ``bytes(n)``
+        # means "n zero bytes", and a float raises TypeError as it does for the plain value.
+        return bytes(self.__wrapped__)
+
     def __repr__(self) -> str:
         extra = "".join(f", {k}={v!r}" for k, v in self._self_spec.kwargs().items())
         return f"{type(self).__name__}({self.__wrapped__!r}{extra})"
@@ -222,7 +277,9 @@ class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[misc]
         # Number/float/int (``torch.full(size, x)``, ``t.pow(x)``, ``clamp(max=x)``), but
         # it hands any argument that defines __torch_function__ to this hook: call the
         # function again with the plain values.
-        return func(*_unwrap(args), **_unwrap(kwargs or {}))
+        if kwargs:
+            return func(*_unwrap_items(args), **{k: _unwrap(v) for k, v in kwargs.items()})
+        return func(*_unwrap_items(args))
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
         import numpy
@@ -261,8 +318,8 @@ class DynamicInt(DynamicScalar):
         where = f"DynamicInt({value!r})"
         spec = DynamicSpec.build(unbacked=unbacked, min=min, max=max, where=where)
         plain = spec.check_int(coerce_int(value, where), where)
-        super().__init__(plain)
-        self._self_spec = spec
+        _set_wrapped(self, plain)
+        _set_spec(self, spec)
 
 
 class DynamicFloat(DynamicScalar):
@@ -283,11 +340,13 @@ class DynamicFloat(DynamicScalar):
     def __init__(self, value: float, *, unbacked: bool = False) -> None:
         where = f"DynamicFloat({value!r})"
         spec = DynamicSpec.build(unbacked=unbacked, where=where)
-        super().__init__(coerce_float(value, where))
-        self._self_spec = spec
+        _set_wrapped(self, coerce_float(value, where))
+        _set_spec(self, spec)
 
 
 _PROXY_TYPES: frozenset[type] = frozenset({DynamicInt, DynamicFloat})
+_get_spec: Callable[[Any], DynamicSpec] = DynamicScalar.__dict__["_self_spec"].__get__
+_set_spec: Callable[[Any, DynamicSpec], None] = DynamicScalar.__dict__["_self_spec"].__set__
 
 
 def is_dynamic_scalar(value: object) -> bool:
@@ -358,22 +417,53 @@ def coerce_float(value: object, where: str) -> float:
 def _unwrap(value: Any) -> Any:
     """Replace proxies (also inside lists, tuples and dicts) by their plain values."""
     kind = type(value)
-    if kind in _PROXY_TYPES or (kind not in _PLAIN and issubclass(kind, DynamicScalar)):
-        return value.__wrapped__
+    if kind in _PROXY_TYPES:
+        return _get_wrapped(value)
     if kind is tuple or kind is list:
-        return kind(_unwrap(item) for item in value)
+        return kind(_unwrap_items(value))
     if kind is dict:
         return {key: _unwrap(item) for key, item in value.items()}
+    if kind not in _LEAF_TYPES and issubclass(kind, DynamicScalar):
+        return _get_wrapped(value)
     return value
 
 
-_PLAIN = frozenset({int, float, bool, str, type(None)})
+def _unwrap_items(values: tuple[Any, ...] | list[Any]) -> list[Any]:
+    """``_unwrap`` of each item; the loop is inlined because torch calls it on every crossing."""
+    out = []
+    for item in values:
+        kind = type(item)
+        if kind in _PROXY_TYPES:
+            item = _get_wrapped(item)
+        elif kind is tuple or kind is list or kind is dict:
+            item = _unwrap(item)
+        elif kind not in _LEAF_TYPES and issubclass(kind, DynamicScalar):
+            item = _get_wrapped(item)
+        out.append(item)
+    return out
+
+
+_LEAF_TYPES = frozenset({int, float, bool, str, type(None)})
 
 
 def _rebuild(kind: str, value: int | float, unbacked: bool, lo: int | None, hi: int | None) -> Any:
-    """Unpickle a proxy.  Only the two proxy kinds can be built; nothing else runs."""
-    if kind == "DynamicInt":
-        return DynamicInt(value, unbacked=unbacked, min=lo, max=hi)
-    if kind == "DynamicFloat":
-        return DynamicFloat(value, unbacked=unbacked)
-    raise ValueError(f"dynscalar: cannot unpickle unknown proxy kind {kind!r}")
+    """Unpickle a proxy.  Only the two proxy kinds can be built; nothing else runs.
+
+    This is the one global ``torch.load(weights_only=True)`` may call, so it trusts nothing:
+    ``kind`` must name a proxy class, ``value`` must be an exact int (DynamicInt) or float
+    (DynamicFloat), and the spec goes through the same validation as ``DynamicInt(...)``.
+    The value itself is restored as it was, even where arithmetic or ``+=`` moved it outside
+    int64 or outside ``min``/``max``: unpickling reproduces the object, and the compiled
+    path rejects such a value exactly as it would have rejected the original.
+    """
+    where = f"dynscalar: unpickling {kind!r}"
+    spec = DynamicSpec.build(unbacked=unbacked, min=lo, max=hi, where=where)
+    if kind == "DynamicInt" and type(value) is int:
+        return _new(DynamicInt, value, spec)
+    if kind == "DynamicFloat" and type(value) is float and not spec.has_range:
+        return _new(DynamicFloat, value, spec)
+    raise ValueError(
+        f"{where}: cannot rebuild a proxy from value {value!r} "
+        f"({type(value).__name__}, min={lo!r}, max={hi!r}); the data is not a pickled "
+        "DynamicInt or DynamicFloat."
+    )

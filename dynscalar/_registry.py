@@ -169,6 +169,7 @@ def mark_dynamic_attr(
     unbacked: bool = False,
     min: int | None = None,  # noqa: A002
     max: int | None = None,  # noqa: A002
+    strict: bool = False,
 ) -> ModuleT:
     """Trace the int/float attributes ``names`` of ``module`` as symbolic graph inputs.
 
@@ -187,6 +188,7 @@ def mark_dynamic_attr(
         unbacked=unbacked,
         min=min,
         max=max,
+        strict=strict,
         where=f"dynscalar.mark_dynamic_attr({type(module).__name__})",
     )
     for name in checked:
@@ -274,6 +276,7 @@ def dynamic_attrs(
     unbacked: bool = False,
     min: int | None = None,  # noqa: A002
     max: int | None = None,  # noqa: A002
+    strict: bool = False,
 ) -> Callable[[ClassT], ClassT]:
     """Class decorator: ``names`` are dynamic on every instance of an ``nn.Module`` subclass.
 
@@ -289,7 +292,9 @@ def dynamic_attrs(
         True
     """
     checked = _check_names(names, "dynamic_attrs")
-    spec = DynamicSpec.build(unbacked=unbacked, min=min, max=max, where="dynscalar.dynamic_attrs")
+    spec = DynamicSpec.build(
+        unbacked=unbacked, min=min, max=max, strict=strict, where="dynscalar.dynamic_attrs"
+    )
 
     def decorate(cls: ClassT) -> ClassT:
         if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):

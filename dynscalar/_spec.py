@@ -36,6 +36,8 @@ def _check_bound(name: str, bound: object, where: str) -> int | None:
 class DynamicSpec:
     """How a marked scalar is traced by ``torch.compile``.
 
+    ``strict=True`` turns the :class:`~dynscalar.SpecializationWarning` emitted when code
+    forces the value to a constant into a :class:`~dynscalar.SpecializationError`.
     ``unbacked=False`` (default) makes a *backed* symbol: no guard on the value unless
     control flow needs one.  ``unbacked=True`` makes an unbacked symbol: no guards at all,
     and branching on it is a graph break.  ``min``/``max`` (ints only) become the
@@ -50,6 +52,7 @@ class DynamicSpec:
     unbacked: bool = False
     min: int | None = None
     max: int | None = None
+    strict: bool = False
 
     @classmethod
     def build(
@@ -58,6 +61,7 @@ class DynamicSpec:
         unbacked: object = False,
         min: object = None,  # noqa: A002 - same names as the public API
         max: object = None,  # noqa: A002
+        strict: object = False,
         where: str = "dynscalar",
     ) -> DynamicSpec:
         """Validate user arguments and return a spec; ``where`` prefixes every error."""
@@ -67,7 +71,9 @@ class DynamicSpec:
         hi = _check_bound("max", max, where)
         if lo is not None and hi is not None and lo > hi:
             raise ValueError(f"{where}: min={lo} is greater than max={hi}.")
-        return cls(unbacked=unbacked, min=lo, max=hi)
+        if not isinstance(strict, bool):
+            raise TypeError(f"{where}: strict={strict!r} must be True or False.")
+        return cls(unbacked=unbacked, min=lo, max=hi, strict=strict)
 
     @property
     def has_range(self) -> bool:
@@ -78,7 +84,7 @@ class DynamicSpec:
         """The spec a derived value gets: dynamism kept, range dropped."""
         if not self.has_range:
             return self
-        return DynamicSpec(unbacked=self.unbacked)
+        return DynamicSpec(unbacked=self.unbacked, strict=self.strict)
 
     def check_int(self, value: int, where: str) -> int:
         """Raise ``ValueError`` if ``value`` is outside int64 or this spec's range."""
@@ -99,7 +105,13 @@ class DynamicSpec:
         return value
 
     def check_float(self, value: float, where: str) -> float:
-        """Floats have no range; reject a spec that carries one."""
+        """Floats have no range and cannot be unbacked; reject a spec that says otherwise."""
+        if self.unbacked:
+            raise ValueError(
+                f"{where}: floats cannot be unbacked; torch.compile brings a float in as a 0-d "
+                "tensor whose value is always backed. Use a backed dynamic float (the default): "
+                "it only guards where control flow needs it."
+            )
         if self.has_range:
             raise ValueError(
                 f"{where}: min/max apply to int scalars only; a float ({value!r}) cannot "
@@ -116,4 +128,6 @@ class DynamicSpec:
             out["min"] = self.min
         if self.max is not None:
             out["max"] = self.max
+        if self.strict:
+            out["strict"] = True
         return out

@@ -73,3 +73,28 @@ def test_old_torch_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_dynamo, "TORCH_SUPPORTED", False)
     with pytest.raises(_dynamo.BridgeError, match=r"needs torch>=2\.13"):
         _dynamo.check_internals()
+
+
+def test_bridge_installs_cleanly_when_torch_compile_imports_dynamo() -> None:
+    """torch.compile imports torch._inductor, which imports torch._dynamo: no import cycle."""
+    result = run_python(
+        """
+        import torch, dynscalar
+        class M(torch.nn.Module):
+            def __init__(self):
+                super().__init__(); self.step = 0; self.scale = 0.5
+            def forward(self, x):
+                self.step += 1
+                self.scale = self.scale * 0.5
+                return x * self.step * self.scale
+        m = dynscalar.mark_dynamic_attr(M(), "step", "scale")
+        compiled = torch.compile(m, backend="aot_eager", fullgraph=True)
+        for _ in range(3):
+            compiled(torch.ones(2))
+        from dynscalar._dynamo import is_installed
+        assert is_installed() and m.step == 3 and m.scale == 0.0625
+        print("ok")
+        """
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "ok"

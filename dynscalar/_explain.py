@@ -1,0 +1,88 @@
+"""``explain(module)``: which scalars of a module tree are dynamic, and how."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import torch
+
+from ._auto import PROMOTED_KEY
+from ._proxy import is_dynamic_scalar
+from ._registry import MARKS_KEY, class_marks_of, lookup_mark
+from ._spec import DynamicSpec
+
+__all__ = ["Explanation", "MarkRecord", "explain"]
+
+
+class MarkRecord(NamedTuple):
+    """One dynamic scalar: where it lives, its value, how it was marked, and its spec."""
+
+    module: str  # dotted path in the tree ("" is the root), e.g. "encoder.layer0"
+    cls: str
+    attribute: str
+    value: object
+    how: str  # "mark_dynamic_attr", "@dynamic_attrs", "DynamicInt value", ...
+    spec: DynamicSpec
+
+
+class Explanation(list[MarkRecord]):
+    """The records of :func:`explain`; ``str()`` gives a readable table."""
+
+    def __str__(self) -> str:
+        if not self:
+            return "dynscalar: no dynamic scalars in this module tree."
+        rows = [("module", "attribute", "value", "how", "spec")]
+        for r in self:
+            spec = ", ".join(f"{k}={v}" for k, v in r.spec.kwargs().items()) or "backed"
+            path = f"{r.module or '<root>'} ({r.cls})"
+            rows.append((path, r.attribute, repr(r.value), r.how, spec))
+        widths = [max(len(row[i]) for row in rows) for i in range(5)]
+        lines = [
+            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows
+        ]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        return "\n".join(line.rstrip() for line in lines)
+
+
+def explain(module: torch.nn.Module, *, show: bool = True) -> Explanation:
+    """List the dynamic scalars of ``module`` and its submodules with their specs.
+
+    Prints the table unless ``show=False``; returns the records either way.
+
+    Example:
+        >>> import torch
+        >>> m = torch.nn.Linear(2, 2); m.step = 0
+        >>> from dynscalar import mark_dynamic_attr
+        >>> records = explain(mark_dynamic_attr(m, "step"), show=False)
+        >>> [(r.attribute, r.how) for r in records]
+        [('step', 'mark_dynamic_attr')]
+    """
+    if not isinstance(module, torch.nn.Module):
+        raise TypeError(
+            f"dynscalar.explain: expected a torch.nn.Module, got {type(module).__name__}."
+        )
+    records = Explanation()
+    for path, sub in module.named_modules():
+        own = sub.__dict__.get(MARKS_KEY) or {}
+        inherited = class_marks_of(type(sub))
+        promoted = sub.__dict__.get(PROMOTED_KEY, ())
+        names = sorted(
+            set(own) | set(inherited) | {n for n, v in vars(sub).items() if is_dynamic_scalar(v)}
+        )
+        for name in names:
+            value = sub.__dict__.get(name, getattr(sub, name, None))
+            if is_dynamic_scalar(value):  # a proxy's own spec wins, as in the bridge
+                spec, how = value.spec, f"{type(value).__name__} value"  # type: ignore[union-attr]
+            else:
+                found = lookup_mark(sub, name)
+                if found is None:
+                    continue
+                spec = found
+                if name in own:
+                    how = "auto_dynamic" if name in promoted else "mark_dynamic_attr"
+                else:
+                    how = "@dynamic_attrs"
+            records.append(MarkRecord(path, type(sub).__name__, name, value, how, spec))
+    if show:
+        print(records)
+    return records

@@ -1,0 +1,230 @@
+"""Dynamic floats: compiled equals eager (bit for bit), with exact compile counts (issue 3)."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+import torch
+
+import dynscalar as ds
+from dynscalar import DynamicFloat, DynamicInt
+
+from .conftest import CountingBackend
+
+CALLS = 20
+VALUES = [0.3 + 0.037 * i for i in range(CALLS)]
+
+
+class Read(torch.nn.Module):
+    """A float set from outside between calls (a temperature, a schedule factor)."""
+
+    def __init__(self, scale: float = 0.3) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 4)
+        self.scale = scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.layer(x) * self.scale
+
+
+class Write(Read):
+    """A float written inside forward (pytorch#194976 in stock torch 2.13)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.scale = self.scale * 0.9
+        return self.layer(x) * self.scale
+
+
+class Branch(Read):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.scale > 0.5:
+            return self.layer(x) * self.scale
+        return self.layer(x) - self.scale
+
+
+class Mixed(torch.nn.Module):
+    """An int counter and a float factor on one module; the int also divided into a float."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 4)
+        self.step = 0
+        self.factor = 0.5
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.step += 1
+        return self.layer(x) * self.factor + x * (self.step / 2)
+
+
+def marked(model: torch.nn.Module, way: str, *names: str) -> torch.nn.Module:
+    if way == "registry":
+        return ds.mark_dynamic_attr(model, *names)
+    for name in names:
+        setattr(model, name, ds.mark_dynamic(getattr(model, name)))
+    return model
+
+
+def run(
+    model: torch.nn.Module,
+    eager: torch.nn.Module,
+    backend: str,
+    fullgraph: bool,
+    values: list[float] | None,
+    attr: str = "scale",
+) -> int:
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter, fullgraph=fullgraph)
+    x = torch.randn(3, 4)
+    for i, value in enumerate(values or [None] * CALLS):
+        if value is not None:
+            current = getattr(model, attr)
+            setattr(model, attr, type(current)(value) if ds.is_dynamic_scalar(current) else value)
+            setattr(eager, attr, value)
+        torch.testing.assert_close(
+            compiled(x),
+            eager(x),
+            rtol=0,
+            atol=0,
+            equal_nan=True,
+            msg=lambda m, i=i: f"call {i}: {m}",
+        )
+    return counter.graphs
+
+
+BACKENDS = ["eager", "aot_eager", pytest.param("inductor", marks=pytest.mark.inductor)]
+FULLGRAPH = pytest.mark.parametrize("fullgraph", [True, False], ids=["fullgraph", "breaks-ok"])
+WAYS = pytest.mark.parametrize("way", ["registry", "proxy"])
+
+
+@FULLGRAPH
+@WAYS
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_read_attribute_compiles_once(backend: str, way: str, fullgraph: bool) -> None:
+    torch.manual_seed(0)
+    model = Read()
+    eager = copy.deepcopy(model)
+    assert run(marked(model, way, "scale"), eager, backend, fullgraph, VALUES) == 1
+
+
+@FULLGRAPH
+@WAYS
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_float_written_in_forward_compiles_once_and_matches(
+    backend: str, way: str, fullgraph: bool
+) -> None:
+    torch.manual_seed(0)
+    model = Write(1.0)
+    eager = copy.deepcopy(model)
+    assert run(marked(model, way, "scale"), eager, backend, fullgraph, None) == 1
+    assert model.scale == eager.scale  # bit-identical final value
+    assert type(model.scale) is (DynamicFloat if way == "proxy" else float)
+
+
+@pytest.mark.inductor
+@pytest.mark.parametrize("way", ["registry", "proxy"])
+def test_float_written_in_forward_under_no_grad_inductor(way: str) -> None:
+    """The inference path is where stock torch 2.13 returns a stale value (pytorch#194976)."""
+    torch.manual_seed(0)
+    model = Write(1.0)
+    eager = copy.deepcopy(model)
+    with torch.no_grad():
+        assert run(marked(model, way, "scale"), eager, "inductor", True, None) == 1
+    assert model.scale == eager.scale
+
+
+@FULLGRAPH
+@WAYS
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_branch_compiles_once_per_path(backend: str, way: str, fullgraph: bool) -> None:
+    torch.manual_seed(0)
+    model = Branch()
+    eager = copy.deepcopy(model)
+    values = [0.2, 0.9, 0.3, 0.8, 0.45, 0.55] * 4
+    assert run(marked(model, way, "scale"), eager, backend, fullgraph, values) == 2
+
+
+def scaled(x: torch.Tensor, v: float) -> tuple[torch.Tensor, torch.Tensor]:
+    return x * v, (x - v).relu() / v
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_function_argument_compiles_once(backend: str) -> None:
+    counter = CountingBackend(backend)
+    compiled = torch.compile(scaled, backend=counter, fullgraph=True)
+    x = torch.randn(5)
+    for v in VALUES:
+        torch.testing.assert_close(compiled(x, DynamicFloat(v)), scaled(x, v), rtol=0, atol=0)
+    assert counter.graphs == 1
+    assert type(ds.mark_dynamic(0.5)) is DynamicFloat
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_int_divided_into_float_flows_into_graph(backend: str) -> None:
+    counter = CountingBackend(backend)
+    compiled = torch.compile(scaled, backend=counter, fullgraph=True)
+    x = torch.randn(5)
+    for n in range(1, CALLS + 1):
+        half = DynamicInt(n) / 2
+        assert type(half) is DynamicFloat
+        torch.testing.assert_close(compiled(x, half), scaled(x, n / 2), rtol=0, atol=0)
+    assert counter.graphs == 1
+
+
+@FULLGRAPH
+@WAYS
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_mixed_int_and_float_marks(backend: str, way: str, fullgraph: bool) -> None:
+    torch.manual_seed(0)
+    model = Mixed()
+    eager = copy.deepcopy(model)
+    model = marked(model, way, "step", "factor")
+    assert (
+        run(model, eager, backend, fullgraph, [0.5 + i / 40 for i in range(CALLS)], "factor") == 1
+    )
+    assert model.step == eager.step == CALLS
+
+
+@pytest.mark.parametrize("way", ["registry", "proxy"])
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_nan_and_inf_match_eager(backend: str, way: str) -> None:
+    """NaN gets its own graph (torch guards every float input with `not isnan`); inf does not."""
+    torch.manual_seed(0)
+    model = Read(0.5)
+    eager = copy.deepcopy(model)
+    values = [0.5, math.nan, 1.5, math.inf, 2.5, -math.inf, math.nan, 0.7] * 3
+    assert run(marked(model, way, "scale"), eager, backend, True, values) == 2
+
+
+def test_unbacked_float_is_refused_clearly() -> None:
+    compiled = torch.compile(scaled, backend="eager", fullgraph=True)
+    with pytest.raises(NotImplementedError, match="unbacked dynamic float"):
+        compiled(torch.ones(2), DynamicFloat(0.5, unbacked=True))
+
+
+@pytest.mark.parametrize(
+    "backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.inductor)]
+)
+def test_op_that_would_bake_the_value_is_refused(backend: str) -> None:
+    """clamp(max=float) cannot stay symbolic next to other uses: refuse, never wrong numbers."""
+
+    class Clamp(Read):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x.clamp(max=self.scale) * self.scale
+
+    model = ds.mark_dynamic_attr(Clamp(), "scale")
+    compiled = torch.compile(model, backend=backend, fullgraph=True)
+    with (
+        torch.no_grad(),
+        pytest.raises(Exception, match=r"Clamp\.scale is used by aten\.clamp") as info,
+    ):
+        compiled(torch.randn(3, 4))
+    chain = []
+    exc: BaseException | None = info.value
+    while exc is not None:
+        chain.append(type(exc))
+        exc = exc.__cause__ or exc.__context__
+    assert ds.DynamicFloatSpecializedError in chain or "DynamicFloatSpecializedError" in str(
+        info.value
+    )
