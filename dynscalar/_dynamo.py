@@ -269,15 +269,16 @@ def _wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[
     if issubclass(kind, DynamicScalar):
         owner_name = _owner_and_name(instance)
         spec = value.spec
+        why = f"the value is a {kind.__name__}"
     elif kind in _CHECKED_TYPES or isinstance(value, _tensor_type()):
         owner_name = _owner_and_name(instance)
         if owner_name is None:
             return wrapped(*args, **kwargs)
         spec = lookup_mark(*owner_name)
+        why = "marked with mark_dynamic_attr or @dynamic_attrs"
         if spec is None and (kind is int or kind is float):
             spec = auto_spec(*owner_name, value)
-            if spec is not None:
-                log.debug("auto_dynamic: %s changed value; marking it dynamic", owner_name[1])
+            why = "auto_dynamic saw its value change"
         if spec is None:
             return wrapped(*args, **kwargs)
     else:
@@ -289,6 +290,8 @@ def _wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[
         check_marked_value(value, spec, where)  # bad type or out of range: clear error here
     except (TypeError, ValueError) as exc:
         raise _passthrough(exc) from None
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("%s (value %r) becomes a symbolic graph input: %s", where, value, why)
     if isinstance(value, float):  # also True for a DynamicFloat (wrapt forwards __class__)
         return _wrap_float(instance, value, spec, where)
     return _wrap_int(instance, int(value), spec, where)

@@ -1,0 +1,234 @@
+"""Diagnostics: specialization warnings and strict errors, doctor, explain, auto_dynamic, logs."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+import dynscalar as ds
+
+from .conftest import CountingBackend, run_side_by_side, twins
+from .test_compile_int import Branches, UsesStep
+
+HERE = Path(__file__).resolve()
+
+
+class Loops(torch.nn.Module):
+    """range(self.step) forces the value: Dynamo unrolls the loop."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.step = 2
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(self.step):  # the specializing line
+            x = x + 1
+        return x
+
+
+class Indexes(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.step = 1
+        self.table = [0.5, 1.5, 2.5, 3.5]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.table[self.step]
+
+
+def line_of(text: str) -> int:
+    return next(i for i, line in enumerate(HERE.read_text().splitlines(), 1) if text in line)
+
+
+# ----------------------------------------------------------------------------- specialization
+def test_range_on_marked_scalar_warns_once_with_location() -> None:
+    model, eager = twins(ds.mark_dynamic_attr(Loops(), "step"))
+    compiled = torch.compile(model, backend=CountingBackend("eager"))
+    with pytest.warns(ds.SpecializationWarning) as record:
+        for step in (2, 3, 2, 3):
+            model.step = eager.step = step
+            run_side_by_side(compiled, eager, 1)
+    ours = [w for w in record if issubclass(w.category, ds.SpecializationWarning)]
+    assert len(ours) == 1  # once per attribute and code location
+    message = str(ours[0].message)
+    assert "Loops.step is forced to one value (2)" in message
+    assert f"{HERE}:{line_of('# the specializing line')}" in message
+    assert "torch.arange(n) instead of range(n)" in message
+    assert ours[0].filename == str(HERE) and ours[0].lineno == line_of("# the specializing line")
+
+
+def test_list_indexing_warns() -> None:
+    model, eager = twins(ds.mark_dynamic_attr(Indexes(), "step"))
+    with pytest.warns(ds.SpecializationWarning, match=r"Indexes\.step is forced to one value"):
+        run_side_by_side(torch.compile(model, backend="eager"), eager, 2)
+
+
+@pytest.mark.parametrize("way", ["registry", "proxy", "decorator"])
+def test_strict_mark_raises_specialization_error(way: str) -> None:
+    if way == "registry":
+        model = ds.mark_dynamic_attr(Loops(), "step", strict=True)
+    elif way == "proxy":
+        model = Loops()
+        model.step = ds.DynamicInt(2, strict=True)
+    else:
+        model = ds.dynamic_attrs("step", strict=True)(type("StrictLoops", (Loops,), {}))()
+    compiled = torch.compile(model, backend="eager")
+    with pytest.raises(ds.SpecializationError, match=r"Loops\.step is forced to one value") as info:
+        compiled(torch.ones(2))
+    assert isinstance(info.value, ValueError)  # what `except ValueError` in user code sees
+
+
+def test_predicate_guard_is_not_a_specialization() -> None:
+    model, eager = twins(ds.mark_dynamic_attr(Branches(), "step", strict=True))
+    counter = CountingBackend("eager")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.SpecializationWarning)
+        run_side_by_side(torch.compile(model, backend=counter), eager, 10)
+    assert counter.graphs == 2
+
+
+# ----------------------------------------------------------------------------- explain
+def test_explain_lists_marks_of_the_tree(capsys: pytest.CaptureFixture[str]) -> None:
+    @ds.dynamic_attrs("step")
+    class Block(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.step = 0
+            self.temperature = ds.DynamicFloat(0.7)
+
+    root = torch.nn.Module()
+    root.block = Block()
+    root.count = 3
+    root.plain = 4
+    ds.mark_dynamic_attr(root, "count", min=0, max=100)
+    records = ds.explain(root)
+    assert [(r.module, r.attribute, r.how) for r in records] == [
+        ("", "count", "mark_dynamic_attr"),
+        ("block", "step", "@dynamic_attrs"),
+        ("block", "temperature", "DynamicFloat value"),
+    ]
+    assert records[0].spec == ds.DynamicSpec(min=0, max=100)
+    printed = capsys.readouterr().out
+    assert "block (Block)" in printed and "min=0, max=100" in printed and "plain" not in printed
+    assert str(ds.explain(torch.nn.Linear(1, 1), show=False)) == (
+        "dynscalar: no dynamic scalars in this module tree."
+    )
+
+
+# ----------------------------------------------------------------------------- auto_dynamic
+@pytest.mark.parametrize(("model_cls", "expected"), [(UsesStep, 2), (Branches, 3)])
+def test_auto_dynamic_matches_allow_unspec_int_but_scoped(model_cls: type, expected: int) -> None:
+    torch.manual_seed(0)
+    auto_model, auto_eager = twins(ds.auto_dynamic(model_cls()))
+    auto = CountingBackend("eager")
+    run_side_by_side(torch.compile(auto_model, backend=auto), auto_eager, 20)
+    assert ds.is_dynamic_attr(auto_model, "step")
+    assert [r.how for r in ds.explain(auto_model, show=False)] == ["auto_dynamic"]
+
+    torch._dynamo.reset()
+    stock_model, stock_eager = twins(model_cls())
+    stock = CountingBackend("eager")
+    with torch._dynamo.config.patch(allow_unspec_int_on_nn_module=True):
+        run_side_by_side(torch.compile(stock_model, backend=stock), stock_eager, 20)
+    assert auto.graphs == stock.graphs == expected
+
+    torch._dynamo.reset()  # scoped: another model is untouched by auto_dynamic
+    other, other_eager = twins(model_cls())
+    counter = CountingBackend("eager")
+    run_side_by_side(torch.compile(other, backend=counter), other_eager, 10)
+    assert counter.graphs >= 8 and not ds.is_dynamic_attr(other, "step")
+
+
+def test_auto_dynamic_includes_floats_and_leaves_constant_attributes_alone() -> None:
+    class Sched(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lr = 0.1
+            self.width = 4
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x[:, : self.width] * self.lr
+
+    model = ds.auto_dynamic(Sched())
+    eager = copy.deepcopy(model)
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter)
+    for i in range(10):
+        model.lr = eager.lr = 0.1 * (i + 1)
+        run_side_by_side(compiled, eager, 1, lambda _: (torch.randn(2, 6),))
+    assert counter.graphs == 2
+    assert ds.is_dynamic_attr(model, "lr") and not ds.is_dynamic_attr(model, "width")
+
+
+def test_auto_dynamic_rejects_non_modules() -> None:
+    with pytest.raises(TypeError, match=r"auto_dynamic: expected a torch\.nn\.Module"):
+        ds.auto_dynamic(3)  # type: ignore[type-var]
+
+
+# ----------------------------------------------------------------------------- logging
+def test_debug_log_names_each_symbolic_scalar(caplog: pytest.LogCaptureFixture) -> None:
+    model, eager = twins(ds.mark_dynamic_attr(UsesStep(), "step"))
+    with caplog.at_level(logging.DEBUG, logger="dynscalar"):
+        run_side_by_side(torch.compile(model, backend="eager"), eager, 2)
+    messages = [r.getMessage() for r in caplog.records if r.name == "dynscalar"]
+    assert any(
+        "UsesStep.step (value 0) becomes a symbolic graph input: marked with" in m for m in messages
+    ), messages
+
+
+# ----------------------------------------------------------------------------- doctor
+SCRIPT = """
+import sys, torch
+class Trainer(torch.nn.Module):
+    def __init__(self):
+        super().__init__(); self.layer = torch.nn.Linear(4, 4); self.iteration = 0
+    def forward(self, x):
+        self.iteration += 1
+        return self.layer(x)
+model = Trainer()
+compiled = torch.compile(model, backend="eager")
+for _ in range(int(sys.argv[1])):
+    compiled(torch.ones(2, 4))
+print("trained", sys.argv[1:])
+sys.exit(int(sys.argv[2]))
+"""
+
+
+def doctor(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "train.py"
+    script.write_text(textwrap.dedent(SCRIPT))
+    return subprocess.run(
+        [sys.executable, "-m", "dynscalar", "doctor", str(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_doctor_reports_the_scalar_and_the_fix(tmp_path: Path) -> None:
+    result = doctor(tmp_path, "5", "3")
+    assert result.returncode == 3  # the script's exit code
+    assert "trained ['5', '3']" in result.stdout  # the script ran with its own argv
+    report = result.stderr
+    assert "dynscalar doctor: 1 scalar(s) caused recompiles:" in report
+    row = next(line for line in report.splitlines() if line.startswith("Trainer.iteration"))
+    assert f"{tmp_path / 'train.py'}:6" in row
+    assert row.split()[2] == "4"  # values 1..4 each failed a guard on the next call
+    assert 'dynscalar.mark_dynamic_attr(model, "iteration")' in row
+
+
+def test_doctor_says_so_in_one_line_when_nothing_recompiles(tmp_path: Path) -> None:
+    result = doctor(tmp_path, "1", "0")
+    assert result.returncode == 0
+    lines = [line for line in result.stderr.splitlines() if line.startswith("dynscalar doctor")]
+    assert lines == ["dynscalar doctor: no recompiles were caused by Python scalars."]
+    assert "mark_dynamic_attr" not in result.stderr
