@@ -109,3 +109,64 @@ def test_ddp_two_ranks_compile_once_and_match_eager(tmp_path: Path, mark: bool) 
         torch.testing.assert_close(
             results[0]["params"][name], results[1]["params"][name], rtol=0, atol=0
         )
+
+
+def fsdp_rank_main(rank: int, world: int, port: int, out_dir: str, mark: bool) -> None:
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        model = initial_model()
+        if mark:
+            ds.mark_dynamic_attr(model, "step")
+        fully_shard(model, mesh=init_device_mesh("cpu", (world,)))
+        compiled = torch.compile(model, backend=lambda gm, _: gm.forward)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        shard = BATCH // world
+        for x, y in data():
+            xs, ys = x[rank * shard : (rank + 1) * shard], y[rank * shard : (rank + 1) * shard]
+            torch.nn.functional.mse_loss(compiled(xs), ys).backward()
+            opt.step()
+            opt.zero_grad()
+        full = {k: v.full_tensor() for k, v in model.state_dict().items()}
+        torch.save(
+            {
+                "params": full,
+                "step": model.step,
+                "frames": int(torch._dynamo.utils.counters["stats"]["unique_graphs"]),
+            },
+            Path(out_dir) / f"rank{rank}.pt",
+        )
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not built in")
+def test_fsdp2_fully_shard_on_gloo_cpu(tmp_path: Path) -> None:
+    """FSDP2 on CPU: marked training equals the single-process reference, no recompiles.
+
+    fully_shard's hooks split the forward into 2 graphs; the count does not grow with steps.
+    Dynamo already treats int attributes of fully_shard modules as dynamic, so stock torch
+    compiles the same 2 graphs here (docs/compatibility.md).
+    """
+    world = 2
+    counts = {}
+    for mark in (True, False):
+        out = tmp_path / str(mark)
+        out.mkdir()
+        mp.spawn(fsdp_rank_main, args=(world, free_port(), str(out), mark), nprocs=world, join=True)
+        results = [torch.load(out / f"rank{r}.pt", weights_only=False) for r in range(world)]
+        reference = initial_model()
+        opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+        for x, y in data():
+            torch.nn.functional.mse_loss(reference(x), y).backward()
+            opt.step()
+            opt.zero_grad()
+        for r, result in enumerate(results):
+            assert result["step"] == STEPS
+            for name, value in reference.state_dict().items():
+                torch.testing.assert_close(result["params"][name], value, msg=f"rank {r} {name}")
+        counts[mark] = {result["frames"] for result in results}
+    assert counts[True] == counts[False] == {2}
