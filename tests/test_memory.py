@@ -1,0 +1,77 @@
+"""Nothing global keeps a marked module alive (issue 4).
+
+Marks live on the module instance and proxies hold only their value and spec, so a marked
+module that the user drops is collected, also after torch.compile ran it and
+``torch._dynamo.reset()`` dropped the compiled code.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+import torch
+
+import dynscalar as ds
+from dynscalar import DynamicFloat, DynamicInt
+
+
+class Net(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 4)
+        self.step = 0
+        self.scale = 0.5
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.step += 1
+        return self.layer(x) * self.step * self.scale
+
+
+def build(way: str) -> Net:
+    net = Net()
+    if way == "registry":
+        ds.mark_dynamic_attr(net, "step")
+        ds.mark_dynamic_attr(net, "scale")
+    elif way == "proxy":
+        net.step, net.scale = DynamicInt(0), DynamicFloat(0.5)
+    return net
+
+
+def assert_collected(ref: weakref.ref[Net]) -> None:
+    gc.collect()
+    assert ref() is None, gc.get_referrers(ref()) if ref() is not None else None
+
+
+WAYS = ["registry", "proxy", "unmarked"]
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_deleted_marked_module_is_collected(way: str) -> None:
+    net = build(way)
+    net(torch.randn(2, 4))
+    ref = weakref.ref(net)
+    del net
+    assert_collected(ref)
+
+
+@pytest.mark.parametrize("way", WAYS)
+def test_compiled_marked_module_is_collected_after_dynamo_reset(way: str) -> None:
+    """Compile, run a few steps, drop the module and the compiled wrapper, reset Dynamo: the
+    module's weakref dies (the unmarked case shows torch itself behaves the same)."""
+    net = build(way)
+    compiled = torch.compile(net, backend="eager")
+    for _ in range(3):
+        compiled(torch.randn(2, 4))
+    assert net.step == 3
+    ref = weakref.ref(net)
+    del net, compiled
+    torch._dynamo.reset()
+    assert_collected(ref)
+
+
+def test_class_decorator_does_not_keep_instances_alive() -> None:
+    cls = ds.dynamic_attrs("step")(type("Decorated", (Net,), {}))
+    ref = weakref.ref(cls())
+    assert_collected(ref)
