@@ -431,6 +431,10 @@ def _user_location() -> tuple[str, int, str]:
 
 def _report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -> None:
     filename, lineno, line = _user_location()
+    if not lineno:
+        # No user frame: a backend pass (e.g. the float-tensorify pass) is evaluating the
+        # symbol, not user code.  _tensorify_hook reports those cases itself.
+        return
     names = sorted({where for where, _ in hits})
     code = f" (`{line}`)" if line else ""
     message = (

@@ -66,7 +66,7 @@ def _derive(result: Any, spec: DynamicSpec, same_variable: bool = False) -> Any:
     if kind is int:
         return _new(DynamicInt, result, spec if same_variable else spec.without_range())
     if kind is float:
-        return _new(DynamicFloat, result, spec.without_range())
+        return _new(DynamicFloat, result, spec.for_float())
     if kind is tuple:  # divmod
         return tuple(_derive(item, spec) for item in result)
     return result
@@ -82,7 +82,10 @@ def _binary(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
         kind = type(result)
         if kind is int or kind is float:
             spec = _get_spec(self)
-            if spec.min is not None or spec.max is not None:
+            if kind is float:
+                if spec.unbacked or spec.min is not None or spec.max is not None:
+                    spec = spec.for_float()
+            elif spec.min is not None or spec.max is not None:
                 spec = spec.without_range()
             obj = _alloc(DynamicInt if kind is int else DynamicFloat)
             _set_wrapped(obj, result)
@@ -102,7 +105,10 @@ def _reflected(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
         kind = type(result)
         if kind is int or kind is float:
             spec = _get_spec(self)
-            if spec.min is not None or spec.max is not None:
+            if kind is float:
+                if spec.unbacked or spec.min is not None or spec.max is not None:
+                    spec = spec.for_float()
+            elif spec.min is not None or spec.max is not None:
                 spec = spec.without_range()
             obj = _alloc(DynamicInt if kind is int else DynamicFloat)
             _set_wrapped(obj, result)
@@ -258,7 +264,8 @@ class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[misc]
         spec = self._self_spec
         return (
             _rebuild,
-            (type(self).__name__, self.__wrapped__, spec.unbacked, spec.min, spec.max),
+            (type(self).__name__, self.__wrapped__, spec.unbacked, spec.min, spec.max)
+            + ((True,) if spec.strict else ()),  # older pickles have no strict field
         )
 
     def __reduce_ex__(self, protocol: SupportsIndex) -> tuple[Any, ...]:
@@ -297,6 +304,8 @@ class DynamicInt(DynamicScalar):
         unbacked: trace as an unbacked symbol (no guards at all; branching on it is a
             graph break).  Default: backed (guards only where control flow needs them).
         min, max: inclusive value range; becomes the symbol's range.
+        strict: raise :class:`~dynscalar.SpecializationError` instead of warning when code
+            forces the value to a constant (``range(x)``, ``int(x)``, f-strings).
 
     Example:
         >>> step = DynamicInt(0)
@@ -314,9 +323,10 @@ class DynamicInt(DynamicScalar):
         unbacked: bool = False,
         min: int | None = None,  # noqa: A002 - mirrors torch's mark_dynamic(min=, max=)
         max: int | None = None,  # noqa: A002
+        strict: bool = False,
     ) -> None:
         where = f"DynamicInt({value!r})"
-        spec = DynamicSpec.build(unbacked=unbacked, min=min, max=max, where=where)
+        spec = DynamicSpec.build(unbacked=unbacked, min=min, max=max, strict=strict, where=where)
         plain = spec.check_int(coerce_int(value, where), where)
         _set_wrapped(self, plain)
         _set_spec(self, spec)
@@ -327,7 +337,10 @@ class DynamicFloat(DynamicScalar):
 
     Args:
         value: the number (a ``float``, or a ``numbers.Real`` converted to float; not ``bool``).
-        unbacked: trace as an unbacked symbol (see :class:`DynamicInt`).
+        unbacked: must stay False: torch brings floats in as 0-d tensors whose value is always
+            known, so an unbacked float is refused with ``ValueError``.
+        strict: raise :class:`~dynscalar.SpecializationError` instead of warning when code
+            forces the value to a constant.
 
     Example:
         >>> t = DynamicFloat(0.5)
@@ -337,10 +350,12 @@ class DynamicFloat(DynamicScalar):
 
     __slots__ = ()
 
-    def __init__(self, value: float, *, unbacked: bool = False) -> None:
+    def __init__(self, value: float, *, unbacked: bool = False, strict: bool = False) -> None:
         where = f"DynamicFloat({value!r})"
-        spec = DynamicSpec.build(unbacked=unbacked, where=where)
-        _set_wrapped(self, coerce_float(value, where))
+        spec = DynamicSpec.build(unbacked=unbacked, strict=strict, where=where)
+        plain = coerce_float(value, where)
+        spec.check_float(plain, where)  # floats cannot be unbacked: refused here, not at compile
+        _set_wrapped(self, plain)
         _set_spec(self, spec)
 
 
@@ -446,7 +461,14 @@ def _unwrap_items(values: tuple[Any, ...] | list[Any]) -> list[Any]:
 _LEAF_TYPES = frozenset({int, float, bool, str, type(None)})
 
 
-def _rebuild(kind: str, value: int | float, unbacked: bool, lo: int | None, hi: int | None) -> Any:
+def _rebuild(
+    kind: str,
+    value: int | float,
+    unbacked: bool,
+    lo: int | None,
+    hi: int | None,
+    strict: bool = False,
+) -> Any:
     """Unpickle a proxy.  Only the two proxy kinds can be built; nothing else runs.
 
     This is the one global ``torch.load(weights_only=True)`` may call, so it trusts nothing:
@@ -457,10 +479,10 @@ def _rebuild(kind: str, value: int | float, unbacked: bool, lo: int | None, hi: 
     path rejects such a value exactly as it would have rejected the original.
     """
     where = f"dynscalar: unpickling {kind!r}"
-    spec = DynamicSpec.build(unbacked=unbacked, min=lo, max=hi, where=where)
+    spec = DynamicSpec.build(unbacked=unbacked, min=lo, max=hi, strict=strict, where=where)
     if kind == "DynamicInt" and type(value) is int:
         return _new(DynamicInt, value, spec)
-    if kind == "DynamicFloat" and type(value) is float and not spec.has_range:
+    if kind == "DynamicFloat" and type(value) is float and not (spec.has_range or spec.unbacked):
         return _new(DynamicFloat, value, spec)
     raise ValueError(
         f"{where}: cannot rebuild a proxy from value {value!r} "

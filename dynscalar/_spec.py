@@ -86,6 +86,12 @@ class DynamicSpec:
             return self
         return DynamicSpec(unbacked=self.unbacked, strict=self.strict)
 
+    def for_float(self) -> DynamicSpec:
+        """The spec a float derived from this value gets: backed, no range (floats have neither)."""
+        if not (self.unbacked or self.has_range):
+            return self
+        return DynamicSpec(strict=self.strict)
+
     def check_int(self, value: int, where: str) -> int:
         """Raise ``ValueError`` if ``value`` is outside int64 or this spec's range."""
         if not INT64_MIN <= value <= INT64_MAX:

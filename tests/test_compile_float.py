@@ -197,10 +197,26 @@ def test_nan_and_inf_match_eager(backend: str, way: str) -> None:
     assert run(marked(model, way, "scale"), eager, backend, True, values) == 2
 
 
-def test_unbacked_float_is_refused_clearly() -> None:
-    compiled = torch.compile(scaled, backend="eager", fullgraph=True)
-    with pytest.raises(NotImplementedError, match="unbacked dynamic float"):
-        compiled(torch.ones(2), DynamicFloat(0.5, unbacked=True))
+def test_unbacked_float_is_refused_at_marking_time() -> None:
+    with pytest.raises(ValueError, match=r"DynamicFloat\(0\.5\): floats cannot be unbacked"):
+        DynamicFloat(0.5, unbacked=True)
+    with pytest.raises(ValueError, match=r"Read\.scale: floats cannot be unbacked"):
+        ds.mark_dynamic_attr(Read(), "scale", unbacked=True)
+    with pytest.raises(ValueError, match="floats cannot be unbacked"):
+        ds.mark_dynamic(0.5, unbacked=True)
+
+
+def test_float_derived_from_unbacked_int_is_backed() -> None:
+    """DynamicInt(n, unbacked=True) / 2 is a (backed) DynamicFloat that compiles once."""
+    half = DynamicInt(3, unbacked=True) / 2
+    assert type(half) is DynamicFloat and half.spec == ds.DynamicSpec()
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(scaled, backend=counter, fullgraph=True)
+    x = torch.randn(4)
+    for n in range(1, 8):
+        value = DynamicInt(n, unbacked=True) / 2
+        torch.testing.assert_close(compiled(x, value), scaled(x, n / 2), rtol=0, atol=0)
+    assert counter.graphs == 1
 
 
 @pytest.mark.parametrize(

@@ -322,11 +322,14 @@ def test_divmod_gives_a_tuple_of_proxies() -> None:
 
 
 def test_derived_values_keep_dynamism_and_drop_the_range() -> None:
-    """`unbacked` is inherited by every derived value; `min`/`max` describe one variable, so
-    arithmetic drops them, while `x += 1` is the same variable and keeps them."""
+    """`unbacked` is inherited by every derived int (floats are always backed: torch has no
+    unbacked float input); `min`/`max` describe one variable, so arithmetic drops them, while
+    `x += 1` is the same variable and keeps them."""
     x = DynamicInt(3, unbacked=True, min=0, max=10)
-    for derived in (x + 1, 1 + x, x * 2.0, -x, x / 2, divmod(x, 2)[0], round(x), x**2):
+    for derived in (x + 1, 1 + x, -x, divmod(x, 2)[0], round(x), x**2):
         assert derived.spec == DynamicSpec(unbacked=True)
+    for derived in (x * 2.0, x / 2, 2.0 * x):
+        assert type(derived) is DynamicFloat and derived.spec == DynamicSpec()
     y = x
     y += 1
     assert y.spec == x.spec and y == 4 and x == 3

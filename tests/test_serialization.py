@@ -29,7 +29,7 @@ class Net(torch.nn.Module):
         self.register_buffer("seen", torch.zeros(3))
         self.step = 0
         self.scale = 0.5
-        self.lr = DynamicFloat(0.1, unbacked=True)
+        self.lr = DynamicFloat(0.1, strict=True)
         self.warmup = DynamicInt(4, min=0, max=100)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -87,7 +87,7 @@ def test_module_keeps_marks_and_proxies(how: str) -> None:
     marks = twin.__dict__["_dynscalar_marks"]
     assert marks == {"step": DynamicSpec(unbacked=True, max=1000), "scale": DynamicSpec()}
     assert type(twin.step) is int and twin.step == 7
-    assert type(twin.lr) is DynamicFloat and twin.lr.spec == DynamicSpec(unbacked=True)
+    assert type(twin.lr) is DynamicFloat and twin.lr.spec == DynamicSpec(strict=True)
     assert type(twin.warmup) is DynamicInt and twin.warmup.spec == DynamicSpec(min=0, max=100)
     x = torch.randn(2, 3)
     torch.testing.assert_close(twin(x), net(x), rtol=0, atol=0)
@@ -114,7 +114,7 @@ def test_checkpoint_with_proxies_loads_with_weights_only() -> None:
     torch.load(weights_only=True): same classes, values and specs."""
     checkpoint = {
         "step": DynamicInt(1234, min=0),
-        "lr": DynamicFloat(3e-4, unbacked=True),
+        "lr": DynamicFloat(3e-4, strict=True),
         "history": [DynamicInt(-5), (DynamicFloat(0.5), 2)],
         "state": torch.nn.Linear(2, 2).state_dict(),
     }
@@ -122,7 +122,7 @@ def test_checkpoint_with_proxies_loads_with_weights_only() -> None:
     assert type(loaded["step"]) is DynamicInt and loaded["step"] == 1234
     assert loaded["step"].spec == DynamicSpec(min=0)
     assert type(loaded["lr"]) is DynamicFloat and loaded["lr"] == 3e-4
-    assert loaded["lr"].spec == DynamicSpec(unbacked=True)
+    assert loaded["lr"].spec == DynamicSpec(strict=True)
     assert type(loaded["history"][0]) is DynamicInt and loaded["history"][0] == -5
     assert type(loaded["history"][1][0]) is DynamicFloat and loaded["history"][1][1] == 2
     for key, value in checkpoint["state"].items():
@@ -206,5 +206,5 @@ def test_state_dict_is_unaffected_by_marks_and_proxies() -> None:
     assert not result.missing_keys and not result.unexpected_keys
     net.load_state_dict(Net().state_dict())
     assert ds.is_dynamic_attr(net, "step") and ds.is_dynamic_attr(net, "scale")
-    assert type(net.lr) is DynamicFloat and net.lr.spec.unbacked
+    assert type(net.lr) is DynamicFloat and net.lr.spec.strict
     assert via_weights_only(net.state_dict()).keys() == net.state_dict().keys()
