@@ -640,11 +640,14 @@ def _tensorify_hook(
 
         names = sorted({w for s, w in ours.items() if TensorifyState.should_specialize(str(s))})
         if names:
-            log.warning(
-                "dynscalar: %s is used by %s, which torch.compile cannot keep symbolic; it is "
-                "specialized (one compile per value).",
-                ", ".join(names),
-                ", ".join(ops) or "an op",
+            # Exact results, but one compile per value from now on; torch >= 2.15 takes this
+            # path where 2.13/2.14 baked the value in (the pytorch#194976 fix).
+            warn_once(
+                ("tensorify", *names, *ops),
+                f"dynscalar: {', '.join(names)} is used by {', '.join(ops) or 'an op'}, which "
+                "torch.compile cannot keep symbolic; torch specializes it (exact results, one "
+                "compile per value). Pass a 0-d tensor to that op to keep it dynamic.",
+                SpecializationWarning,
             )
         raise
     baked = sorted(

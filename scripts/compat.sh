@@ -61,8 +61,10 @@ else
     pip_env=(env)
 fi
 
+# pip in the venv. The machine's local indexes make pip print a "Location 'file:///opt/...'
+# is ignored" warning for every package they lack; those lines are dropped, nothing else is.
 pip() {
-    "${pip_env[@]}" "$py" -m pip "$@"
+    "${pip_env[@]}" "$py" -m pip "$@" 2>&1 | { grep -v "^WARNING: Location 'file://" || true; }
 }
 
 installed_torch() {
@@ -110,7 +112,8 @@ esac
 export TORCHINDUCTOR_CACHE_DIR="$compat_dir/inductor-cache-$version"
 
 cd "$repo"
-echo "compat: python -m pytest $* (torch $version, cache $TORCHINDUCTOR_CACHE_DIR)"
+echo "compat: torch $version, TORCHINDUCTOR_CACHE_DIR=$TORCHINDUCTOR_CACHE_DIR"
+echo "compat: python -m pytest$(printf ' %q' "$@")"
 status=0
 "$py" -m pytest "$@" || status=$?
 exit "$status"

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
 
 import pytest
 import torch
 
 import dynscalar as ds
 from dynscalar import DynamicFloat, DynamicInt
+from dynscalar._compat import TENSORIFY_RESTARTS_INSTEAD_OF_BAKING
 
 from .conftest import CountingBackend
 
@@ -219,16 +221,17 @@ def test_float_derived_from_unbacked_int_is_backed() -> None:
     assert counter.graphs == 1
 
 
+class Clamp(Read):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.clamp(max=self.scale) * self.scale
+
+
+@pytest.mark.skipif(TENSORIFY_RESTARTS_INSTEAD_OF_BAKING, reason="torch>=2.15 does not bake")
 @pytest.mark.parametrize(
     "backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.inductor)]
 )
 def test_op_that_would_bake_the_value_is_refused(backend: str) -> None:
-    """clamp(max=float) cannot stay symbolic next to other uses: refuse, never wrong numbers."""
-
-    class Clamp(Read):
-        def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return x.clamp(max=self.scale) * self.scale
-
+    """torch 2.13/2.14: clamp(max=float) next to other uses would be baked in: refuse."""
     model = ds.mark_dynamic_attr(Clamp(), "scale")
     compiled = torch.compile(model, backend=backend, fullgraph=True)
     with (
@@ -244,3 +247,24 @@ def test_op_that_would_bake_the_value_is_refused(backend: str) -> None:
     assert ds.DynamicFloatSpecializedError in chain or "DynamicFloatSpecializedError" in str(
         info.value
     )
+
+
+@pytest.mark.skipif(not TENSORIFY_RESTARTS_INSTEAD_OF_BAKING, reason="torch<2.15 bakes: refused")
+@pytest.mark.parametrize(
+    ("backend", "graphs"),
+    # aot_eager: the first graph reaches the backend, then the tensorify pass restarts and
+    # specializes: one graph per value after that (4 values -> 5 graphs).
+    [("aot_eager", 5), pytest.param("inductor", 1, marks=pytest.mark.inductor)],
+)
+def test_op_torch_specializes_stays_exact(backend: str, graphs: int) -> None:
+    """torch>=2.15 specializes such a float through a restart (exact, warned) or lowers it."""
+    torch.manual_seed(0)
+    model = Clamp()
+    eager = copy.deepcopy(model)
+    values = [0.3, 0.5, 0.7, 0.9]
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = run(ds.mark_dynamic_attr(model, "scale"), eager, backend, True, values)
+    assert got == graphs
+    warned = [w for w in caught if issubclass(w.category, ds.SpecializationWarning)]
+    assert bool(warned) is (graphs > 1)
