@@ -19,6 +19,11 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument(
         "--backend", default="inductor", help="torch.compile backend (default inductor)"
     )
+    demo.add_argument(
+        "--plot",
+        metavar="PATH",
+        help="also save a PNG (cumulative time per call, compiles per strategy); needs matplotlib",
+    )
     doctor = commands.add_parser(
         "doctor",
         help="run a script unchanged and report which Python scalars caused recompiles",
@@ -33,10 +38,15 @@ def main(argv: list[str] | None = None) -> int:
         return run_doctor(args.script, args.args)
 
     if args.command == "demo":
-        from ._demo import format_table, run_demo
+        from ._demo import format_table, import_pyplot, plot_rows, run_demo
 
         if args.steps < 2:
             parser.error("--steps must be at least 2")
+        if args.plot:
+            try:
+                import_pyplot()  # fail before the run, not after it
+            except ImportError as exc:
+                parser.error(str(exc))
         print(
             f"dynscalar demo: seed model (self.step += 1 in forward), {args.steps} calls, "
             f"backend={args.backend}, torch {torch.__version__}, "
@@ -45,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
         rows = run_demo(steps=args.steps, backend=args.backend)
         print()
         print(format_table(rows))
+        if args.plot:
+            plot_rows(rows, args.plot)
+            print(f"\nplot written to {args.plot}")
         stock = rows[0]
         if stock.compiles >= 8:
             print(

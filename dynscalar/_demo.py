@@ -1,7 +1,8 @@
 """``python -m dynscalar demo``: the seed model, stock torch.compile vs each way of marking.
 
 Runs every strategy side by side in one process on the same inputs, checks every output
-against an eager twin, and prints compile counts and times as a table.
+against an eager twin, and prints compile counts and times as a table; ``--plot PATH``
+also draws them (matplotlib, imported only then).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class Row:
     total_s: float
     median_step_ms: float
     equal_to_eager: bool
+    step_times_s: list[float] = dataclasses.field(default_factory=list)
 
 
 def _strategies() -> dict[str, Callable[[SeedModel], torch.nn.Module]]:
@@ -106,6 +108,7 @@ def run_strategy(name: str, steps: int, backend: str, width: int = 64) -> Row:
         total_s=sum(times),
         median_step_ms=1e3 * statistics.median(times[len(times) // 2 :]),
         equal_to_eager=bool(equal),
+        step_times_s=times,
     )
 
 
@@ -137,6 +140,51 @@ def format_table(rows: list[Row]) -> str:
         for r in rows
     ]
     return "\n".join([header, *lines])
+
+
+def import_pyplot() -> Any:
+    """matplotlib's pyplot on the non-interactive Agg backend, or a clear error."""
+    try:
+        import matplotlib
+    except ImportError as exc:
+        raise ImportError(
+            "plotting needs matplotlib, which dynscalar does not install by default: "
+            "pip install 'dynscalar[bench]' (or pip install matplotlib)"
+        ) from exc
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_rows(rows: list[Row], path: str | os.PathLike[str]) -> None:
+    """Two panels in one image: cumulative wall time per call, and compiles per strategy."""
+    plt = import_pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for row in rows:
+        cumulative, total = [], 0.0
+        for t in row.step_times_s:
+            total += t
+            cumulative.append(total)
+        left.plot(range(1, len(cumulative) + 1), cumulative, label=row.strategy)
+    left.set(title="cumulative wall time", xlabel="call", ylabel="seconds")
+    left.grid(alpha=0.3)
+    left.legend(fontsize=8)
+    bars = right.bar(range(len(rows)), [r.compiles for r in rows])
+    for bar, row in zip(bars, rows, strict=True):
+        right.annotate(
+            str(row.compiles),
+            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+            ha="center",
+            va="bottom",
+        )
+    right.set_xticks(range(len(rows)))
+    right.set_xticklabels([r.strategy for r in rows], rotation=20, ha="right", fontsize=8)
+    right.set(title="compiles (Dynamo graphs)", ylabel="graphs")
+    fig.suptitle("dynscalar demo: seed model, self.step += 1 in forward")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 if __name__ == "__main__":  # one strategy, in a child process of run_demo

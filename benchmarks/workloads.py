@@ -1,0 +1,242 @@
+"""Workloads for ``bench_strategies.py``: each model with a Python step counter, and its oracle.
+
+Every workload has two model classes with identical parameters (both are built after
+``torch.manual_seed(0)`` and create their parameters in the same order):
+
+* the *plain* model keeps ``self.step`` as a Python ``int`` incremented in ``forward`` (what
+  users write; every strategy except the oracle starts from it);
+* the *oracle* keeps the counter in a registered 0-d ``int64`` buffer, the upstream advice
+  for "a counter that must not recompile": updated in place (``self.step.add_(1)``) for
+  inference, reassigned for training (the in-place form gets wrong gradients on torch 2.13,
+  see :class:`TrainBlockOracle`). Same math, expressed on tensors; where the plain model
+  branches on the counter, the oracle multiplies by a 0/1 mask instead.
+
+Control paths (distinct graphs a perfectly dynamic counter needs): ``seed`` and ``pointwise``
+have one, ``train`` has two (accumulation boundary or not).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from dynscalar._demo import SeedModel
+
+
+class SeedOracle(SeedModel):
+    """The seed model with its counter in a 0-d int64 buffer."""
+
+    def __init__(self, width: int = 64) -> None:
+        super().__init__(width)
+        del self.step
+        self.register_buffer("step", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + 1
+        self.step.add_(1)
+        return self.layer(x)
+
+
+class PointwiseBlock(torch.nn.Module):
+    """A chain of sin/cos/mul/add on a 64x1024 tensor with a phase that follows the step.
+
+    Pure pointwise work: inductor fuses the whole chain into one kernel and beats eager
+    (one kernel per op) by about 2x on a small CPU.
+    """
+
+    def __init__(self, period: int = 100, rounds: int = 6) -> None:
+        super().__init__()
+        self.step = 0
+        self.period = period
+        self.rounds = rounds
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.step += 1
+        return self._chain(x, self.step / self.period)
+
+    def _chain(self, x: torch.Tensor, phase: float | torch.Tensor) -> torch.Tensor:
+        y = x
+        for _ in range(self.rounds):
+            y = torch.sin(y + phase) * torch.cos(y * 0.5) + 0.25 * y
+        return y
+
+
+class PointwiseOracle(PointwiseBlock):
+    """``phase`` is ``step_buffer / period``: a float32 0-d tensor, the same value as the
+    plain model's Python float rounded to float32 (so eager results are identical)."""
+
+    def __init__(self, period: int = 100, rounds: int = 6) -> None:
+        super().__init__(period, rounds)
+        del self.step
+        self.register_buffer("step", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.step.add_(1)
+        return self._chain(x, self.step / self.period)
+
+
+class TrainBlock(torch.nn.Module):
+    """A pre-norm transformer block trained with gradient accumulation over ``accum`` steps.
+
+    ``forward(x, y)`` increments the counter, scales the loss by a linear warm-up factor
+    ``min(1, step / warmup)`` (kept symbolic: ``torch.clamp(torch.full(...), max=1.0)``)
+    and by ``1 / accum``, and on accumulation boundaries (``step % accum == 0``) adds an L2
+    penalty on all parameters, once per optimizer step. That ``if`` is two control paths.
+    """
+
+    def __init__(
+        self,
+        dim: int = 64,
+        heads: int = 4,
+        hidden: int = 256,
+        warmup: int = 50,
+        accum: int = 4,
+        l2: float = 1e-4,
+    ) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm1 = torch.nn.LayerNorm(dim)
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+        self.proj = torch.nn.Linear(dim, dim)
+        self.norm2 = torch.nn.LayerNorm(dim)
+        self.mlp = torch.nn.Sequential(
+            torch.nn.Linear(dim, hidden), torch.nn.GELU(), torch.nn.Linear(hidden, dim)
+        )
+        self.step = 0
+        self.warmup = warmup
+        self.accum = accum
+        self.l2 = l2
+
+    def block(self, x: torch.Tensor) -> torch.Tensor:
+        """Attention then MLP, each with a residual connection."""
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).chunk(3, dim=-1)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        attn = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(attn.transpose(1, 2).reshape(b, t, d))
+        return x + self.mlp(self.norm2(x))
+
+    def penalty(self) -> torch.Tensor:
+        """Sum of squares of all parameters."""
+        return sum(p.pow(2).sum() for p in self.parameters())  # type: ignore[return-value]
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        self.step += 1
+        warm = torch.clamp(torch.full((), self.step / self.warmup), max=1.0)
+        loss = F.mse_loss(self.block(x), y) * warm / self.accum
+        if self.step % self.accum == 0:
+            loss = loss + self.l2 * self.penalty()
+        return loss
+
+
+class TrainBlockOracle(TrainBlock):
+    """The counter in a buffer; the ``step % accum`` branch becomes a 0/1 mask.
+
+    ``loss + mask * (l2 * penalty)`` has exactly the plain model's numerics: with mask 1,
+    ``1.0 * t == t``; with mask 0, ``loss + 0.0 == loss`` and the penalty's gradient is
+    multiplied by 0 before it is added to the parameter gradients. The price is computing
+    the penalty (and its backward) on every step instead of one step in ``accum``. The
+    alternatives change more: ``.item()`` graph-breaks and syncs, ``torch.cond`` needs both
+    branches to return the same structure and is not what users write.
+
+    The buffer is *reassigned* (``self.step = self.step + 1``), not updated in place: on
+    torch 2.13, AOTAutograd's partitioner recomputes ``warm`` in the backward from the
+    buffer after the in-place update was written back, so the gradients use step + 1
+    (silently wrong; pytorch/pytorch#197039, "Don't recompute reads of mutated inputs or
+    mutable buffers"). :class:`TrainBlockOracleInPlace` keeps the in-place form to show it.
+    """
+
+    def __init__(self, **kwargs: float) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        del self.step
+        self.register_buffer("step", torch.zeros((), dtype=torch.int64))
+
+    def tick(self) -> torch.Tensor:
+        """Advance the counter; return its new value."""
+        self.step = self.step + 1
+        return self.step
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        step = self.tick()
+        warm = torch.clamp(step / self.warmup, max=1.0)
+        loss = F.mse_loss(self.block(x), y) * warm / self.accum
+        boundary = (step % self.accum == 0).to(loss.dtype)
+        return loss + boundary * (self.l2 * self.penalty())
+
+
+class TrainBlockOracleInPlace(TrainBlockOracle):
+    """The upstream advice to the letter (``self.step.add_(1)``): wrong gradients on 2.13."""
+
+    def tick(self) -> torch.Tensor:
+        return self.step.add_(1)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One benchmark workload.
+
+    ``make_inputs(steps)`` returns one argument tuple per step (deterministic, seeded);
+    ``train`` workloads return a loss that the loop backpropagates, with an optimizer step
+    every ``accum`` steps.
+    """
+
+    name: str
+    description: str
+    plain: Callable[[], torch.nn.Module]
+    oracle: Callable[[], torch.nn.Module]
+    oracle_inplace: Callable[[], torch.nn.Module]
+    make_inputs: Callable[[int], list[tuple[torch.Tensor, ...]]]
+    control_paths: int
+    train: bool = False
+    accum: int = 1
+
+
+def _seeded(make: Callable[[torch.Generator], list[tuple[torch.Tensor, ...]]]) -> Callable:
+    def inputs(steps: int) -> list[tuple[torch.Tensor, ...]]:
+        gen = torch.Generator().manual_seed(1234)
+        return [make(gen) for _ in range(steps)]
+
+    return inputs
+
+
+WORKLOADS: dict[str, Workload] = {
+    w.name: w
+    for w in (
+        Workload(
+            name="seed",
+            description="seed model: Linear(64, 64), self.step += 1 in forward (inference)",
+            plain=SeedModel,
+            oracle=SeedOracle,
+            oracle_inplace=SeedOracle,
+            make_inputs=_seeded(lambda g: (torch.randn(8, 64, generator=g),)),
+            control_paths=1,
+        ),
+        Workload(
+            name="pointwise",
+            description="pointwise-heavy: 6 rounds of sin/cos/mul/add on 64x1024, "
+            "phase = step / 100 (inference)",
+            plain=PointwiseBlock,
+            oracle=PointwiseOracle,
+            oracle_inplace=PointwiseOracle,
+            make_inputs=_seeded(lambda g: (torch.randn(64, 1024, generator=g),)),
+            control_paths=1,
+        ),
+        Workload(
+            name="train",
+            description="transformer block (dim 64, 4 heads, seq 32, batch 8) trained with "
+            "SGD: warm-up from step, `if step % 4 == 0` L2 penalty, optimizer step every 4",
+            plain=TrainBlock,
+            oracle=TrainBlockOracle,
+            oracle_inplace=TrainBlockOracleInPlace,
+            make_inputs=_seeded(
+                lambda g: (torch.randn(8, 32, 64, generator=g), torch.randn(8, 32, 64, generator=g))
+            ),
+            control_paths=2,
+            train=True,
+            accum=4,
+        ),
+    )
+}
