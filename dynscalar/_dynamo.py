@@ -33,6 +33,7 @@ import contextlib
 import importlib
 import inspect
 import logging
+import math
 import threading
 import warnings
 from collections.abc import Iterator
@@ -75,6 +76,7 @@ _EXPECTED_SIGNATURES: dict[str, tuple[str, ...]] = {
     "ShapeEnv.constrain_symbol_range": ("self", "s", "compiler_min", "compiler_max"),
     "ShapeEnv._make_data_dependent_error": ("self", "expr", "unhinted_expr", "expr_sym_node_id"),
     "ShapeEnv.evaluate_sym_node": ("self", "sym_node", "size_oblivious", "fallback_value"),
+    "eval_frame.skip_code": ("code",),
 }
 
 # The float path needs more, in modules that import torch._inductor; importing those from
@@ -101,7 +103,7 @@ _FLOAT_NAMES = (
 
 
 def _core_internals() -> dict[str, Any]:
-    from torch._dynamo import output_graph, source, utils
+    from torch._dynamo import eval_frame, output_graph, source, utils
     from torch._dynamo.variables import builder
     from torch.fx.experimental import symbolic_shapes
 
@@ -114,6 +116,7 @@ def _core_internals() -> dict[str, Any]:
         "ShapeEnv._make_data_dependent_error": symbolic_shapes.ShapeEnv._make_data_dependent_error,
         "ShapeEnv.evaluate_sym_node": symbolic_shapes.ShapeEnv.evaluate_sym_node,
         "DynamicScalarSource": source.DynamicScalarSource,
+        "eval_frame.skip_code": eval_frame.skip_code,
     }
 
 
@@ -546,6 +549,16 @@ def _wrap_float(builder: Any, value: Any, spec: Any, where: str) -> Any:
         for s in sym.node.expr.free_symbols:
             table[s] = where
             _remember(shape_env, s, where, spec)
+    elif math.isfinite(plain):
+        # wrap_symfloat still returns a constant under inductor cudagraphs, its killswitch,
+        # constant sources or functorch grad tracking: exact, but one compile per value.
+        warn_once(
+            ("constant-float", where),
+            f"dynscalar: torch specialized the dynamic float {where} to {plain!r} (it does so "
+            "under inductor CUDA graphs, mode='reduce-overhead', and inside torch.func "
+            "transforms); results are exact but each new value recompiles.",
+            SpecializationWarning,
+        )
     log.debug("%s -> %s (value %r)", where, type(var).__name__, plain)
     return var
 
@@ -700,9 +713,8 @@ def _check_cacheable_hook(
 
 # --------------------------------------------------------------------------- write-back
 def _make_setattr(original: Any) -> Any:
-    import torch._dynamo
+    from torch._dynamo.eval_frame import skip_code
 
-    @torch._dynamo.disable  # runs between compiled frames; never trace it
     def object_setattr_ignore_descriptor(obj: Any, name: str, value: Any) -> None:
         try:
             old = object.__getattribute__(obj, "__dict__").get(name)
@@ -712,6 +724,10 @@ def _make_setattr(original: Any) -> Any:
             value = _rewrap(old, value)
         original(obj, name, value)
 
+    # It runs right after a compiled frame, with Dynamo's frame callback still active: Dynamo
+    # must not trace it.  skip_code marks the code object once (a C-level check per call);
+    # torch._dynamo.disable would wrap every call in a context manager (~5 us per step).
+    skip_code(object_setattr_ignore_descriptor.__code__)
     object_setattr_ignore_descriptor.__wrapped_original__ = original  # type: ignore[attr-defined]
     return object_setattr_ignore_descriptor
 

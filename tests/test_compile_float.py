@@ -268,3 +268,16 @@ def test_op_torch_specializes_stays_exact(backend: str, graphs: int) -> None:
     assert got == graphs
     warned = [w for w in caught if issubclass(w.category, ds.SpecializationWarning)]
     assert bool(warned) is (graphs > 1)
+
+
+def test_float_torch_keeps_constant_is_reported() -> None:
+    """Under inductor CUDA graphs torch's wrap_symfloat returns a constant: warn, stay exact."""
+    counter = CountingBackend("eager")
+    compiled = torch.compile(scaled, backend=counter, fullgraph=True)
+    x = torch.randn(4)
+    cudagraphs = torch._inductor.config.patch({"triton.cudagraphs": True})
+    expected = pytest.warns(ds.SpecializationWarning, match="torch specialized the dynamic float")
+    with cudagraphs, expected:
+        for v in (0.5, 0.75, 1.25):
+            torch.testing.assert_close(compiled(x, DynamicFloat(v)), scaled(x, v), rtol=0, atol=0)
+    assert counter.graphs == 3
