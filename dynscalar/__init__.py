@@ -3,7 +3,7 @@
 Mark an int (or float) as dynamic and Dynamo traces it as a symbolic graph input
 instead of recompiling for every new value.
 
-Example:
+Examples:
     >>> import torch, dynscalar
     >>> class M(torch.nn.Module):
     ...     def __init__(self):

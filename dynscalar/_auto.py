@@ -39,7 +39,7 @@ def auto_dynamic(module: ModuleT) -> ModuleT:
     Returns ``module``.  Scoped to this module tree, unlike
     ``torch._dynamo.config.allow_unspec_int_on_nn_module``; floats are included.
 
-    Example:
+    Examples:
         >>> import torch
         >>> m = auto_dynamic(torch.nn.Linear(2, 2))
         >>> m.step = 0  # attributes added later are tracked from their first trace

@@ -17,7 +17,7 @@ __all__ = [
 class SpecializationWarning(UserWarning):
     """A marked scalar was fixed to one value (specialized) instead of staying symbolic.
 
-    Example:
+    Examples:
         >>> import warnings
         >>> warnings.simplefilter("error", SpecializationWarning)  # turn it into an error
     """

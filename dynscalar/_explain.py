@@ -49,7 +49,7 @@ def explain(module: torch.nn.Module, *, show: bool = True) -> Explanation:
 
     Prints the table unless ``show=False``; returns the records either way.
 
-    Example:
+    Examples:
         >>> import torch
         >>> m = torch.nn.Linear(2, 2); m.step = 0
         >>> from dynscalar import mark_dynamic_attr

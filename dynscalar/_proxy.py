@@ -141,7 +141,7 @@ def _unary(op: Callable[[Any], Any]) -> Callable[[Any], Any]:
 class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[misc]
     """Common base of :class:`DynamicInt` and :class:`DynamicFloat` (not instantiated directly).
 
-    Example:
+    Examples:
         >>> isinstance(DynamicInt(3), DynamicScalar) or is_dynamic_scalar(DynamicInt(3))
         True
     """
@@ -303,11 +303,12 @@ class DynamicInt(DynamicScalar):
         value: the integer (any ``numbers.Integral`` except ``bool``), within int64.
         unbacked: trace as an unbacked symbol (no guards at all; branching on it is a
             graph break).  Default: backed (guards only where control flow needs them).
-        min, max: inclusive value range; becomes the symbol's range.
+        min: inclusive lower bound; with ``max`` it becomes the symbol's value range.
+        max: inclusive upper bound.
         strict: raise :class:`~dynscalar.SpecializationError` instead of warning when code
             forces the value to a constant (``range(x)``, ``int(x)``, f-strings).
 
-    Example:
+    Examples:
         >>> step = DynamicInt(0)
         >>> step += 1
         >>> step, step * 2, step / 2
@@ -342,7 +343,7 @@ class DynamicFloat(DynamicScalar):
         strict: raise :class:`~dynscalar.SpecializationError` instead of warning when code
             forces the value to a constant.
 
-    Example:
+    Examples:
         >>> t = DynamicFloat(0.5)
         >>> t * 2, t > 0.25
         (DynamicFloat(1.0), True)
@@ -369,7 +370,7 @@ def is_dynamic_scalar(value: object) -> bool:
 
     ``isinstance(x, int)`` sees the wrapped value, so it cannot tell a proxy from an int.
 
-    Example:
+    Examples:
         >>> is_dynamic_scalar(DynamicInt(1)), is_dynamic_scalar(1)
         (True, False)
     """

@@ -49,7 +49,7 @@ def mark_dynamic(value: Any, **spec: Any) -> DynamicInt | DynamicFloat:
     The scalar twin of ``torch._dynamo.mark_dynamic``.  ``spec`` is ``unbacked``, and for
     ints ``min``/``max``.
 
-    Example:
+    Examples:
         >>> mark_dynamic(3), mark_dynamic(0.5)
         (DynamicInt(3), DynamicFloat(0.5))
     """
@@ -176,7 +176,7 @@ def mark_dynamic_attr(
     The attributes stay plain Python ints/floats; the mark is stored on the module
     (it survives ``deepcopy``, ``pickle`` and ``torch.save``).  Returns ``module``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> m = torch.nn.Linear(2, 2); m.step = 0
         >>> mark_dynamic_attr(m, "step") is m, type(m.step) is int, is_dynamic_attr(m, "step")
@@ -207,7 +207,7 @@ def unmark_dynamic_attr(module: ModuleT, *names: str) -> ModuleT:
     A ``DynamicInt``/``DynamicFloat`` value stored in the attribute is replaced by its plain
     value, so the attribute is specialized again like any int.  Returns ``module``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> m = mark_dynamic_attr(torch.nn.Linear(2, 2), "in_features")
         >>> is_dynamic_attr(unmark_dynamic_attr(m, "in_features"), "in_features")
@@ -233,7 +233,7 @@ def unmark_dynamic_attr(module: ModuleT, *names: str) -> ModuleT:
 def is_dynamic_attr(module: torch.nn.Module, name: str) -> bool:
     """True if ``module.name`` is traced symbolically: marked, or holding a dynamic scalar.
 
-    Example:
+    Examples:
         >>> import torch
         >>> m = torch.nn.Linear(2, 2); m.step = DynamicInt(0)
         >>> is_dynamic_attr(m, "step"), is_dynamic_attr(m, "in_features")
@@ -282,7 +282,7 @@ def dynamic_attrs(
 
     Subclasses inherit the marks; an instance can opt out with :func:`unmark_dynamic_attr`.
 
-    Example:
+    Examples:
         >>> import torch
         >>> @dynamic_attrs("step")
         ... class Counter(torch.nn.Module):

@@ -44,7 +44,7 @@ class DynamicSpec:
     symbol's value range and are checked whenever a value is built, marked or
     enters a compiled region.
 
-    Example:
+    Examples:
         >>> DynamicSpec(min=0, max=10).check_int(3, "step")
         3
     """
