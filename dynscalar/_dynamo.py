@@ -300,13 +300,42 @@ def _wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[
     return _wrap_int(instance, int(value), spec, where)
 
 
+@contextlib.contextmanager
+def _swapped_source(builder: Any, source: Any) -> Iterator[None]:
+    """Let ``builder`` read the value through ``source`` for one call, then restore it."""
+    original = builder.source
+    builder.source = source
+    builder.name = source.name
+    try:
+        yield
+    finally:
+        builder.source = original
+        builder.name = original.name
+
+
+def _plain_source(builder: Any, value: Any) -> Any:
+    """A source that yields the plain int/float of a proxy: ``int(x)`` or ``x.__wrapped__``."""
+    from torch._dynamo.source import AttrSource, DynamicScalarSource
+
+    if isinstance(value.__wrapped__, int):
+        return DynamicScalarSource(builder.source, True)
+    return AttrSource(builder.source, "__wrapped__")  # DynamicScalarSource would call int()
+
+
+def _wrap_plain(wrapped: Any, builder: Any, value: Any) -> Any:
+    """Stock handling (a constant with a guard) for a proxy's plain value: specialized."""
+    if not isinstance(value, DynamicScalar):
+        return wrapped(value)
+    with _swapped_source(builder, _plain_source(builder, value)):
+        return wrapped(value.__wrapped__)
+
+
 def _specialize_for_export(wrapped: Any, builder: Any, value: Any, where: str) -> Any:
     """torch.export (strict) cannot take a module attribute as a new graph input.
 
     The mark is honoured as a constant with a guard, like torch does for plain ints, and the
     user is told: the exported program is correct for this value only.
     """
-    from torch._dynamo.source import DynamicScalarSource
 
     warnings.warn(  # every export: it is a one-off, and each program is specialized anew
         f"dynscalar: torch.export specializes {where} to {getattr(value, 'value', value)!r}; "
@@ -315,17 +344,7 @@ def _specialize_for_export(wrapped: Any, builder: Any, value: Any, where: str) -
         SpecializationWarning,
         stacklevel=4,
     )
-    if not isinstance(value, DynamicScalar):
-        return wrapped(value)
-    plain = value.__wrapped__
-    attr_source = builder.source
-    builder.source = DynamicScalarSource(attr_source, isinstance(plain, int))
-    builder.name = builder.source.name
-    try:
-        return wrapped(plain)
-    finally:
-        builder.source = attr_source
-        builder.name = attr_source.name
+    return _wrap_plain(wrapped, builder, value)
 
 
 @contextlib.contextmanager
@@ -344,18 +363,12 @@ def _wrap_int(builder: Any, value: int, spec: DynamicSpec, where: str) -> Any:
     from torch.utils._sympy.numbers import int_oo
 
     shape_env = builder.tx.output.shape_env
-    attr_source = builder.source
-    builder.source = DynamicScalarSource(attr_source, True)
-    builder.name = builder.source.name
-    try:
+    with _swapped_source(builder, DynamicScalarSource(builder.source, True)):
         if spec.unbacked:
             with _no_size_constraint(shape_env):
                 var = builder.wrap_symint(value, dynamism=DimDynamic.UNBACKED)
         else:
             var = builder.wrap_symint(value, dynamism=DimDynamic.DYNAMIC)
-    finally:
-        builder.source = attr_source
-        builder.name = attr_source.name
     symbol = var.sym_num.node.expr
     if spec.unbacked:
         shape_env.__dict__.setdefault(_UNBACKED_KEY, {})[symbol] = where
@@ -526,22 +539,18 @@ def _wrap_float(builder: Any, value: Any, spec: Any, where: str) -> Any:
         )
     proxied = isinstance(value, DynamicScalar)
     plain = float(value.__wrapped__) if proxied else float(value)
-    outer = builder.source
+    source = builder.source
     if proxied:
         # Next call must still hold a DynamicFloat; then read the plain float through
         # wrapt's `__wrapped__` attribute: a plain AttrSource, so guards (GetAttrGuardAccessor)
         # and the graph-arg fetch `torch._as_tensor_fullprec(L['v'].__wrapped__)` both work.
         builder.install_guards(GuardBuilder.TYPE_MATCH)
-        builder.source = AttrSource(outer, "__wrapped__")
-        builder.name = builder.source.name
-    try:
-        # wrap_symfloat returns a constant unless both are off (builder.py:3298-3316); the
-        # patch is scoped to this one call and restored on exit.
-        with dynamo_config.patch(specialize_float=False, assume_static_by_default=False):
-            var = builder.wrap_symfloat(plain)
-    finally:
-        builder.source = outer
-        builder.name = outer.name
+        source = AttrSource(source, "__wrapped__")
+    # wrap_symfloat returns a constant unless both are off (builder.py:3298-3316); the
+    # patch is scoped to this one call and restored on exit.
+    config = dynamo_config.patch(specialize_float=False, assume_static_by_default=False)
+    with _swapped_source(builder, source), config:
+        var = builder.wrap_symfloat(plain)
     sym = getattr(var, "sym_num", None)  # ConstantVariable for NaN/inf: no symbol
     if isinstance(sym, torch.SymFloat):
         shape_env = builder.tx.output.shape_env
@@ -774,18 +783,9 @@ def _fallback_hook(
     if not isinstance(value, DynamicScalar):
         return wrapped(*args, **kwargs)
     try:
-        from torch._dynamo.source import DynamicScalarSource
-    except ImportError:
+        return _wrap_plain(wrapped, instance, value)
+    except ImportError:  # no DynamicScalarSource/AttrSource: the value without a source swap
         return wrapped(value.__wrapped__)
-    plain = value.__wrapped__
-    attr_source = instance.source
-    instance.source = DynamicScalarSource(attr_source, isinstance(plain, int))
-    instance.name = instance.source.name
-    try:
-        return wrapped(plain)
-    finally:
-        instance.source = attr_source
-        instance.name = attr_source.name
 
 
 def on_dynamo_import(_module: object) -> None:

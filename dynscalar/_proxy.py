@@ -74,11 +74,11 @@ def _derive(result: Any, spec: DynamicSpec, same_variable: bool = False) -> Any:
 
 # Binary operators inline ``_derive``'s common case (an int or float result): each Python
 # call saved is a measurable share of the cost (benchmarks/bench_eager.py).
-def _binary(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+def _binary(op: Callable[[Any, Any], Any], reflected: bool = False) -> Callable[[Any, Any], Any]:
     def method(self: DynamicScalar, other: Any) -> Any:
         if type(other) in _PROXY_TYPES:
             other = _get_wrapped(other)
-        result = op(_get_wrapped(self), other)
+        result = op(other, _get_wrapped(self)) if reflected else op(_get_wrapped(self), other)
         kind = type(result)
         if kind is int or kind is float:
             spec = _get_spec(self)
@@ -93,31 +93,12 @@ def _binary(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
             return obj
         return _derive(result, _get_spec(self))
 
-    method.__name__ = f"__{op.__name__.strip('_')}__"
+    method.__name__ = f"__{'r' if reflected else ''}{op.__name__.strip('_')}__"
     return method
 
 
 def _reflected(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    def method(self: DynamicScalar, other: Any) -> Any:
-        if type(other) in _PROXY_TYPES:
-            other = _get_wrapped(other)
-        result = op(other, _get_wrapped(self))
-        kind = type(result)
-        if kind is int or kind is float:
-            spec = _get_spec(self)
-            if kind is float:
-                if spec.unbacked or spec.min is not None or spec.max is not None:
-                    spec = spec.for_float()
-            elif spec.min is not None or spec.max is not None:
-                spec = spec.without_range()
-            obj = _alloc(DynamicInt if kind is int else DynamicFloat)
-            _set_wrapped(obj, result)
-            _set_spec(obj, spec)
-            return obj
-        return _derive(result, _get_spec(self))
-
-    method.__name__ = f"__r{op.__name__.strip('_')}__"
-    return method
+    return _binary(op, reflected=True)
 
 
 def _inplace(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:

@@ -63,3 +63,16 @@ def test_exported_int_argument_refuses_other_values(strict: bool) -> None:
     torch.testing.assert_close(program.module()(x, 3), x * 3)
     with pytest.raises(AssertionError, match="n == 3"):
         program.module()(x, 7)
+
+
+class TakesFloat(torch.nn.Module):
+    def forward(self, x: torch.Tensor, v: float) -> torch.Tensor:
+        return x * v
+
+
+def test_strict_export_of_a_dynamic_float_argument_keeps_its_value() -> None:
+    """The plain float is read through the proxy (never int()): 0.5 stays 0.5."""
+    x = torch.ones(2)
+    with pytest.warns(ds.SpecializationWarning, match="torch.export specializes"):
+        program = torch.export.export(TakesFloat(), (x, ds.DynamicFloat(0.5)), strict=True)
+    torch.testing.assert_close(program.module()(x, 0.5), x * 0.5)

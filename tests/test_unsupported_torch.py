@@ -18,14 +18,15 @@ import torch
 
 class M(torch.nn.Module):
     def __init__(self):
-        super().__init__(); self.layer = torch.nn.Linear(3, 3); self.step = 0
+        super().__init__(); self.layer = torch.nn.Linear(3, 3); self.step = 0; self.scale = 0.5
     def forward(self, x):
         self.step += 1
-        return self.layer(x) * self.step
+        return self.layer(x) * self.step * self.scale
 
 torch.manual_seed(0)
 models = [M(), dynscalar.mark_dynamic_attr(M(), "step"), M()]
 models[2].step = dynscalar.DynamicInt(0)
+models[2].scale = dynscalar.DynamicFloat(0.5)  # must stay 0.5 (never int() -> 0)
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     for model in models:
