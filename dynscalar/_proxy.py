@@ -46,10 +46,28 @@ __all__ = ["DynamicFloat", "DynamicInt", "DynamicScalar", "is_dynamic_scalar"]
 # * Reading: a Python subclass of wrapt's C proxy inherits ``__getattr__``, so CPython gives it
 #   the slow ``slot_tp_getattr_hook`` for *every* attribute read (``self.__wrapped__`` costs
 #   several times a plain attribute).  Hot paths call the descriptors' ``__get__`` directly.
-_WRAPPED = wrapt.BaseObjectProxy.__dict__["__wrapped__"]  # C getset or pure-Python slot
+#
+# Where the value lives depends on wrapt's implementation: a C getset (C extension), a slot
+# (pure Python, wrapt < 2.5) or the instance ``__dict__`` (pure Python, wrapt >= 2.5, whose
+# ``__init__`` also records ``__init_called__``).  Without a descriptor, fall back to the
+# public path.
+_WRAPPED = next(
+    (
+        k.__dict__["__wrapped__"]
+        for k in wrapt.BaseObjectProxy.__mro__
+        if "__wrapped__" in k.__dict__
+    ),
+    None,
+)
 _alloc = wrapt.BaseObjectProxy.__new__
-_get_wrapped: Callable[[Any], Any] = _WRAPPED.__get__
-_set_wrapped: Callable[[Any, Any], None] = _WRAPPED.__set__
+_get_wrapped: Callable[[Any], Any]
+_set_wrapped: Callable[[Any, Any], None]
+if _WRAPPED is not None and hasattr(_WRAPPED, "__set__"):
+    _get_wrapped = _WRAPPED.__get__
+    _set_wrapped = _WRAPPED.__set__
+else:
+    _get_wrapped = operator.attrgetter("__wrapped__")
+    _set_wrapped = wrapt.BaseObjectProxy.__init__
 
 
 def _new(cls: type[DynamicScalar], value: int | float, spec: DynamicSpec) -> Any:
