@@ -42,6 +42,17 @@ def initial_model() -> Counted:
     return Counted()
 
 
+def eager_reference() -> Counted:
+    """The same training, single process, eager, on the full batch."""
+    reference = initial_model()
+    opt = torch.optim.SGD(reference.parameters(), lr=0.1)
+    for x, y in data():
+        torch.nn.functional.mse_loss(reference(x), y).backward()
+        opt.step()
+        opt.zero_grad()
+    return reference
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -92,12 +103,7 @@ def test_ddp_two_ranks_compile_once_and_match_eager(tmp_path: Path, mark: bool) 
     results = [torch.load(tmp_path / f"rank{r}.pt", weights_only=False) for r in range(world)]
     expected_graphs = 1 if mark else 8  # stock: recompile_limit, then eager
 
-    reference = initial_model()
-    opt = torch.optim.SGD(reference.parameters(), lr=0.1)
-    for x, y in data():
-        torch.nn.functional.mse_loss(reference(x), y).backward()
-        opt.step()
-        opt.zero_grad()
+    reference = eager_reference()
 
     for r, result in enumerate(results):
         assert result["frames"] == expected_graphs, f"rank {r}: {result['frames']} graphs"
@@ -158,12 +164,7 @@ def test_fsdp2_fully_shard_on_gloo_cpu(tmp_path: Path) -> None:
         out.mkdir()
         mp.spawn(fsdp_rank_main, args=(world, free_port(), str(out), mark), nprocs=world, join=True)
         results = [torch.load(out / f"rank{r}.pt", weights_only=False) for r in range(world)]
-        reference = initial_model()
-        opt = torch.optim.SGD(reference.parameters(), lr=0.1)
-        for x, y in data():
-            torch.nn.functional.mse_loss(reference(x), y).backward()
-            opt.step()
-            opt.zero_grad()
+        reference = eager_reference()
         for r, result in enumerate(results):
             assert result["step"] == STEPS
             for name, value in reference.state_dict().items():
