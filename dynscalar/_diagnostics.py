@@ -44,11 +44,22 @@ _seen_lock = threading.Lock()
 
 
 def warn_once(
-    key: tuple[object, ...], message: str, category: type[Warning], stacklevel: int = 2
+    key: tuple[object, ...],
+    message: str,
+    category: type[Warning],
+    stacklevel: int = 2,
+    location: tuple[str, int] | None = None,
 ) -> None:
-    """Emit ``message`` once per ``key`` for the life of the process."""
+    """Emit ``message`` once per ``key`` for the life of the process.
+
+    ``location`` (filename, line) attributes the warning to that line of user code instead
+    of a caller frame (``warnings.warn_explicit``).
+    """
     with _seen_lock:
         if key in _seen:
             return
         _seen.add(key)
-    warnings.warn(message, category, stacklevel=stacklevel + 1)
+    if location is None:
+        warnings.warn(message, category, stacklevel=stacklevel + 1)
+    else:
+        warnings.warn_explicit(message, category, *location)

@@ -50,7 +50,7 @@ from ._diagnostics import (
     SpecializationWarning,
     warn_once,
 )
-from ._proxy import DynamicInt, DynamicScalar
+from ._proxy import DynamicScalar, _derive
 from ._registry import check_marked_value, lookup_mark
 from ._spec import DynamicSpec
 
@@ -462,17 +462,12 @@ def _report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -
     )
     if any(spec.strict for _, spec in hits):
         raise _passthrough(SpecializationError(message + " (strict=True on the mark)"))
+    # once per attribute and code location (several attributes: the first one not yet seen)
     for where in names:
         key = ("specialized", where, filename, lineno)
-        with _report_lock:
-            if key in _reported:
-                continue
-            _reported.add(key)
-        warnings.warn_explicit(message, SpecializationWarning, filename, lineno)
+        warn_once(key, message, SpecializationWarning, location=(filename, lineno))
 
 
-_reported: set[tuple[object, ...]] = set()
-_report_lock = threading.Lock()
 _passthrough_types: dict[type, type] = {}
 
 
@@ -730,7 +725,8 @@ def _make_setattr(original: Any) -> Any:
         except AttributeError:
             old = None
         if isinstance(old, DynamicScalar) and type(value) in (int, float):
-            value = _rewrap(old, value)
+            # the proxy eager would have produced: `self.step += 1` keeps class and spec
+            value = _derive(value, old.spec, same_variable=True)
         original(obj, name, value)
 
     # It runs right after a compiled frame, with Dynamo's frame callback still active: Dynamo
@@ -739,15 +735,6 @@ def _make_setattr(original: Any) -> Any:
     skip_code(object_setattr_ignore_descriptor.__code__)
     object_setattr_ignore_descriptor.__wrapped_original__ = original  # type: ignore[attr-defined]
     return object_setattr_ignore_descriptor
-
-
-def _rewrap(old: DynamicScalar, value: int | float) -> Any:
-    """The plain value Dynamo wrote back, as the proxy eager would have produced."""
-    from ._proxy import _derive
-
-    if type(old) is DynamicInt and type(value) is int:
-        return _derive(value, old.spec, same_variable=True)
-    return _derive(value, old.spec)
 
 
 def install_fallback() -> bool:
