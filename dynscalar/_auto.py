@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from ._registry import MARKS_KEY, _write_lock
+from ._registry import edit_marks
 from ._spec import DynamicSpec
 
 __all__ = ["AUTO_KEY", "PROMOTED_KEY", "auto_dynamic", "auto_spec"]
@@ -74,9 +74,10 @@ def auto_spec(owner: object, name: str, value: Any) -> DynamicSpec | None:
     if _same(snapshot[name], value):
         return None
     spec = DynamicSpec()
-    with _write_lock:
-        marks = dict(instance_dict.get(MARKS_KEY) or {})
+
+    def promote(marks: dict[str, DynamicSpec | None]) -> None:
         marks[name] = spec
-        instance_dict[MARKS_KEY] = marks
         instance_dict[PROMOTED_KEY] = {*instance_dict.get(PROMOTED_KEY, ()), name}
+
+    edit_marks(instance_dict, promote)
     return spec

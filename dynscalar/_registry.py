@@ -24,6 +24,7 @@ from ._spec import DynamicSpec
 
 __all__ = [
     "dynamic_attrs",
+    "edit_marks",
     "is_dynamic_attr",
     "lookup_mark",
     "mark_dynamic",
@@ -37,6 +38,20 @@ CLASS_MARKS_KEY = "_dynscalar_class_marks"
 # Marks are replaced copy-on-write (readers never lock); writers serialize here so two
 # threads marking the same module cannot lose each other's update.
 _write_lock = threading.Lock()
+
+
+def edit_marks(
+    instance_dict: dict[str, Any], edit: Callable[[dict[str, DynamicSpec | None]], None]
+) -> None:
+    """Apply ``edit`` to a copy of an instance's marks and store the copy, under the lock.
+
+    A fresh dict each time: copies of the module made earlier keep their own marks.
+    """
+    with _write_lock:
+        marks = dict(instance_dict.get(MARKS_KEY) or {})
+        edit(marks)
+        instance_dict[MARKS_KEY] = marks
+
 
 ModuleT = TypeVar("ModuleT", bound=torch.nn.Module)
 ClassT = TypeVar("ClassT", bound=type)
@@ -193,11 +208,7 @@ def mark_dynamic_attr(
     )
     for name in checked:
         _validate_attr(module, name, spec)
-    with _write_lock:
-        marks = dict(module.__dict__.get(MARKS_KEY) or {})
-        for name in checked:
-            marks[name] = spec
-        module.__dict__[MARKS_KEY] = marks  # a fresh dict: copies made earlier keep theirs
+    edit_marks(module.__dict__, lambda marks: marks.update(dict.fromkeys(checked, spec)))
     return module
 
 
@@ -216,8 +227,8 @@ def unmark_dynamic_attr(module: ModuleT, *names: str) -> ModuleT:
     _check_module(module, "unmark_dynamic_attr")
     checked = _check_names(names, "unmark_dynamic_attr")
     class_marks = class_marks_of(type(module))
-    with _write_lock:
-        marks = dict(module.__dict__.get(MARKS_KEY) or {})
+
+    def unmark(marks: dict[str, DynamicSpec | None]) -> None:
         for name in checked:
             if name in class_marks:
                 marks[name] = None  # tombstone: the class marks it, this instance does not
@@ -226,7 +237,8 @@ def unmark_dynamic_attr(module: ModuleT, *names: str) -> ModuleT:
             value = module.__dict__.get(name)
             if is_dynamic_scalar(value):
                 module.__dict__[name] = value.__wrapped__  # type: ignore[union-attr]
-        module.__dict__[MARKS_KEY] = marks
+
+    edit_marks(module.__dict__, unmark)
     return module
 
 
