@@ -1,7 +1,7 @@
 """``python -m dynscalar demo``: the seed model, stock torch.compile vs each way of marking.
 
-Runs every strategy side by side in one process on the same inputs, checks every output
-against an eager twin, and prints compile counts and times as a table; ``--plot PATH``
+Runs each strategy in a fresh process with a fresh inductor cache on the same inputs, checks
+every output against an eager twin, and prints compile counts and times as a table; ``--plot PATH``
 also draws them (matplotlib, imported only then).
 """
 

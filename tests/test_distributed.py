@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -59,28 +61,38 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def rank_main(rank: int, world: int, port: int, out_dir: str, mark: bool) -> None:
+@contextlib.contextmanager
+def process_group(rank: int, world: int, port: int) -> Iterator[None]:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
+        yield
+    finally:
+        dist.destroy_process_group()
+
+
+def train_on_shard(
+    model: torch.nn.Module, params: Iterable[torch.nn.Parameter], rank: int, world: int
+) -> int:
+    """This rank's share of each batch, compiled; returns the number of Dynamo graphs."""
+    compiled = torch.compile(model, backend=lambda gm, _: gm.forward)
+    opt = torch.optim.SGD(params, lr=0.1)
+    shard = BATCH // world
+    for x, y in data():
+        xs, ys = x[rank * shard : (rank + 1) * shard], y[rank * shard : (rank + 1) * shard]
+        torch.nn.functional.mse_loss(compiled(xs), ys).backward()
+        opt.step()
+        opt.zero_grad()
+    return int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
+
+
+def rank_main(rank: int, world: int, port: int, out_dir: str, mark: bool) -> None:
+    with process_group(rank, world, port):
         model = initial_model()
         if mark:
             ds.mark_dynamic_attr(model, "step")
-
-        def backend(gm: torch.fx.GraphModule, inputs: list[torch.Tensor]):
-            return gm.forward
-
         ddp = torch.nn.parallel.DistributedDataParallel(model)
-        compiled = torch.compile(ddp, backend=backend)
-        opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
-        shard = BATCH // world
-        for x, y in data():
-            xs, ys = x[rank * shard : (rank + 1) * shard], y[rank * shard : (rank + 1) * shard]
-            loss = torch.nn.functional.mse_loss(compiled(xs), ys)
-            loss.backward()
-            opt.step()
-            opt.zero_grad()
-        frames = int(torch._dynamo.utils.counters["stats"]["unique_graphs"])
+        frames = train_on_shard(ddp, ddp.parameters(), rank, world)
         torch.save(
             {
                 "params": model.state_dict(),
@@ -90,8 +102,6 @@ def rank_main(rank: int, world: int, port: int, out_dir: str, mark: bool) -> Non
             },
             Path(out_dir) / f"rank{rank}.pt",
         )
-    finally:
-        dist.destroy_process_group()
 
 
 @pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not built in")
@@ -121,32 +131,17 @@ def fsdp_rank_main(rank: int, world: int, port: int, out_dir: str, mark: bool) -
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.fsdp import fully_shard
 
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=world)
-    try:
+    with process_group(rank, world, port):
         model = initial_model()
         if mark:
             ds.mark_dynamic_attr(model, "step")
         fully_shard(model, mesh=init_device_mesh("cpu", (world,)))
-        compiled = torch.compile(model, backend=lambda gm, _: gm.forward)
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        shard = BATCH // world
-        for x, y in data():
-            xs, ys = x[rank * shard : (rank + 1) * shard], y[rank * shard : (rank + 1) * shard]
-            torch.nn.functional.mse_loss(compiled(xs), ys).backward()
-            opt.step()
-            opt.zero_grad()
+        frames = train_on_shard(model, model.parameters(), rank, world)
         full = {k: v.full_tensor() for k, v in model.state_dict().items()}
         torch.save(
-            {
-                "params": full,
-                "step": model.step,
-                "frames": int(torch._dynamo.utils.counters["stats"]["unique_graphs"]),
-            },
+            {"params": full, "step": model.step, "frames": frames},
             Path(out_dir) / f"rank{rank}.pt",
         )
-    finally:
-        dist.destroy_process_group()
 
 
 @pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not built in")
