@@ -88,11 +88,18 @@ def test_bridge_installs_cleanly_when_torch_compile_imports_dynamo() -> None:
                 self.scale = self.scale * 0.5
                 return x * self.step * self.scale
         m = dynscalar.mark_dynamic_attr(M(), "step", "scale")
-        compiled = torch.compile(m, backend="aot_eager", fullgraph=True)
+        from torch._dynamo.backends.registry import lookup_backend
+        graphs = []
+        def counting(gm, inputs):
+            graphs.append(gm)
+            return lookup_backend("aot_eager")(gm, inputs)
+        compiled = torch.compile(m, backend=counting, fullgraph=True)
+        eager = M()
         for _ in range(3):
-            compiled(torch.ones(2))
+            torch.testing.assert_close(compiled(torch.ones(2)), eager(torch.ones(2)))
         from dynscalar._dynamo import is_installed
-        assert is_installed() and m.step == 3 and m.scale == 0.0625
+        assert is_installed() and len(graphs) == 1
+        assert m.step == eager.step == 3 and m.scale == eager.scale == 0.0625
         print("ok")
         """
     )

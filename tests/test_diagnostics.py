@@ -51,11 +51,13 @@ def line_of(text: str) -> int:
 # ----------------------------------------------------------------------------- specialization
 def test_range_on_marked_scalar_warns_once_with_location() -> None:
     model, eager = twins(ds.mark_dynamic_attr(Loops(), "step"))
-    compiled = torch.compile(model, backend=CountingBackend("eager"))
+    counter = CountingBackend("eager")
+    compiled = torch.compile(model, backend=counter)
     with pytest.warns(ds.SpecializationWarning) as record:
         for step in (2, 3, 2, 3):
             model.step = eager.step = step
             run_side_by_side(compiled, eager, 1)
+    assert counter.graphs == 2  # specialized: one graph per value (2 and 3)
     ours = [w for w in record if issubclass(w.category, ds.SpecializationWarning)]
     assert len(ours) == 1  # once per attribute and code location
     message = str(ours[0].message)
@@ -67,8 +69,10 @@ def test_range_on_marked_scalar_warns_once_with_location() -> None:
 
 def test_list_indexing_warns() -> None:
     model, eager = twins(ds.mark_dynamic_attr(Indexes(), "step"))
+    counter = CountingBackend("eager")
     with pytest.warns(ds.SpecializationWarning, match=r"Indexes\.step is forced to one value"):
-        run_side_by_side(torch.compile(model, backend="eager"), eager, 2)
+        run_side_by_side(torch.compile(model, backend=counter), eager, 2)
+    assert counter.graphs == 1  # the value never changed
 
 
 @pytest.mark.parametrize("way", ["registry", "proxy", "decorator"])
@@ -176,8 +180,10 @@ def test_auto_dynamic_rejects_non_modules() -> None:
 # ----------------------------------------------------------------------------- logging
 def test_debug_log_names_each_symbolic_scalar(caplog: pytest.LogCaptureFixture) -> None:
     model, eager = twins(ds.mark_dynamic_attr(UsesStep(), "step"))
+    counter = CountingBackend("eager")
     with caplog.at_level(logging.DEBUG, logger="dynscalar"):
-        run_side_by_side(torch.compile(model, backend="eager"), eager, 2)
+        run_side_by_side(torch.compile(model, backend=counter), eager, 2)
+    assert counter.graphs == 1
     messages = [r.getMessage() for r in caplog.records if r.name == "dynscalar"]
     assert any(
         "UsesStep.step (value 0) becomes a symbolic graph input: marked with" in m for m in messages

@@ -16,6 +16,8 @@ import torch
 import dynscalar as ds
 from dynscalar import DynamicFloat, DynamicInt
 
+from .conftest import CountingBackend
+
 
 class Net(torch.nn.Module):
     def __init__(self) -> None:
@@ -61,12 +63,17 @@ def test_compiled_marked_module_is_collected_after_dynamo_reset(way: str) -> Non
     """Compile, run a few steps, drop the module and the compiled wrapper, reset Dynamo: the
     module's weakref dies (the unmarked case shows torch itself behaves the same)."""
     net = build(way)
-    compiled = torch.compile(net, backend="eager")
+    eager = build("unmarked")
+    eager.load_state_dict(net.state_dict())
+    counter = CountingBackend("eager")
+    compiled = torch.compile(net, backend=counter)
     for _ in range(3):
-        compiled(torch.randn(2, 4))
+        x = torch.randn(2, 4)
+        torch.testing.assert_close(compiled(x), eager(x))
     assert net.step == 3
+    assert counter.graphs == (3 if way == "unmarked" else 1)  # unmarked: one per step value
     ref = weakref.ref(net)
-    del net, compiled
+    del net, compiled, counter
     torch._dynamo.reset()
     assert_collected(ref)
 

@@ -8,6 +8,7 @@ import torch
 
 import dynscalar as ds
 
+from .conftest import CountingBackend
 from .test_compile_int import UsesStep
 
 N_ATTRS = 40
@@ -37,6 +38,9 @@ def test_two_threads_mark_and_compile_their_models() -> None:
     errors: list[BaseException] = []
     results: dict[int, tuple[int, bool]] = {}
     barrier = threading.Barrier(2)
+    # one backend per thread: Dynamo keys compiled code by backend, so each thread compiles
+    # its own model exactly once, whatever the interleaving
+    counters = [CountingBackend("eager"), CountingBackend("eager")]
 
     def work(k: int) -> None:
         try:
@@ -46,7 +50,7 @@ def test_two_threads_mark_and_compile_their_models() -> None:
             eager.load_state_dict(model.state_dict())
             barrier.wait()
             ds.mark_dynamic_attr(model, "step")
-            compiled = torch.compile(model, backend="eager", fullgraph=True)
+            compiled = torch.compile(model, backend=counters[k], fullgraph=True)
             for _ in range(CALLS):
                 x = torch.randn(3, 4)
                 torch.testing.assert_close(compiled(x), eager(x))
@@ -61,3 +65,4 @@ def test_two_threads_mark_and_compile_their_models() -> None:
         t.join()
     assert not errors, errors
     assert results == {0: (CALLS, True), 1: (CALLS, True)}
+    assert [c.graphs for c in counters] == [1, 1]

@@ -30,12 +30,15 @@ models[2].scale = dynscalar.DynamicFloat(0.5)  # must stay 0.5 (never int() -> 0
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     for model in models:
+        torch._dynamo.reset()
         eager = M(); eager.load_state_dict(model.state_dict())
-        compiled = torch.compile(model, backend="eager")
+        graphs = []
+        compiled = torch.compile(model, backend=lambda gm, _: graphs.append(gm) or gm.forward)
         for _ in range(4):
             x = torch.randn(2, 3)
             torch.testing.assert_close(compiled(x), eager(x))
         assert int(model.step) == eager.step == 4
+        assert len(graphs) == 4, len(graphs)  # specialized: one graph per step value
 ours = [w for w in caught if issubclass(w.category, dynscalar.BridgeUnavailableWarning)]
 assert len(ours) == 1, [str(w.message) for w in caught]
 assert "changed VariableBuilder.wrap_symint" in str(ours[0].message), ours[0].message
