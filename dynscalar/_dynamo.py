@@ -516,22 +516,14 @@ def _data_dependent_hook(
 _FLOAT_KEY = "_dynscalar_float_symbols"
 
 
-def _wrap_float(builder: Any, value: Any, spec: Any, where: str) -> Any:
+def _wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str) -> Any:
+    """A marked float as a backed SymFloat (unbacked specs never get here: check_float)."""
     import torch
     import torch._dynamo.config as dynamo_config
     from torch._dynamo.guards import GuardBuilder
     from torch._dynamo.source import AttrSource
 
     _ensure_float_hooks(where)
-    if spec.unbacked:
-        raise _passthrough(
-            NotImplementedError(
-                f"dynscalar: {where} is an unbacked dynamic float; torch.compile has no unbacked "
-                "float graph inputs (floats enter as a 0-d tensor whose .item() is always "
-                "backed). Use a backed DynamicFloat (the default): it only guards where control "
-                "flow needs it."
-            )
-        )
     proxied = isinstance(value, DynamicScalar)
     plain = float(value.__wrapped__) if proxied else float(value)
     source = builder.source
