@@ -165,11 +165,13 @@ def main() -> None:
     parser.add_argument("result", type=Path, help="JSON written by bench_strategies.py")
     args = parser.parse_args()
     data = json.loads(args.result.read_text())
-    source = args.result.name
+    result = args.result.resolve()
+    source = str(result.relative_to(ROOT)) if result.is_relative_to(ROOT) else result.name
     docs = ROOT / "docs"
     (docs / "img").mkdir(exist_ok=True)
     for png in ("cumulative_time.png", "compiles.png"):
-        shutil.copyfile(args.result.parent / png, docs / "img" / png)
+        if (args.result.parent / png).exists():  # a fresh run; the published JSON has none
+            shutil.copyfile(args.result.parent / png, docs / "img" / png)
     (docs / "benchmarks.md").write_text(render_benchmarks(data, source))
     (docs / "comparison.md").write_text(render_comparison(data, source))
     print("wrote docs/benchmarks.md, docs/comparison.md, docs/img/*.png")
