@@ -24,14 +24,14 @@ from __future__ import annotations
 import wrapt as _wrapt
 
 from ._auto import auto_dynamic
+from ._bridge import BridgeError
+from ._bridge import on_dynamo_import as _on_dynamo_import
 from ._diagnostics import (
     BridgeUnavailableWarning,
     DynamicFloatSpecializedError,
     SpecializationError,
     SpecializationWarning,
 )
-from ._dynamo import BridgeError
-from ._dynamo import on_dynamo_import as _on_dynamo_import
 from ._explain import Explanation, MarkRecord, explain
 from ._proxy import DynamicFloat, DynamicInt, DynamicScalar, is_dynamic_scalar
 from ._registry import (

@@ -18,7 +18,7 @@ Where a proxy cannot behave like its value (C code that checks for an exact ``in
 reason and the workaround; tests/test_conformance.py pins each case.
 
 This module never imports torch (``__torch_function__`` only calls what torch hands it).
-Dynamo learns about proxies in ``_dynamo.py``.
+Dynamo learns about proxies in the bridge, ``dynscalar/_bridge/``.
 """
 
 from __future__ import annotations

@@ -8,7 +8,8 @@ import textwrap
 
 import pytest
 
-from dynscalar import _dynamo
+from dynscalar import _bridge
+from dynscalar._bridge import _checks
 
 
 def run_python(code: str) -> subprocess.CompletedProcess[str]:
@@ -28,7 +29,7 @@ def test_import_does_not_import_dynamo() -> None:
         m = dynscalar.mark_dynamic_attr(__import__("torch").nn.Linear(1, 1), "in_features")
         x = dynscalar.DynamicInt(3) + 1
         assert "torch._dynamo" not in sys.modules, "import dynscalar imported torch._dynamo"
-        from dynscalar._dynamo import is_installed
+        from dynscalar._bridge import is_installed
         assert not is_installed()
         import torch._dynamo
         assert is_installed(), "post-import hook did not install the bridge"
@@ -43,7 +44,7 @@ def test_bridge_installs_when_dynamo_was_imported_first() -> None:
     result = run_python(
         """
         import torch._dynamo, dynscalar
-        from dynscalar._dynamo import is_installed
+        from dynscalar._bridge import is_installed
         assert is_installed()
         print("ok")
         """
@@ -54,25 +55,25 @@ def test_bridge_installs_when_dynamo_was_imported_first() -> None:
 def test_install_is_idempotent() -> None:
     from torch._dynamo.variables.builder import VariableBuilder
 
-    _dynamo.install()
+    _bridge.install()
     before = VariableBuilder.__dict__["_wrap"]
-    _dynamo.install()
+    _bridge.install()
     assert VariableBuilder.__dict__["_wrap"] is before
-    assert _dynamo.is_installed()
+    assert _bridge.is_installed()
 
 
 def test_moved_internal_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
-    moved = dict(_dynamo._EXPECTED_SIGNATURES)
+    moved = dict(_checks._EXPECTED_SIGNATURES)
     moved["VariableBuilder.wrap_symint"] = ("self", "value", "dynamism")
-    monkeypatch.setattr(_dynamo, "_EXPECTED_SIGNATURES", moved)
-    with pytest.raises(_dynamo.BridgeError, match=r"changed VariableBuilder\.wrap_symint"):
-        _dynamo.check_internals()
+    monkeypatch.setattr(_checks, "_EXPECTED_SIGNATURES", moved)
+    with pytest.raises(_bridge.BridgeError, match=r"changed VariableBuilder\.wrap_symint"):
+        _bridge.check_internals()
 
 
 def test_old_torch_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_dynamo, "TORCH_SUPPORTED", False)
-    with pytest.raises(_dynamo.BridgeError, match=r"needs torch>=2\.13"):
-        _dynamo.check_internals()
+    monkeypatch.setattr(_checks, "TORCH_SUPPORTED", False)
+    with pytest.raises(_bridge.BridgeError, match=r"needs torch>=2\.13"):
+        _bridge.check_internals()
 
 
 def test_bridge_installs_cleanly_when_torch_compile_imports_dynamo() -> None:
@@ -97,7 +98,7 @@ def test_bridge_installs_cleanly_when_torch_compile_imports_dynamo() -> None:
         eager = M()
         for _ in range(3):
             torch.testing.assert_close(compiled(torch.ones(2)), eager(torch.ones(2)))
-        from dynscalar._dynamo import is_installed
+        from dynscalar._bridge import is_installed
         assert is_installed() and len(graphs) == 1
         assert m.step == eager.step == 3 and m.scale == eager.scale == 0.0625
         print("ok")

@@ -8,10 +8,10 @@ import textwrap
 
 SIMULATE_MOVED_INTERNAL = """
 import warnings
-import dynscalar, dynscalar._dynamo as bridge
+import dynscalar, dynscalar._bridge as bridge, dynscalar._bridge._checks as checks
 # Simulate a torch release where wrap_symint changed its signature.
-bridge._EXPECTED_SIGNATURES = {
-    **bridge._EXPECTED_SIGNATURES,
+checks._EXPECTED_SIGNATURES = {
+    **checks._EXPECTED_SIGNATURES,
     "VariableBuilder.wrap_symint": ("self", "value", "dynamism"),
 }
 import torch

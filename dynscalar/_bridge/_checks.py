@@ -1,0 +1,126 @@
+"""Which Dynamo internals the bridge relies on, and the checks that they have not moved."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import Any
+
+from .._compat import MIN_TORCH, TORCH_SUPPORTED, TORCH_VERSION
+
+__all__ = ["BridgeError", "check_float_internals", "check_internals"]
+
+
+class BridgeError(RuntimeError):
+    """The Dynamo internals dynscalar patches are missing or have a different shape."""
+
+
+# name -> expected parameter names of the private callables the bridge relies on.
+_EXPECTED_SIGNATURES: dict[str, tuple[str, ...]] = {
+    "VariableBuilder._wrap": ("self", "value"),
+    "VariableBuilder.wrap_symint": ("self", "value", "dynamism", "context"),
+    "OutputGraph.resolve_source_value": ("self", "source"),
+    "utils.object_setattr_ignore_descriptor": ("obj", "name", "value"),
+    "ShapeEnv.constrain_symbol_range": ("self", "s", "compiler_min", "compiler_max"),
+    "ShapeEnv._make_data_dependent_error": ("self", "expr", "unhinted_expr", "expr_sym_node_id"),
+    "ShapeEnv.evaluate_sym_node": ("self", "sym_node", "size_oblivious", "fallback_value"),
+    "eval_frame.skip_code": ("code",),
+}
+
+# The float path needs more, in modules that import torch._inductor; importing those from
+# the torch._dynamo post-import hook can hit a partially initialized module (torch.compile
+# imports torch._inductor.standalone_compile, which imports torch._dynamo), so they are
+# checked and patched at the first dynamic float Dynamo meets.
+_FLOAT_SIGNATURES: dict[str, tuple[str, ...]] = {
+    "VariableBuilder.wrap_symfloat": ("self", "value"),
+    "VariableBuilder.install_guards": ("self", "guards"),
+    "graph_compile.tensorify_python_scalars": ("gm", "shape_env", "fake_mode"),
+    "autograd_cache.check_cacheable": ("gm",),
+}
+
+# Other private names the float path relies on (checked for existence only).
+_FLOAT_NAMES = (
+    "torch._functorch._aot_autograd.autograd_cache.BypassAOTAutogradCache",
+    "torch._dynamo.exc.TensorifyScalarRestartAnalysis",
+    "torch._dynamo.symbolic_convert.TensorifyState",
+    "torch.fx.passes._tensorify_python_scalars.SUPPORTED_OPS",
+    "torch.fx.passes._tensorify_python_scalars.SUPPORTED_METHOD_OPS",
+    "torch._dynamo.config.specialize_float",
+    "torch._dynamo.config.assume_static_by_default",
+)
+
+
+def _core_internals() -> dict[str, Any]:
+    from torch._dynamo import eval_frame, output_graph, source, utils
+    from torch._dynamo.variables import builder
+    from torch.fx.experimental import symbolic_shapes
+
+    return {
+        "VariableBuilder._wrap": builder.VariableBuilder._wrap,
+        "VariableBuilder.wrap_symint": builder.VariableBuilder.wrap_symint,
+        "OutputGraph.resolve_source_value": output_graph.OutputGraph.resolve_source_value,
+        "utils.object_setattr_ignore_descriptor": utils.object_setattr_ignore_descriptor,
+        "ShapeEnv.constrain_symbol_range": symbolic_shapes.ShapeEnv.constrain_symbol_range,
+        "ShapeEnv._make_data_dependent_error": symbolic_shapes.ShapeEnv._make_data_dependent_error,
+        "ShapeEnv.evaluate_sym_node": symbolic_shapes.ShapeEnv.evaluate_sym_node,
+        "DynamicScalarSource": source.DynamicScalarSource,
+        "eval_frame.skip_code": eval_frame.skip_code,
+    }
+
+
+def _float_internals() -> dict[str, Any]:
+    from torch._dynamo.variables import builder
+    from torch._functorch._aot_autograd import autograd_cache, graph_compile
+
+    return {
+        "VariableBuilder.wrap_symfloat": builder.VariableBuilder.wrap_symfloat,
+        "VariableBuilder.install_guards": builder.VariableBuilder.install_guards,
+        "graph_compile.tensorify_python_scalars": graph_compile.tensorify_python_scalars,
+        "autograd_cache.check_cacheable": autograd_cache.check_cacheable,
+    }
+
+
+def _check_signatures(found: dict[str, Any], expected: dict[str, tuple[str, ...]]) -> None:
+    for name, params_expected in expected.items():
+        params = tuple(inspect.signature(inspect.unwrap(found[name])).parameters)
+        if params != params_expected:
+            raise BridgeError(
+                f"dynscalar: torch {TORCH_VERSION} changed {name}{params}; the bridge was "
+                f"written for {name}{params_expected}. Please report this with your torch version."
+            )
+
+
+def check_internals() -> None:
+    """Raise :class:`BridgeError` unless the int path's internals have the expected shape."""
+    if not TORCH_SUPPORTED:
+        raise BridgeError(
+            f"dynscalar needs torch>={MIN_TORCH}; torch {TORCH_VERSION} is installed."
+        )
+    try:
+        found = _core_internals()
+    except (ImportError, AttributeError) as exc:
+        raise BridgeError(f"dynscalar: a torch._dynamo internal moved: {exc}") from exc
+    _check_signatures(found, _EXPECTED_SIGNATURES)
+    fields = getattr(found["DynamicScalarSource"], "__dataclass_fields__", {})
+    if tuple(fields) != ("base", "is_int"):
+        raise BridgeError(
+            f"dynscalar: torch {TORCH_VERSION} changed DynamicScalarSource fields to "
+            f"{tuple(fields)}; expected ('base', 'is_int')."
+        )
+
+
+def check_float_internals() -> None:
+    """Raise :class:`BridgeError` unless the float path's internals have the expected shape."""
+    try:
+        found = _float_internals()
+    except (ImportError, AttributeError) as exc:
+        raise BridgeError(f"dynscalar: a torch internal for dynamic floats moved: {exc}") from exc
+    _check_signatures(found, _FLOAT_SIGNATURES)
+    for dotted in _FLOAT_NAMES:
+        module_name, _, attr = dotted.rpartition(".")
+        try:
+            owner = importlib.import_module(module_name)
+        except ImportError as exc:
+            raise BridgeError(f"dynscalar: torch {TORCH_VERSION} has no {module_name}") from exc
+        if not hasattr(owner, attr):
+            raise BridgeError(f"dynscalar: torch {TORCH_VERSION} has no {dotted}")

@@ -1,0 +1,243 @@
+"""Marked floats as SymFloat graph inputs, and the AOT passes that keep them exact."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any
+
+import wrapt
+
+from .._diagnostics import DynamicFloatSpecializedError, SpecializationWarning, warn_once
+from .._proxy import DynamicScalar
+from .._spec import DynamicSpec
+from ._checks import BridgeError, check_float_internals
+from ._reports import _passthrough, _remember
+from ._sources import _swapped_source
+from ._state import _FLOAT_KEY, _lock
+
+log = logging.getLogger("dynscalar")
+
+_float_hooks: BridgeError | bool = False
+
+
+def _ensure_float_hooks(where: str) -> None:
+    """Patch the AOT pipeline for dynamic floats, once, at the first float Dynamo meets."""
+    global _float_hooks
+    with _lock:
+        if _float_hooks is False:
+            try:
+                check_float_internals()
+            except BridgeError as exc:
+                _float_hooks = exc
+            else:
+                from torch._functorch._aot_autograd import autograd_cache, graph_compile
+
+                # module globals, looked up at call time by the AOT pipeline
+                wrapt.wrap_function_wrapper(
+                    graph_compile, "tensorify_python_scalars", _tensorify_hook
+                )
+                wrapt.wrap_function_wrapper(
+                    autograd_cache, "check_cacheable", _check_cacheable_hook
+                )
+                _float_hooks = True
+        if isinstance(_float_hooks, BridgeError):
+            # The stock float path can bake a written value into inductor code
+            # (pytorch#194976): refuse rather than risk wrong numbers.
+            raise _passthrough(
+                NotImplementedError(
+                    f"{_float_hooks} {where} is a dynamic float, which cannot be compiled "
+                    "exactly on this torch; unmark it or pass float(value)."
+                )
+            )
+
+
+def _wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str) -> Any:
+    """A marked float as a backed SymFloat (unbacked specs never get here: check_float)."""
+    import torch
+    import torch._dynamo.config as dynamo_config
+    from torch._dynamo.guards import GuardBuilder
+    from torch._dynamo.source import AttrSource
+
+    _ensure_float_hooks(where)
+    proxied = isinstance(value, DynamicScalar)
+    plain = float(value.__wrapped__) if proxied else float(value)
+    source = builder.source
+    if proxied:
+        # Next call must still hold a DynamicFloat; then read the plain float through
+        # wrapt's `__wrapped__` attribute: a plain AttrSource, so guards (GetAttrGuardAccessor)
+        # and the graph-arg fetch `torch._as_tensor_fullprec(L['v'].__wrapped__)` both work.
+        builder.install_guards(GuardBuilder.TYPE_MATCH)
+        source = AttrSource(source, "__wrapped__")
+    # wrap_symfloat returns a constant unless both are off (builder.py:3298-3316); the
+    # patch is scoped to this one call and restored on exit.
+    config = dynamo_config.patch(specialize_float=False, assume_static_by_default=False)
+    with _swapped_source(builder, source), config:
+        var = builder.wrap_symfloat(plain)
+    sym = getattr(var, "sym_num", None)  # ConstantVariable for NaN/inf: no symbol
+    if isinstance(sym, torch.SymFloat):
+        shape_env = builder.tx.output.shape_env
+        table = shape_env.__dict__.setdefault(_FLOAT_KEY, {})
+        for s in sym.node.expr.free_symbols:
+            table[s] = where
+            _remember(shape_env, s, where, spec)
+    elif math.isfinite(plain):
+        # wrap_symfloat still returns a constant under inductor cudagraphs, its killswitch,
+        # constant sources or functorch grad tracking: exact, but one compile per value.
+        warn_once(
+            ("constant-float", where),
+            f"dynscalar: torch specialized the dynamic float {where} to {plain!r} (it does so "
+            "under inductor CUDA graphs, mode='reduce-overhead', and inside torch.func "
+            "transforms); results are exact but each new value recompiles.",
+            SpecializationWarning,
+        )
+    log.debug("%s -> %s (value %r)", where, type(var).__name__, plain)
+    return var
+
+
+def _scalar_tensor_prepass(gm: Any, shape_env: Any, fake_mode: Any) -> int:
+    """``scalar_tensor(f(s))`` -> ``mul.Tensor(scalar_tensor(1.0), f(s))`` for our float symbols.
+
+    Dynamo returns a float computed in the graph (``self.scale = self.scale * 0.9``) as
+    ``torch.scalar_tensor(sym, dtype=float64)`` + ``.item()`` in bytecode (codegen.py:323-344).
+    The tensorify pass has no rule for ``scalar_tensor``, so its final sweep burns the value in
+    with ``guard_scalar`` (_tensorify_python_scalars.py:402-430).  ``mul.Tensor`` with a
+    SymFloat operand is lowered by the pass, and ``x * 1.0 == x`` exactly (NaN, inf, -0.0).
+    """
+    import torch
+    from torch.utils._sympy.symbol import SymT, symbol_is_type
+
+    ours = shape_env.__dict__.get(_FLOAT_KEY) if shape_env is not None else None
+    if not ours:
+        return 0
+    aten = torch.ops.aten
+    graph = gm.graph
+    count = 0
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target is not aten.scalar_tensor.default:
+            continue
+        arg = node.args[0] if node.args else None
+        sym = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+        out = node.meta.get("val")
+        if not isinstance(sym, torch.SymFloat) or out is None:
+            continue
+        free = sym.node.expr.free_symbols
+        if not free or not all(symbol_is_type(s, SymT.FLOAT) for s in free):
+            continue
+        if not any(s in ours for s in free) or out.dtype not in (torch.float32, torch.float64):
+            continue
+        kwargs = dict(node.kwargs)
+        with graph.inserting_before(node):
+            one = graph.call_function(aten.scalar_tensor.default, (1.0,), kwargs)
+            prod = graph.call_function(aten.mul.Tensor, (one, arg))
+        with fake_mode:
+            one.meta["val"] = aten.scalar_tensor.default(1.0, **kwargs)
+            prod.meta["val"] = aten.scalar_tensor.default(1.0, **kwargs)
+        node.replace_all_uses_with(prod)
+        graph.erase_node(node)
+        count += 1
+    if count:
+        graph.lint()
+        gm.recompile()
+    return count
+
+
+def _unsupported_uses(gm: Any, ours: dict[Any, str]) -> list[str]:
+    """Ops taking a SymFloat over our symbols that the pass cannot lower (error text only)."""
+    import torch
+    from torch.fx.passes import _tensorify_python_scalars as tps
+
+    found = set()
+    for node in gm.graph.nodes:
+        if node.op not in ("call_function", "call_method"):
+            continue
+        table = tps.SUPPORTED_OPS if node.op == "call_function" else tps.SUPPORTED_METHOD_OPS
+        if node.target in table or not hasattr(node.meta.get("val"), "dtype"):
+            continue
+        for a in (*node.args, *node.kwargs.values()):
+            v = a.meta.get("val") if isinstance(a, torch.fx.Node) else None
+            if isinstance(v, torch.SymFloat) and any(s in ours for s in v.node.expr.free_symbols):
+                found.add(str(node.target))
+                break
+    return sorted(found)
+
+
+def _tensorify_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    def split(gm: Any, shape_env: Any, fake_mode: Any) -> tuple[Any, Any, Any]:
+        return gm, shape_env, fake_mode
+
+    gm, shape_env, fake_mode = split(*args, **kwargs)
+    ours = shape_env.__dict__.get(_FLOAT_KEY) if shape_env is not None else None
+    if not ours:
+        return wrapped(*args, **kwargs)
+    from torch._dynamo.exc import TensorifyScalarRestartAnalysis
+
+    _scalar_tensor_prepass(gm, shape_env, fake_mode)
+    ops = _unsupported_uses(gm, ours)
+    n_guards = len(shape_env.guards)
+    try:
+        result = wrapped(*args, **kwargs)
+    except TensorifyScalarRestartAnalysis:
+        # exact, but torch re-traces with the value specialized: one compile per value
+        from torch._dynamo.symbolic_convert import TensorifyState
+
+        names = sorted({w for s, w in ours.items() if TensorifyState.should_specialize(str(s))})
+        if names:
+            # Exact results, but one compile per value from now on; torch >= 2.15 takes this
+            # path where 2.13/2.14 baked the value in (the pytorch#194976 fix).
+            warn_once(
+                ("tensorify", *names, *ops),
+                f"dynscalar: {', '.join(names)} is used by {', '.join(ops) or 'an op'}, which "
+                "torch.compile cannot keep symbolic; torch specializes it (exact results, one "
+                "compile per value). Pass a 0-d tensor to that op to keep it dynamic.",
+                SpecializationWarning,
+            )
+        raise
+    baked = sorted(
+        {ours[s] for g in shape_env.guards[n_guards:] for s in g.expr.free_symbols if s in ours}
+    )
+    if baked:
+        raise DynamicFloatSpecializedError(
+            f"dynscalar: dynamic float {', '.join(baked)} is used by "
+            f"{', '.join(ops) or 'an operation'}, which torch.compile cannot keep symbolic "
+            "together with its other uses; torch would bake the current value into the compiled "
+            "code (pytorch#194976: wrong results with inductor). Pass the value as a 0-d tensor "
+            "for that op (e.g. x.clamp(max=torch.tensor(scale))), or unmark it."
+        )
+    return result
+
+
+# AOTAutograd cache bypass for graphs with a dynscalar float input.  The AOTAutograd cache
+# key is computed on the Dynamo graph with placeholder names normalized
+# (autograd_cache.py, sanitize_gm_for_cache / normalize_placeholder_names), so a marked
+# float's graph has the same key as stock torch's automatic-dynamic graph for the same
+# unmarked float.  Stock torch can store an entry with the value baked in there
+# (pytorch#194976), and a hit would skip the tensorify pass and _tensorify_hook.  Inductor's
+# FX graph cache is keyed after the pass and stays on.
+def _has_dynamic_float_input(gm: Any) -> bool:
+    """A placeholder whose fake tensor's .item() is one of the bridge's float symbols."""
+    for node in gm.graph.nodes:
+        if node.op != "placeholder":
+            break
+        ev = node.meta.get("example_value")
+        memo = getattr(ev, "item_memo", None)
+        if memo is None:
+            continue
+        shape_env = ev.fake_mode.shape_env
+        ours = shape_env.__dict__.get(_FLOAT_KEY, {}) if shape_env is not None else {}
+        if any(s in ours for s in memo.node.expr.free_symbols):
+            return True
+    return False
+
+
+def _check_cacheable_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    wrapped(*args, **kwargs)
+    gm = args[0] if args else kwargs["gm"]
+    if _has_dynamic_float_input(gm):
+        from torch._functorch._aot_autograd.autograd_cache import BypassAOTAutogradCache
+
+        raise BypassAOTAutogradCache("dynscalar: graph has a dynamic float input")
