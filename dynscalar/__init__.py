@@ -24,11 +24,17 @@ from __future__ import annotations
 import wrapt as _wrapt
 
 from ._auto import auto_dynamic
-from ._bridge import BridgeError
 from ._bridge import on_dynamo_import as _on_dynamo_import
 from ._diagnostics import (
+    BridgeError,
     BridgeUnavailableWarning,
     DynamicFloatSpecializedError,
+    DynscalarAttributeError,
+    DynscalarError,
+    DynscalarTypeError,
+    DynscalarValueError,
+    DynscalarWarning,
+    OutOfRangeError,
     SpecializationError,
     SpecializationWarning,
 )
@@ -54,6 +60,12 @@ __all__ = [
     "DynamicInt",
     "DynamicScalar",
     "DynamicSpec",
+    "DynscalarAttributeError",
+    "DynscalarError",
+    "DynscalarTypeError",
+    "DynscalarValueError",
+    "DynscalarWarning",
+    "OutOfRangeError",
     "SpecializationError",
     "SpecializationWarning",
     "Explanation",

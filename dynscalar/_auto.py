@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import torch
 
+from ._diagnostics import DynscalarTypeError
 from ._registry import edit_marks
 from ._spec import DynamicSpec
 
@@ -45,7 +46,7 @@ def auto_dynamic(module: ModuleT) -> ModuleT:
         >>> m.step = 0  # attributes added later are tracked from their first trace
     """
     if not isinstance(module, torch.nn.Module):
-        raise TypeError(
+        raise DynscalarTypeError(
             f"dynscalar.auto_dynamic: expected a torch.nn.Module, got {type(module).__name__}."
         )
     for sub in module.modules():

@@ -6,15 +6,85 @@ import threading
 import warnings
 
 __all__ = [
+    "BridgeError",
     "BridgeUnavailableWarning",
     "DynamicFloatSpecializedError",
+    "DynscalarAttributeError",
+    "DynscalarError",
+    "DynscalarTypeError",
+    "DynscalarValueError",
+    "DynscalarWarning",
+    "OutOfRangeError",
     "SpecializationError",
     "SpecializationWarning",
     "warn_once",
 ]
 
 
-class SpecializationWarning(UserWarning):
+class DynscalarError(Exception):
+    """Base class of every exception dynscalar raises.
+
+    Each concrete error also derives from the builtin a caller would expect (``TypeError``
+    for a value of the wrong kind, ``ValueError`` for a value out of range, ...), so both
+    ``except DynscalarError`` and ``except ValueError`` catch it.  All of them pickle by
+    their public name (errors cross process boundaries under DDP and multiprocessing).
+
+    Examples:
+        >>> import dynscalar
+        >>> try:
+        ...     dynscalar.DynamicInt(5, max=3)
+        ... except dynscalar.DynscalarError as exc:
+        ...     print(type(exc).__name__, isinstance(exc, ValueError))
+        OutOfRangeError True
+    """
+
+
+class DynscalarTypeError(DynscalarError, TypeError):
+    """A value or argument of the wrong kind: marking a tensor, a bool, a str, a non-module."""
+
+
+class DynscalarValueError(DynscalarError, ValueError):
+    """A value dynscalar cannot accept: outside int64, ``min > max``, a float with a range."""
+
+
+class DynscalarAttributeError(DynscalarError, AttributeError):
+    """Marking an attribute the module does not have."""
+
+
+class OutOfRangeError(DynscalarValueError):
+    """A marked int is outside the ``min``/``max`` declared for it.
+
+    Raised when the value is built (``DynamicInt(5, max=3)``), marked, or enters compiled
+    code; eager arithmetic never checks ranges.
+    """
+
+
+class SpecializationError(DynscalarValueError):
+    """Raised instead of :class:`SpecializationWarning` for marks made with ``strict=True``."""
+
+
+class DynamicFloatSpecializedError(DynscalarError, RuntimeError):
+    """A dynamic float reaches an op torch cannot keep symbolic: torch would bake its value in.
+
+    Raised while compiling (torch.compile reports it inside ``BackendCompilerFailed``) rather
+    than letting compiled code return numbers computed with a stale value (pytorch#194976).
+    """
+
+
+class BridgeError(DynscalarError, RuntimeError):
+    """The Dynamo internals dynscalar patches are missing or have a different shape."""
+
+
+class DynscalarWarning(UserWarning):
+    """Base class of every warning dynscalar emits.
+
+    Examples:
+        >>> import warnings, dynscalar
+        >>> warnings.simplefilter("error", dynscalar.DynscalarWarning)  # all of them as errors
+    """
+
+
+class SpecializationWarning(DynscalarWarning):
     """A marked scalar was fixed to one value (specialized) instead of staying symbolic.
 
     Examples:
@@ -23,19 +93,7 @@ class SpecializationWarning(UserWarning):
     """
 
 
-class SpecializationError(ValueError):
-    """Raised instead of :class:`SpecializationWarning` for marks made with ``strict=True``."""
-
-
-class DynamicFloatSpecializedError(RuntimeError):
-    """A dynamic float reaches an op torch cannot keep symbolic: torch would bake its value in.
-
-    Raised while compiling (torch.compile reports it inside ``BackendCompilerFailed``) rather
-    than letting compiled code return numbers computed with a stale value (pytorch#194976).
-    """
-
-
-class BridgeUnavailableWarning(RuntimeWarning):
+class BridgeUnavailableWarning(DynscalarWarning, RuntimeWarning):
     """dynscalar could not install itself into this torch; marks behave like plain values."""
 
 

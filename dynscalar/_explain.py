@@ -7,6 +7,7 @@ from typing import NamedTuple
 import torch
 
 from ._auto import PROMOTED_KEY
+from ._diagnostics import DynscalarTypeError
 from ._proxy import is_dynamic_scalar
 from ._registry import MARKS_KEY, class_marks_of, lookup_mark
 from ._spec import DynamicSpec
@@ -58,7 +59,7 @@ def explain(module: torch.nn.Module, *, show: bool = True) -> Explanation:
         [('step', 'mark_dynamic_attr')]
     """
     if not isinstance(module, torch.nn.Module):
-        raise TypeError(
+        raise DynscalarTypeError(
             f"dynscalar.explain: expected a torch.nn.Module, got {type(module).__name__}."
         )
     records = Explanation()

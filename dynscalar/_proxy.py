@@ -31,6 +31,7 @@ from typing import Any, SupportsIndex
 
 import wrapt
 
+from ._diagnostics import DynscalarTypeError, DynscalarValueError
 from ._spec import DynamicSpec
 
 __all__ = ["DynamicFloat", "DynamicInt", "DynamicScalar", "is_dynamic_scalar"]
@@ -387,22 +388,22 @@ def coerce_int(value: object, where: str) -> int:
     if type(value) is int:
         return value
     if isinstance(value, bool):
-        raise TypeError(
+        raise DynscalarTypeError(
             f"{where}: bool values are not dynamic scalars; a flag selects code paths, so "
             "each value compiles once anyway. Keep it a plain bool, or use an int."
         )
     if is_dynamic_scalar(value):
         value = value.__wrapped__  # type: ignore[attr-defined]
     if _is_tensor(value):
-        raise TypeError(
+        raise DynscalarTypeError(
             f"{where}: got a torch.Tensor; tensors are already graph inputs. Use "
             "torch._dynamo.mark_dynamic(tensor, dim) for dynamic shapes."
         )
     if isinstance(value, numbers.Integral):
         return int(value)
     if isinstance(value, float):
-        raise TypeError(f"{where}: got a float; use DynamicFloat for float values.")
-    raise TypeError(
+        raise DynscalarTypeError(f"{where}: got a float; use DynamicFloat for float values.")
+    raise DynscalarTypeError(
         f"{where}: expected an int, got {type(value).__name__}. Convert it with int() first "
         "if it is a number."
     )
@@ -413,17 +414,19 @@ def coerce_float(value: object, where: str) -> float:
     if type(value) is float:
         return value
     if isinstance(value, bool):
-        raise TypeError(f"{where}: bool values are not dynamic scalars; keep it a plain bool.")
+        raise DynscalarTypeError(
+            f"{where}: bool values are not dynamic scalars; keep it a plain bool."
+        )
     if is_dynamic_scalar(value):
         value = value.__wrapped__  # type: ignore[attr-defined]
     if _is_tensor(value):
-        raise TypeError(
+        raise DynscalarTypeError(
             f"{where}: got a torch.Tensor; tensors are already graph inputs. Use "
             "torch._dynamo.mark_dynamic(tensor, dim) for dynamic shapes."
         )
     if isinstance(value, numbers.Real):
         return float(value)
-    raise TypeError(
+    raise DynscalarTypeError(
         f"{where}: expected a float, got {type(value).__name__}. Convert it with float() first "
         "if it is a number."
     )
@@ -484,7 +487,7 @@ def _rebuild(
         return _new(DynamicInt, value, spec)
     if kind == "DynamicFloat" and type(value) is float and not (spec.has_range or spec.unbacked):
         return _new(DynamicFloat, value, spec)
-    raise ValueError(
+    raise DynscalarValueError(
         f"{where}: cannot rebuild a proxy from value {value!r} "
         f"({type(value).__name__}, min={lo!r}, max={hi!r}); the data is not a pickled "
         "DynamicInt or DynamicFloat."

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import torch
 
+from ._diagnostics import DynscalarAttributeError, DynscalarTypeError
 from ._proxy import DynamicFloat, DynamicInt, coerce_float, is_dynamic_scalar
 from ._spec import DynamicSpec
 
@@ -70,12 +71,12 @@ def mark_dynamic(value: Any, **spec: Any) -> DynamicInt | DynamicFloat:
     """
     plain = value.__wrapped__ if is_dynamic_scalar(value) else value
     if isinstance(plain, bool):
-        raise TypeError(
+        raise DynscalarTypeError(
             "dynscalar.mark_dynamic: bool values are not dynamic scalars; a flag selects code "
             "paths, so each value compiles once anyway. Keep it a plain bool."
         )
     if isinstance(plain, torch.Tensor):
-        raise TypeError(
+        raise DynscalarTypeError(
             "dynscalar.mark_dynamic: got a torch.Tensor. For dynamic tensor shapes use "
             "torch._dynamo.mark_dynamic(tensor, dim); dynscalar.mark_dynamic is for Python "
             "int/float values."
@@ -84,7 +85,7 @@ def mark_dynamic(value: Any, **spec: Any) -> DynamicInt | DynamicFloat:
         return DynamicInt(plain, **spec)
     if isinstance(plain, float):
         return DynamicFloat(plain, **spec)
-    raise TypeError(
+    raise DynscalarTypeError(
         f"dynscalar.mark_dynamic: expected an int or float, got {type(plain).__name__}. "
         "Only Python scalars can be marked; use torch._dynamo.mark_dynamic for tensors."
     )
@@ -93,7 +94,7 @@ def mark_dynamic(value: Any, **spec: Any) -> DynamicInt | DynamicFloat:
 # ----------------------------------------------------------------------------- modules
 def _check_module(module: object, api: str) -> torch.nn.Module:
     if not isinstance(module, torch.nn.Module):
-        raise TypeError(
+        raise DynscalarTypeError(
             f"dynscalar.{api}: expected a torch.nn.Module, got {type(module).__name__}. For a "
             "plain value use dynscalar.mark_dynamic(value) or DynamicInt/DynamicFloat."
         )
@@ -102,12 +103,12 @@ def _check_module(module: object, api: str) -> torch.nn.Module:
 
 def _check_names(names: tuple[object, ...], api: str) -> tuple[str, ...]:
     if not names:
-        raise TypeError(
+        raise DynscalarTypeError(
             f"dynscalar.{api}: name at least one attribute, e.g. {api}(module, 'step')."
         )
     for name in names:
         if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
-            raise TypeError(
+            raise DynscalarTypeError(
                 f"dynscalar.{api}: attribute names must be identifiers given as str, got {name!r}."
             )
     return tuple(names)  # type: ignore[arg-type]
@@ -128,14 +129,14 @@ def _validate_attr(module: torch.nn.Module, name: str, spec: DynamicSpec) -> Non
     elif name in module._buffers:
         kind = "a buffer"
     elif name in module._modules:
-        raise TypeError(
+        raise DynscalarTypeError(
             f"dynscalar: {where} is a submodule, not a scalar. Mark the scalar attribute on "
             f"the submodule instead, e.g. mark_dynamic_attr(module.{name}, 'step')."
         )
     else:
         kind = ""
     if kind:
-        raise TypeError(
+        raise DynscalarTypeError(
             f"dynscalar: {where} is {kind} (a tensor); tensors are already graph inputs. Use "
             f"torch._dynamo.mark_dynamic(module.{name}, dim) for dynamic shapes."
         )
@@ -144,7 +145,7 @@ def _validate_attr(module: torch.nn.Module, name: str, spec: DynamicSpec) -> Non
     except AttributeError:
         close = difflib.get_close_matches(name, _candidates(module), n=3)
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-        raise AttributeError(
+        raise DynscalarAttributeError(
             f"dynscalar: {cls} has no attribute {name!r} to mark dynamic.{hint} Set the "
             f"attribute (e.g. in __init__) before marking it."
         ) from None
@@ -156,12 +157,12 @@ def check_marked_value(value: object, spec: DynamicSpec, where: str) -> None:
     if is_dynamic_scalar(value):
         value = value.__wrapped__  # type: ignore[attr-defined]
     if isinstance(value, bool):
-        raise TypeError(
+        raise DynscalarTypeError(
             f"dynscalar: {where} is a bool; flags select code paths, so each value compiles "
             "once anyway. Leave it unmarked, or store an int if it really counts something."
         )
     if isinstance(value, torch.Tensor):
-        raise TypeError(
+        raise DynscalarTypeError(
             f"dynscalar: {where} is a torch.Tensor; tensors are already graph inputs. Use "
             "torch._dynamo.mark_dynamic(tensor, dim) for dynamic shapes."
         )
@@ -172,7 +173,7 @@ def check_marked_value(value: object, spec: DynamicSpec, where: str) -> None:
         spec.check_float(value, where)
         coerce_float(value, where)
         return
-    raise TypeError(
+    raise DynscalarTypeError(
         f"dynscalar: {where} is {type(value).__name__} ({value!r}), not an int or float; only "
         "Python int/float attributes can be marked dynamic."
     )
@@ -311,7 +312,7 @@ def dynamic_attrs(
     def decorate(cls: ClassT) -> ClassT:
         if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
             what = cls.__name__ if isinstance(cls, type) else type(cls).__name__
-            raise TypeError(
+            raise DynscalarTypeError(
                 f"dynscalar.dynamic_attrs: {what} is not a torch.nn.Module subclass. Decorate "
                 "an nn.Module class, or use DynamicInt/DynamicFloat values for other objects."
             )

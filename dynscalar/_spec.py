@@ -10,6 +10,8 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass
 
+from ._diagnostics import DynscalarTypeError, DynscalarValueError, OutOfRangeError
+
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 
@@ -20,12 +22,12 @@ def _check_bound(name: str, bound: object, where: str) -> int | None:
     if bound is None:
         return None
     if isinstance(bound, bool) or not isinstance(bound, numbers.Integral):
-        raise TypeError(
+        raise DynscalarTypeError(
             f"{where}: {name}={bound!r} must be an int or None, got {type(bound).__name__}."
         )
     bound = int(bound)
     if not INT64_MIN <= bound <= INT64_MAX:
-        raise ValueError(
+        raise DynscalarValueError(
             f"{where}: {name}={bound} is outside the int64 range torch.compile can trace "
             f"[{INT64_MIN}, {INT64_MAX}]."
         )
@@ -66,13 +68,13 @@ class DynamicSpec:
     ) -> DynamicSpec:
         """Validate user arguments and return a spec; ``where`` prefixes every error."""
         if not isinstance(unbacked, bool):
-            raise TypeError(f"{where}: unbacked={unbacked!r} must be True or False.")
+            raise DynscalarTypeError(f"{where}: unbacked={unbacked!r} must be True or False.")
         lo = _check_bound("min", min, where)
         hi = _check_bound("max", max, where)
         if lo is not None and hi is not None and lo > hi:
-            raise ValueError(f"{where}: min={lo} is greater than max={hi}.")
+            raise DynscalarValueError(f"{where}: min={lo} is greater than max={hi}.")
         if not isinstance(strict, bool):
-            raise TypeError(f"{where}: strict={strict!r} must be True or False.")
+            raise DynscalarTypeError(f"{where}: strict={strict!r} must be True or False.")
         return cls(unbacked=unbacked, min=lo, max=hi, strict=strict)
 
     @property
@@ -95,14 +97,14 @@ class DynamicSpec:
     def check_int(self, value: int, where: str) -> int:
         """Raise ``ValueError`` if ``value`` is outside int64 or this spec's range."""
         if not INT64_MIN <= value <= INT64_MAX:
-            raise ValueError(
+            raise DynscalarValueError(
                 f"{where}: value {value} is outside the int64 range torch.compile can trace "
                 f"[{INT64_MIN}, {INT64_MAX}]; keep it a plain Python int instead."
             )
         if (self.min is not None and value < self.min) or (
             self.max is not None and value > self.max
         ):
-            raise ValueError(
+            raise OutOfRangeError(
                 f"{where}: value {value} is outside the declared range "
                 f"[{'-inf' if self.min is None else self.min}, "
                 f"{'inf' if self.max is None else self.max}]. Widen min/max when marking it, "
@@ -113,13 +115,13 @@ class DynamicSpec:
     def check_float(self, value: float, where: str) -> float:
         """Floats have no range and cannot be unbacked; reject a spec that says otherwise."""
         if self.unbacked:
-            raise ValueError(
+            raise DynscalarValueError(
                 f"{where}: floats cannot be unbacked; torch.compile brings a float in as a 0-d "
                 "tensor whose value is always backed. Use a backed dynamic float (the default): "
                 "it only guards where control flow needs it."
             )
         if self.has_range:
-            raise ValueError(
+            raise DynscalarValueError(
                 f"{where}: min/max apply to int scalars only; a float ({value!r}) cannot "
                 "have a range. Drop min/max for this value."
             )

@@ -7,12 +7,9 @@ import inspect
 from typing import Any
 
 from .._compat import MIN_TORCH, TORCH_SUPPORTED, TORCH_VERSION
+from .._diagnostics import BridgeError
 
 __all__ = ["BridgeError", "check_float_internals", "check_internals"]
-
-
-class BridgeError(RuntimeError):
-    """The Dynamo internals dynscalar patches are missing or have a different shape."""
 
 
 # name -> expected parameter names of the private callables the bridge relies on.

@@ -90,6 +90,12 @@ def _passthrough(exc: Exception) -> Exception:
     base = type(exc)
     cls = _passthrough_types.get(base)
     if cls is None:
-        cls = type(base.__name__, (base, ConstraintViolationError), {"__module__": "dynscalar"})
+        namespace = {
+            "__module__": base.__module__,
+            "__qualname__": base.__qualname__,
+            # Pickles (and so crosses processes) as the public class it re-types.
+            "__reduce__": lambda self: (base, self.args),
+        }
+        cls = type(base.__name__, (base, ConstraintViolationError), namespace)
         _passthrough_types[base] = cls
-    return cls(str(exc))  # type: ignore[no-any-return]
+    return cls(*exc.args)  # type: ignore[no-any-return]
