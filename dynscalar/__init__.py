@@ -40,6 +40,7 @@ from ._diagnostics import (
 )
 from ._explain import Explanation, MarkRecord, explain
 from ._proxy import DynamicFloat, DynamicInt, DynamicScalar, is_dynamic_scalar
+from ._registry import CLASS_MARKS_EPOCH as _class_marks_epoch  # noqa: F401 - guarded by compiled code
 from ._registry import (
     dynamic_attrs,
     is_dynamic_attr,

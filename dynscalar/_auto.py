@@ -51,6 +51,10 @@ def auto_dynamic(module: ModuleT) -> ModuleT:
         )
     for sub in module.modules():
         sub.__dict__[AUTO_KEY] = _scalars(sub)
+        # An (empty) marks dict from the start: a promotion while Dynamo traces then edits
+        # it, and the guards already installed for this module's other attributes in the
+        # same trace ("no mark for width") stay true.
+        edit_marks(sub.__dict__, lambda marks: None)
     return module
 
 
@@ -74,7 +78,7 @@ def auto_spec(owner: object, name: str, value: Any) -> DynamicSpec | None:
         return None
     if _same(snapshot[name], value):
         return None
-    spec = DynamicSpec()
+    spec = DynamicSpec().canonical()
 
     def promote(marks: dict[str, DynamicSpec | None]) -> None:
         marks[name] = spec

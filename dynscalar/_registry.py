@@ -24,6 +24,7 @@ from ._proxy import DynamicFloat, DynamicInt, coerce_float, is_dynamic_scalar
 from ._spec import DynamicSpec
 
 __all__ = [
+    "CLASS_MARKS_EPOCH",
     "dynamic_attrs",
     "edit_marks",
     "is_dynamic_attr",
@@ -35,6 +36,24 @@ __all__ = [
 
 MARKS_KEY = "_dynscalar_marks"
 CLASS_MARKS_KEY = "_dynscalar_class_marks"
+
+
+class _ClassMarksEpoch:
+    """A counter bumped by every ``@dynamic_attrs``: compiled code guards on it.
+
+    Instance marks are guarded precisely (the marks dict entry itself); class marks are
+    looked up along the MRO, so a graph that consulted them is tied to this counter
+    instead.  Classes are decorated at definition, so the counter rarely moves after a
+    compile; when it does, affected graphs recompile once.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
+CLASS_MARKS_EPOCH = _ClassMarksEpoch()
 
 # Marks are replaced copy-on-write (readers never lock); writers serialize here so two
 # threads marking the same module cannot lose each other's update.
@@ -321,6 +340,7 @@ def dynamic_attrs(
             for name in checked:
                 own[name] = spec
             setattr(cls, CLASS_MARKS_KEY, own)
+            CLASS_MARKS_EPOCH.value += 1
         return cls
 
     return decorate

@@ -75,7 +75,15 @@ class DynamicSpec:
             raise DynscalarValueError(f"{where}: min={lo} is greater than max={hi}.")
         if not isinstance(strict, bool):
             raise DynscalarTypeError(f"{where}: strict={strict!r} must be True or False.")
-        return cls(unbacked=unbacked, min=lo, max=hi, strict=strict)
+        return cls(unbacked=unbacked, min=lo, max=hi, strict=strict).canonical()
+
+    def canonical(self) -> DynamicSpec:
+        """The one shared instance equal to this spec.
+
+        Every spec dynscalar stores (in a proxy or a mark) is canonical, so compiled code
+        can guard on a spec by identity: a cheap check that still sees every mark change.
+        """
+        return _CANONICAL.setdefault(self, self)
 
     @property
     def has_range(self) -> bool:
@@ -86,13 +94,13 @@ class DynamicSpec:
         """The spec a derived value gets: dynamism kept, range dropped."""
         if not self.has_range:
             return self
-        return DynamicSpec(unbacked=self.unbacked, strict=self.strict)
+        return DynamicSpec(unbacked=self.unbacked, strict=self.strict).canonical()
 
     def for_float(self) -> DynamicSpec:
         """The spec a float derived from this value gets: backed, no range (floats have neither)."""
         if not (self.unbacked or self.has_range):
             return self
-        return DynamicSpec(strict=self.strict)
+        return DynamicSpec(strict=self.strict).canonical()
 
     def check_int(self, value: int, where: str) -> int:
         """Raise ``ValueError`` if ``value`` is outside int64 or this spec's range."""
@@ -139,3 +147,7 @@ class DynamicSpec:
         if self.strict:
             out["strict"] = True
         return out
+
+
+# Equal specs share one instance (see DynamicSpec.canonical); there are only a handful.
+_CANONICAL: dict[DynamicSpec, DynamicSpec] = {}

@@ -14,14 +14,36 @@ __all__ = ["BridgeError", "check_float_internals", "check_internals"]
 
 # name -> expected parameter names of the private callables the bridge relies on.
 _EXPECTED_SIGNATURES: dict[str, tuple[str, ...]] = {
+    # tracing: which values become symbolic graph inputs (_wrap, _ints)
     "VariableBuilder._wrap": ("self", "value"),
     "VariableBuilder.wrap_symint": ("self", "value", "dynamism", "context"),
     "OutputGraph.resolve_source_value": ("self", "source"),
-    "utils.object_setattr_ignore_descriptor": ("obj", "name", "value"),
     "ShapeEnv.constrain_symbol_range": ("self", "s", "compiler_min", "compiler_max"),
+    # guards (_guards)
+    "guards.install_guard": ("guards", "skip"),
+    "GuardBuilder.TYPE_MATCH": ("self", "guard"),
+    "GuardBuilder.ID_MATCH": ("self", "guard", "recompile_hint"),
+    "GuardBuilder.EQUALS_MATCH": ("self", "guard", "recompile_hint"),
+    "GuardBuilder.DICT_NOT_CONTAINS": ("self", "guard", "key"),
+    "GuardBuilder.NOT_PRESENT_IN_GENERIC_DICT": ("self", "guard", "attr"),
+    # reports (_reports, _ints)
     "ShapeEnv._make_data_dependent_error": ("self", "expr", "unhinted_expr", "expr_sym_node_id"),
     "ShapeEnv.evaluate_sym_node": ("self", "sym_node", "size_oblivious", "fallback_value"),
+    # write-back (_writeback)
+    "SideEffects.codegen_update_mutated": ("self", "cg", "log_side_effects"),
+    "InstructionTranslatorBase.BINARY_OP": ("self", "inst"),
+    "PyCodegen.load_import_from": ("self", "module_name", "object_name"),
+    "PyCodegen.create_load_const": ("self", "value"),
+    "PyCodegen.add_push_null": ("self", "gen_fn", "call_function_ex"),
+    "bytecode_transformation.create_call_function": ("nargs", "push_null"),
     "eval_frame.skip_code": ("code",),
+}
+
+# Sources the bridge builds, with the dataclass fields it passes.
+_EXPECTED_SOURCES: dict[str, tuple[str, ...]] = {
+    "AttrSource": ("base", "member"),
+    "DictGetItemSource": ("base", "index"),
+    "ImportSource": ("module_name",),
 }
 
 # The float path needs more, in modules that import torch._inductor; importing those from
@@ -48,19 +70,43 @@ _FLOAT_NAMES = (
 
 
 def _core_internals() -> dict[str, Any]:
-    from torch._dynamo import eval_frame, output_graph, source, utils
+    from torch._dynamo import (
+        bytecode_transformation,
+        codegen,
+        eval_frame,
+        guards,
+        output_graph,
+        side_effects,
+        symbolic_convert,
+    )
     from torch._dynamo.variables import builder
     from torch.fx.experimental import symbolic_shapes
 
+    shape_env = symbolic_shapes.ShapeEnv
+    guard_builder = guards.GuardBuilder
+    tracer = symbolic_convert.InstructionTranslatorBase
     return {
         "VariableBuilder._wrap": builder.VariableBuilder._wrap,
         "VariableBuilder.wrap_symint": builder.VariableBuilder.wrap_symint,
         "OutputGraph.resolve_source_value": output_graph.OutputGraph.resolve_source_value,
-        "utils.object_setattr_ignore_descriptor": utils.object_setattr_ignore_descriptor,
-        "ShapeEnv.constrain_symbol_range": symbolic_shapes.ShapeEnv.constrain_symbol_range,
-        "ShapeEnv._make_data_dependent_error": symbolic_shapes.ShapeEnv._make_data_dependent_error,
-        "ShapeEnv.evaluate_sym_node": symbolic_shapes.ShapeEnv.evaluate_sym_node,
-        "DynamicScalarSource": source.DynamicScalarSource,
+        "ShapeEnv.constrain_symbol_range": shape_env.constrain_symbol_range,
+        "guards.install_guard": guards.install_guard,
+        "GuardBuilder.TYPE_MATCH": guard_builder.TYPE_MATCH,
+        "GuardBuilder.ID_MATCH": guard_builder.ID_MATCH,
+        "GuardBuilder.EQUALS_MATCH": guard_builder.EQUALS_MATCH,
+        "GuardBuilder.DICT_NOT_CONTAINS": guard_builder.DICT_NOT_CONTAINS,
+        "GuardBuilder.NOT_PRESENT_IN_GENERIC_DICT": guard_builder.NOT_PRESENT_IN_GENERIC_DICT,
+        "ShapeEnv._make_data_dependent_error": shape_env._make_data_dependent_error,
+        "ShapeEnv.evaluate_sym_node": shape_env.evaluate_sym_node,
+        "SideEffects.codegen_update_mutated": side_effects.SideEffects.codegen_update_mutated,
+        # Python 3.10 has one INPLACE_* handler per operator instead (same signature)
+        "InstructionTranslatorBase.BINARY_OP": getattr(tracer, "BINARY_OP", tracer.INPLACE_ADD),
+        "PyCodegen.load_import_from": codegen.PyCodegen.load_import_from,
+        "PyCodegen.create_load_const": codegen.PyCodegen.create_load_const,
+        "PyCodegen.add_push_null": codegen.PyCodegen.add_push_null,
+        "bytecode_transformation.create_call_function": (
+            bytecode_transformation.create_call_function
+        ),
         "eval_frame.skip_code": eval_frame.skip_code,
     }
 
@@ -98,12 +144,16 @@ def check_internals() -> None:
     except (ImportError, AttributeError) as exc:
         raise BridgeError(f"dynscalar: a torch._dynamo internal moved: {exc}") from exc
     _check_signatures(found, _EXPECTED_SIGNATURES)
-    fields = getattr(found["DynamicScalarSource"], "__dataclass_fields__", {})
-    if tuple(fields) != ("base", "is_int"):
-        raise BridgeError(
-            f"dynscalar: torch {TORCH_VERSION} changed DynamicScalarSource fields to "
-            f"{tuple(fields)}; expected ('base', 'is_int')."
-        )
+    from torch._dynamo import source
+
+    for name, expected in _EXPECTED_SOURCES.items():
+        fields = tuple(getattr(getattr(source, name, None), "__dataclass_fields__", {}))
+        if fields != expected:
+            raise BridgeError(
+                f"dynscalar: torch {TORCH_VERSION} changed torch._dynamo.source.{name} fields to "
+                f"{fields}; the bridge was written for {expected}. Please report this with "
+                "your torch version."
+            )
 
 
 def check_float_internals() -> None:

@@ -8,15 +8,24 @@ from typing import Any
 
 import wrapt
 
-from .._diagnostics import DynamicFloatSpecializedError, SpecializationWarning, warn_once
-from .._proxy import DynamicScalar
+from .._diagnostics import (
+    BridgeError,
+    DynamicFloatSpecializedError,
+    DynscalarError,
+    SpecializationWarning,
+    warn_once,
+)
+from .._proxy import DynamicFloat, DynamicScalar
 from .._spec import DynamicSpec
-from ._checks import BridgeError, check_float_internals
-from ._reports import _passthrough, _remember
-from ._sources import _swapped_source
-from ._state import _FLOAT_KEY, _lock
+from ._checks import check_float_internals
+from ._guards import guard_proxy
+from ._reports import passthrough, remember
+from ._sources import swapped_source
+from ._state import CompileState, Origin, compile_state, lock, peek_state
 
 log = logging.getLogger("dynscalar")
+
+__all__ = ["wrap_float"]
 
 _float_hooks: BridgeError | bool = False
 
@@ -24,7 +33,7 @@ _float_hooks: BridgeError | bool = False
 def _ensure_float_hooks(where: str) -> None:
     """Patch the AOT pipeline for dynamic floats, once, at the first float Dynamo meets."""
     global _float_hooks
-    with _lock:
+    with lock:
         if _float_hooks is False:
             try:
                 check_float_internals()
@@ -44,19 +53,22 @@ def _ensure_float_hooks(where: str) -> None:
         if isinstance(_float_hooks, BridgeError):
             # The stock float path can bake a written value into inductor code
             # (pytorch#194976): refuse rather than risk wrong numbers.
-            raise _passthrough(
-                NotImplementedError(
+            raise passthrough(
+                _FloatsUnavailableError(
                     f"{_float_hooks} {where} is a dynamic float, which cannot be compiled "
                     "exactly on this torch; unmark it or pass float(value)."
                 )
             )
 
 
-def _wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str) -> Any:
+class _FloatsUnavailableError(DynscalarError, NotImplementedError):
+    """The float path's internals moved: a dynamic float cannot be compiled exactly."""
+
+
+def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str) -> Any:
     """A marked float as a backed SymFloat (unbacked specs never get here: check_float)."""
     import torch
     import torch._dynamo.config as dynamo_config
-    from torch._dynamo.guards import GuardBuilder
     from torch._dynamo.source import AttrSource
 
     _ensure_float_hooks(where)
@@ -64,23 +76,27 @@ def _wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str) -> Any:
     plain = float(value.__wrapped__) if proxied else float(value)
     source = builder.source
     if proxied:
-        # Next call must still hold a DynamicFloat; then read the plain float through
-        # wrapt's `__wrapped__` attribute: a plain AttrSource, so guards (GetAttrGuardAccessor)
-        # and the graph-arg fetch `torch._as_tensor_fullprec(L['v'].__wrapped__)` both work.
-        builder.install_guards(GuardBuilder.TYPE_MATCH)
+        # Next call must still hold a DynamicFloat with this spec; then read the plain float
+        # through wrapt's `__wrapped__` attribute: a plain AttrSource, so guards
+        # (GetAttrGuardAccessor) and the graph-arg fetch
+        # `torch._as_tensor_fullprec(L['v'].__wrapped__)` both work.
+        guard_proxy(source)
         source = AttrSource(source, "__wrapped__")
     # wrap_symfloat returns a constant unless both are off (builder.py:3298-3316); the
     # patch is scoped to this one call and restored on exit.
     config = dynamo_config.patch(specialize_float=False, assume_static_by_default=False)
-    with _swapped_source(builder, source), config:
+    with swapped_source(builder, source), config:
         var = builder.wrap_symfloat(plain)
     sym = getattr(var, "sym_num", None)  # ConstantVariable for NaN/inf: no symbol
     if isinstance(sym, torch.SymFloat):
         shape_env = builder.tx.output.shape_env
-        table = shape_env.__dict__.setdefault(_FLOAT_KEY, {})
+        state = compile_state(shape_env)
         for s in sym.node.expr.free_symbols:
-            table[s] = where
-            _remember(shape_env, s, where, spec)
+            state.floats[s] = where
+            remember(shape_env, s, where, spec)
+        state.origins[var.as_proxy().node] = Origin(
+            where, value.spec if proxied else spec, DynamicFloat if proxied else None
+        )
     elif math.isfinite(plain):
         # wrap_symfloat still returns a constant under inductor cudagraphs, its killswitch,
         # constant sources or functorch grad tracking: exact, but one compile per value.
@@ -107,7 +123,8 @@ def _scalar_tensor_prepass(gm: Any, shape_env: Any, fake_mode: Any) -> int:
     import torch
     from torch.utils._sympy.symbol import SymT, symbol_is_type
 
-    ours = shape_env.__dict__.get(_FLOAT_KEY) if shape_env is not None else None
+    state = peek_state(shape_env)
+    ours = state.floats if state is not None else None
     if not ours:
         return 0
     aten = torch.ops.aten
@@ -169,7 +186,8 @@ def _tensorify_hook(
         return gm, shape_env, fake_mode
 
     gm, shape_env, fake_mode = split(*args, **kwargs)
-    ours = shape_env.__dict__.get(_FLOAT_KEY) if shape_env is not None else None
+    state = peek_state(shape_env)
+    ours = state.floats if state is not None else None
     if not ours:
         return wrapped(*args, **kwargs)
     from torch._dynamo.exc import TensorifyScalarRestartAnalysis
@@ -180,20 +198,9 @@ def _tensorify_hook(
     try:
         result = wrapped(*args, **kwargs)
     except TensorifyScalarRestartAnalysis:
-        # exact, but torch re-traces with the value specialized: one compile per value
-        from torch._dynamo.symbolic_convert import TensorifyState
-
-        names = sorted({w for s, w in ours.items() if TensorifyState.should_specialize(str(s))})
-        if names:
-            # Exact results, but one compile per value from now on; torch >= 2.15 takes this
-            # path where 2.13/2.14 baked the value in (the pytorch#194976 fix).
-            warn_once(
-                ("tensorify", *names, *ops),
-                f"dynscalar: {', '.join(names)} is used by {', '.join(ops) or 'an op'}, which "
-                "torch.compile cannot keep symbolic; torch specializes it (exact results, one "
-                "compile per value). Pass a 0-d tensor to that op to keep it dynamic.",
-                SpecializationWarning,
-            )
+        # Not a specialization by itself: torch also restarts to drop a float input the graph
+        # never uses (FreeU-style `if self.a and self.b:`).  The compile after the restart
+        # tells, by its guards; reported below.
         raise
     baked = sorted(
         {ours[s] for g in shape_env.guards[n_guards:] for s in g.expr.free_symbols if s in ours}
@@ -206,7 +213,33 @@ def _tensorify_hook(
             "code (pytorch#194976: wrong results with inductor). Pass the value as a 0-d tensor "
             "for that op (e.g. x.clamp(max=torch.tensor(scale))), or unmark it."
         )
+    _report_value_guards(shape_env, state, ops)
     return result
+
+
+def _report_value_guards(shape_env: Any, state: CompileState, ops: list[str]) -> None:
+    """Warn for our floats that end up guarded by value (``Eq(s, 0.5)``) by torch itself.
+
+    User code that forces a value is reported where it happens (``_reports``); what is left
+    are torch's own specializations, e.g. after the tensorify pass restarted analysis with
+    the value specialized (torch >= 2.15 does that where 2.13/2.14 baked the value in).
+    """
+    import sympy
+
+    specialized = set()
+    for guard in shape_env.guards:
+        expr = guard.expr
+        if isinstance(expr, sympy.Eq) and any(side.is_number for side in expr.args):
+            specialized.update(s for s in expr.free_symbols if s in state.floats)
+    names = sorted({state.floats[s] for s in specialized - state.reported})
+    if names:
+        warn_once(
+            ("tensorify", *names, *ops),
+            f"dynscalar: {', '.join(names)} is used by {', '.join(ops) or 'an op'}, which "
+            "torch.compile cannot keep symbolic; torch specializes it (exact results, one "
+            "compile per value). Pass a 0-d tensor to that op to keep it dynamic.",
+            SpecializationWarning,
+        )
 
 
 # AOTAutograd cache bypass for graphs with a dynscalar float input.  The AOTAutograd cache
@@ -225,9 +258,8 @@ def _has_dynamic_float_input(gm: Any) -> bool:
         memo = getattr(ev, "item_memo", None)
         if memo is None:
             continue
-        shape_env = ev.fake_mode.shape_env
-        ours = shape_env.__dict__.get(_FLOAT_KEY, {}) if shape_env is not None else {}
-        if any(s in ours for s in memo.node.expr.free_symbols):
+        state = peek_state(ev.fake_mode.shape_env)
+        if state is not None and any(s in state.floats for s in memo.node.expr.free_symbols):
             return True
     return False
 

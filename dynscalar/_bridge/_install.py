@@ -1,22 +1,32 @@
-"""Installing the bridge into Dynamo (lazily, idempotently), or degrading when it cannot be."""
+"""Installing the bridge into Dynamo (lazily, idempotently), or degrading when it cannot be.
+
+``import dynscalar`` registers :func:`on_dynamo_import` as a post-import hook on
+``torch._dynamo``.  It checks every private callable the bridge patches (``_checks``)
+before touching anything, applies all patches or none (a failure half-way undoes the
+ones already applied), and never lets an exception escape into ``import torch._dynamo``:
+whatever goes wrong, dynscalar degrades to specializing its marks (exact results, one
+compile per value) with one :class:`~dynscalar.BridgeUnavailableWarning`.
+"""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import wrapt
 
 from .._compat import TORCH_VERSION
-from .._diagnostics import BridgeUnavailableWarning, warn_once
+from .._diagnostics import BridgeError, BridgeUnavailableWarning, warn_once
 from .._proxy import DynamicScalar
-from ._checks import BridgeError, check_internals
-from ._ints import _data_dependent_hook
-from ._reports import _evaluate_sym_node_hook
-from ._state import _lock
-from ._wrap import _wrap_hook, _wrap_plain
-from ._writeback import _make_setattr
+from ._checks import check_internals
+from ._ints import data_dependent_hook
+from ._reports import evaluate_sym_node_hook
+from ._state import lock
+from ._wrap import wrap_hook, wrap_plain
+from ._writeback import codegen_update_mutated_hook, inplace_op_handler
 
 log = logging.getLogger("dynscalar")
 
@@ -31,32 +41,74 @@ def is_installed() -> bool:
     return _installed
 
 
+def _patches() -> list[tuple[Any, str, Callable[..., Any]]]:
+    """(owner, attribute, wrapper) for every function the bridge wraps with wrapt."""
+    from torch._dynamo import side_effects
+    from torch._dynamo.variables import builder
+    from torch.fx.experimental import symbolic_shapes
+
+    return [
+        (builder.VariableBuilder, "_wrap", wrap_hook),
+        (symbolic_shapes.ShapeEnv, "_make_data_dependent_error", data_dependent_hook),
+        (symbolic_shapes.ShapeEnv, "evaluate_sym_node", evaluate_sym_node_hook),
+        (side_effects.SideEffects, "codegen_update_mutated", codegen_update_mutated_hook),
+    ]
+
+
+def _patch_inplace_handlers(undo: list[Callable[[], None]]) -> None:
+    """Replace the tracer's in-place operator handlers, on the class and in the
+    ``dispatch_table`` each tracer class builds when it is created (see ``_writeback``)."""
+    import dis
+
+    from torch._dynamo import symbolic_convert
+
+    base = symbolic_convert.InstructionTranslatorBase
+    # Python 3.11+: one BINARY_OP handler; 3.10: one INPLACE_* handler per operator.
+    names = (
+        ["BINARY_OP"]
+        if "BINARY_OP" in vars(base)
+        else sorted(name for name in vars(base) if name.startswith("INPLACE_"))
+    )
+    classes = [base]
+    for cls in classes:  # every tracer class (the list grows while iterating)
+        classes.extend(sub for sub in cls.__subclasses__() if sub not in classes)
+    for name in names:
+        original = vars(base)[name]
+        handler = inplace_op_handler(original)
+        setattr(base, name, handler)
+        undo.append(functools.partial(setattr, base, name, original))
+        opcode = dis.opmap[name]
+        for cls in classes:
+            table = vars(cls).get("dispatch_table")
+            if isinstance(table, list) and len(table) > opcode and table[opcode] is original:
+                table[opcode] = handler
+                undo.append(functools.partial(table.__setitem__, opcode, original))
+
+
 def install() -> None:
-    """Install the bridge into Dynamo (idempotent, thread-safe).
+    """Install the bridge into Dynamo (idempotent, thread-safe, all or nothing).
 
     Called automatically when ``torch._dynamo`` is imported; calling it by hand is only
-    needed to surface a :class:`BridgeError` early.
+    needed to surface a :class:`~dynscalar.BridgeError` early.
     """
     global _installed
-    with _lock:
+    with lock:
         if _installed:
             return
         check_internals()
-        from torch._dynamo import utils
-        from torch._dynamo.variables import builder
-        from torch.fx.experimental import symbolic_shapes
-
-        wrapt.wrap_function_wrapper(builder.VariableBuilder, "_wrap", _wrap_hook)
-        wrapt.wrap_function_wrapper(
-            symbolic_shapes.ShapeEnv, "_make_data_dependent_error", _data_dependent_hook
-        )
-        wrapt.wrap_function_wrapper(
-            symbolic_shapes.ShapeEnv, "evaluate_sym_node", _evaluate_sym_node_hook
-        )
-        original_setattr = utils.object_setattr_ignore_descriptor
-        utils.object_setattr_ignore_descriptor = _make_setattr(original_setattr)
+        undo: list[Callable[[], None]] = []
+        try:
+            for owner, name, hook in _patches():
+                original = owner.__dict__[name]
+                wrapt.wrap_function_wrapper(owner, name, hook)
+                undo.append(functools.partial(setattr, owner, name, original))
+            _patch_inplace_handlers(undo)
+        except BaseException:
+            for step in reversed(undo):
+                step()
+            raise
         _installed = True
-        log.debug("dynscalar bridge installed into torch %s", TORCH_VERSION)
+        log.info("dynscalar bridge installed into torch %s", TORCH_VERSION)
 
 
 def install_fallback() -> bool:
@@ -67,7 +119,7 @@ def install_fallback() -> bool:
     ``VariableBuilder._wrap(self, value)``; returns False if even that moved.
     """
     global _fallback_installed
-    with _lock:
+    with lock:
         if _fallback_installed or _installed:
             return True
         try:
@@ -76,11 +128,11 @@ def install_fallback() -> bool:
             params = tuple(
                 inspect.signature(inspect.unwrap(builder.VariableBuilder._wrap)).parameters
             )
-        except (ImportError, AttributeError, TypeError, ValueError):
+            if params != ("self", "value"):
+                return False
+            wrapt.wrap_function_wrapper(builder.VariableBuilder, "_wrap", _fallback_hook)
+        except Exception:  # noqa: BLE001 - anything: no fallback, and the caller says so
             return False
-        if params != ("self", "value"):
-            return False
-        wrapt.wrap_function_wrapper(builder.VariableBuilder, "_wrap", _fallback_hook)
         _fallback_installed = True
         return True
 
@@ -92,21 +144,30 @@ def _fallback_hook(
     if not isinstance(value, DynamicScalar):
         return wrapped(*args, **kwargs)
     try:
-        return _wrap_plain(wrapped, instance, value)
-    except ImportError:  # no DynamicScalarSource/AttrSource: the value without a source swap
+        return wrap_plain(wrapped, instance, value)
+    except ImportError:  # no AttrSource/guards: the value without a source swap
         return wrapped(value.__wrapped__)
 
 
 def on_dynamo_import(_module: object) -> None:
-    """Post-import hook for ``torch._dynamo``: install, or warn once why not."""
+    """Post-import hook for ``torch._dynamo``: install, or warn once why not.
+
+    Never raises: ``import torch._dynamo`` must not fail because dynscalar is imported.
+    """
     try:
         install()
-    except BridgeError as exc:
+    except Exception as exc:  # noqa: BLE001 - any failure degrades, with the reason
+        reason = (
+            str(exc)
+            if isinstance(exc, BridgeError)
+            else f"dynscalar: installing the bridge into torch {TORCH_VERSION} failed "
+            f"({type(exc).__name__}: {exc}). Please report this with your torch version."
+        )
         degraded = install_fallback()
         warn_once(
             ("bridge",),
-            f"{exc} dynscalar marks will be specialized like plain values (one compile per "
-            "value); eager behaviour is unchanged."
+            f"{reason} dynscalar marks will be specialized like plain values (one compile "
+            "per value); eager behaviour is unchanged."
             + (
                 ""
                 if degraded

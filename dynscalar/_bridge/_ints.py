@@ -1,4 +1,17 @@
-"""Marked ints as backed or unbacked SymInt graph inputs, with their ranges."""
+"""Marked ints as backed or unbacked SymInt graph inputs, with their ranges.
+
+* backed (default): ``DimDynamic.DYNAMIC`` - no guard on the value unless control flow
+  needs one, and then the guard is on the predicate;
+* unbacked: ``DimDynamic.UNBACKED`` without torch's size-like constraint (which would
+  reject negative values with "Guard failed on the same frame it was created");
+* ``min``/``max``: ``ShapeEnv.constrain_symbol_range``; Dynamo turns that into a range
+  guard, and a value outside the range re-enters the bridge, which raises.
+
+A plain int is read through its own source (``L['self'].step``), exactly like torch's
+``dynamic_sources``; a proxy through ``<source>.__wrapped__`` with its class and spec
+guarded (``_guards``).  ``wrap_symint`` puts ``TYPE_MATCH`` on that source, so the graph
+is only reused for an exact ``int``.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +20,16 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
+from .._proxy import DynamicInt, DynamicScalar
 from .._spec import DynamicSpec
-from ._reports import _remember
-from ._sources import _swapped_source
-from ._state import _UNBACKED_KEY
+from ._guards import guard_proxy
+from ._reports import remember
+from ._sources import swapped_source
+from ._state import Origin, compile_state, peek_state
 
 log = logging.getLogger("dynscalar")
+
+__all__ = ["data_dependent_hook", "wrap_int"]
 
 
 @contextlib.contextmanager
@@ -25,23 +42,37 @@ def _no_size_constraint(shape_env: Any) -> Iterator[None]:
         del shape_env._constrain_range_for_size
 
 
-def _wrap_int(builder: Any, value: int, spec: DynamicSpec, where: str) -> Any:
-    from torch._dynamo.source import DynamicScalarSource
+def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str) -> Any:
+    """A SymInt graph input for ``value`` (an exact int, or a ``DynamicInt``)."""
+    from torch._dynamo.source import AttrSource
     from torch.fx.experimental.symbolic_shapes import DimDynamic
     from torch.utils._sympy.numbers import int_oo
 
+    proxied = isinstance(value, DynamicScalar)
+    source = builder.source
+    if proxied:
+        guard_proxy(source)
+        source = AttrSource(source, "__wrapped__")
+    plain = int(value.__wrapped__) if proxied else value
     shape_env = builder.tx.output.shape_env
-    with _swapped_source(builder, DynamicScalarSource(builder.source, True)):
+    with swapped_source(builder, source):
         if spec.unbacked:
             with _no_size_constraint(shape_env):
-                var = builder.wrap_symint(value, dynamism=DimDynamic.UNBACKED)
+                var = builder.wrap_symint(plain, dynamism=DimDynamic.UNBACKED)
         else:
-            var = builder.wrap_symint(value, dynamism=DimDynamic.DYNAMIC)
-    symbol = var.sym_num.node.expr
+            var = builder.wrap_symint(plain, dynamism=DimDynamic.DYNAMIC)
+    sym_num = getattr(var, "sym_num", None)
+    if sym_num is None:  # torch returned a constant (e.g. a constant source): exact, static
+        return var
+    symbol = sym_num.node.expr
+    state = compile_state(shape_env)
     if spec.unbacked:
-        shape_env.__dict__.setdefault(_UNBACKED_KEY, {})[symbol] = where
+        state.unbacked[symbol] = where
     else:
-        _remember(shape_env, symbol, where, spec)
+        remember(shape_env, symbol, where, spec)
+    state.origins[var.as_proxy().node] = Origin(
+        where, value.spec if proxied else spec, DynamicInt if proxied else None
+    )
     if spec.has_range:
         lo = -int_oo if spec.min is None else spec.min
         hi = int_oo if spec.max is None else spec.max
@@ -51,19 +82,20 @@ def _wrap_int(builder: Any, value: int, spec: DynamicSpec, where: str) -> Any:
         where,
         "unbacked" if spec.unbacked else "backed",
         symbol,
-        value,
+        plain,
         spec.min,
         spec.max,
     )
     return var
 
 
-def _data_dependent_hook(
+def data_dependent_hook(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """Name the marked attribute when torch cannot branch on an unbacked symbol."""
     error = wrapped(*args, **kwargs)
-    ours = instance.__dict__.get(_UNBACKED_KEY)
+    state = peek_state(instance)
+    ours = state.unbacked if state is not None else None
     expr = args[0] if args else kwargs.get("expr")
     if not ours or expr is None or not error.args:
         return error

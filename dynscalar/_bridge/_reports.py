@@ -6,15 +6,17 @@ from typing import Any
 
 from .._diagnostics import SpecializationError, SpecializationWarning, warn_once
 from .._spec import DynamicSpec
-from ._state import _SYMBOLS_KEY
+from ._state import compile_state, peek_state
+
+__all__ = ["evaluate_sym_node_hook", "passthrough", "remember", "user_location"]
 
 
-def _remember(shape_env: Any, symbol: Any, where: str, spec: DynamicSpec) -> None:
-    """Record a backed symbol made for a marked scalar (read by _evaluate_sym_node_hook)."""
-    shape_env.__dict__.setdefault(_SYMBOLS_KEY, {})[symbol] = (where, spec)
+def remember(shape_env: Any, symbol: Any, where: str, spec: DynamicSpec) -> None:
+    """Record a backed symbol made for a marked scalar (read by evaluate_sym_node_hook)."""
+    compile_state(shape_env).backed[symbol] = (where, spec)
 
 
-def _evaluate_sym_node_hook(
+def evaluate_sym_node_hook(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """Detect code that forces a marked scalar to one concrete value.
@@ -25,18 +27,19 @@ def _evaluate_sym_node_hook(
     (``if step % 2 == 0``) evaluates a *bool* expression: a guard on a predicate, not a
     specialization, so it is ignored here.
     """
-    ours = instance.__dict__.get(_SYMBOLS_KEY)
+    state = peek_state(instance)
+    ours = state.backed if state is not None else None
     if ours:
         sym_node = args[0] if args else kwargs["sym_node"]
         expr = sym_node.expr
         if sym_node.pytype is not bool and not getattr(expr, "is_number", True):
             hits = [ours[s] for s in expr.free_symbols if s in ours]
-            if hits:
-                _report_specialization(hits, sym_node.hint)
+            if hits and _report_specialization(hits, sym_node.hint):
+                state.reported.update(s for s in expr.free_symbols if s in ours)  # type: ignore[union-attr]
     return wrapped(*args, **kwargs)
 
 
-def _user_location() -> tuple[str, int, str]:
+def user_location() -> tuple[str, int, str]:
     from torch._guards import TracingContext
 
     try:
@@ -49,12 +52,13 @@ def _user_location() -> tuple[str, int, str]:
     return (frame.filename, frame.lineno or 0, (frame.line or "").strip())
 
 
-def _report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -> None:
-    filename, lineno, line = _user_location()
+def _report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -> bool:
+    """Warn (or raise, for strict marks) at the user's line; False when no user code runs."""
+    filename, lineno, line = user_location()
     if not lineno:
         # No user frame: a backend pass (e.g. the float-tensorify pass) is evaluating the
-        # symbol, not user code.  _tensorify_hook reports those cases itself.
-        return
+        # symbol, not user code.  _floats reports those cases itself.
+        return False
     names = sorted({where for where, _ in hits})
     code = f" (`{line}`)" if line else ""
     message = (
@@ -65,17 +69,18 @@ def _report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -
         "indexing on it inside the compiled region, or move that code out of it."
     )
     if any(spec.strict for _, spec in hits):
-        raise _passthrough(SpecializationError(message + " (strict=True on the mark)"))
+        raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
     # once per attribute and code location (several attributes: the first one not yet seen)
     for where in names:
         key = ("specialized", where, filename, lineno)
         warn_once(key, message, SpecializationWarning, location=(filename, lineno))
+    return True
 
 
 _passthrough_types: dict[type, type] = {}
 
 
-def _passthrough(exc: Exception) -> Exception:
+def passthrough(exc: Exception) -> Exception:
     """Re-type ``exc`` so Dynamo re-raises it as is, with or without ``fullgraph``.
 
     Dynamo wraps unknown exceptions raised while tracing into ``InternalTorchDynamoError``,

@@ -6,10 +6,17 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+__all__ = ["swapped_source"]
+
 
 @contextlib.contextmanager
-def _swapped_source(builder: Any, source: Any) -> Iterator[None]:
-    """Let ``builder`` read the value through ``source`` for one call, then restore it."""
+def swapped_source(builder: Any, source: Any) -> Iterator[None]:
+    """Let ``builder`` read the value through ``source`` for one call, then restore it.
+
+    A proxy is read through ``<source>.__wrapped__`` (wrapt's attribute holding the plain
+    int/float): guards on that source check the plain value's own type, and graph inputs
+    (also inductor's kernel arguments) receive the plain value, never the proxy object.
+    """
     original = builder.source
     builder.source = source
     builder.name = source.name
@@ -18,12 +25,3 @@ def _swapped_source(builder: Any, source: Any) -> Iterator[None]:
     finally:
         builder.source = original
         builder.name = original.name
-
-
-def _plain_source(builder: Any, value: Any) -> Any:
-    """A source that yields the plain int/float of a proxy: ``int(x)`` or ``x.__wrapped__``."""
-    from torch._dynamo.source import AttrSource, DynamicScalarSource
-
-    if isinstance(value.__wrapped__, int):
-        return DynamicScalarSource(builder.source, True)
-    return AttrSource(builder.source, "__wrapped__")  # DynamicScalarSource would call int()

@@ -1,11 +1,68 @@
-"""State shared by the bridge modules: the install lock and per-compile symbol tables."""
+"""State shared by the bridge modules: the install lock and what one compile has marked.
+
+Per-compile state lives in a table keyed (weakly) by the compile's ``ShapeEnv``, never in
+the ShapeEnv's own attributes: torch can replay a ShapeEnv's recorded events and compare
+its fields (``torch.fx.experimental._config.check_shape_env_recorded_events``), and an
+attribute of ours would fail that check ("field set mismatch").
+"""
 
 from __future__ import annotations
 
 import threading
+import weakref
+from dataclasses import dataclass, field
+from typing import Any
 
-_lock = threading.RLock()
+from .._spec import DynamicSpec
 
-_UNBACKED_KEY = "_dynscalar_unbacked_symbols"
-_SYMBOLS_KEY = "_dynscalar_symbols"
-_FLOAT_KEY = "_dynscalar_float_symbols"
+__all__ = ["CompileState", "Origin", "compile_state", "lock", "peek_state"]
+
+lock = threading.RLock()
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a graph value came from, for write-back: what eager would hold there.
+
+    ``proxy`` is the proxy class (``DynamicInt``/``DynamicFloat``) when the value was read
+    from a proxy, ``None`` when it was a plain (registry-marked or auto-dynamic) value.
+    """
+
+    where: str
+    spec: DynamicSpec
+    proxy: type | None
+
+
+@dataclass
+class CompileState:
+    """What the bridge made symbolic in one compile (one ShapeEnv)."""
+
+    #: backed int/float symbol -> (attribute description, spec): specialization reports
+    backed: dict[Any, tuple[str, DynamicSpec]] = field(default_factory=dict)
+    #: unbacked int symbol -> attribute description: data-dependent error messages
+    unbacked: dict[Any, str] = field(default_factory=dict)
+    #: float symbol -> attribute description: the AOT float passes
+    floats: dict[Any, str] = field(default_factory=dict)
+    #: FX node of a marked value's graph input -> its origin: write-back
+    origins: dict[Any, Origin] = field(default_factory=dict)
+    #: symbols whose specialization by user code was already reported
+    reported: set[Any] = field(default_factory=set)
+
+
+_states: weakref.WeakKeyDictionary[Any, CompileState] = weakref.WeakKeyDictionary()
+
+
+def compile_state(shape_env: Any) -> CompileState:
+    """The state of the compile ``shape_env`` belongs to, created on first use."""
+    with lock:
+        state = _states.get(shape_env)
+        if state is None:
+            state = _states[shape_env] = CompileState()
+        return state
+
+
+def peek_state(shape_env: Any) -> CompileState | None:
+    """The state of ``shape_env``'s compile, or None when nothing was marked in it."""
+    if shape_env is None:
+        return None
+    return _states.get(shape_env)

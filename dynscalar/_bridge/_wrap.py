@@ -1,21 +1,47 @@
-"""The hook on ``VariableBuilder._wrap``: which values become symbolic graph inputs."""
+"""The hook on ``VariableBuilder._wrap``: which values become symbolic graph inputs.
+
+For every value Dynamo reads, before its own type dispatch:
+
+1. a ``DynamicInt``/``DynamicFloat`` (any source: argument, attribute, global), or a plain
+   int/float attribute of an ``nn.Module`` that is marked (instance mark, else class mark,
+   else ``auto_dynamic``) becomes a SymInt/SymFloat input (``_ints``/``_floats``);
+2. every int/float attribute of a module, marked or not, gets the mark-state guards of
+   ``_guards``, so a graph is reused only for instances marked the way it was compiled;
+3. a marked value that cannot be symbolic is either refused with a clear error (a bool,
+   str, None or tensor in a marked attribute; an int outside int64 or outside ``min``/
+   ``max``) or, for other int/float subclasses such as numpy scalars, compiled as a
+   constant with a :class:`~dynscalar.SpecializationWarning`.
+
+The effective spec: a registry mark on the attribute wins over the spec a proxy value
+carries; an attribute without a mark (or whose instance opted out of a class mark) that
+holds a proxy uses the proxy's spec.
+"""
 
 from __future__ import annotations
 
 import logging
+import numbers
 import warnings
 from typing import Any
 
 from .._auto import auto_spec
-from .._diagnostics import SpecializationWarning
+from .._diagnostics import DynscalarError, SpecializationError, SpecializationWarning, warn_once
 from .._proxy import DynamicScalar
 from .._registry import check_marked_value, lookup_mark
-from ._floats import _wrap_float
-from ._ints import _wrap_int
-from ._reports import _passthrough
-from ._sources import _plain_source, _swapped_source
+from .._spec import DynamicSpec
+from ._floats import wrap_float
+from ._guards import guard_mark_state, guard_proxy
+from ._ints import wrap_int
+from ._reports import passthrough, user_location
+from ._sources import swapped_source
 
 log = logging.getLogger("dynscalar")
+
+__all__ = ["wrap_hook", "wrap_plain"]
+
+# Attribute values whose owner is looked up in the registry: the scalars themselves, and
+# the types a mark must not sit on (so a bad mark fails clearly, not silently).
+_CHECKED_TYPES = frozenset({int, float, bool, str, type(None)})
 
 
 def _owner_and_name(builder: Any) -> tuple[Any, str] | None:
@@ -38,45 +64,90 @@ def _describe(builder: Any, owner_name: tuple[Any, str] | None) -> str:
     return str(builder.source.name)
 
 
-def _wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _is_number_subclass(kind: type) -> bool:
+    """Real numbers other than exact int/float and bool: numpy scalars, IntEnum members, ..."""
+    if kind is bool or kind is int or kind is float:
+        return False
+    if issubclass(kind, (int, float)):
+        return True
+    return kind.__module__ == "numpy" and issubclass(kind, numbers.Real)
+
+
+def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     value = args[0] if args else kwargs["value"]
     kind = type(value)
-    if issubclass(kind, DynamicScalar):
-        owner_name = _owner_and_name(instance)
+    proxied = issubclass(kind, DynamicScalar)
+    other_number = not proxied and _is_number_subclass(kind)
+    numeric = proxied or kind is int or kind is float or other_number
+    if not (numeric or kind in _CHECKED_TYPES or _is_tensor(value)):
+        return wrapped(*args, **kwargs)
+    owner_name = _owner_and_name(instance)
+    module_attr = owner_name is not None and _is_module(owner_name[0])
+    mark = lookup_mark(*owner_name) if module_attr else None  # type: ignore[misc]
+    why = "marked with mark_dynamic_attr or @dynamic_attrs"
+    if mark is None and module_attr and (kind is int or kind is float):
+        mark = auto_spec(*owner_name, value)  # type: ignore[misc]
+        why = "auto_dynamic saw its value change"
+    if module_attr and numeric:
+        # after auto_spec: the guards describe the marks as this graph saw them
+        guard_mark_state(instance.source.base, owner_name[0], owner_name[1])  # type: ignore[index]
+    spec: DynamicSpec | None = mark
+    if spec is None and proxied:
         spec = value.spec
         why = f"the value is a {kind.__name__}"
-    elif kind in _CHECKED_TYPES or isinstance(value, _tensor_type()):
-        owner_name = _owner_and_name(instance)
-        if owner_name is None:
-            return wrapped(*args, **kwargs)
-        spec = lookup_mark(*owner_name)
-        why = "marked with mark_dynamic_attr or @dynamic_attrs"
-        if spec is None and (kind is int or kind is float):
-            spec = auto_spec(*owner_name, value)
-            why = "auto_dynamic saw its value change"
-        if spec is None:
-            return wrapped(*args, **kwargs)
-    else:
+    if spec is None:
         return wrapped(*args, **kwargs)
+
     where = _describe(instance, owner_name)
     if getattr(instance.tx, "export", False):
         return _specialize_for_export(wrapped, instance, value, where)
+    plain = value.__wrapped__ if proxied else value
+    if _is_number_subclass(type(plain)):
+        return _specialize_subclass(wrapped, instance, value, spec, where)
     try:
-        check_marked_value(value, spec, where)  # bad type or out of range: clear error here
-    except (TypeError, ValueError) as exc:
-        raise _passthrough(exc) from None
-    if log.isEnabledFor(logging.DEBUG):
-        log.debug("%s (value %r) becomes a symbolic graph input: %s", where, value, why)
-    if isinstance(value, float):  # also True for a DynamicFloat (wrapt forwards __class__)
-        return _wrap_float(instance, value, spec, where)
-    return _wrap_int(instance, int(value), spec, where)
+        check_marked_value(plain, spec, where)  # bad type or out of range: clear error here
+    except DynscalarError as exc:
+        raise passthrough(exc) from None
+    log.info("%s (value %r) becomes a symbolic graph input: %s", where, plain, why)
+    if isinstance(plain, float):
+        return wrap_float(instance, value, spec, where)
+    return wrap_int(instance, value, spec, where)
 
 
-def _wrap_plain(wrapped: Any, builder: Any, value: Any) -> Any:
-    """Stock handling (a constant with a guard) for a proxy's plain value: specialized."""
+def _specialize_subclass(
+    wrapped: Any, builder: Any, value: Any, spec: DynamicSpec, where: str
+) -> Any:
+    """A marked attribute holding e.g. ``np.float64``: compiled like an unmarked value.
+
+    dynscalar makes Python ``int``/``float`` values symbolic; torch's own path handles other
+    number types exactly (as a constant guarded by value and type, or for numpy scalars as
+    an unspecialized input), so the result is right, only not governed by the mark.
+    """
+    kind = type(value)
+    message = (
+        f"dynscalar: {where} is marked dynamic but holds a {kind.__module__}."
+        f"{kind.__qualname__} ({value!r}); only Python int/float values follow the mark, so "
+        "torch.compile treats it like an unmarked value of that type (it may specialize it: "
+        f"one compile per value). Store {'int' if isinstance(value, numbers.Integral) else 'float'}"
+        "(value) instead."
+    )
+    if spec.strict:
+        raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
+    filename, lineno, _ = user_location()
+    location = (filename, lineno) if lineno else None
+    warn_once(("subclass", where, kind), message, SpecializationWarning, location=location)
+    return wrap_plain(wrapped, builder, value)
+
+
+def wrap_plain(wrapped: Any, builder: Any, value: Any) -> Any:
+    """Stock handling (a constant with a guard) for a value; a proxy is read as its plain
+    value through ``<source>.__wrapped__``, with its class guarded."""
     if not isinstance(value, DynamicScalar):
         return wrapped(value)
-    with _swapped_source(builder, _plain_source(builder, value)):
+    from torch._dynamo.source import AttrSource
+
+    guard_proxy(builder.source)
+    with swapped_source(builder, AttrSource(builder.source, "__wrapped__")):
         return wrapped(value.__wrapped__)
 
 
@@ -94,15 +165,16 @@ def _specialize_for_export(wrapped: Any, builder: Any, value: Any, where: str) -
         SpecializationWarning,
         stacklevel=4,
     )
-    return _wrap_plain(wrapped, builder, value)
+    return wrap_plain(wrapped, builder, value)
 
 
-# Attribute values whose owner is looked up in the registry: the scalars themselves, and
-# the types a mark must not sit on (so a bad decorator mark fails clearly, not silently).
-_CHECKED_TYPES = frozenset({int, float, bool, str, type(None)})
-
-
-def _tensor_type() -> type:
+def _is_tensor(value: object) -> bool:
     import torch
 
-    return torch.Tensor
+    return isinstance(value, torch.Tensor)
+
+
+def _is_module(owner: object) -> bool:
+    import torch
+
+    return isinstance(owner, torch.nn.Module)

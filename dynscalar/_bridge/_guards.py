@@ -1,0 +1,76 @@
+"""Guards that tie a compiled graph to the marks and the value types it was compiled for.
+
+Compiled code is cached per code object, with no identity guard on the module: another
+instance of the same class, or the same instance after its marks changed, reuses a graph
+whenever that graph's guards pass.  So every fact the bridge used to build a graph is
+guarded:
+
+* **the mark** of ``owner.name``, as :func:`dynscalar._registry.lookup_mark` finds it:
+  the instance marks entry (an identity check on the canonical spec, or on ``None`` for an
+  instance that opted out of a class mark), the absence of an entry, or - when the class
+  decides - the class-marks epoch (bumped by every ``@dynamic_attrs``).  Installed for
+  every int/float attribute of a module, marked or not, so marking, unmarking and
+  re-marking after a compile take effect at the next call;
+* **a proxy's class and spec**: ``TYPE_MATCH`` on the proxy and an identity check on its
+  (canonical) spec, so a ``DynamicInt`` replaced by a float, a ``DynamicFloat`` or a
+  proxy with another spec recompiles;
+* **the plain value's type**: the graph input is read through a source that yields the
+  value itself (``L['self'].step``, or ``L['self'].step.__wrapped__`` for a proxy), and
+  ``wrap_symint``/``wrap_symfloat`` put ``TYPE_MATCH`` on that source: an ``int`` graph is
+  never reused for ``2.5``, ``np.float64`` or ``"3"``.
+
+All of these are C++ guard-manager checks except the class-marks epoch (one Python
+lambda per graph, reached through ``ImportSource("dynscalar")``).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from .._registry import MARKS_KEY
+
+__all__ = ["guard_mark_state", "guard_proxy"]
+
+
+def guard_mark_state(owner_source: Any, owner: Any, name: str) -> None:
+    """Guard the registry's answer for ``owner.name`` (see module docstring)."""
+    from torch._dynamo.guards import GuardBuilder, install_guard
+    from torch._dynamo.source import AttrSource, DictGetItemSource
+
+    instance_dict = object.__getattribute__(owner, "__dict__")
+    marks = instance_dict.get(MARKS_KEY)
+    if marks is None:
+        install_guard(
+            owner_source.make_guard(
+                functools.partial(GuardBuilder.NOT_PRESENT_IN_GENERIC_DICT, attr=MARKS_KEY)
+            )
+        )
+    else:
+        marks_source = AttrSource(owner_source, MARKS_KEY)
+        if name in marks:  # the instance decides: a canonical spec, or None (opted out)
+            install_guard(DictGetItemSource(marks_source, name).make_guard(GuardBuilder.ID_MATCH))
+            return
+        install_guard(
+            marks_source.make_guard(functools.partial(GuardBuilder.DICT_NOT_CONTAINS, key=name))
+        )
+    # The class decides.  Undecorated classes too: a class decorated after its instances
+    # were compiled must take effect at the next call.
+    _guard_class_marks_epoch()
+
+
+def _guard_class_marks_epoch() -> None:
+    from torch._dynamo.guards import GuardBuilder, install_guard
+    from torch._dynamo.source import AttrSource, ImportSource
+
+    epoch = AttrSource(AttrSource(ImportSource("dynscalar"), "_class_marks_epoch"), "value")
+    install_guard(epoch.make_guard(GuardBuilder.EQUALS_MATCH))
+
+
+def guard_proxy(source: Any) -> None:
+    """Guard a proxy's class and (canonical) spec, read through ``source``."""
+    from torch._dynamo.guards import GuardBuilder, install_guard
+    from torch._dynamo.source import AttrSource
+
+    install_guard(source.make_guard(GuardBuilder.TYPE_MATCH))
+    install_guard(AttrSource(source, "_self_spec").make_guard(GuardBuilder.ID_MATCH))

@@ -1,0 +1,545 @@
+"""Compiled never differs from eager (issue 10): guards, write-back, marks changed later.
+
+Each test runs a compiled model and an eager twin on the same inputs and the same
+attribute assignments, compares every output and the attribute afterwards (value, exact
+class, and a proxy's spec), and asserts the exact number of compiled graphs.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+import subprocess
+import sys
+import textwrap
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+import dynscalar as ds
+from dynscalar import DynamicFloat, DynamicInt, DynamicSpec
+
+from .conftest import CountingBackend
+
+BACKENDS = ["eager", "aot_eager"]
+
+
+class Scale(torch.nn.Module):
+    """Reads a scalar attribute."""
+
+    def __init__(self, s: Any) -> None:
+        super().__init__()
+        self.s = s
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.s
+
+
+def same_scalar(got: Any, want: Any) -> None:
+    """Equal value, exact class, and equal spec for proxies."""
+    assert type(got) is type(want), (got, want)
+    assert got == want or (got != got and want != want), (got, want)
+    if ds.is_dynamic_scalar(want):
+        assert got.spec == want.spec, (got, want)
+
+
+def step_both(
+    compiled: Callable[..., Any], model: torch.nn.Module, eager: torch.nn.Module, **assign: Any
+) -> None:
+    """Assign the same values on both, call both, compare outputs and attributes."""
+    for name, value in assign.items():
+        setattr(model, name, value)
+        setattr(eager, name, value)
+    x = torch.randn(2, 3)
+    got, want = compiled(x), eager(x)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    for name in vars(eager):
+        if not name.startswith("_") and not isinstance(getattr(eager, name), torch.Tensor):
+            same_scalar(getattr(model, name), getattr(eager, name))
+
+
+# ----------------------------------------------------------------------------- value types
+FLOATS_AFTER_INTS = [4, 2.5, 2.75, DynamicFloat(0.25), DynamicFloat(0.5)]
+
+
+def run_values(model: torch.nn.Module, values: list[Any], backend: str) -> int:
+    eager = copy.deepcopy(model)
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    step_both(compiled, model, eager)
+    for value in values:
+        step_both(compiled, model, eager, s=value)
+    return counter.graphs
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("unbacked", [False, True], ids=["backed", "unbacked"])
+def test_registry_int_graph_is_never_reused_for_a_float(unbacked: bool, backend: str) -> None:
+    """The issue's first finding: `x * self.s` gave 2.0 for 2.5 after an int compile."""
+    model = ds.mark_dynamic_attr(Scale(3), "s", unbacked=unbacked)
+    if unbacked:  # floats cannot be unbacked: a clear error instead of a wrong number
+        with pytest.raises(ds.DynscalarValueError, match=r"Scale\.s: floats cannot be unbacked"):
+            run_values(model, FLOATS_AFTER_INTS, backend)
+        return
+    # the int graph; a float graph (2.5, 2.75); a DynamicFloat graph (0.25, 0.5)
+    assert run_values(model, FLOATS_AFTER_INTS, backend) == 3
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("unbacked", [False, True], ids=["backed", "unbacked"])
+def test_proxy_int_graph_is_never_reused_for_a_float(unbacked: bool, backend: str) -> None:
+    model = Scale(DynamicInt(3, unbacked=unbacked))
+    values = [DynamicInt(4, unbacked=unbacked), *FLOATS_AFTER_INTS[1:]]
+    # the DynamicInt graph; 2.5 static and 2.75 automatic-dynamic (stock torch for an
+    # unmarked float attribute); the DynamicFloat graph
+    assert run_values(model, values, backend) == 4
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_auto_dynamic_int_graph_is_never_reused_for_a_float(backend: str) -> None:
+    model = ds.auto_dynamic(Scale(3))
+    # static 3; 4 promotes to dynamic; 2.5 is a new type under the same mark (a float
+    # graph, 2.75 reuses it); the DynamicFloat graph
+    assert run_values(model, FLOATS_AFTER_INTS, backend) == 4
+
+
+def test_unbacked_registry_float_is_a_clear_error() -> None:
+    """An unbacked mark on an attribute that later holds a float: floats cannot be unbacked."""
+    model = ds.mark_dynamic_attr(Scale(3), "s", unbacked=True)
+    compiled = torch.compile(model, backend=CountingBackend("eager"))
+    compiled(torch.ones(2))
+    model.s = 2.5
+    with pytest.raises(ds.DynscalarValueError, match=r"Scale\.s: floats cannot be unbacked"):
+        compiled(torch.ones(2))
+
+
+@pytest.mark.parametrize("value", ["3", True, None], ids=["str", "bool", "None"])
+def test_non_number_in_a_marked_attribute_is_a_clear_error(value: Any) -> None:
+    model = ds.mark_dynamic_attr(Scale(3), "s")
+    compiled = torch.compile(model, backend=CountingBackend("eager"))
+    compiled(torch.ones(2))
+    model.s = value
+    with pytest.raises(ds.DynscalarTypeError, match=r"Scale\.s is"):
+        compiled(torch.ones(2))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_numpy_scalar_in_a_marked_attribute_is_compiled_like_unmarked(backend: str) -> None:
+    class NumpyScale(Scale):  # a class per test: the warning is once per attribute and type
+        pass
+
+    NumpyScale.__name__ = f"NumpyScale_{backend}"
+    model = ds.mark_dynamic_attr(NumpyScale(3), "s")
+    eager = copy.deepcopy(model)
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    step_both(compiled, model, eager)
+    with pytest.warns(ds.SpecializationWarning, match=r"\.s is marked .* numpy\.float64") as w:
+        step_both(compiled, model, eager, s=np.float64(1.5))
+    assert w[0].filename == __file__  # at the user's line, not inside torch
+    with pytest.warns(ds.SpecializationWarning, match=r"holds a numpy\.int64 .* Store int\("):
+        step_both(compiled, model, eager, s=np.int64(7))
+    step_both(compiled, model, eager, s=np.int64(8))  # warned once per attribute and type
+    # the int graph; np.float64(1.5) static (on aot_eager torch's float-tensorify pass
+    # first tries it as an input, then restarts: two backend compiles, as for an unmarked
+    # attribute); numpy ints are unspecialized inputs in stock torch: one graph for 7 and 8
+    assert counter.graphs == {"eager": 3, "aot_eager": 4}[backend]
+
+
+def test_numpy_scalar_in_a_strict_mark_raises() -> None:
+    model = ds.mark_dynamic_attr(Scale(0.5), "s", strict=True)
+    compiled = torch.compile(model, backend=CountingBackend("eager"))
+    model.s = np.float32(0.5)
+    with pytest.raises(ds.SpecializationError, match="strict=True"):
+        compiled(torch.ones(2))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_function_argument_proxy_then_float(backend: str) -> None:
+    def f(x: torch.Tensor, n: Any) -> torch.Tensor:
+        return x * n + 1
+
+    counter = CountingBackend(backend)
+    compiled = torch.compile(f, backend=counter)
+    x = torch.randn(3)
+    for n in (DynamicInt(2), 2.5, DynamicInt(5), DynamicFloat(0.5), 3.5, DynamicFloat(1.5)):
+        torch.testing.assert_close(compiled(x, n), f(x, n), rtol=0, atol=0)
+    # DynamicInt graph, 2.5 static, DynamicFloat graph, 3.5 automatic-dynamic float
+    assert counter.graphs == 4
+
+
+# ----------------------------------------------------------------------------- instances
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_unmarked_instance_never_reuses_a_marked_graph(backend: str) -> None:
+    """The issue's second finding: an unmarked M(0.5) ran the marked M(3)'s int graph."""
+    marked = ds.mark_dynamic_attr(Scale(3), "s")
+    counter = CountingBackend(backend)
+    x = torch.randn(4)
+    torch.testing.assert_close(torch.compile(marked, backend=counter)(x), x * 3)
+    plain = Scale(0.5)
+    torch.testing.assert_close(torch.compile(plain, backend=counter)(x), x * 0.5)
+    plain_int = Scale(7)
+    torch.testing.assert_close(torch.compile(plain_int, backend=counter)(x), x * 7)
+    assert counter.graphs == 3  # marked; unmarked float (static); unmarked int (static)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_instances_marked_differently_share_nothing_they_should_not(backend: str) -> None:
+    backed = ds.mark_dynamic_attr(Scale(3), "s")
+    ranged = ds.mark_dynamic_attr(Scale(3), "s", min=0, max=5)
+    twin = ds.mark_dynamic_attr(Scale(4), "s")  # same spec as `backed`: shares its graph
+    counter = CountingBackend(backend)
+    x = torch.randn(4)
+    for model in (backed, ranged, twin, backed, ranged):
+        torch.testing.assert_close(torch.compile(model, backend=counter)(x), x * model.s)
+    assert counter.graphs == 2
+    ranged.s = 6
+    with pytest.raises(ds.OutOfRangeError, match=r"value 6 is outside the declared range"):
+        torch.compile(ranged, backend=counter)(x)
+    backed.s = 6  # no range on this one
+    torch.testing.assert_close(torch.compile(backed, backend=counter)(x), x * 6)
+
+
+# ----------------------------------------------------------------------------- marks later
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_narrowing_a_range_after_compiling_is_enforced(backend: str) -> None:
+    model = ds.mark_dynamic_attr(Scale(3), "s")
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    compiled(torch.ones(2))
+    ds.mark_dynamic_attr(model, "s", max=5)
+    model.s = 7
+    with pytest.raises(ds.OutOfRangeError, match=r"Scale\.s: value 7 is outside"):
+        compiled(torch.ones(2))
+    model.s = 5
+    torch.testing.assert_close(compiled(torch.ones(2)), torch.full((2,), 5.0))
+    assert counter.graphs == 2
+
+
+def test_registry_mark_on_a_proxy_attribute_takes_effect() -> None:
+    """mark_dynamic_attr(..., max=10) on an attribute holding a DynamicInt is no longer dropped:
+    the attribute's mark wins over the spec the value carries."""
+    model = Scale(DynamicInt(3))
+    ds.mark_dynamic_attr(model, "s", max=10)
+    compiled = torch.compile(model, backend=CountingBackend("eager"))
+    torch.testing.assert_close(compiled(torch.ones(2)), torch.full((2,), 3.0))
+    model.s = DynamicInt(11)
+    with pytest.raises(ds.OutOfRangeError, match=r"value 11 is outside the declared range"):
+        compiled(torch.ones(2))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_unmark_and_remark_take_effect_at_the_next_call(backend: str) -> None:
+    model = ds.mark_dynamic_attr(Scale(1), "s")
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    for value in (1, 2, 3):
+        model.s = value
+        compiled(torch.ones(2))
+    assert counter.graphs == 1
+    ds.unmark_dynamic_attr(model, "s")
+    for value in (4, 5):  # static again: one graph per value, like stock torch
+        model.s = value
+        torch.testing.assert_close(compiled(torch.ones(2)), torch.full((2,), float(value)))
+    assert counter.graphs == 3
+    ds.mark_dynamic_attr(model, "s", strict=True)
+    for value in (6, 7, 8):  # a new spec: one new symbolic graph
+        model.s = value
+        torch.testing.assert_close(compiled(torch.ones(2)), torch.full((2,), float(value)))
+    assert counter.graphs == 4
+    ds.mark_dynamic_attr(model, "s")  # back to the first spec: its graph is reused
+    model.s = 9
+    compiled(torch.ones(2))
+    assert counter.graphs == 4
+
+
+def test_marking_after_an_unmarked_compile_takes_effect_at_the_next_call() -> None:
+    model = Scale(1)
+    counter = CountingBackend("eager")
+    compiled = torch.compile(model, backend=counter)
+    compiled(torch.ones(2))
+    ds.mark_dynamic_attr(model, "s", strict=True)
+    compiled(torch.ones(2))  # same value: still recompiles, under the mark
+    for value in (2, 3, 4):
+        model.s = value
+        compiled(torch.ones(2))
+    assert counter.graphs == 2
+
+
+def test_decorating_a_class_after_compiling_takes_effect() -> None:
+    class Late(Scale):
+        pass
+
+    model = Late(1)
+    counter = CountingBackend("eager")
+    compiled = torch.compile(model, backend=counter)
+    compiled(torch.ones(2))
+    ds.dynamic_attrs("s")(Late)
+    for value in (2, 3, 4):
+        model.s = value
+        torch.testing.assert_close(compiled(torch.ones(2)), torch.full((2,), float(value)))
+    assert counter.graphs == 2
+
+
+# ----------------------------------------------------------------------------- write-back
+class Writes(torch.nn.Module):
+    """Assigns its scalar in one of several body forms."""
+
+    def __init__(self, s: Any, form: str) -> None:
+        super().__init__()
+        self.s = s
+        self.form = form
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.form == "literal":
+            self.s = 0
+        elif self.form == "arithmetic":
+            self.s = self.s * 2 + 1
+        elif self.form == "augmented":
+            self.s += 1
+        elif self.form == "conditional":
+            self.s = self.s + 1 if self.s < 3 else 0
+        elif self.form == "reflected":
+            self.s = 10 - self.s
+        elif self.form == "divide":
+            self.s = self.s / 4
+        elif self.form == "plain":
+            self.s = float(self.s) + 1
+        elif self.form == "augmented-then-arithmetic":
+            self.s += 1
+            self.s = self.s * 2
+        return x * self.s
+
+
+FORMS = [
+    "literal",
+    "arithmetic",
+    "augmented",
+    "conditional",
+    "reflected",
+    "divide",
+    "plain",
+    "augmented-then-arithmetic",
+]
+VALUES = {
+    "DynamicInt": lambda: DynamicInt(1, min=-(10**6), max=10**6),
+    "DynamicInt-unbacked": lambda: DynamicInt(1, unbacked=True),
+    "DynamicFloat": lambda: DynamicFloat(0.5),
+    "registry": lambda: 1,
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("value", list(VALUES))
+@pytest.mark.parametrize("form", FORMS)
+def test_write_back_equals_eager_on_modules(form: str, value: str, backend: str) -> None:
+    if value == "DynamicInt-unbacked" and form == "conditional":
+        pytest.skip("branching on an unbacked value is a graph break: covered elsewhere")
+    model = Writes(VALUES[value](), form)
+    if value == "registry":
+        ds.mark_dynamic_attr(model, "s")
+    eager = copy.deepcopy(model)
+    compiled = torch.compile(model, backend=CountingBackend(backend))
+    for _ in range(4):
+        step_both(compiled, model, eager)
+
+
+class Holder:
+    """A plain object (not a module) holding a proxy."""
+
+    def __init__(self, s: Any) -> None:
+        self.s = s
+
+
+class Slotted:
+    __slots__ = ("s",)
+
+    def __init__(self, s: Any) -> None:
+        self.s = s
+
+
+@dataclasses.dataclass
+class Config:
+    s: Any
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", [Holder, Slotted, Config], ids=["object", "slots", "dataclass"])
+@pytest.mark.parametrize("form", ["augmented", "arithmetic", "literal"])
+def test_write_back_equals_eager_on_other_objects(kind: type, form: str, backend: str) -> None:
+    def step(holder: Any, x: torch.Tensor) -> torch.Tensor:
+        if form == "augmented":
+            holder.s += 1
+        elif form == "arithmetic":
+            holder.s = holder.s * 3
+        else:
+            holder.s = 5
+        return x * holder.s
+
+    counter = CountingBackend(backend)
+    compiled = torch.compile(step, backend=counter)
+    got, want = kind(DynamicInt(1, max=10**6)), kind(DynamicInt(1, max=10**6))
+    for _ in range(3):
+        x = torch.randn(3)
+        torch.testing.assert_close(compiled(got, x), step(want, x), rtol=0, atol=0)
+        same_scalar(got.s, want.s)
+    assert counter.graphs == (2 if form == "arithmetic" else 1)  # arithmetic drops the range
+
+
+def test_proxy_arithmetic_rule_is_the_write_back_rule() -> None:
+    """One rule (dynscalar/_proxy.py): in-place keeps the spec, other operators drop the range."""
+    a = DynamicInt(1, min=0, max=5, strict=True)
+    b = a
+    b += 1
+    assert b.spec == a.spec
+    assert (a + 1).spec == DynamicSpec(strict=True)
+    assert (1 + a).spec == DynamicSpec(strict=True)
+    assert type(a / 2) is DynamicFloat and (a / 2).spec == DynamicSpec(strict=True)
+    assert type(float(a)) is float and type(int(a)) is int
+
+
+# ----------------------------------------------------------------------------- robustness
+def test_strict_raises_every_time() -> None:
+    class Ranges(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.n = 3
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * sum(range(self.n))
+
+    loose = ds.mark_dynamic_attr(Ranges(), "n")  # warns once at this line first
+    with pytest.warns(ds.SpecializationWarning):
+        torch.compile(loose, backend="eager")(torch.ones(2))
+    for _attempt in range(3):
+        torch._dynamo.reset()
+        model = ds.mark_dynamic_attr(Ranges(), "n", strict=True)
+        compiled = torch.compile(model, backend=CountingBackend("eager"))
+        for _call in range(2):
+            with pytest.raises(ds.SpecializationError, match="strict=True"):
+                compiled(torch.ones(2))
+
+
+def test_shape_env_event_replay_check_passes() -> None:
+    """torch's check_shape_env_recorded_events replays ShapeEnv events and compares fields."""
+    from torch.fx.experimental import _config as fx_config
+
+    class Both(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.step = 0
+            self.scale = 0.5
+            self.count = DynamicInt(2, unbacked=True)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            self.step += 1
+            return x * self.step * self.scale + self.count
+
+    model = ds.mark_dynamic_attr(Both(), "step", "scale")
+    eager = copy.deepcopy(model)
+    counter = CountingBackend("aot_eager")
+    with fx_config.patch(check_shape_env_recorded_events=True):
+        compiled = torch.compile(model, backend=counter, fullgraph=True)
+        for _ in range(3):
+            step_both(compiled, model, eager)
+    assert counter.graphs == 1
+
+
+PUBLIC_ERRORS = [
+    ds.DynscalarError,
+    ds.DynscalarTypeError,
+    ds.DynscalarValueError,
+    ds.DynscalarAttributeError,
+    ds.OutOfRangeError,
+    ds.SpecializationError,
+    ds.DynamicFloatSpecializedError,
+    ds.BridgeError,
+]
+
+
+@pytest.mark.parametrize("cls", PUBLIC_ERRORS, ids=lambda c: c.__name__)
+def test_errors_are_public_picklable_and_keep_their_builtin_base(cls: type) -> None:
+    assert getattr(ds, cls.__name__) is cls and issubclass(cls, ds.DynscalarError)
+    error = cls("dynscalar: Net.step: something")
+    restored = pickle.loads(pickle.dumps(error))
+    assert type(restored) is cls and restored.args == error.args
+
+
+def test_builtin_bases_as_documented() -> None:
+    assert issubclass(ds.DynscalarTypeError, TypeError)
+    assert issubclass(ds.DynscalarValueError, ValueError)
+    assert issubclass(ds.DynscalarAttributeError, AttributeError)
+    assert issubclass(ds.OutOfRangeError, ValueError)
+    assert issubclass(ds.SpecializationError, ValueError)
+    assert issubclass(ds.DynamicFloatSpecializedError, RuntimeError)
+    assert issubclass(ds.BridgeError, RuntimeError)
+    for warning in (ds.SpecializationWarning, ds.BridgeUnavailableWarning):
+        assert issubclass(warning, ds.DynscalarWarning)
+
+
+def test_compile_time_error_pickles_as_its_public_class() -> None:
+    """Errors raised while compiling cross process boundaries (DDP, multiprocessing)."""
+    model = ds.mark_dynamic_attr(Scale(3), "s", max=5)
+    compiled = torch.compile(model, backend="eager")
+    model.s = 9
+    with pytest.raises(ds.OutOfRangeError) as caught:
+        compiled(torch.ones(2))
+    assert isinstance(caught.value, ValueError)
+    restored = pickle.loads(pickle.dumps(caught.value))
+    assert type(restored) is ds.OutOfRangeError and "value 9" in str(restored)
+
+
+def test_any_install_failure_degrades_with_one_warning() -> None:
+    """Not only BridgeError: e.g. inspect.signature raising ValueError while checking."""
+    code = """
+    import inspect, warnings
+    real = inspect.signature
+    def broken(obj, *a, **k):
+        if getattr(obj, "__name__", "") == "wrap_symint":
+            raise ValueError("no signature found")
+        return real(obj, *a, **k)
+    inspect.signature = broken
+    import dynscalar, torch
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        import torch._dynamo  # must not fail
+    inspect.signature = real
+    ours = [w for w in caught if issubclass(w.category, dynscalar.BridgeUnavailableWarning)]
+    assert len(ours) == 1, [str(w.message) for w in caught]
+    assert "ValueError: no signature found" in str(ours[0].message), ours[0].message
+    import dynscalar._bridge as bridge
+    assert not bridge.is_installed()
+    from torch._dynamo.side_effects import SideEffects
+    assert not hasattr(SideEffects.__dict__["codegen_update_mutated"], "__wrapped__")
+    m = dynscalar.mark_dynamic_attr(torch.nn.Linear(2, 2), "in_features")
+    x = torch.randn(3, 2)
+    torch.testing.assert_close(torch.compile(m, backend="eager")(x), m(x))
+    print("ok")
+    """
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "ok"
+
+
+def test_warnings_are_dynscalar_warnings() -> None:
+    class Filtered(Scale):
+        pass
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.DynscalarWarning)
+        model = ds.mark_dynamic_attr(Filtered(3), "s")
+        compiled = torch.compile(model, backend="eager")
+        model.s = np.float64(0.5)
+        with pytest.raises(Exception, match=r"SpecializationWarning: dynscalar: Filtered\.s"):
+            compiled(torch.ones(2))
