@@ -29,6 +29,16 @@ _EXPECTED_SIGNATURES: dict[str, tuple[str, ...]] = {
     # reports (_reports, _ints)
     "ShapeEnv._make_data_dependent_error": ("self", "expr", "unhinted_expr", "expr_sym_node_id"),
     "ShapeEnv.evaluate_sym_node": ("self", "sym_node", "size_oblivious", "fallback_value"),
+    # decompositions (_decompositions)
+    "TorchInGraphFunctionVariable.call_function": ("self", "tx", "args", "kwargs"),
+    "InstructionTranslatorBase.inline_user_function_return": (
+        "self",
+        "fn",
+        "args",
+        "kwargs",
+        "allow_nested_graph_breaks",
+    ),
+    "UserFunctionVariable.__init__": ("self", "fn", "is_constant", "kwargs"),
     # write-back (_writeback)
     "SideEffects.codegen_update_mutated": ("self", "cg", "log_side_effects"),
     "InstructionTranslatorBase.BINARY_OP": ("self", "inst"),
@@ -79,7 +89,8 @@ def _core_internals() -> dict[str, Any]:
         side_effects,
         symbolic_convert,
     )
-    from torch._dynamo.variables import builder
+    from torch._dynamo.variables import builder, functions
+    from torch._dynamo.variables import torch as torch_variables
     from torch.fx.experimental import symbolic_shapes
 
     shape_env = symbolic_shapes.ShapeEnv
@@ -98,6 +109,13 @@ def _core_internals() -> dict[str, Any]:
         "GuardBuilder.NOT_PRESENT_IN_GENERIC_DICT": guard_builder.NOT_PRESENT_IN_GENERIC_DICT,
         "ShapeEnv._make_data_dependent_error": shape_env._make_data_dependent_error,
         "ShapeEnv.evaluate_sym_node": shape_env.evaluate_sym_node,
+        "TorchInGraphFunctionVariable.call_function": (
+            torch_variables.TorchInGraphFunctionVariable.call_function
+        ),
+        "InstructionTranslatorBase.inline_user_function_return": (
+            tracer.inline_user_function_return
+        ),
+        "UserFunctionVariable.__init__": functions.UserFunctionVariable.__init__,
         "SideEffects.codegen_update_mutated": side_effects.SideEffects.codegen_update_mutated,
         # Python 3.10 has one INPLACE_* handler per operator instead (same signature)
         "InstructionTranslatorBase.BINARY_OP": getattr(tracer, "BINARY_OP", tracer.INPLACE_ADD),

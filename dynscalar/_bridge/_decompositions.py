@@ -1,0 +1,88 @@
+"""Route torch calls that receive a dynamic float to decompositions that keep it symbolic.
+
+Hooked: ``TorchInGraphFunctionVariable.call_function``, where Dynamo turns a call to a
+torch function into a graph node.  When one of the arguments is a SymFloat made from a
+dynscalar mark (``_state.CompileState.floats``):
+
+* a torch op listed in ``_nn.DECOMPOSITIONS`` (``torch.dropout``, ``torch.layer_norm``,
+  ``torch._C._nn.cross_entropy_loss``, ...) is traced as its decomposition instead
+  (``InstructionTranslator.inline_user_function_return``, the way Dynamo's own polyfills
+  are inlined);
+* a Python function of ``torch.nn.functional`` that Dynamo would put in the graph as a
+  whole (``F.dropout``, ``F.multi_head_attention_forward``, ...) is traced through, so the
+  float reaches the torch op inside it, which the rule above handles.
+
+Every other call, and every call without a dynscalar float, goes to Dynamo unchanged.
+An op without a decomposition keeps torch's behaviour: exact, specialized, warned.
+"""
+
+from __future__ import annotations
+
+import logging
+import types
+from typing import Any
+
+from ._nn import DECOMPOSITIONS
+from ._state import peek_state
+
+log = logging.getLogger("dynscalar")
+
+__all__ = ["in_graph_call_hook"]
+
+
+def _our_float(tx: Any, args: Any, kwargs: Any) -> bool:
+    import torch
+    from torch._dynamo.variables import SymNodeVariable
+    from torch._dynamo.variables.lazy import LazyVariableTracker
+
+    found = False
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, LazyVariableTracker) and not value.is_realized():
+            if not isinstance(value.peek_value(), float):  # also True for a DynamicFloat
+                continue
+            value = value.realize()  # makes the SymFloat of a marked float (our _wrap hook)
+        if isinstance(value, LazyVariableTracker):
+            value = value.realize()
+        if isinstance(value, SymNodeVariable) and isinstance(value.sym_num, torch.SymFloat):
+            state = peek_state(getattr(tx.output, "shape_env", None))
+            if state is not None and any(
+                s in state.floats for s in value.sym_num.node.expr.free_symbols
+            ):
+                found = True
+    return found
+
+
+def _traced_through(fn: Any) -> bool:
+    """A Python function of torch.nn.functional (its body calls the torch op)."""
+    return isinstance(fn, types.FunctionType) and fn.__module__ == "torch.nn.functional"
+
+
+def in_graph_call_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Around ``TorchInGraphFunctionVariable.call_function(tx, args, kwargs)``."""
+
+    def split(tx: Any, args: Any, kwargs: Any) -> tuple[Any, Any, Any]:
+        return tx, args, kwargs
+
+    tx, call_args, call_kwargs = split(*args, **kwargs)
+    fn = instance.value
+    try:
+        replacement = DECOMPOSITIONS.get(fn)
+    except TypeError:  # an unhashable callable: never ours
+        replacement = None
+    if replacement is None and not _traced_through(fn):
+        return wrapped(*args, **kwargs)
+    if not _our_float(tx, call_args, call_kwargs):
+        return wrapped(*args, **kwargs)
+    from torch._dynamo.variables.functions import UserFunctionVariable
+
+    target = replacement if replacement is not None else fn
+    log.debug(
+        "%s receives a dynamic float: tracing %s",
+        getattr(fn, "__qualname__", fn),
+        "its decomposition" if replacement is not None else "through it",
+    )
+    return tx.inline_user_function_return(
+        UserFunctionVariable(target), list(call_args), dict(call_kwargs)
+    )
