@@ -46,18 +46,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "doctor":
-        from ._doctor import rerun_command, run_doctor
+        from ._doctor import run_doctor
 
         if args.script is None:
             doctor.error("the following argument is required: SCRIPT")
-
-        return run_doctor(
-            args.script,
-            args.args,
-            as_json=args.json,
-            output=args.output,
-            rerun=rerun_command(args.script, args.args, as_json=args.json, output=args.output),
-        )
+        return run_doctor(args.script, args.args, as_json=args.json, output=args.output)
 
     if args.command == "demo":
         from ._demo import format_table, import_pyplot, plot_rows, run_demo
