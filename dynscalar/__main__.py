@@ -27,15 +27,30 @@ def main(argv: list[str] | None = None) -> int:
     doctor = commands.add_parser(
         "doctor",
         help="run a script unchanged and report which Python scalars caused recompiles",
+        usage="python -m dynscalar doctor [-h] [--json] [-o FILE] SCRIPT [ARGS ...]",
+        description="Run SCRIPT as `python SCRIPT ARGS...` would and report every Python "
+        "scalar that made torch.compile recompile, with the code that makes it dynamic. "
+        "Options go before SCRIPT; everything after it is the script's. The exit code is "
+        "the script's.",
     )
-    doctor.add_argument("script", help="path of the Python script to run")
-    doctor.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the script")
+    doctor.add_argument("--json", action="store_true", help="write the report as JSON")
+    doctor.add_argument(
+        "-o", "--output", metavar="FILE", help="write the report to FILE (default: stderr)"
+    )
+    doctor.add_argument(  # nargs="?" and a check below: argparse would call ARGS required
+        "script", metavar="SCRIPT", nargs="?", help="path of the Python script to run"
+    )
+    doctor.add_argument(
+        "args", metavar="ARGS", nargs=argparse.REMAINDER, help="arguments for the script"
+    )
     args = parser.parse_args(argv)
 
     if args.command == "doctor":
         from ._doctor import run_doctor
 
-        return run_doctor(args.script, args.args)
+        if args.script is None:
+            doctor.error("the following argument is required: SCRIPT")
+        return run_doctor(args.script, args.args, as_json=args.json, output=args.output)
 
     if args.command == "demo":
         from ._demo import format_table, import_pyplot, plot_rows, run_demo

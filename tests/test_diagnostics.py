@@ -1,12 +1,12 @@
-"""Diagnostics: specialization warnings and strict errors, doctor, explain, auto_dynamic, logs."""
+"""Diagnostics: specialization warnings and strict errors, explain, auto_dynamic, logs.
+
+The doctor has its own tests: tests/test_doctor.py.
+"""
 
 from __future__ import annotations
 
 import copy
 import logging
-import subprocess
-import sys
-import textwrap
 import warnings
 from pathlib import Path
 
@@ -188,53 +188,3 @@ def test_debug_log_names_each_symbolic_scalar(caplog: pytest.LogCaptureFixture) 
     assert any(
         "UsesStep.step (value 0) becomes a symbolic graph input: marked with" in m for m in messages
     ), messages
-
-
-# ----------------------------------------------------------------------------- doctor
-SCRIPT = """
-import sys, torch
-class Trainer(torch.nn.Module):
-    def __init__(self):
-        super().__init__(); self.layer = torch.nn.Linear(4, 4); self.iteration = 0
-    def forward(self, x):
-        self.iteration += 1
-        return self.layer(x)
-model = Trainer()
-compiled = torch.compile(model, backend="eager")
-for _ in range(int(sys.argv[1])):
-    compiled(torch.ones(2, 4))
-print("trained", sys.argv[1:])
-sys.exit(int(sys.argv[2]))
-"""
-
-
-def doctor(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    script = tmp_path / "train.py"
-    script.write_text(textwrap.dedent(SCRIPT))
-    return subprocess.run(
-        [sys.executable, "-m", "dynscalar", "doctor", str(script), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
-def test_doctor_reports_the_scalar_and_the_fix(tmp_path: Path) -> None:
-    result = doctor(tmp_path, "5", "3")
-    assert result.returncode == 3  # the script's exit code
-    assert "trained ['5', '3']" in result.stdout  # the script ran with its own argv
-    report = result.stderr
-    assert "dynscalar doctor: 1 scalar(s) caused recompiles:" in report
-    row = next(line for line in report.splitlines() if line.startswith("Trainer.iteration"))
-    assert f"{tmp_path / 'train.py'}:6" in row
-    assert row.split()[2] == "4"  # values 1..4 each failed a guard on the next call
-    assert 'dynscalar.mark_dynamic_attr(model, "iteration")' in row
-
-
-def test_doctor_says_so_in_one_line_when_nothing_recompiles(tmp_path: Path) -> None:
-    result = doctor(tmp_path, "1", "0")
-    assert result.returncode == 0
-    lines = [line for line in result.stderr.splitlines() if line.startswith("dynscalar doctor")]
-    assert lines == ["dynscalar doctor: no recompiles were caused by Python scalars."]
-    assert "mark_dynamic_attr" not in result.stderr

@@ -1,0 +1,471 @@
+"""``python -m dynscalar doctor``: every scalar behind every recompile, in one run, with the fix.
+
+Each end-to-end test copies a fixture project (tests/fixtures/doctor/<project>, several files,
+known culprits) into a temporary folder, runs the doctor on it in a subprocess from that
+folder's parent (so a sibling import works only if the doctor runs the script the way
+``python`` does) and compares the whole report.  Reports name files relative to the current
+folder, so the only path in them is the project's own.  The fixes the doctor prints are then
+applied and the doctor run again: it must find nothing left but the shape recompile.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from dynscalar import _doctor
+from dynscalar.__main__ import main
+from dynscalar._bridge import _recompiles
+from dynscalar._diagnostics import BridgeError
+
+FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
+
+
+def doctor(
+    tmp_path: Path,
+    project: str,
+    script: str,
+    *args: str,
+    options: tuple[str, ...] = ("-o", "report.txt"),
+    fix: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run the doctor on a copy of ``project`` from ``tmp_path``; the report goes to a file."""
+    if not (tmp_path / project).exists():
+        shutil.copytree(FIXTURES / project, tmp_path / project)
+    env = dict(os.environ)
+    env.pop("DOCTOR_FIX", None)
+    if fix is not None:
+        (tmp_path / "fix.py").write_text(fix)
+        env["DOCTOR_FIX"] = str(tmp_path / "fix.py")
+    return subprocess.run(
+        [sys.executable, "-m", "dynscalar", "doctor", *options, f"{project}/{script}", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def report_of(tmp_path: Path, name: str = "report.txt") -> str:
+    return (tmp_path / name).read_text()
+
+
+def fix_code(report: str) -> str:
+    """The code of the report's attribute fix (the indented block after "Fix: after ...")."""
+    lines = report.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("Fix: after")) + 2
+    block = []
+    for line in lines[start:]:
+        if not line.startswith("    "):
+            break
+        block.append(line[4:])
+    return "\n".join(block) + "\n"
+
+
+# ----------------------------------------------------------------------------- end to end
+TRAINING_REPORT = """\
+dynscalar doctor: 2 Python scalars caused recompiles:
+
+  Net.step (int, model.step): 6 recompiles of Net.forward
+      training/mymodel.py:15: self.step += 1
+  Net.temperature (float, model.temperature): 1 recompile of Net.forward
+      training/mymodel.py:17: return self.head(h) / self.temperature
+
+Net.forward reached torch._dynamo.config.recompile_limit (8): calls that need a new compile run eagerly.
+1 more recompile had other causes (tensor shapes or other guards); TORCH_LOGS=recompiles shows them.
+
+Fix: after `model` is created, before the first call, add:
+
+    import dynscalar
+    dynscalar.mark_dynamic_attr(model, "step", "temperature")
+
+Then run the doctor again to check: python -m dynscalar doctor -o report.txt training/train.py --epochs 3
+"""  # noqa: E501
+
+ONLY_SHAPES_REPORT = """\
+dynscalar doctor: no recompiles were caused by Python scalars.
+
+1 more recompile had other causes (tensor shapes or other guards); TORCH_LOGS=recompiles shows them.
+"""
+
+
+def test_training_script_both_culprits_in_one_run_and_the_fix_works(tmp_path: Path) -> None:
+    # Dynamo's own reasons name only Net.step (the first failing guard of each version);
+    # the smaller last batch of each epoch is a shape recompile, not a scalar's.
+    result = doctor(tmp_path, "training", "train.py", "--epochs", "3")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "trained 3 epoch(s), step=9\n"  # its own argv, as `python` runs it
+    assert report_of(tmp_path) == TRAINING_REPORT
+
+    fixed = doctor(tmp_path, "training", "train.py", "--epochs", "3", fix=fix_code(TRAINING_REPORT))
+    assert fixed.returncode == 0, fixed.stderr
+    assert report_of(tmp_path) == ONLY_SHAPES_REPORT
+
+
+NESTED_REPORT = """\
+dynscalar doctor: 3 Python scalars caused recompiles:
+
+  Counter.calls (int, model.block.calls): 3 recompiles of Model.forward
+      nested/blocks.py:14: self.calls += 1
+  Counter.calls (int, seq[1].calls): 3 recompiles of Sequential.forward
+      nested/blocks.py:14: self.calls += 1
+  Gate.open (float, model.gates["main"].open): 1 recompile of Model.forward
+      nested/blocks.py:26: return torch.sigmoid(x) * self.open
+
+Fix: after `model` and `seq` are created, before the first call, add:
+
+    import dynscalar
+    dynscalar.mark_dynamic_attr(model.block, "calls")
+    dynscalar.mark_dynamic_attr(seq[1], "calls")
+    dynscalar.mark_dynamic_attr(model.gates["main"], "open")
+
+Then run the doctor again to check: python -m dynscalar doctor -o report.txt nested/run.py
+"""
+
+
+def test_nested_modules_module_dict_and_sequential_are_named_by_path(tmp_path: Path) -> None:
+    result = doctor(tmp_path, "nested", "run.py")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "calls: 4 4\n"
+    assert report_of(tmp_path) == NESTED_REPORT
+
+    fixed = doctor(tmp_path, "nested", "run.py", fix=fix_code(NESTED_REPORT))
+    assert fixed.returncode == 0, fixed.stderr
+    assert report_of(tmp_path) == "dynscalar doctor: no recompiles were caused by Python scalars.\n"
+
+
+FUNCTIONS_REPORT = """\
+dynscalar doctor: 3 Python scalars caused recompiles:
+
+  scaled_sum(n) (int): 1 recompile of scaled_sum
+      functions/ops.py:7: return (x * n).sum() * lr
+  scaled_sum(lr) (float): 1 recompile of scaled_sum
+      functions/ops.py:7: return (x * n).sum() * lr
+  Shift.forward(offset) (int): 1 recompile of Shift.forward
+      functions/ops.py:12: return x + offset
+
+Fix: change the call at functions/run.py:16 to:
+
+    import dynscalar
+    total += float(step(x, dynscalar.mark_dynamic(i + 2), lr=dynscalar.mark_dynamic(0.1 * (i + 1))))
+
+Fix: change the call at functions/run.py:17 to:
+
+    import dynscalar
+    total += float(shift(x, dynscalar.mark_dynamic(i)).sum())
+
+Then run the doctor again to check: python -m dynscalar doctor -o report.txt functions/run.py
+"""
+
+
+def test_function_arguments_get_their_call_rewritten(tmp_path: Path) -> None:
+    result = doctor(tmp_path, "functions", "run.py")
+    assert result.returncode == 0, result.stderr
+    assert report_of(tmp_path) == FUNCTIONS_REPORT
+
+
+def test_json_report_and_its_fixes_applied_to_the_calls(tmp_path: Path) -> None:
+    result = doctor(tmp_path, "functions", "run.py", options=("--json", "-o", "report.json"))
+    assert result.returncode == 0, result.stderr
+    data = json.loads(report_of(tmp_path, "report.json"))
+    run_py = tmp_path / "functions" / "run.py"
+    assert {k: v for k, v in data.items() if k not in ("scalars", "fixes")} == {
+        "script": "functions/run.py",
+        "args": [],
+        "exit_code": 0,
+        "crash": None,
+        "recompiles": 2,
+        "other_recompiles": 0,
+        "limits": {},
+        "rerun": "python -m dynscalar doctor --json -o report.json functions/run.py",
+        "notes": [],
+    }
+    assert data["scalars"][0] == {
+        "scalar": "scaled_sum(n)",
+        "kind": "argument",
+        "type": "int",
+        "path": None,
+        "function": "scaled_sum",
+        "source": "L['n']",
+        "where": {
+            "file": str(tmp_path / "functions" / "ops.py"),
+            "line": 7,
+            "code": "return (x * n).sum() * lr",
+        },
+        "recompiles": 1,
+        "values": [3],
+        "fix": [
+            "import dynscalar",
+            "total += float(step(x, dynscalar.mark_dynamic(i + 2), lr=0.1 * (i + 1)))",
+        ],
+    }
+    assert [(s["scalar"], s["type"], s["values"]) for s in data["scalars"]] == [
+        ("scaled_sum(n)", "int", [3]),
+        ("scaled_sum(lr)", "float", [0.2]),
+        ("Shift.forward(offset)", "int", [1]),
+    ]
+    assert [
+        (f["replaces"]["file"], f["replaces"]["line"], f["replaces"]["code"]) for f in data["fixes"]
+    ] == [
+        (str(run_py), 16, "total += float(step(x, i + 2, lr=0.1 * (i + 1)))"),
+        (str(run_py), 17, "total += float(shift(x, i).sum())"),
+    ]
+
+    source = run_py.read_text()
+    for fix in data["fixes"]:  # apply every fix where the report says it goes
+        import_line, *code = fix["code"].splitlines()
+        assert import_line == "import dynscalar"
+        source = source.replace(fix["replaces"]["code"], "\n".join(code))
+    run_py.write_text("import dynscalar\n" + source)
+    fixed = doctor(tmp_path, "functions", "run.py")
+    assert fixed.returncode == 0, fixed.stderr
+    assert fixed.stdout == result.stdout == "total=24.00\n"  # same numbers
+    assert report_of(tmp_path) == "dynscalar doctor: no recompiles were caused by Python scalars.\n"
+
+
+CRASH_REPORT = """\
+dynscalar doctor: crash/main.py stopped with RuntimeError: loss is nan (exit code 1).
+Before that, 1 Python scalar caused recompiles:
+
+  Stepper.step (int, model.step): 2 recompiles of Stepper.forward
+      crash/model.py:12: self.step += 1
+
+Fix: after `model` is created, before the first call, add:
+
+    import dynscalar
+    dynscalar.mark_dynamic_attr(model, "step")
+
+Then run the doctor again to check: python -m dynscalar doctor -o report.txt crash/main.py raise
+"""
+
+
+def test_a_crash_is_reported_with_python_s_traceback_and_exit_code(tmp_path: Path) -> None:
+    result = doctor(tmp_path, "crash", "main.py", "raise")
+    assert result.returncode == 1
+    assert result.stdout == "argv: ['raise'] name: __main__ file: True\n"
+    script = tmp_path / "crash" / "main.py"
+    assert result.stderr.endswith(
+        "Traceback (most recent call last):\n"
+        f'  File "{script}", line 17, in <module>\n'
+        '    raise RuntimeError("loss is nan")\n'
+        "RuntimeError: loss is nan\n"
+    )  # the script's frames only, as `python crash/main.py raise` prints them
+    assert report_of(tmp_path) == CRASH_REPORT
+
+
+def test_exit_code_and_report_on_stderr_by_default(tmp_path: Path) -> None:
+    result = doctor(tmp_path, "crash", "main.py", "exit", "3", "--json", options=())
+    assert result.returncode == 3
+    assert result.stdout == "argv: ['exit', '3', '--json'] name: __main__ file: True\n"
+    report = result.stderr[result.stderr.index("dynscalar doctor:") :]
+    assert report == CRASH_REPORT.replace(
+        "dynscalar doctor: crash/main.py stopped with RuntimeError: loss is nan (exit code 1).\n"
+        "Before that, 1",
+        "dynscalar doctor: 1",
+    ).replace("doctor -o report.txt crash/main.py raise", "doctor crash/main.py exit 3 --json")
+
+
+def test_missing_script_says_so_and_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["doctor", "-o", "report.txt", "nothere.py", "-x"]) == 2
+    assert capsys.readouterr().err == (
+        f"dynscalar doctor: can't open file '{tmp_path / 'nothere.py'}': "
+        "[Errno 2] No such file or directory\n"
+    )  # not "no recompiles": nothing ran
+    assert not (tmp_path / "report.txt").exists()
+
+
+def test_usage_shows_script_arguments_as_optional(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["doctor"])
+    assert info.value.code == 2
+    assert capsys.readouterr().err == (
+        "usage: python -m dynscalar doctor [-h] [--json] [-o FILE] SCRIPT [ARGS ...]\n"
+        "python -m dynscalar doctor: error: the following argument is required: SCRIPT\n"
+    )
+
+
+# ----------------------------------------------------------------------------- in process
+class TwoScalars(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.step = 0
+        self.width = 2
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.step + self.width
+
+
+def watch(model: TwoScalars, *steps: tuple[int, int, int]) -> list[_recompiles.Recompile]:
+    """Call the compiled model once per (step, width, batch); return the recompiles seen."""
+    events: list[_recompiles.Recompile] = []
+    compiled = torch.compile(model, backend="eager")
+    with _recompiles.RecompileWatcher(events.append):
+        for step, width, batch in steps:
+            model.step, model.width = step, width
+            compiled(torch.ones(batch))
+    return events
+
+
+def test_watcher_reads_every_failing_scalar_where_dynamo_names_the_first() -> None:
+    (event,) = watch(TwoScalars(), (0, 2, 3), (1, 3, 3))
+    assert [(f.source, f.expected, f.actual) for f in event.causes] == [
+        ("L['self'].step", 0, 1),
+        ("L['self'].width", 2, 3),
+    ]
+    (reason,) = event.reasons  # Dynamo's own: the first failing guard only
+    assert "self.step == 0" in reason and "self.width ==" not in reason
+    frame = event.causes[0].user_frame
+    assert frame is not None and frame.filename == __file__ and frame.line is not None
+    assert frame.line.strip() == "return x * self.step + self.width"
+    assert event.refused_by is None and event.frame_locals is None  # not kept alive
+
+
+def test_watcher_does_not_blame_a_scalar_for_a_shape_recompile() -> None:
+    (event,) = watch(TwoScalars(), (0, 2, 3), (1, 2, 5))  # new step and a new shape
+    assert [f.source for f in event.changed] == ["L['self'].step"]
+    assert event.causes == [] and not event.avoidable  # the shape would recompile anyway
+
+
+def test_watcher_reports_the_recompile_limit() -> None:
+    with torch._dynamo.config.patch(recompile_limit=2):
+        events = watch(TwoScalars(), (0, 2, 3), (1, 2, 3), (2, 2, 3))
+    assert [(e.refused_by, e.limit) for e in events] == [(None, None), ("recompile_limit", 2)]
+
+
+def test_watcher_puts_dynamo_back_as_it_was() -> None:
+    from torch._dynamo import convert_frame, guards
+
+    before = (
+        convert_frame.get_and_maybe_log_recompilation_reasons,  # type: ignore[attr-defined]
+        convert_frame.exceeds_recompile_limit,  # type: ignore[attr-defined]
+        guards.get_verbose_code_parts,
+    )
+    with _recompiles.RecompileWatcher(lambda event: None):
+        assert guards.get_verbose_code_parts is not before[2]
+    after = (
+        convert_frame.get_and_maybe_log_recompilation_reasons,  # type: ignore[attr-defined]
+        convert_frame.exceeds_recompile_limit,  # type: ignore[attr-defined]
+        guards.get_verbose_code_parts,
+    )
+    assert after == before
+
+
+def test_moved_internals_stop_the_doctor_before_the_script_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from torch._dynamo import convert_frame
+
+    def exceeds_recompile_limit(cache_size: Any) -> tuple[bool, str]:  # a changed signature
+        return False, ""
+
+    monkeypatch.setattr(convert_frame, "exceeds_recompile_limit", exceeds_recompile_limit)
+    with pytest.raises(BridgeError, match=r"changed convert_frame\.exceeds_recompile_limit"):
+        _recompiles.check_recompile_internals()
+    script = tmp_path / "script.py"
+    script.write_text("open(__file__ + '.ran', 'w').close()\n")
+    assert _doctor.run_doctor(str(script), []) == 2
+    assert "the doctor was written for" in capsys.readouterr().err
+    assert not (tmp_path / "script.py.ran").exists()
+
+
+# ----------------------------------------------------------------------------- pieces
+@pytest.mark.parametrize(
+    ("text", "parsed"),
+    [
+        ("L['self'].step == 7            # self.step += 1  # m.py:3 in f", ("L['self'].step", 7)),
+        ("L['s'] == 0.1  # return x * s  # m.py:9 in f (HINT: a == b)", ("L['s']", 0.1)),
+        ("L['s'] == inf", ("L['s']", float("inf"))),
+        ("L['self'].training == True", None),  # bools are not scalars here
+        ("L['t'] == (1, 2)", None),
+        ("L['name'] == 'a == 1'", None),
+        ("len(L['args']) == 1", ("len(L['args'])", 1)),
+    ],
+)
+def test_scalar_guard_text_is_parsed(text: str, parsed: Any) -> None:
+    assert _recompiles._parse_scalar_guard(text) == parsed
+
+
+def test_argument_fix_wraps_every_culprit_in_one_statement() -> None:
+    call = _doctor.CallSite(
+        filename="run.py",
+        lineno=3,
+        statement="out = f(\n    x,\n    n,\n    lr=0.5,\n)",
+        callee="f",
+        arguments={"n": (20, 21), "lr": (30, 33)},
+    )
+    site = _doctor.ArgumentSite("f", ("n", "lr"), call)
+    assert _doctor.argument_fix(site) == [
+        "out = f(",
+        "    x,",
+        "    dynscalar.mark_dynamic(n),",
+        "    lr=dynscalar.mark_dynamic(0.5),",
+        ")",
+    ]
+    unknown = _doctor.ArgumentSite("f", ("n",), None)
+    assert _doctor.argument_fix(unknown) == [
+        "n = dynscalar.mark_dynamic(n)  # the value you pass as n"
+    ]
+
+
+def test_call_site_reading_handles_multiline_calls_and_keywords(tmp_path: Path) -> None:
+    module = tmp_path / "caller.py"
+    module.write_text(
+        textwrap.dedent(
+            """\
+            import sys
+
+
+            def callee(x, n, *, lr=0.1):
+                return read(sys._getframe(1), callee.__code__)
+
+
+            def main():
+                if True:
+                    return callee(
+                        1,
+                        2 + 3,
+                        lr=0.5,
+                    )
+            """
+        )
+    )
+    calls: dict[str, Any] = {}
+
+    def read(frame: Any, code: Any) -> None:  # while the call runs: f_lasti is the call
+        calls["both"] = _doctor._read_call(frame, code, ["n", "lr"])
+        calls["missing"] = _doctor._read_call(frame, code, ["x", "missing"])
+
+    namespace: dict[str, Any] = {"read": read}
+    exec(compile(module.read_text(), str(module), "exec"), namespace)
+    namespace["main"]()
+    call = calls["both"]
+    assert call is not None
+    assert (call.filename, call.lineno, call.callee) == (str(module), 10, "callee")
+    assert call.statement == "return callee(\n    1,\n    2 + 3,\n    lr=0.5,\n)"
+    assert call.wrapped(["n", "lr"]) == (
+        "return callee(\n    1,\n    dynscalar.mark_dynamic(2 + 3),\n"
+        "    lr=dynscalar.mark_dynamic(0.5),\n)"
+    )
+    assert calls["missing"] is None  # not passed at this call
+
+
+def test_report_without_culprits_after_a_crash() -> None:
+    report = _doctor.DoctorReport("train.py", [], exit_code=1, crash="KeyError: 'x'")
+    assert _doctor.format_report(report) == (
+        "dynscalar doctor: train.py stopped with KeyError: 'x' (exit code 1).\n"
+        "Before that, no recompiles were caused by Python scalars."
+    )
