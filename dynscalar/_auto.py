@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import torch
 
 from ._diagnostics import DynscalarTypeError
-from ._registry import edit_marks
+from ._registry import compiled_original, edit_marks
 from ._spec import DynamicSpec
 
 __all__ = ["AUTO_KEY", "PROMOTED_KEY", "auto_dynamic", "auto_spec"]
@@ -49,7 +49,7 @@ def auto_dynamic(module: ModuleT) -> ModuleT:
         raise DynscalarTypeError(
             f"dynscalar.auto_dynamic: expected a torch.nn.Module, got {type(module).__name__}."
         )
-    for sub in module.modules():
+    for sub in compiled_original(module).modules():
         sub.__dict__[AUTO_KEY] = _scalars(sub)
         # An (empty) marks dict from the start: a promotion while Dynamo traces then edits
         # it, and the guards already installed for this module's other attributes in the

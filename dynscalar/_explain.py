@@ -9,7 +9,7 @@ import torch
 from ._auto import PROMOTED_KEY
 from ._diagnostics import DynscalarTypeError
 from ._proxy import is_dynamic_scalar
-from ._registry import MARKS_KEY, class_marks_of, lookup_mark
+from ._registry import MARKS_KEY, class_marks_of, compiled_original, lookup_mark
 from ._spec import DynamicSpec
 
 __all__ = ["Explanation", "MarkRecord", "explain"]
@@ -63,7 +63,7 @@ def explain(module: torch.nn.Module, *, show: bool = True) -> Explanation:
             f"dynscalar.explain: expected a torch.nn.Module, got {type(module).__name__}."
         )
     records = Explanation()
-    for path, sub in module.named_modules():
+    for path, sub in compiled_original(module).named_modules():
         own = sub.__dict__.get(MARKS_KEY) or {}
         inherited = class_marks_of(type(sub))
         promoted = sub.__dict__.get(PROMOTED_KEY, ())
@@ -72,17 +72,17 @@ def explain(module: torch.nn.Module, *, show: bool = True) -> Explanation:
         )
         for name in names:
             value = sub.__dict__.get(name, getattr(sub, name, None))
-            if is_dynamic_scalar(value):  # a proxy's own spec wins, as in the bridge
-                spec, how = value.spec, f"{type(value).__name__} value"  # type: ignore[union-attr]
-            else:
-                found = lookup_mark(sub, name)
-                if found is None:
-                    continue
+            found = lookup_mark(sub, name)  # the attribute's mark wins, as in the bridge
+            if found is not None:
                 spec = found
                 if name in own:
                     how = "auto_dynamic" if name in promoted else "mark_dynamic_attr"
                 else:
                     how = "@dynamic_attrs"
+            elif is_dynamic_scalar(value):
+                spec, how = value.spec, f"{type(value).__name__} value"  # type: ignore[union-attr]
+            else:
+                continue
             records.append(MarkRecord(path, type(sub).__name__, name, value, how, spec))
     if show:
         print(records)

@@ -112,11 +112,24 @@ def mark_dynamic(value: Any, **spec: Any) -> DynamicInt | DynamicFloat:
 
 # ----------------------------------------------------------------------------- modules
 def _check_module(module: object, api: str) -> torch.nn.Module:
+    """The module marks live on; ``torch.compile(model)``'s wrapper stands for ``model``."""
     if not isinstance(module, torch.nn.Module):
         raise DynscalarTypeError(
             f"dynscalar.{api}: expected a torch.nn.Module, got {type(module).__name__}. For a "
             "plain value use dynscalar.mark_dynamic(value) or DynamicInt/DynamicFloat."
         )
+    return compiled_original(module)
+
+
+def compiled_original(module: torch.nn.Module) -> torch.nn.Module:
+    """``model`` for ``torch.compile(model)`` (an ``OptimizedModule``), else ``module``.
+
+    Dynamo traces the original module, never the wrapper, so a mark placed on the wrapper
+    would silently do nothing.  (Detected by shape, not by importing torch._dynamo.)
+    """
+    original = module._modules.get("_orig_mod")
+    if type(module).__name__ == "OptimizedModule" and isinstance(original, torch.nn.Module):
+        return original
     return module
 
 
@@ -217,18 +230,18 @@ def mark_dynamic_attr(
         >>> mark_dynamic_attr(m, "step") is m, type(m.step) is int, is_dynamic_attr(m, "step")
         (True, True, True)
     """
-    _check_module(module, "mark_dynamic_attr")
+    target = _check_module(module, "mark_dynamic_attr")
     checked = _check_names(names, "mark_dynamic_attr")
     spec = DynamicSpec.build(
         unbacked=unbacked,
         min=min,
         max=max,
         strict=strict,
-        where=f"dynscalar.mark_dynamic_attr({type(module).__name__})",
+        where=f"dynscalar.mark_dynamic_attr({type(target).__name__})",
     )
     for name in checked:
-        _validate_attr(module, name, spec)
-    edit_marks(module.__dict__, lambda marks: marks.update(dict.fromkeys(checked, spec)))
+        _validate_attr(target, name, spec)
+    edit_marks(target.__dict__, lambda marks: marks.update(dict.fromkeys(checked, spec)))
     return module
 
 
@@ -244,9 +257,9 @@ def unmark_dynamic_attr(module: ModuleT, *names: str) -> ModuleT:
         >>> is_dynamic_attr(unmark_dynamic_attr(m, "in_features"), "in_features")
         False
     """
-    _check_module(module, "unmark_dynamic_attr")
+    target = _check_module(module, "unmark_dynamic_attr")
     checked = _check_names(names, "unmark_dynamic_attr")
-    class_marks = class_marks_of(type(module))
+    class_marks = class_marks_of(type(target))
 
     def unmark(marks: dict[str, DynamicSpec | None]) -> None:
         for name in checked:
@@ -254,11 +267,11 @@ def unmark_dynamic_attr(module: ModuleT, *names: str) -> ModuleT:
                 marks[name] = None  # tombstone: the class marks it, this instance does not
             else:
                 marks.pop(name, None)
-            value = module.__dict__.get(name)
+            value = target.__dict__.get(name)
             if is_dynamic_scalar(value):
-                module.__dict__[name] = value.__wrapped__  # type: ignore[union-attr]
+                target.__dict__[name] = value.__wrapped__  # type: ignore[union-attr]
 
-    edit_marks(module.__dict__, unmark)
+    edit_marks(target.__dict__, unmark)
     return module
 
 
@@ -271,10 +284,10 @@ def is_dynamic_attr(module: torch.nn.Module, name: str) -> bool:
         >>> is_dynamic_attr(m, "step"), is_dynamic_attr(m, "in_features")
         (True, False)
     """
-    _check_module(module, "is_dynamic_attr")
-    if lookup_mark(module, name) is not None:
+    target = _check_module(module, "is_dynamic_attr")
+    if lookup_mark(target, name) is not None:
         return True
-    return is_dynamic_scalar(module.__dict__.get(name))
+    return is_dynamic_scalar(target.__dict__.get(name))
 
 
 def class_marks_of(cls: type) -> dict[str, DynamicSpec]:

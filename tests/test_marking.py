@@ -204,3 +204,29 @@ def test_decorator_attribute_with_bad_value_fails_clearly_at_compile() -> None:
     compiled = torch.compile(Labelled(), backend="eager")
     with pytest.raises(TypeError, match=r"Labelled\.label is str"):
         compiled(torch.ones(2))
+
+
+def test_marking_the_compiled_wrapper_marks_the_model() -> None:
+    """torch.compile(model) returns a wrapper Dynamo never traces: marks go on the model."""
+    from .conftest import CountingBackend
+
+    class Counter(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.step = 0
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            self.step += 1
+            return x * self.step
+
+    model = Counter()
+    counter = CountingBackend("eager")
+    compiled = torch.compile(model, backend=counter)
+    assert ds.mark_dynamic_attr(compiled, "step") is compiled
+    assert ds.is_dynamic_attr(model, "step") and ds.is_dynamic_attr(compiled, "step")
+    for step in range(1, 5):
+        torch.testing.assert_close(compiled(torch.ones(2)), torch.full((2,), float(step)))
+    assert counter.graphs == 1
+    assert [r.attribute for r in ds.explain(compiled, show=False)] == ["step"]
+    ds.unmark_dynamic_attr(compiled, "step")
+    assert not ds.is_dynamic_attr(model, "step")
