@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 import dynscalar as ds
 
@@ -61,7 +62,7 @@ def test_range_on_marked_scalar_warns_once_with_location() -> None:
     ours = [w for w in record if issubclass(w.category, ds.SpecializationWarning)]
     assert len(ours) == 1  # once per attribute and code location
     message = str(ours[0].message)
-    assert "Loops.step is forced to one value (2)" in message
+    assert "model.step (Loops.step) is forced to one value (2)" in message
     assert f"{HERE}:{line_of('# the specializing line')}" in message
     assert "torch.arange(n) instead of range(n)" in message
     assert ours[0].filename == str(HERE) and ours[0].lineno == line_of("# the specializing line")
@@ -70,7 +71,9 @@ def test_range_on_marked_scalar_warns_once_with_location() -> None:
 def test_list_indexing_warns() -> None:
     model, eager = twins(ds.mark_dynamic_attr(Indexes(), "step"))
     counter = CountingBackend("eager")
-    with pytest.warns(ds.SpecializationWarning, match=r"Indexes\.step is forced to one value"):
+    with pytest.warns(
+        ds.SpecializationWarning, match=r"model\.step \(Indexes\.step\) is forced to one value"
+    ):
         run_side_by_side(torch.compile(model, backend=counter), eager, 2)
     assert counter.graphs == 1  # the value never changed
 
@@ -85,7 +88,9 @@ def test_strict_mark_raises_specialization_error(way: str) -> None:
     else:
         model = ds.dynamic_attrs("step", strict=True)(type("StrictLoops", (Loops,), {}))()
     compiled = torch.compile(model, backend="eager")
-    with pytest.raises(ds.SpecializationError, match=r"Loops\.step is forced to one value") as info:
+    with pytest.raises(
+        ds.SpecializationError, match=r"model\.step \((Strict)?Loops\.step\) is forced to one value"
+    ) as info:
         compiled(torch.ones(2))
     assert isinstance(info.value, ValueError)  # what `except ValueError` in user code sees
 
@@ -186,5 +191,47 @@ def test_debug_log_names_each_symbolic_scalar(caplog: pytest.LogCaptureFixture) 
     assert counter.graphs == 1
     messages = [r.getMessage() for r in caplog.records if r.name == "dynscalar"]
     assert any(
-        "UsesStep.step (value 0) becomes a symbolic graph input: marked with" in m for m in messages
+        "model.step (UsesStep.step) (value 0) becomes a symbolic graph input: marked with" in m
+        for m in messages
     ), messages
+
+
+class Upsample(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = 2.0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.interpolate(x, scale_factor=self.scale, mode="nearest")  # the user's line
+
+
+class Nested(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.up = torch.nn.Sequential(Upsample())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.up(x)
+
+
+def test_specialization_inside_torch_names_the_instance_path_and_the_users_line() -> None:
+    """F.interpolate takes scale_factor as a Python number inside torch's own code: the
+    warning names model.up.0.scale and points at the user's call, with advice that fits."""
+    model = Nested()
+    ds.mark_dynamic_attr(model.up[0], "scale")
+    eager = copy.deepcopy(model)
+    counter = CountingBackend("eager")
+    compiled = torch.compile(model, backend=counter)
+    with pytest.warns(ds.SpecializationWarning) as record:
+        for scale in (2.0, 3.0):
+            model.up[0].scale = eager.up[0].scale = scale
+            x = torch.randn(1, 2, 4)
+            torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    assert counter.graphs == 2  # specialized by torch: one graph per value
+    ours = [w for w in record if issubclass(w.category, ds.SpecializationWarning)]
+    assert len(ours) == 1
+    message = str(ours[0].message)
+    assert message.startswith("dynscalar: model.up.0.scale (Upsample.scale) is forced")
+    assert "It happens inside torch (functional.py:" in message
+    assert "range(n)" not in message  # the user has no range() to change here
+    assert ours[0].filename == str(HERE) and ours[0].lineno == line_of("# the user's line")

@@ -19,7 +19,7 @@ from .._proxy import DynamicFloat, DynamicScalar
 from .._spec import DynamicSpec
 from ._checks import check_float_internals
 from ._guards import guard_proxy
-from ._reports import passthrough, remember
+from ._reports import passthrough, remember, user_location
 from ._sources import swapped_source
 from ._state import CompileState, Origin, compile_state, lock, peek_state
 
@@ -65,7 +65,7 @@ class _FloatsUnavailableError(DynscalarError, NotImplementedError):
     """The float path's internals moved: a dynamic float cannot be compiled exactly."""
 
 
-def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str) -> Any:
+def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: str) -> Any:
     """A marked float as a backed SymFloat (unbacked specs never get here: check_float)."""
     import torch
     import torch._dynamo.config as dynamo_config
@@ -91,9 +91,11 @@ def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str) -> Any:
     if isinstance(sym, torch.SymFloat):
         shape_env = builder.tx.output.shape_env
         state = compile_state(shape_env)
+        read_at = user_location()
         for s in sym.node.expr.free_symbols:
             state.floats[s] = where
-            remember(shape_env, s, where, spec)
+            state.read_at[s] = read_at
+            remember(shape_env, s, where, spec, label)
         state.origins[var.as_proxy().node] = Origin(
             where, value.spec if proxied else spec, DynamicFloat if proxied else None
         )
@@ -102,12 +104,12 @@ def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str) -> Any:
         # constant sources or functorch grad tracking: exact, but one compile per value.
         warn_once(
             ("constant-float", where),
-            f"dynscalar: torch specialized the dynamic float {where} to {plain!r} (it does so "
+            f"dynscalar: torch specialized the dynamic float {label} to {plain!r} (it does so "
             "under inductor CUDA graphs, mode='reduce-overhead', and inside torch.func "
             "transforms); results are exact but each new value recompiles.",
             SpecializationWarning,
         )
-    log.debug("%s -> %s (value %r)", where, type(var).__name__, plain)
+    log.debug("%s -> %s (value %r)", label, type(var).__name__, plain)
     return var
 
 
@@ -231,14 +233,18 @@ def _report_value_guards(shape_env: Any, state: CompileState, ops: list[str]) ->
         expr = guard.expr
         if isinstance(expr, sympy.Eq) and any(side.is_number for side in expr.args):
             specialized.update(s for s in expr.free_symbols if s in state.floats)
-    names = sorted({state.floats[s] for s in specialized - state.reported})
-    if names:
+    for s in sorted(specialized - state.reported, key=str):
+        label = state.labels.get(s, state.floats[s])
+        filename, lineno, line = state.read_at.get(s, ("<unknown>", 0, ""))
+        at = f" (read at {filename}:{lineno}: `{line}`)" if lineno else ""
         warn_once(
-            ("tensorify", *names, *ops),
-            f"dynscalar: {', '.join(names)} is used by {', '.join(ops) or 'an op'}, which "
-            "torch.compile cannot keep symbolic; torch specializes it (exact results, one "
-            "compile per value). Pass a 0-d tensor to that op to keep it dynamic.",
+            ("tensorify", label, filename, lineno, *ops),
+            f"dynscalar: {label}{at} is used by {', '.join(ops) or 'an op'}, which "
+            "torch.compile cannot keep symbolic and dynscalar has no decomposition for; torch "
+            "specializes it (exact results, one compile per value). Unmark it if it rarely "
+            "changes, or pass that op a 0-d tensor if the call is in your code.",
             SpecializationWarning,
+            location=(filename, lineno) if lineno else None,
         )
 
 

@@ -42,7 +42,7 @@ def _no_size_constraint(shape_env: Any) -> Iterator[None]:
         del shape_env._constrain_range_for_size
 
 
-def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str) -> Any:
+def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str, label: str) -> Any:
     """A SymInt graph input for ``value`` (an exact int, or a ``DynamicInt``)."""
     from torch._dynamo.source import AttrSource
     from torch.fx.experimental.symbolic_shapes import DimDynamic
@@ -69,7 +69,7 @@ def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str) -> Any:
     if spec.unbacked:
         state.unbacked[symbol] = where
     else:
-        remember(shape_env, symbol, where, spec)
+        remember(shape_env, symbol, where, spec, label)
     state.origins[var.as_proxy().node] = Origin(
         where, value.spec if proxied else spec, DynamicInt if proxied else None
     )
@@ -79,7 +79,7 @@ def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str) -> Any:
         shape_env.constrain_symbol_range(symbol, compiler_min=lo, compiler_max=hi)
     log.debug(
         "%s -> %s %s (value %d, range [%s, %s])",
-        where,
+        label,
         "unbacked" if spec.unbacked else "backed",
         symbol,
         plain,

@@ -1,19 +1,59 @@
-"""Specialization reports: a marked scalar forced to one value, at the user's line."""
+"""Specialization reports: a marked scalar forced to one value, told at the user's line.
+
+Each report names the value by its instance path (``model.blocks.0.drop.p``, as
+``named_modules`` spells it) and its attribute (``Dropout.p``), points at the innermost
+line of the user's own code (not torch's or dynscalar's files), and gives advice that fits
+where the value was forced: in the user's code (``range(n)``, ``int(n)``, f-strings), or
+inside torch (an op that takes a Python float and has no decomposition).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import os
+import re
+from typing import Any, NamedTuple
 
 from .._diagnostics import SpecializationError, SpecializationWarning, warn_once
 from .._spec import DynamicSpec
 from ._state import compile_state, peek_state
 
-__all__ = ["evaluate_sym_node_hook", "passthrough", "remember", "user_location"]
+__all__ = [
+    "Location",
+    "evaluate_sym_node_hook",
+    "instance_path",
+    "passthrough",
+    "remember",
+    "traced_location",
+    "user_location",
+]
 
 
-def remember(shape_env: Any, symbol: Any, where: str, spec: DynamicSpec) -> None:
-    """Record a backed symbol made for a marked scalar (read by evaluate_sym_node_hook)."""
-    compile_state(shape_env).backed[symbol] = (where, spec)
+def remember(shape_env: Any, symbol: Any, where: str, spec: DynamicSpec, label: str) -> None:
+    """Record a backed symbol made for a marked scalar (read by evaluate_sym_node_hook).
+
+    ``where`` is ``Class.attr`` (error messages); ``label`` adds the instance path.
+    """
+    state = compile_state(shape_env)
+    state.backed[symbol] = (where, spec)
+    state.labels[symbol] = label
+
+
+_ROOT = re.compile(r"^[LG]\['([^']+)'\]")
+_CHILD = re.compile(r"\._modules\['([^']+)'\]")
+
+
+def instance_path(source_name: str) -> str:
+    """``L['self']._modules['blocks']._modules['0'].p`` -> ``model.blocks.0.p``.
+
+    The compiled module itself (Dynamo's ``self``, or ``fn`` when ``torch.compile(module)``
+    wraps it) is called ``model``; any other root keeps its variable name.
+    """
+    root = _ROOT.match(source_name)
+    if root is None:
+        return source_name
+    name = root.group(1)
+    rest = _CHILD.sub(lambda m: "." + m.group(1), source_name[root.end() :])
+    return ("model" if name in ("self", "fn") else name) + rest
 
 
 def evaluate_sym_node_hook(
@@ -28,52 +68,103 @@ def evaluate_sym_node_hook(
     specialization, so it is ignored here.
     """
     state = peek_state(instance)
-    ours = state.backed if state is not None else None
-    if ours:
+    if state is not None and state.backed:
         sym_node = args[0] if args else kwargs["sym_node"]
         expr = sym_node.expr
         if sym_node.pytype is not bool and not getattr(expr, "is_number", True):
-            hits = [ours[s] for s in expr.free_symbols if s in ours]
-            if hits and _report_specialization(hits, sym_node.hint):
-                state.reported.update(s for s in expr.free_symbols if s in ours)  # type: ignore[union-attr]
+            ours = [s for s in expr.free_symbols if s in state.backed]
+            if ours and _report_specialization(
+                [(state.labels.get(s, state.backed[s][0]), state.backed[s][1]) for s in ours],
+                sym_node.hint,
+            ):
+                state.reported.update(ours)
     return wrapped(*args, **kwargs)
 
 
-def user_location() -> tuple[str, int, str]:
+class Location(NamedTuple):
+    """A traced source line."""
+
+    filename: str
+    lineno: int
+    line: str
+
+
+_LIBRARY_DIRS: tuple[str, ...] | None = None
+
+
+def _in_library(filename: str) -> bool:
+    """A file of torch or of dynscalar itself."""
+    global _LIBRARY_DIRS
+    if _LIBRARY_DIRS is None:
+        import torch
+
+        import dynscalar
+
+        _LIBRARY_DIRS = tuple(
+            os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (torch, dynscalar)
+        )
+    return os.path.abspath(filename).startswith(_LIBRARY_DIRS)
+
+
+def traced_location() -> tuple[Location | None, Location | None]:
+    """(innermost traced line of user code, innermost traced line overall)."""
     from torch._guards import TracingContext
 
     try:
         frames = TracingContext.extract_stack()
     except Exception:  # noqa: BLE001 - no tracing context: no location, still report
         frames = []
-    if not frames:
-        return ("<unknown>", 0, "")
-    frame = frames[-1]
-    return (frame.filename, frame.lineno or 0, (frame.line or "").strip())
+    located = [
+        Location(f.filename, f.lineno or 0, (f.line or "").strip()) for f in frames if f.lineno
+    ]
+    if not located:
+        return None, None
+    user = next((f for f in reversed(located) if not _in_library(f.filename)), None)
+    return user, located[-1]
+
+
+def user_location() -> tuple[str, int, str]:
+    """The innermost traced line outside torch and dynscalar (``("<unknown>", 0, "")``)."""
+    user, innermost = traced_location()
+    found = user or innermost
+    return tuple(found) if found is not None else ("<unknown>", 0, "")  # type: ignore[return-value]
 
 
 def _report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -> bool:
     """Warn (or raise, for strict marks) at the user's line; False when no user code runs."""
-    filename, lineno, line = user_location()
-    if not lineno:
-        # No user frame: a backend pass (e.g. the float-tensorify pass) is evaluating the
+    user, innermost = traced_location()
+    if innermost is None:
+        # No traced frame: a backend pass (e.g. the float-tensorify pass) is evaluating the
         # symbol, not user code.  _floats reports those cases itself.
         return False
-    names = sorted({where for where, _ in hits})
-    code = f" (`{line}`)" if line else ""
+    at = user or innermost
+    names = sorted({label for label, _ in hits})
+    code = f" (`{at.line}`)" if at.line else ""
+    if user is not None and innermost != user:
+        # forced inside torch's own code, e.g. an op that takes a Python float
+        advice = (
+            f"It happens inside torch ({os.path.basename(innermost.filename)}:"
+            f"{innermost.lineno}: `{innermost.line}`), which takes it as a Python number "
+            "and has no dynscalar decomposition: results are exact, but each new value "
+            "recompiles. Unmark it if it rarely changes, or keep the value in a tensor."
+        )
+    else:
+        advice = (
+            "Keep it symbolic: use a tensor op instead of Python (torch.arange(n) instead of "
+            "range(n)), avoid int()/float(), f-strings and list indexing on it inside the "
+            "compiled region, or move that code out of it."
+        )
     message = (
         f"dynscalar: {', '.join(names)} is forced to one value ({value!r}) at "
-        f"{filename}:{lineno}{code}; torch.compile now guards on its exact value and "
-        "recompiles for each new one. Keep it symbolic: use a tensor op instead of Python "
-        "(torch.arange(n) instead of range(n)), avoid int()/float(), f-strings and list "
-        "indexing on it inside the compiled region, or move that code out of it."
+        f"{at.filename}:{at.lineno}{code}; torch.compile now guards on its exact value and "
+        f"recompiles for each new one. {advice}"
     )
     if any(spec.strict for _, spec in hits):
         raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
     # once per attribute and code location (several attributes: the first one not yet seen)
-    for where in names:
-        key = ("specialized", where, filename, lineno)
-        warn_once(key, message, SpecializationWarning, location=(filename, lineno))
+    for name in names:
+        key = ("specialized", name, at.filename, at.lineno)
+        warn_once(key, message, SpecializationWarning, location=(at.filename, at.lineno))
     return True
 
 

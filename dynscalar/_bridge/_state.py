@@ -47,6 +47,10 @@ class CompileState:
     origins: dict[Any, Origin] = field(default_factory=dict)
     #: symbols whose specialization by user code was already reported
     reported: set[Any] = field(default_factory=set)
+    #: symbol -> "instance path (Class.attr)" for warnings
+    labels: dict[Any, str] = field(default_factory=dict)
+    #: float symbol -> where the user's code read it (warnings from backend passes)
+    read_at: dict[Any, Any] = field(default_factory=dict)
 
 
 _states: weakref.WeakKeyDictionary[Any, CompileState] = weakref.WeakKeyDictionary()

@@ -32,7 +32,7 @@ from .._spec import DynamicSpec
 from ._floats import wrap_float
 from ._guards import guard_mark_state, guard_proxy
 from ._ints import wrap_int
-from ._reports import passthrough, user_location
+from ._reports import instance_path, passthrough, user_location
 from ._sources import swapped_source
 
 log = logging.getLogger("dynscalar")
@@ -108,10 +108,12 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
         check_marked_value(plain, spec, where)  # bad type or out of range: clear error here
     except DynscalarError as exc:
         raise passthrough(exc) from None
-    log.info("%s (value %r) becomes a symbolic graph input: %s", where, plain, why)
+    path = instance_path(instance.source.name)
+    label = f"{path} ({where})" if path != where else where
+    log.info("%s (value %r) becomes a symbolic graph input: %s", label, plain, why)
     if isinstance(plain, float):
-        return wrap_float(instance, value, spec, where)
-    return wrap_int(instance, value, spec, where)
+        return wrap_float(instance, value, spec, where, label)
+    return wrap_int(instance, value, spec, where, label)
 
 
 def _specialize_subclass(
