@@ -73,7 +73,7 @@ def explain(module: torch.nn.Module, *, show: bool = True) -> Explanation:
         for name in names:
             value = sub.__dict__.get(name, getattr(sub, name, None))
             if is_dynamic_scalar(value):  # a proxy's own spec wins, as in the bridge
-                spec, how = value.spec, f"{type(value).__name__} value"  # type: ignore[union-attr]
+                spec, how = value.spec, f"{type(value).__name__} value"
             else:
                 found = lookup_mark(sub, name)
                 if found is None:
