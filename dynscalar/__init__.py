@@ -25,6 +25,7 @@ import wrapt as _wrapt
 
 from ._auto import auto_dynamic
 from ._bridge import on_dynamo_import as _on_dynamo_import
+from ._bridge._logs import register_torch_log as _register_torch_log
 from ._diagnostics import (
     BridgeError,
     BridgeUnavailableWarning,
@@ -83,4 +84,5 @@ __all__ = [
 ]
 
 _register_safe_globals()
+_register_torch_log()  # TORCH_LOGS=dynscalar (INFO) / +dynscalar (DEBUG)
 _wrapt.register_post_import_hook(_on_dynamo_import, "torch._dynamo")

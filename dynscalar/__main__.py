@@ -8,9 +8,28 @@ import sys
 
 import torch
 
+from . import __version__
+
+DESCRIPTION = """\
+dynscalar: mark_dynamic for Python scalars under torch.compile.
+
+  python -m dynscalar demo            stock torch.compile vs dynscalar on a step counter
+  python -m dynscalar doctor SCRIPT   which Python scalars make SCRIPT recompile, and the fix
+
+Documentation: https://dynscalar.github.io/dynscalar
+"""
+
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dynscalar", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m dynscalar",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    versions = f"torch {torch.__version__}, Python {platform.python_version()}"
+    parser.add_argument(
+        "--version", action="version", version=f"dynscalar {__version__} ({versions})"
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser(
         "demo", help="seed model: compile counts and time, stock torch.compile vs dynscalar"

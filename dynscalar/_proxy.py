@@ -27,7 +27,7 @@ import math
 import numbers
 import operator
 from collections.abc import Callable
-from typing import Any, SupportsIndex
+from typing import TYPE_CHECKING, Any, SupportsIndex, TypeGuard
 
 import wrapt
 
@@ -138,7 +138,7 @@ def _unary(op: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return method
 
 
-class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[misc]
+class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[type-arg]
     """Common base of :class:`DynamicInt` and :class:`DynamicFloat` (not instantiated directly).
 
     Examples:
@@ -166,7 +166,7 @@ class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[misc]
         return self.__wrapped__  # type: ignore[no-any-return]
 
     @property
-    def __object_proxy__(self) -> Callable[[Any], Any]:
+    def __object_proxy__(self) -> Callable[[Any], Any]:  # type: ignore[override]
         # wrapt builds in-place results through this hook; keep class and spec.
         spec = self._self_spec
         return lambda value: _derive(value, spec, same_variable=True)
@@ -236,7 +236,7 @@ class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[misc]
             result = pow(other, _get_wrapped(self), operator.index(modulo))
         return _derive(result, _get_spec(self))
 
-    def __ipow__(self, other: Any) -> Any:
+    def __ipow__(self, other: Any) -> Any:  # type: ignore[override,misc]  # as wrapt's stub
         if type(other) in _PROXY_TYPES:
             other = _get_wrapped(other)
         return _derive(pow(_get_wrapped(self), other), _get_spec(self), same_variable=True)
@@ -294,10 +294,19 @@ class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[misc]
         return numpy.asarray(self.__wrapped__, dtype=dtype)
 
 
-class DynamicInt(DynamicScalar):
+# Type checkers see DynamicInt as an int and DynamicFloat as a float, with arithmetic that
+# keeps the kind (dynscalar/_proxy_typing.pyi); at run time the base is DynamicScalar itself.
+if TYPE_CHECKING:
+    from ._proxy_typing import FloatLike, IntLike
+else:
+    IntLike = FloatLike = DynamicScalar
+
+
+class DynamicInt(IntLike):
     """An ``int`` that ``torch.compile`` traces as a symbolic graph input (SymInt).
 
-    Behaves like the int it holds in eager mode; arithmetic keeps it dynamic.
+    Behaves like the int it holds in eager mode; arithmetic keeps it dynamic.  A
+    :class:`DynamicScalar` (a wrapt proxy) at run time; type checkers treat it as an ``int``.
 
     Args:
         value: the integer (any ``numbers.Integral`` except ``bool``), within int64.
@@ -333,8 +342,10 @@ class DynamicInt(DynamicScalar):
         _set_spec(self, spec)
 
 
-class DynamicFloat(DynamicScalar):
+class DynamicFloat(FloatLike):
     """A ``float`` that ``torch.compile`` traces as a symbolic graph input (SymFloat).
+
+    A :class:`DynamicScalar` at run time; type checkers treat it as a ``float``.
 
     Args:
         value: the number (a ``float``, or a ``numbers.Real`` converted to float; not ``bool``).
@@ -365,7 +376,7 @@ _get_spec: Callable[[Any], DynamicSpec] = DynamicScalar.__dict__["_self_spec"]._
 _set_spec: Callable[[Any, DynamicSpec], None] = DynamicScalar.__dict__["_self_spec"].__set__
 
 
-def is_dynamic_scalar(value: object) -> bool:
+def is_dynamic_scalar(value: object) -> TypeGuard[DynamicScalar]:
     """True for a :class:`DynamicInt` or :class:`DynamicFloat`.
 
     ``isinstance(x, int)`` sees the wrapped value, so it cannot tell a proxy from an int.
@@ -393,7 +404,7 @@ def coerce_int(value: object, where: str) -> int:
             "each value compiles once anyway. Keep it a plain bool, or use an int."
         )
     if is_dynamic_scalar(value):
-        value = value.__wrapped__  # type: ignore[attr-defined]
+        value = value.__wrapped__
     if _is_tensor(value):
         raise DynscalarTypeError(
             f"{where}: got a torch.Tensor; tensors are already graph inputs. Use "
@@ -418,7 +429,7 @@ def coerce_float(value: object, where: str) -> float:
             f"{where}: bool values are not dynamic scalars; keep it a plain bool."
         )
     if is_dynamic_scalar(value):
-        value = value.__wrapped__  # type: ignore[attr-defined]
+        value = value.__wrapped__
     if _is_tensor(value):
         raise DynscalarTypeError(
             f"{where}: got a torch.Tensor; tensors are already graph inputs. Use "

@@ -15,7 +15,7 @@ import difflib
 import keyword
 import threading
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import torch
 
@@ -78,6 +78,17 @@ ClassT = TypeVar("ClassT", bound=type)
 
 
 # ----------------------------------------------------------------------------- values
+@overload
+def mark_dynamic(
+    value: int,
+    *,
+    unbacked: bool = ...,
+    min: int | None = ...,
+    max: int | None = ...,
+    strict: bool = ...,
+) -> DynamicInt: ...
+@overload
+def mark_dynamic(value: float, *, unbacked: bool = ..., strict: bool = ...) -> DynamicFloat: ...
 def mark_dynamic(value: Any, **spec: Any) -> DynamicInt | DynamicFloat:
     """Return ``value`` as a dynamic scalar: int -> DynamicInt, float -> DynamicFloat.
 
@@ -187,7 +198,7 @@ def _validate_attr(module: torch.nn.Module, name: str, spec: DynamicSpec) -> Non
 def check_marked_value(value: object, spec: DynamicSpec, where: str) -> None:
     """Validate the current value of a marked attribute (used at mark and at trace time)."""
     if is_dynamic_scalar(value):
-        value = value.__wrapped__  # type: ignore[attr-defined]
+        value = value.__wrapped__
     if isinstance(value, bool):
         raise DynscalarTypeError(
             f"dynscalar: {where} is a bool; flags select code paths, so each value compiles "
@@ -269,7 +280,7 @@ def unmark_dynamic_attr(module: ModuleT, *names: str) -> ModuleT:
                 marks.pop(name, None)
             value = target.__dict__.get(name)
             if is_dynamic_scalar(value):
-                target.__dict__[name] = value.__wrapped__  # type: ignore[union-attr]
+                target.__dict__[name] = value.__wrapped__
 
     edit_marks(target.__dict__, unmark)
     return module

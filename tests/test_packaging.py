@@ -1,0 +1,74 @@
+"""What a user meets first: the README's example, the CLI, the version, the changelog."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import dynscalar
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+RST_MARKUP = re.compile(r"``|:(class|func|meth|mod|attr|exc):`")
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False
+    )
+
+
+@pytest.mark.inductor
+def test_readme_first_example_runs_as_shown() -> None:
+    """The first ```python block, unchanged, then a count of the graphs it compiled."""
+    example = re.search(r"```python\n(.*?)```", README, re.DOTALL)
+    assert example is not None
+    code = example[1] + (
+        "\nfrom torch._dynamo.utils import counters\n"
+        "print('graphs', counters['stats']['unique_graphs'])\n"
+    )
+    result = run("-c", code)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["20", "graphs", "1"], result.stdout
+
+
+def test_readme_links_are_absolute() -> None:
+    """Relative links break on a package index page (PyPI renders the README alone)."""
+    targets = re.findall(r"\]\(([^)\s]+)\)", README)
+    assert targets
+    assert [t for t in targets if not t.startswith("https://")] == []
+
+
+def test_version_has_one_source() -> None:
+    """The package metadata reads ``__version__`` (hatch's version source); CI checks the wheel."""
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    assert not re.search(r"^version\s*=", pyproject, re.MULTILINE)
+    assert re.search(r'^dynamic = \["version"\]', pyproject, re.MULTILINE)
+    path = re.search(r'^\[tool\.hatch\.version\]\npath = "([^"]+)"', pyproject, re.MULTILINE)
+    assert path is not None
+    assert f'__version__ = "{dynscalar.__version__}"' in (ROOT / path[1]).read_text()
+
+
+def test_changelog_lists_the_current_version() -> None:
+    changelog = (ROOT / "CHANGELOG.md").read_text()
+    assert "## [Unreleased]" in changelog
+    released = re.findall(r"^## \[(\d[^\]]*)\]", changelog, re.MULTILINE)
+    assert released and released[0] == dynscalar.__version__
+
+
+def test_cli_version() -> None:
+    result = run("-m", "dynscalar", "--version")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"dynscalar {dynscalar.__version__} (torch "), result.stdout
+
+
+@pytest.mark.parametrize("command", [[], ["demo"], ["doctor"]], ids=["main", "demo", "doctor"])
+def test_cli_help_is_plain_text(command: list[str]) -> None:
+    result = run("-m", "dynscalar", *command, "--help")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("usage: python -m dynscalar")
+    assert not RST_MARKUP.search(result.stdout), result.stdout
