@@ -37,7 +37,8 @@ class SeedModel(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + 1
         self.step += 1
-        return self.layer(x)
+        out: torch.Tensor = self.layer(x)
+        return out
 
 
 @dataclass
@@ -64,7 +65,7 @@ def _strategies() -> dict[str, Callable[[SeedModel], torch.nn.Module]]:
 
     def decorator(model: SeedModel) -> torch.nn.Module:
         cls = dynamic_attrs("step")(type("DynamicSeedModel", (SeedModel,), {}))
-        marked = cls(model.layer.in_features)
+        marked: torch.nn.Module = cls(model.layer.in_features)
         marked.load_state_dict(model.state_dict())
         return marked
 
@@ -100,7 +101,7 @@ def run_strategy(name: str, steps: int, backend: str, width: int = 64) -> Row:
         out = compiled(x)
         times.append(time.perf_counter() - start)
         equal &= torch.allclose(out, eager(x), rtol=1e-5, atol=1e-6)
-    equal &= model.step == eager.step
+    equal = equal and bool(model.step == eager.step)
     return Row(
         strategy=name,
         compiles=graphs,

@@ -80,7 +80,7 @@ def explain(module: torch.nn.Module, *, show: bool = True) -> Explanation:
                 else:
                     how = "@dynamic_attrs"
             elif is_dynamic_scalar(value):
-                spec, how = value.spec, f"{type(value).__name__} value"  # type: ignore[union-attr]
+                spec, how = value.spec, f"{type(value).__name__} value"
             else:
                 continue
             records.append(MarkRecord(path, type(sub).__name__, name, value, how, spec))

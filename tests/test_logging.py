@@ -80,13 +80,10 @@ def test_torch_logs_dynscalar_shows_info_not_debug() -> None:
     assert not lines_at(err, "DEBUG", ""), err  # the bridge's DEBUG detail included
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the bridge logs 'bridge installed' at DEBUG until its one-liners move to INFO; "
-    "remove this marker with that change (strict: it fails once the line is INFO)",
-)
 def test_torch_logs_dynscalar_shows_bridge_installed_at_info() -> None:
-    assert lines_at(run("dynscalar"), "INFO", "dynscalar bridge installed into torch")
+    err = run("dynscalar")
+    assert lines_at(err, "INFO", "dynscalar bridge installed into torch"), err
+    assert lines_at(err, "INFO", "model.step (M.step) (value 0) becomes a symbolic graph input")
 
 
 def test_torch_logs_dynscalar_when_dynscalar_is_imported_before_torch() -> None:
@@ -99,7 +96,8 @@ def test_torch_logs_plus_dynscalar_shows_debug_detail_next_to_torch_names() -> N
     err = run("recompiles,+dynscalar")
     assert len(lines_at(err, "INFO", "probe at info")) == 1, err
     assert len(lines_at(err, "DEBUG", "probe at debug")) == 1, err
-    assert lines_at(err, "DEBUG", "M.step (value 0) becomes a symbolic graph input"), err
+    assert lines_at(err, "INFO", "model.step (M.step) (value 0) becomes a symbolic graph input")
+    assert lines_at(err, "DEBUG", "model.step (M.step) -> backed s"), err
 
 
 def test_silent_without_torch_logs() -> None:

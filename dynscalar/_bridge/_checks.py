@@ -136,7 +136,7 @@ def _float_internals() -> dict[str, Any]:
     return {
         "VariableBuilder.wrap_symfloat": builder.VariableBuilder.wrap_symfloat,
         "VariableBuilder.install_guards": builder.VariableBuilder.install_guards,
-        "graph_compile.tensorify_python_scalars": graph_compile.tensorify_python_scalars,
+        "graph_compile.tensorify_python_scalars": graph_compile.tensorify_python_scalars,  # type: ignore[attr-defined]
         "autograd_cache.check_cacheable": autograd_cache.check_cacheable,
     }
 

@@ -32,8 +32,8 @@ __all__ = ["in_graph_call_hook"]
 
 def _our_float(tx: Any, args: Any, kwargs: Any) -> bool:
     import torch
-    from torch._dynamo.variables import SymNodeVariable
     from torch._dynamo.variables.lazy import LazyVariableTracker
+    from torch._dynamo.variables.tensor import SymNodeVariable
 
     found = False
     for value in (*args, *kwargs.values()):

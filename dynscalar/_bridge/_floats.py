@@ -100,6 +100,7 @@ def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: s
             where, value.spec if proxied else spec, DynamicFloat if proxied else None
         )
     elif math.isfinite(plain):
+        log.info("%s (value %r) kept constant by torch", label, plain)
         # wrap_symfloat still returns a constant under inductor cudagraphs, its killswitch,
         # constant sources or functorch grad tracking: exact, but one compile per value.
         warn_once(
@@ -215,6 +216,7 @@ def _tensorify_hook(
             "code (pytorch#194976: wrong results with inductor). Pass the value as a 0-d tensor "
             "for that op (e.g. x.clamp(max=torch.tensor(scale))), or unmark it."
         )
+    assert state is not None  # `ours` came from it
     _report_value_guards(shape_env, state, ops)
     return result
 
@@ -228,7 +230,7 @@ def _report_value_guards(shape_env: Any, state: CompileState, ops: list[str]) ->
     """
     import sympy
 
-    specialized = set()
+    specialized: set[Any] = set()
     for guard in shape_env.guards:
         expr = guard.expr
         if isinstance(expr, sympy.Eq) and any(side.is_number for side in expr.args):
@@ -237,6 +239,7 @@ def _report_value_guards(shape_env: Any, state: CompileState, ops: list[str]) ->
         label = state.labels.get(s, state.floats[s])
         filename, lineno, line = state.read_at.get(s, ("<unknown>", 0, ""))
         at = f" (read at {filename}:{lineno}: `{line}`)" if lineno else ""
+        log.info("%s specialized by torch after the float-tensorify pass", label)
         warn_once(
             ("tensorify", label, filename, lineno, *ops),
             f"dynscalar: {label}{at} is used by {', '.join(ops) or 'an op'}, which "

@@ -167,6 +167,7 @@ def on_dynamo_import(_module: object) -> None:
             f"({type(exc).__name__}: {exc}). Please report this with your torch version."
         )
         degraded = install_fallback()
+        log.info("dynscalar bridge not installed (%s); fallback active: %s", reason, degraded)
         warn_once(
             ("bridge",),
             f"{reason} dynscalar marks will be specialized like plain values (one compile "

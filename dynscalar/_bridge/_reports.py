@@ -9,6 +9,7 @@ inside torch (an op that takes a Python float and has no decomposition).
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from typing import Any, NamedTuple
@@ -16,6 +17,8 @@ from typing import Any, NamedTuple
 from .._diagnostics import SpecializationError, SpecializationWarning, warn_once
 from .._spec import DynamicSpec
 from ._state import compile_state, peek_state
+
+log = logging.getLogger("dynscalar")
 
 __all__ = [
     "Location",
@@ -101,7 +104,7 @@ def _in_library(filename: str) -> bool:
         import dynscalar
 
         _LIBRARY_DIRS = tuple(
-            os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (torch, dynscalar)
+            os.path.dirname(os.path.abspath(str(m.__file__))) + os.sep for m in (torch, dynscalar)
         )
     return os.path.abspath(filename).startswith(_LIBRARY_DIRS)
 
@@ -110,8 +113,9 @@ def traced_location() -> tuple[Location | None, Location | None]:
     """(innermost traced line of user code, innermost traced line overall)."""
     from torch._guards import TracingContext
 
+    frames: list[Any]
     try:
-        frames = TracingContext.extract_stack()
+        frames = list(TracingContext.extract_stack())
     except Exception:  # noqa: BLE001 - no tracing context: no location, still report
         frames = []
     located = [
@@ -159,6 +163,7 @@ def _report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -
         f"{at.filename}:{at.lineno}{code}; torch.compile now guards on its exact value and "
         f"recompiles for each new one. {advice}"
     )
+    log.info("%s specialized to %r at %s:%d", ", ".join(names), value, at.filename, at.lineno)
     if any(spec.strict for _, spec in hits):
         raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
     # once per attribute and code location (several attributes: the first one not yet seen)

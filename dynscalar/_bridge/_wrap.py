@@ -82,15 +82,17 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     if not (numeric or kind in _CHECKED_TYPES or _is_tensor(value)):
         return wrapped(*args, **kwargs)
     owner_name = _owner_and_name(instance)
-    module_attr = owner_name is not None and _is_module(owner_name[0])
-    mark = lookup_mark(*owner_name) if module_attr else None  # type: ignore[misc]
+    mark: DynamicSpec | None = None
     why = "marked with mark_dynamic_attr or @dynamic_attrs"
-    if mark is None and module_attr and (kind is int or kind is float):
-        mark = auto_spec(*owner_name, value)  # type: ignore[misc]
-        why = "auto_dynamic saw its value change"
-    if module_attr and numeric:
-        # after auto_spec: the guards describe the marks as this graph saw them
-        guard_mark_state(instance.source.base, owner_name[0], owner_name[1])  # type: ignore[index]
+    if owner_name is not None and _is_module(owner_name[0]):
+        owner, name = owner_name
+        mark = lookup_mark(owner, name)
+        if mark is None and (kind is int or kind is float):
+            mark = auto_spec(owner, name, value)
+            why = "auto_dynamic saw its value change"
+        if numeric:
+            # after auto_spec: the guards describe the marks as this graph saw them
+            guard_mark_state(instance.source.base, owner, name)
     spec: DynamicSpec | None = mark
     if spec is None and proxied:
         spec = value.spec
@@ -160,6 +162,7 @@ def _specialize_for_export(wrapped: Any, builder: Any, value: Any, where: str) -
     user is told: the exported program is correct for this value only.
     """
 
+    log.info("%s specialized for torch.export", where)
     warnings.warn(  # every export: it is a one-off, and each program is specialized anew
         f"dynscalar: torch.export specializes {where} to {getattr(value, 'value', value)!r}; "
         "the exported program is valid for this value only. Pass the value as a tensor "

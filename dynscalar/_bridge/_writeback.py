@@ -189,7 +189,7 @@ def _rebox_variable(inner: Any, origin: Origin) -> Any:
         from torch._dynamo.bytecode_transformation import create_call_function
         from torch._dynamo.variables.base import VariableTracker
 
-        class _Rebox(VariableTracker):  # type: ignore[misc]
+        class _Rebox(VariableTracker):
             def __init__(self, inner: Any, origin: Origin) -> None:
                 super().__init__()
                 self.inner = inner
@@ -218,7 +218,7 @@ def _rebox_variable(inner: Any, origin: Origin) -> Any:
 def _origin_of(
     value: Any, origins: dict[Any, Origin], memo: dict[Any, Origin | None]
 ) -> Origin | None:
-    from torch._dynamo.variables import SymNodeVariable
+    from torch._dynamo.variables.tensor import SymNodeVariable
 
     if not isinstance(value, SymNodeVariable):
         return None  # constants (literals, specialized values) and everything else: plain
@@ -267,7 +267,7 @@ def inplace_op_handler(original: Callable[[Any, Any], Any]) -> Callable[[Any, An
     def handler(translator: Any, inst: Any) -> Any:
         result = original(translator, inst)
         if _is_inplace(inst) and translator.stack:
-            from torch._dynamo.variables import SymNodeVariable
+            from torch._dynamo.variables.tensor import SymNodeVariable
 
             top = translator.stack[-1]
             if isinstance(top, SymNodeVariable):
