@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import wrapt as _wrapt
 
+from ._args import dynamic_args, mark_dynamic_args, unmark_dynamic_args
 from ._auto import auto_dynamic
 from ._bridge import on_dynamo_import as _on_dynamo_import
 from ._bridge._logs import register_torch_log as _register_torch_log
@@ -41,7 +42,7 @@ from ._diagnostics import (
 )
 from ._explain import Explanation, MarkRecord, explain
 from ._proxy import DynamicFloat, DynamicInt, DynamicScalar, is_dynamic_scalar
-from ._registry import CLASS_MARKS_EPOCH as _class_marks_epoch  # noqa: F401 - guarded by compiled code
+from ._registry import MARKS_EPOCH as _marks_epoch  # noqa: F401 - guarded by compiled code
 from ._registry import (
     dynamic_attrs,
     is_dynamic_attr,
@@ -75,11 +76,14 @@ __all__ = [
     "__version__",
     "auto_dynamic",
     "explain",
+    "dynamic_args",
     "dynamic_attrs",
     "is_dynamic_attr",
     "is_dynamic_scalar",
     "mark_dynamic",
+    "mark_dynamic_args",
     "mark_dynamic_attr",
+    "unmark_dynamic_args",
     "unmark_dynamic_attr",
 ]
 

@@ -24,7 +24,7 @@ from ._proxy import DynamicFloat, DynamicInt, coerce_float, is_dynamic_scalar
 from ._spec import DynamicSpec
 
 __all__ = [
-    "CLASS_MARKS_EPOCH",
+    "MARKS_EPOCH",
     "dynamic_attrs",
     "edit_marks",
     "is_dynamic_attr",
@@ -38,13 +38,14 @@ MARKS_KEY = "_dynscalar_marks"
 CLASS_MARKS_KEY = "_dynscalar_class_marks"
 
 
-class _ClassMarksEpoch:
-    """A counter bumped by every ``@dynamic_attrs``: compiled code guards on it.
+class _MarksEpoch:
+    """A counter bumped by every class and function mark: compiled code guards on it.
 
-    Instance marks are guarded precisely (the marks dict entry itself); class marks are
-    looked up along the MRO, so a graph that consulted them is tied to this counter
-    instead.  Classes are decorated at definition, so the counter rarely moves after a
-    compile; when it does, affected graphs recompile once.
+    Instance marks are guarded precisely (the marks dict entry itself).  Class marks
+    (``@dynamic_attrs``) are looked up along the MRO and function-argument marks by code
+    object, so a graph that consulted them is tied to this counter instead.  Those marks are
+    made at definition or set-up time, so the counter rarely moves after a compile; when it
+    does, the affected graphs recompile once.
     """
 
     __slots__ = ("value",)
@@ -53,7 +54,7 @@ class _ClassMarksEpoch:
         self.value = 0
 
 
-CLASS_MARKS_EPOCH = _ClassMarksEpoch()
+MARKS_EPOCH = _MarksEpoch()
 
 # Marks are replaced copy-on-write (readers never lock); writers serialize here so two
 # threads marking the same module cannot lose each other's update.
@@ -61,16 +62,19 @@ _write_lock = threading.Lock()
 
 
 def edit_marks(
-    instance_dict: dict[str, Any], edit: Callable[[dict[str, DynamicSpec | None]], None]
+    instance_dict: dict[str, Any],
+    edit: Callable[[dict[str, DynamicSpec | None]], None],
+    key: str = MARKS_KEY,
 ) -> None:
     """Apply ``edit`` to a copy of an instance's marks and store the copy, under the lock.
 
     A fresh dict each time: copies of the module made earlier keep their own marks.
+    ``key`` selects the attribute marks (default) or the argument marks (``_args``).
     """
     with _write_lock:
-        marks = dict(instance_dict.get(MARKS_KEY) or {})
+        marks = dict(instance_dict.get(key) or {})
         edit(marks)
-        instance_dict[MARKS_KEY] = marks
+        instance_dict[key] = marks
 
 
 ModuleT = TypeVar("ModuleT", bound=torch.nn.Module)
@@ -364,7 +368,7 @@ def dynamic_attrs(
             for name in checked:
                 own[name] = spec
             setattr(cls, CLASS_MARKS_KEY, own)
-            CLASS_MARKS_EPOCH.value += 1
+            MARKS_EPOCH.value += 1
         return cls
 
     return decorate

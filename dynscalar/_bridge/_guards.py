@@ -30,40 +30,44 @@ from typing import Any
 
 from .._registry import MARKS_KEY
 
-__all__ = ["guard_mark_state", "guard_proxy"]
+__all__ = ["guard_mark_state", "guard_marks_epoch", "guard_proxy"]
 
 
-def guard_mark_state(owner_source: Any, owner: Any, name: str) -> None:
-    """Guard the registry's answer for ``owner.name`` (see module docstring)."""
+def guard_mark_state(owner_source: Any, owner: Any, name: str, key: str = MARKS_KEY) -> None:
+    """Guard the registry's answer for ``owner.name`` (see module docstring).
+
+    ``key`` selects the instance's attribute marks (default) or its argument marks.
+    """
     from torch._dynamo.guards import GuardBuilder, install_guard
     from torch._dynamo.source import AttrSource, DictGetItemSource
 
     instance_dict = object.__getattribute__(owner, "__dict__")
-    marks = instance_dict.get(MARKS_KEY)
+    marks = instance_dict.get(key)
     if marks is None:
         install_guard(
             owner_source.make_guard(
-                functools.partial(GuardBuilder.NOT_PRESENT_IN_GENERIC_DICT, attr=MARKS_KEY)
+                functools.partial(GuardBuilder.NOT_PRESENT_IN_GENERIC_DICT, attr=key)
             )
         )
     else:
-        marks_source = AttrSource(owner_source, MARKS_KEY)
+        marks_source = AttrSource(owner_source, key)
         if name in marks:  # the instance decides: a canonical spec, or None (opted out)
             install_guard(DictGetItemSource(marks_source, name).make_guard(GuardBuilder.ID_MATCH))
             return
         install_guard(
             marks_source.make_guard(functools.partial(GuardBuilder.DICT_NOT_CONTAINS, key=name))
         )
-    # The class decides.  Undecorated classes too: a class decorated after its instances
-    # were compiled must take effect at the next call.
-    _guard_class_marks_epoch()
+    # The class (or, for an argument, the function) decides.  Unmarked ones too: a mark
+    # made after a compile must take effect at the next call.
+    guard_marks_epoch()
 
 
-def _guard_class_marks_epoch() -> None:
+def guard_marks_epoch() -> None:
+    """Guard the counter bumped by class and function marks (one lambda guard per graph)."""
     from torch._dynamo.guards import GuardBuilder, install_guard
     from torch._dynamo.source import AttrSource, ImportSource
 
-    epoch = AttrSource(AttrSource(ImportSource("dynscalar"), "_class_marks_epoch"), "value")
+    epoch = AttrSource(AttrSource(ImportSource("dynscalar"), "_marks_epoch"), "value")
     install_guard(epoch.make_guard(GuardBuilder.EQUALS_MATCH))
 
 

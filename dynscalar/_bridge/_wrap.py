@@ -24,13 +24,14 @@ import numbers
 import warnings
 from typing import Any
 
+from .._args import ARG_MARKS_KEY, lookup_arg_mark
 from .._auto import auto_spec
 from .._diagnostics import DynscalarError, SpecializationError, SpecializationWarning, warn_once
 from .._proxy import DynamicScalar
 from .._registry import check_marked_value, lookup_mark
 from .._spec import DynamicSpec
 from ._floats import wrap_float
-from ._guards import guard_mark_state, guard_proxy
+from ._guards import guard_mark_state, guard_marks_epoch, guard_proxy
 from ._ints import wrap_int
 from ._reports import instance_path, passthrough, user_location
 from ._sources import swapped_source
@@ -58,10 +59,32 @@ def _owner_and_name(builder: Any) -> tuple[Any, str] | None:
     return owner, source.member
 
 
-def _describe(builder: Any, owner_name: tuple[Any, str] | None) -> str:
+def _describe(
+    builder: Any, owner_name: tuple[Any, str] | None, argument: tuple[Any, str, Any] | None
+) -> str:
     if owner_name is not None:
         return f"{type(owner_name[0]).__name__}.{owner_name[1]}"
+    if argument is not None:
+        code, name = argument[0], argument[1]
+        return f"{getattr(code, 'co_qualname', code.co_name)}({name})"  # co_qualname: 3.11+
     return str(builder.source.name)
+
+
+def _argument(builder: Any) -> tuple[Any, str, Any] | None:
+    """For a parameter of the compiled frame: ``(code, parameter name, its self or None)``."""
+    from torch._dynamo.source import LocalSource
+
+    source = builder.source
+    if type(source) is not LocalSource or not source.is_input:
+        return None
+    tx = builder.tx
+    code = getattr(tx, "f_code", None)
+    if code is None:
+        return None
+    if source.local_name not in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]:
+        return None
+    self_obj = getattr(tx, "f_locals", {}).get("self")
+    return code, source.local_name, self_obj
 
 
 def _is_number_subclass(kind: type) -> bool:
@@ -84,7 +107,18 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     owner_name = _owner_and_name(instance)
     mark: DynamicSpec | None = None
     why = "marked with mark_dynamic_attr or @dynamic_attrs"
-    if owner_name is not None and _is_module(owner_name[0]):
+    argument = _argument(instance) if owner_name is None and numeric else None
+    if argument is not None:
+        code, name, self_obj = argument
+        mark = lookup_arg_mark(code, name, self_obj)
+        why = "marked with mark_dynamic_args or @dynamic_args"
+        if _is_module(self_obj):  # instance marks, then the function's (epoch)
+            from torch._dynamo.source import LocalSource
+
+            guard_mark_state(LocalSource("self", is_input=True), self_obj, name, ARG_MARKS_KEY)
+        else:
+            guard_marks_epoch()
+    elif owner_name is not None and _is_module(owner_name[0]):
         owner, name = owner_name
         mark = lookup_mark(owner, name)
         if mark is None and (kind is int or kind is float):
@@ -100,7 +134,7 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     if spec is None:
         return wrapped(*args, **kwargs)
 
-    where = _describe(instance, owner_name)
+    where = _describe(instance, owner_name, argument)
     if getattr(instance.tx, "export", False):
         return _specialize_for_export(wrapped, instance, value, where)
     plain = value.__wrapped__ if proxied else value

@@ -1,0 +1,217 @@
+"""Argument marks (issue 12): plain int/float arguments, symbolic from the first compile.
+
+Every test compares the compiled function with the same function run eagerly on the same
+arguments and asserts the exact number of compiled graphs.
+"""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+
+import dynscalar as ds
+
+from .conftest import CountingBackend
+
+BACKENDS = ["eager", "aot_eager"]
+
+
+class Denoiser(torch.nn.Module):
+    """torch's own DynamicInt test pattern: the argument goes into torch.tensor([...])."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor, timestep: int, scale: float = 1.0) -> torch.Tensor:
+        t = torch.tensor([timestep], dtype=x.dtype)  # needs a plain int: no proxy gets here
+        return self.layer(x) * t * scale + timestep
+
+
+def same(
+    compiled: Callable[..., Any], eager: Callable[..., Any], *args: Any, **kwargs: Any
+) -> None:
+    torch.testing.assert_close(compiled(*args, **kwargs), eager(*args, **kwargs), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("how", ["torch.compile(module)", "module.compile()"])
+def test_module_arguments_compile_once_and_stay_plain(how: str, backend: str) -> None:
+    model = ds.mark_dynamic_args(Denoiser(), "timestep", "scale")
+    eager = copy.deepcopy(model)
+    counter = CountingBackend(backend)
+    if how == "module.compile()":
+        compiled: Callable[..., Any] = model
+        model.compile(backend=counter, fullgraph=True)
+    else:
+        compiled = torch.compile(model, backend=counter, fullgraph=True)
+    x = torch.randn(3, 4)
+    for step in range(6):
+        same(compiled, eager, x, step, scale=0.5 + step)  # keyword
+        same(compiled, eager, x, step + 10, 0.25 * step)  # positional
+    same(compiled, eager, x, 99)  # the default scale: still the same graph
+    assert counter.graphs == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_function_arguments_compile_once(backend: str) -> None:
+    def step_fn(x: torch.Tensor, n: int, lr: float = 0.1) -> torch.Tensor:
+        return x * n + torch.tensor([n]) * lr
+
+    ds.mark_dynamic_args(step_fn, "n", "lr")
+    counter = CountingBackend(backend)
+    compiled = torch.compile(step_fn, backend=counter)
+    for n in range(-4, 8):
+        same(compiled, step_fn, torch.randn(3), n, lr=0.01 * n)
+    assert counter.graphs == 1
+
+
+def test_stock_plain_arguments_baseline() -> None:
+    """The same function unmarked: one static graph first, then automatic dynamic."""
+
+    def step_fn(x: torch.Tensor, n: int) -> torch.Tensor:
+        return x * n
+
+    counter = CountingBackend("eager")
+    compiled = torch.compile(step_fn, backend=counter)
+    for n in range(5):
+        same(compiled, step_fn, torch.randn(3), n)
+    assert counter.graphs == 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_decorator_on_forward_unbacked_with_negative_values(backend: str) -> None:
+    class Shift(torch.nn.Module):
+        @ds.dynamic_args("offset", unbacked=True)
+        def forward(self, x: torch.Tensor, offset: int) -> torch.Tensor:
+            return x + offset
+
+    model = Shift()
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter, fullgraph=True)
+    for offset in range(-5, 5):
+        same(compiled, Shift(), torch.randn(3), offset)
+    assert counter.graphs == 1
+    # marked through the function: every instance shares the mark
+    same(torch.compile(Shift(), backend=counter, fullgraph=True), Shift(), torch.ones(3), 7)
+    assert counter.graphs == 1
+
+
+def test_branch_on_marked_argument_compiles_once_per_path() -> None:
+    def branchy(x: torch.Tensor, n: int) -> torch.Tensor:
+        return x * n if n % 2 == 0 else x - n
+
+    ds.mark_dynamic_args(branchy, "n")
+    counter = CountingBackend("eager")
+    compiled = torch.compile(branchy, backend=counter)
+    for n in range(10):
+        same(compiled, branchy, torch.randn(3), n)
+    assert counter.graphs == 2
+
+
+def test_range_is_enforced_with_a_clear_error() -> None:
+    def clipped(x: torch.Tensor, n: int) -> torch.Tensor:
+        return x * n
+
+    ds.mark_dynamic_args(clipped, "n", min=0, max=10)
+    compiled = torch.compile(clipped, backend=CountingBackend("eager"))
+    same(compiled, clipped, torch.ones(2), 10)
+    with pytest.raises(ds.OutOfRangeError, match=r"clipped\(n\): value 11 is outside"):
+        compiled(torch.ones(2), 11)
+
+
+def test_other_instances_of_the_class_are_not_marked() -> None:
+    marked, plain = ds.mark_dynamic_args(Denoiser(), "timestep"), Denoiser()
+    plain.load_state_dict(marked.state_dict())
+    counter = CountingBackend("eager")
+    c_marked = torch.compile(marked, backend=counter)
+    c_plain = torch.compile(plain, backend=counter)
+    x = torch.randn(2, 4)
+    for step in range(4):
+        same(c_marked, marked, x, step)
+        same(c_plain, plain, x, step)
+    # marked: one graph; the plain twin like stock torch: static 0, then automatic dynamic
+    assert counter.graphs == 3
+
+
+def test_unmark_and_mark_after_compiling_take_effect_at_the_next_call() -> None:
+    def scale(x: torch.Tensor, n: int) -> torch.Tensor:
+        return x * n
+
+    counter = CountingBackend("eager")
+    compiled = torch.compile(scale, backend=counter)
+    same(compiled, scale, torch.ones(2), 1)  # unmarked: a static graph
+    ds.mark_dynamic_args(scale, "n", strict=True)
+    for n in (1, 2, 3):
+        same(compiled, scale, torch.ones(2), n)
+    assert counter.graphs == 2  # the static graph, then the marked one
+    ds.unmark_dynamic_args(scale, "n")
+    for n in (4, 5, 6):
+        same(compiled, scale, torch.ones(2), n)
+    # unmarked again: torch's automatic dynamic already saw `n` change, so its one new
+    # graph is dynamic (stock torch's behaviour for this argument's history)
+    assert counter.graphs == 3
+
+
+def test_a_float_for_an_int_mark_recompiles_exactly() -> None:
+    def scale(x: torch.Tensor, n: Any) -> torch.Tensor:
+        return x * n
+
+    ds.mark_dynamic_args(scale, "n")
+    counter = CountingBackend("eager")
+    compiled = torch.compile(scale, backend=counter)
+    for n in (2, 3, 2.5, 3.5, ds.DynamicInt(4)):
+        same(compiled, scale, torch.ones(2), n)
+    assert counter.graphs == 3  # int graph, float graph, DynamicInt graph
+
+
+def test_marks_survive_deepcopy_and_pickle() -> None:
+    model = ds.mark_dynamic_args(Denoiser(), "timestep")
+    for twin in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):
+        counter = CountingBackend("eager")
+        compiled = torch.compile(twin, backend=counter)
+        for step in range(3):
+            same(compiled, twin, torch.ones(1, 4), step)
+        assert counter.graphs == 1
+
+
+@pytest.mark.parametrize(
+    ("target", "names", "match"),
+    [
+        (Denoiser(), ("timestamp",), r"Denoiser\.forward has no parameter 'timestamp'.*'timestep'"),
+        (Denoiser(), ("self",), r"has no parameter 'self'"),
+        (lambda x, *args: x, ("args",), r"cannot be marked by name"),
+        (42, ("n",), r"expected a Python function or a torch\.nn\.Module, got int"),
+    ],
+)
+def test_bad_marks_fail_clearly(target: Any, names: tuple[str, ...], match: str) -> None:
+    with pytest.raises(ds.DynscalarTypeError, match=match):
+        ds.mark_dynamic_args(target, *names)
+
+
+def test_marking_through_the_compiled_wrapper() -> None:
+    def scale(x: torch.Tensor, n: int) -> torch.Tensor:
+        return x * n
+
+    counter = CountingBackend("eager")
+    compiled = ds.mark_dynamic_args(torch.compile(scale, backend=counter), "n")
+    for n in range(4):
+        same(compiled, scale, torch.ones(2), n)
+    assert counter.graphs == 1
+
+
+@pytest.mark.inductor
+def test_inductor_module_arguments() -> None:
+    model = ds.mark_dynamic_args(Denoiser(), "timestep", "scale")
+    eager = copy.deepcopy(model)
+    counter = CountingBackend("inductor")
+    compiled = torch.compile(model, backend=counter, fullgraph=True)
+    x = torch.randn(3, 4)
+    for step in range(4):
+        torch.testing.assert_close(compiled(x, step, scale=0.5 * step), eager(x, step, 0.5 * step))
+    assert counter.graphs == 1
