@@ -11,8 +11,8 @@ apart, never blamed on a scalar.
 
 Each scalar is named the way user code reaches it (``model.block``, ``model[1]``, the
 variable at the call site when there is one) and gets runnable code: ``mark_dynamic_attr``
-for module attributes, the call statement rewritten with ``dynscalar.mark_dynamic(...)`` for
-function arguments (:func:`argument_fix` is the one place to switch to argument marks), and
+for module attributes, ``mark_dynamic_args`` on what the call site calls for function
+arguments (callers keep passing plain values; :func:`argument_fix`), and
 ``x = dynscalar.mark_dynamic(x)`` for other values.
 """
 
@@ -83,17 +83,13 @@ class ArgumentSite:
 def argument_fix(site: ArgumentSite) -> list[str]:
     """Code (without ``import dynscalar``) that makes ``site.parameters`` dynamic.
 
-    Today: the call statement with each value wrapped in :func:`dynscalar.mark_dynamic`.
-    Once argument marks exist this is the one function to switch, for example to
-    ``[f'{callee} = dynscalar.mark_dynamic_args({callee}, "n")']``; ``site.call.callee`` is
-    how the call site names the compiled callable, ``site.function`` the function's name.
+    An argument mark (:func:`dynscalar.mark_dynamic_args`) on what the call site calls
+    (``site.call.callee``: a compiled function, or a compiled module), so callers keep
+    passing plain values; without a readable call site, on the function itself.
     """
-    if site.call is not None:
-        return site.call.wrapped(list(site.parameters)).splitlines()
-    return [
-        f"{name} = dynscalar.mark_dynamic({name})  # the value you pass as {name}"
-        for name in site.parameters
-    ]
+    target = site.call.callee if site.call is not None else site.function
+    names = ", ".join(_string(name) for name in site.parameters)
+    return [f"dynscalar.mark_dynamic_args({target}, {names})"]
 
 
 @dataclass
@@ -650,10 +646,10 @@ def fix_blocks(report: DoctorReport) -> list[FixBlock]:
             merged = replace(calls[0], arguments=spans)
         code = ["import dynscalar", *argument_fix(ArgumentSite(function, parameters, merged))]
         if merged is not None:
-            placement = f"change the call at {_relative(merged.filename)}:{merged.lineno} to"
+            placement = f"after `{merged.callee}` is created, before the first call, add"
         else:
-            placement = f"where you call {function}, add"
-        blocks.append(FixBlock(placement, code, merged))
+            placement = f"after `{function}` is defined, before the first call, add"
+        blocks.append(FixBlock(placement, code))
     values = [c for c in culprits if c.kind == "value"]
     if values:
         code = ["import dynscalar"]

@@ -155,15 +155,15 @@ dynscalar doctor: 3 Python scalars caused recompiles:
   Shift.forward(offset) (int): 1 recompile of Shift.forward
       functions/ops.py:12: return x + offset
 
-Fix: change the call at functions/run.py:16 to:
+Fix: after `step` is created, before the first call, add:
 
     import dynscalar
-    total += float(step(x, dynscalar.mark_dynamic(i + 2), lr=dynscalar.mark_dynamic(0.1 * (i + 1))))
+    dynscalar.mark_dynamic_args(step, "n", "lr")
 
-Fix: change the call at functions/run.py:17 to:
+Fix: after `shift` is created, before the first call, add:
 
     import dynscalar
-    total += float(shift(x, dynscalar.mark_dynamic(i)).sum())
+    dynscalar.mark_dynamic_args(shift, "offset")
 
 Then run the doctor again to check: python -m dynscalar doctor -o report.txt functions/run.py
 """
@@ -205,28 +205,33 @@ def test_json_report_and_its_fixes_applied_to_the_calls(tmp_path: Path) -> None:
         },
         "recompiles": 1,
         "values": [3],
-        "fix": [
-            "import dynscalar",
-            "total += float(step(x, dynscalar.mark_dynamic(i + 2), lr=0.1 * (i + 1)))",
-        ],
+        "fix": ["import dynscalar", 'dynscalar.mark_dynamic_args(step, "n")'],
     }
     assert [(s["scalar"], s["type"], s["values"]) for s in data["scalars"]] == [
         ("scaled_sum(n)", "int", [3]),
         ("scaled_sum(lr)", "float", [0.2]),
         ("Shift.forward(offset)", "int", [1]),
     ]
-    assert [
-        (f["replaces"]["file"], f["replaces"]["line"], f["replaces"]["code"]) for f in data["fixes"]
-    ] == [
-        (str(run_py), 16, "total += float(step(x, i + 2, lr=0.1 * (i + 1)))"),
-        (str(run_py), 17, "total += float(shift(x, i).sum())"),
+    assert [(f["where"], f["code"], f["replaces"]) for f in data["fixes"]] == [
+        (
+            "after `step` is created, before the first call, add",
+            'import dynscalar\ndynscalar.mark_dynamic_args(step, "n", "lr")',
+            None,
+        ),
+        (
+            "after `shift` is created, before the first call, add",
+            'import dynscalar\ndynscalar.mark_dynamic_args(shift, "offset")',
+            None,
+        ),
     ]
 
     source = run_py.read_text()
     for fix in data["fixes"]:  # apply every fix where the report says it goes
         import_line, *code = fix["code"].splitlines()
         assert import_line == "import dynscalar"
-        source = source.replace(fix["replaces"]["code"], "\n".join(code))
+        callee = fix["where"].split("`")[1]
+        created = next(line for line in source.splitlines() if line.startswith(f"{callee} = "))
+        source = source.replace(created, "\n".join([created, *code]))
     run_py.write_text("import dynscalar\n" + source)
     fixed = doctor(tmp_path, "functions", "run.py")
     assert fixed.returncode == 0, fixed.stderr
@@ -399,7 +404,7 @@ def test_scalar_guard_text_is_parsed(text: str, parsed: Any) -> None:
     assert _recompiles._parse_scalar_guard(text) == parsed
 
 
-def test_argument_fix_wraps_every_culprit_in_one_statement() -> None:
+def test_argument_fix_marks_the_arguments_of_what_the_call_site_calls() -> None:
     call = _doctor.CallSite(
         filename="run.py",
         lineno=3,
@@ -407,18 +412,10 @@ def test_argument_fix_wraps_every_culprit_in_one_statement() -> None:
         callee="f",
         arguments={"n": (20, 21), "lr": (30, 33)},
     )
-    site = _doctor.ArgumentSite("f", ("n", "lr"), call)
-    assert _doctor.argument_fix(site) == [
-        "out = f(",
-        "    x,",
-        "    dynscalar.mark_dynamic(n),",
-        "    lr=dynscalar.mark_dynamic(0.5),",
-        ")",
-    ]
-    unknown = _doctor.ArgumentSite("f", ("n",), None)
-    assert _doctor.argument_fix(unknown) == [
-        "n = dynscalar.mark_dynamic(n)  # the value you pass as n"
-    ]
+    site = _doctor.ArgumentSite("train_step", ("n", "lr"), call)
+    assert _doctor.argument_fix(site) == ['dynscalar.mark_dynamic_args(f, "n", "lr")']
+    unknown = _doctor.ArgumentSite("train_step", ("n",), None)
+    assert _doctor.argument_fix(unknown) == ['dynscalar.mark_dynamic_args(train_step, "n")']
 
 
 def test_call_site_reading_handles_multiline_calls_and_keywords(tmp_path: Path) -> None:
