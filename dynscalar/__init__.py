@@ -41,6 +41,7 @@ from ._diagnostics import (
     SpecializationWarning,
 )
 from ._explain import Explanation, MarkRecord, explain
+from ._optim import mark_dynamic_param_groups
 from ._proxy import DynamicFloat, DynamicInt, DynamicScalar, is_dynamic_scalar
 from ._registry import MARKS_EPOCH as _marks_epoch  # noqa: F401 - guarded by compiled code
 from ._registry import (
@@ -83,6 +84,7 @@ __all__ = [
     "mark_dynamic",
     "mark_dynamic_args",
     "mark_dynamic_attr",
+    "mark_dynamic_param_groups",
     "unmark_dynamic_args",
     "unmark_dynamic_attr",
 ]

@@ -39,6 +39,8 @@ _EXPECTED_SIGNATURES: dict[str, tuple[str, ...]] = {
         "allow_nested_graph_breaks",
     ),
     "UserFunctionVariable.__init__": ("self", "fn", "is_constant", "kwargs"),
+    "TensorVariable.call_method": ("self", "tx", "name", "args", "kwargs"),
+    "BuiltinVariable.call_function": ("self", "tx", "args", "kwargs"),
     # write-back (_writeback)
     "SideEffects.codegen_update_mutated": ("self", "cg", "log_side_effects"),
     "InstructionTranslatorBase.BINARY_OP": ("self", "inst"),
@@ -89,7 +91,7 @@ def _core_internals() -> dict[str, Any]:
         side_effects,
         symbolic_convert,
     )
-    from torch._dynamo.variables import builder, functions
+    from torch._dynamo.variables import builder, builtin, functions, tensor
     from torch._dynamo.variables import torch as torch_variables
     from torch.fx.experimental import symbolic_shapes
 
@@ -116,6 +118,8 @@ def _core_internals() -> dict[str, Any]:
             tracer.inline_user_function_return
         ),
         "UserFunctionVariable.__init__": functions.UserFunctionVariable.__init__,
+        "TensorVariable.call_method": tensor.TensorVariable.call_method,
+        "BuiltinVariable.call_function": builtin.BuiltinVariable.call_function,
         "SideEffects.codegen_update_mutated": side_effects.SideEffects.codegen_update_mutated,
         # Python 3.10 has one INPLACE_* handler per operator instead (same signature)
         "InstructionTranslatorBase.BINARY_OP": getattr(tracer, "BINARY_OP", tracer.INPLACE_ADD),

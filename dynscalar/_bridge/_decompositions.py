@@ -22,6 +22,7 @@ import logging
 import types
 from typing import Any
 
+from ._methods import FOREACH_DECOMPOSITIONS
 from ._nn import DECOMPOSITIONS
 from ._state import peek_state
 
@@ -68,7 +69,7 @@ def in_graph_call_hook(
     tx, call_args, call_kwargs = split(*args, **kwargs)
     fn = instance.value
     try:
-        replacement = DECOMPOSITIONS.get(fn)
+        replacement = DECOMPOSITIONS.get(fn) or FOREACH_DECOMPOSITIONS.get(fn)
     except TypeError:  # an unhashable callable: never ours
         replacement = None
     if replacement is None and not _traced_through(fn):

@@ -22,11 +22,12 @@ from __future__ import annotations
 import logging
 import numbers
 import warnings
-from typing import Any
+from typing import Any, NamedTuple
 
 from .._args import ARG_MARKS_KEY, lookup_arg_mark
 from .._auto import auto_spec
 from .._diagnostics import DynscalarError, SpecializationError, SpecializationWarning, warn_once
+from .._optim import GROUP_MARKS_KEY, lookup_group_mark
 from .._proxy import DynamicScalar
 from .._registry import check_marked_value, lookup_mark
 from .._spec import DynamicSpec
@@ -45,46 +46,80 @@ __all__ = ["wrap_hook", "wrap_plain"]
 _CHECKED_TYPES = frozenset({int, float, bool, str, type(None)})
 
 
-def _owner_and_name(builder: Any) -> tuple[Any, str] | None:
-    """For an attribute source ``<base>.name`` return ``(owner object, name)``."""
-    from torch._dynamo.source import AttrSource
+class _Found(NamedTuple):
+    """A registry mark found for the value being wrapped (``spec`` None: unmarked)."""
 
-    source = builder.source
-    if type(source) is not AttrSource:
-        return None
+    spec: DynamicSpec | None
+    where: str  # for messages: "Net.step", "train_step(n)", "SGD.param_groups[0]['lr']"
+    why: str
+
+
+def _resolve(builder: Any, source: Any) -> Any:
     try:
-        owner = builder.tx.output.resolve_source_value(source.base)
+        return builder.tx.output.resolve_source_value(source)
     except Exception:  # noqa: BLE001 - any source Dynamo cannot resolve is simply not ours
         return None
-    return owner, source.member
 
 
-def _describe(
-    builder: Any, owner_name: tuple[Any, str] | None, argument: tuple[Any, str, Any] | None
-) -> str:
-    if owner_name is not None:
-        return f"{type(owner_name[0]).__name__}.{owner_name[1]}"
-    if argument is not None:
-        code, name = argument[0], argument[1]
-        return f"{getattr(code, 'co_qualname', code.co_name)}({name})"  # co_qualname: 3.11+
-    return str(builder.source.name)
+def _find_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
+    """The registry's mark for where ``value`` is read from, with its guards installed.
 
-
-def _argument(builder: Any) -> tuple[Any, str, Any] | None:
-    """For a parameter of the compiled frame: ``(code, parameter name, its self or None)``."""
-    from torch._dynamo.source import LocalSource
+    Three places hold marks: a module's attributes (``mark_dynamic_attr``,
+    ``@dynamic_attrs``, ``auto_dynamic``), the compiled frame's parameters
+    (``mark_dynamic_args``) and an optimizer's param-group keys
+    (``mark_dynamic_param_groups``).  None when the value is read from none of them.
+    """
+    from torch._dynamo.source import AttrSource, DictGetItemSource, GetItemSource, LocalSource
 
     source = builder.source
-    if type(source) is not LocalSource or not source.is_input:
+    kind = type(source)
+    if kind is AttrSource:
+        owner = _resolve(builder, source.base)
+        name = source.member
+        where = f"{type(owner).__name__}.{name}"
+        if not _is_module(owner):  # marks live on modules only; the name still helps
+            return _Found(None, where, "") if owner is not None else None
+        spec = lookup_mark(owner, name)
+        why = "marked with mark_dynamic_attr or @dynamic_attrs"
+        if spec is None and type(value) in (int, float):
+            spec = auto_spec(owner, name, value)
+            why = "auto_dynamic saw its value change"
+        if numeric:  # after auto_spec: the guards describe the marks as this graph saw them
+            guard_mark_state(source.base, owner, name)
+        return _Found(spec, where, why)
+    if not numeric:
         return None
-    tx = builder.tx
-    code = getattr(tx, "f_code", None)
-    if code is None:
-        return None
-    if source.local_name not in code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]:
-        return None
-    self_obj = getattr(tx, "f_locals", {}).get("self")
-    return code, source.local_name, self_obj
+    if kind is LocalSource and source.is_input:
+        code = getattr(builder.tx, "f_code", None)
+        parameters = (
+            () if code is None else code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        )
+        if source.local_name not in parameters:
+            return None
+        name = source.local_name
+        self_obj = getattr(builder.tx, "f_locals", {}).get("self")
+        if _is_module(self_obj):  # the instance's marks, then the function's (epoch)
+            guard_mark_state(LocalSource("self", is_input=True), self_obj, name, ARG_MARKS_KEY)
+        else:
+            guard_marks_epoch()
+        where = f"{getattr(code, 'co_qualname', code.co_name)}({name})"  # co_qualname: 3.11+
+        spec = lookup_arg_mark(code, name, self_obj)
+        return _Found(spec, where, "marked with mark_dynamic_args or @dynamic_args")
+    if kind is DictGetItemSource and isinstance(source.index, str):
+        groups = source.base
+        if not (isinstance(groups, GetItemSource) and isinstance(groups.index, int)):
+            return None
+        attribute = groups.base
+        if type(attribute) is not AttrSource or attribute.member != "param_groups":
+            return None
+        optimizer = _resolve(builder, attribute.base)
+        if not _is_optimizer(optimizer):
+            return None
+        guard_mark_state(attribute.base, optimizer, source.index, GROUP_MARKS_KEY)
+        where = f"{type(optimizer).__name__}.param_groups[{groups.index}][{source.index!r}]"
+        spec = lookup_group_mark(optimizer, source.index)
+        return _Found(spec, where, "marked with mark_dynamic_param_groups")
+    return None
 
 
 def _is_number_subclass(kind: type) -> bool:
@@ -104,37 +139,16 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     numeric = proxied or kind is int or kind is float or other_number
     if not (numeric or kind in _CHECKED_TYPES or _is_tensor(value)):
         return wrapped(*args, **kwargs)
-    owner_name = _owner_and_name(instance)
-    mark: DynamicSpec | None = None
-    why = "marked with mark_dynamic_attr or @dynamic_attrs"
-    argument = _argument(instance) if owner_name is None and numeric else None
-    if argument is not None:
-        code, name, self_obj = argument
-        mark = lookup_arg_mark(code, name, self_obj)
-        why = "marked with mark_dynamic_args or @dynamic_args"
-        if _is_module(self_obj):  # instance marks, then the function's (epoch)
-            from torch._dynamo.source import LocalSource
-
-            guard_mark_state(LocalSource("self", is_input=True), self_obj, name, ARG_MARKS_KEY)
-        else:
-            guard_marks_epoch()
-    elif owner_name is not None and _is_module(owner_name[0]):
-        owner, name = owner_name
-        mark = lookup_mark(owner, name)
-        if mark is None and (kind is int or kind is float):
-            mark = auto_spec(owner, name, value)
-            why = "auto_dynamic saw its value change"
-        if numeric:
-            # after auto_spec: the guards describe the marks as this graph saw them
-            guard_mark_state(instance.source.base, owner, name)
-    spec: DynamicSpec | None = mark
-    if spec is None and proxied:
+    found = _find_mark(instance, value, numeric)
+    spec = found.spec if found is not None else None
+    where = found.where if found is not None else str(instance.source.name)
+    why = found.why if found is not None else ""
+    if spec is None and proxied:  # the attribute's mark wins over the value's own spec
         spec = value.spec
         why = f"the value is a {kind.__name__}"
     if spec is None:
         return wrapped(*args, **kwargs)
 
-    where = _describe(instance, owner_name, argument)
     if getattr(instance.tx, "export", False):
         return _specialize_for_export(wrapped, instance, value, where)
     plain = value.__wrapped__ if proxied else value
@@ -217,3 +231,9 @@ def _is_module(owner: object) -> bool:
     import torch
 
     return isinstance(owner, torch.nn.Module)
+
+
+def _is_optimizer(owner: object) -> bool:
+    import torch
+
+    return isinstance(owner, torch.optim.Optimizer)

@@ -1,0 +1,134 @@
+"""Tensor methods and foreach ops whose Scalar argument would specialize a dynamic float.
+
+``param.add_(grad, alpha=-lr)`` (SGD), ``p.addcdiv_(m, d, value=-step)``,
+``torch._foreach_add_(params, grads, alpha=-lr)``: ATen's ``alpha``/``value`` Scalars are
+not lowered by the float-tensorify pass, which restarts analysis with the value
+specialized (one compile per learning rate).  When the Scalar is a dynscalar float, the
+bridge traces the same arithmetic with the value as a plain operand of ``mul``/``div``,
+which the pass turns into a graph input:
+
+* ``t.add(o, alpha=a)`` -> ``t.add(o * a)`` (``sub`` likewise), in-place forms kept;
+* ``t.addcmul(t1, t2, value=v)`` -> ``t.add(t1 * v * t2)``;
+* ``t.addcdiv(t1, t2, value=v)`` -> ``t.add(t1 * v / t2)``;
+* ``torch._foreach_add(_)(xs, ys, alpha=a)`` and ``torch._foreach_addcmul(_)/addcdiv(_)``
+  with a Scalar ``value``: the same, per tensor.
+
+ATen evaluates ``self + alpha * other`` in one kernel, which may fuse the multiply-add
+(FMA): results can differ from eager in the last bit (``TOLERANCES`` in ``_nn``: 1e-6).
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import torch
+
+from ._state import peek_state
+
+__all__ = ["FOREACH_DECOMPOSITIONS", "tensor_method_hook"]
+
+# method -> (keyword of the Scalar, how it combines its tensor operands)
+_METHODS: dict[str, tuple[str, str]] = {
+    "add": ("alpha", "scale"),
+    "add_": ("alpha", "scale"),
+    "sub": ("alpha", "scale"),
+    "sub_": ("alpha", "scale"),
+    "addcmul": ("value", "mul"),
+    "addcmul_": ("value", "mul"),
+    "addcdiv": ("value", "div"),
+    "addcdiv_": ("value", "div"),
+}
+
+
+def _is_our_float(tx: Any, value: Any) -> bool:
+    from torch._dynamo.variables.tensor import SymNodeVariable
+
+    if not isinstance(value, SymNodeVariable) or not isinstance(value.sym_num, torch.SymFloat):
+        return False
+    state = peek_state(getattr(tx.output, "shape_env", None))
+    return state is not None and any(
+        s in state.floats for s in value.sym_num.node.expr.free_symbols
+    )
+
+
+def tensor_method_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Around ``TensorVariable.call_method(tx, name, args, kwargs)``."""
+
+    def split(tx: Any, name: str, args: Any, kwargs: Any) -> tuple[Any, str, Any, Any]:
+        return tx, name, args, kwargs
+
+    tx, name, call_args, call_kwargs = split(*args, **kwargs)
+    rule = _METHODS.get(name)
+    if rule is None:
+        return wrapped(*args, **kwargs)
+    keyword, combine = rule
+    positional = 1 if combine == "scale" else 2  # the Scalar may also come positionally
+    scalar = call_kwargs.get(keyword)
+    if scalar is None and len(call_args) > positional:
+        scalar = call_args[positional]
+    if scalar is None or not _is_our_float(tx, scalar):
+        return wrapped(*args, **kwargs)
+    from torch._dynamo.variables.builtin import BuiltinVariable
+
+    def apply(op: Any, left: Any, right: Any) -> Any:
+        return BuiltinVariable(op).call_function(tx, [left, right], {})
+
+    if combine == "scale":
+        operand = apply(operator.mul, call_args[0], scalar)
+    else:
+        product = apply(operator.mul, call_args[0], scalar)
+        divide = operator.truediv if combine == "div" else operator.mul
+        operand = apply(divide, product, call_args[1])
+    plain = name[:3] + ("_" if name.endswith("_") else "")  # add/add_/sub/sub_
+    return wrapped(tx, plain, [operand], {})
+
+
+# ----------------------------------------------------------------------------- foreach
+def _each(other: Any, count: int) -> list[Any]:
+    """A list operand as is; a Scalar or a single tensor, once per tensor of the list."""
+    if isinstance(other, (list, tuple)):
+        return list(other)
+    return [other] * count
+
+
+def _foreach_add(self: Any, other: Any, alpha: Any = 1) -> Any:
+    return [s + o * alpha for s, o in zip(self, _each(other, len(self)), strict=True)]
+
+
+def _foreach_add_(self: Any, other: Any, alpha: Any = 1) -> None:
+    for s, o in zip(self, _each(other, len(self)), strict=True):
+        s.add_(o * alpha)
+
+
+def _foreach_addcmul(self: Any, tensor1: Any, tensor2: Any, value: Any = 1) -> Any:
+    values = _each(value, len(self))
+    return [s + a * v * b for s, a, b, v in zip(self, tensor1, tensor2, values, strict=True)]
+
+
+def _foreach_addcmul_(self: Any, tensor1: Any, tensor2: Any, value: Any = 1) -> None:
+    for s, a, b, v in zip(self, tensor1, tensor2, _each(value, len(self)), strict=True):
+        s.add_(a * v * b)
+
+
+def _foreach_addcdiv(self: Any, tensor1: Any, tensor2: Any, value: Any = 1) -> Any:
+    values = _each(value, len(self))
+    return [s + a * v / b for s, a, b, v in zip(self, tensor1, tensor2, values, strict=True)]
+
+
+def _foreach_addcdiv_(self: Any, tensor1: Any, tensor2: Any, value: Any = 1) -> None:
+    for s, a, b, v in zip(self, tensor1, tensor2, _each(value, len(self)), strict=True):
+        s.add_(a * v / b)
+
+
+#: foreach op -> the per-tensor function traced in its place (see _decompositions)
+FOREACH_DECOMPOSITIONS: dict[Any, Any] = {
+    torch._foreach_add: _foreach_add,
+    torch._foreach_add_: _foreach_add_,
+    torch._foreach_addcmul: _foreach_addcmul,
+    torch._foreach_addcmul_: _foreach_addcmul_,
+    torch._foreach_addcdiv: _foreach_addcdiv,
+    torch._foreach_addcdiv_: _foreach_addcdiv_,
+}

@@ -1,0 +1,71 @@
+"""Optimizer hyperparameters (learning rate, ...) that stay dynamic under a compiled step.
+
+``torch.compile(optimizer.step)`` reads ``optimizer.param_groups[i]["lr"]``; stock torch
+guards on its value and recompiles for every new learning rate a scheduler sets (unless
+``lr`` is a tensor).  :func:`mark_dynamic_param_groups` marks the *key*: whatever float a
+scheduler (or your code) stores under it later is traced as a symbolic input, and the
+values stay plain Python floats.  The marks live on the optimizer instance.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+import torch
+
+from ._diagnostics import DynscalarTypeError
+from ._registry import _check_names, edit_marks
+from ._spec import DynamicSpec
+
+__all__ = ["GROUP_MARKS_KEY", "lookup_group_mark", "mark_dynamic_param_groups"]
+
+GROUP_MARKS_KEY = "_dynscalar_group_marks"
+
+OptimizerT = TypeVar("OptimizerT", bound=torch.optim.Optimizer)
+
+
+def mark_dynamic_param_groups(
+    optimizer: OptimizerT, *keys: str, strict: bool = False
+) -> OptimizerT:
+    """Trace the float hyperparameters ``keys`` (default ``"lr"``) of every param group
+    symbolically when ``optimizer.step`` is compiled.  Returns ``optimizer``.
+
+    Examples:
+        >>> import torch, dynscalar
+        >>> model = torch.nn.Linear(2, 2)
+        >>> opt = dynscalar.mark_dynamic_param_groups(torch.optim.SGD(model.parameters(), lr=0.1))
+        >>> sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda epoch: 0.9**epoch)
+        >>> step = torch.compile(opt.step, backend="eager")  # one compile for every lr
+    """
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise DynscalarTypeError(
+            f"dynscalar.mark_dynamic_param_groups: expected a torch.optim.Optimizer, got "
+            f"{type(optimizer).__name__}."
+        )
+    checked = _check_names(keys or ("lr",), "mark_dynamic_param_groups")
+    spec = DynamicSpec.build(strict=strict, where="dynscalar.mark_dynamic_param_groups")
+    for index, group in enumerate(optimizer.param_groups):
+        for key in checked:
+            value = group.get(key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise DynscalarTypeError(
+                    f"dynscalar.mark_dynamic_param_groups: {type(optimizer).__name__}."
+                    f"param_groups[{index}][{key!r}] is {type(value).__name__} ({value!r}), "
+                    "not a float; only Python float hyperparameters can be marked (a tensor "
+                    "learning rate is already a graph input)."
+                )
+    edit_marks(
+        optimizer.__dict__,
+        lambda marks: marks.update(dict.fromkeys(checked, spec)),
+        key=GROUP_MARKS_KEY,
+    )
+    return optimizer
+
+
+def lookup_group_mark(optimizer: object, key: str) -> DynamicSpec | None:
+    """The mark of param-group ``key`` of ``optimizer``, if any."""
+    try:
+        marks = object.__getattribute__(optimizer, "__dict__").get(GROUP_MARKS_KEY)
+    except AttributeError:
+        return None
+    return marks.get(key) if marks else None
