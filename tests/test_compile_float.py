@@ -281,3 +281,35 @@ def test_float_torch_keeps_constant_is_reported() -> None:
         for v in (0.5, 0.75, 1.25):
             torch.testing.assert_close(compiled(x, DynamicFloat(v)), scaled(x, v), rtol=0, atol=0)
     assert counter.graphs == 3
+
+
+class FreeUStyle(torch.nn.Module):
+    """diffusers' FreeU reads two factors; the second only decides a branch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = 1.2
+        self.b = 0.4
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.a and self.b:
+            return x * self.a
+        return x
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_restart_to_drop_an_unused_float_is_not_a_specialization(backend: str) -> None:
+    """torch's tensorify pass restarts analysis to drop `b`, an input the graph never uses;
+    no value guard follows, so the values of `b` share one graph and nothing is reported."""
+    model = ds.mark_dynamic_attr(FreeUStyle(), "a", "b")
+    eager = copy.deepcopy(model)
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.DynscalarWarning)
+        for a, b in ((1.2, 0.4), (1.2, 0.5), (1.3, 0.6), (1.4, 0.7)):
+            model.a, model.b = eager.a, eager.b = a, b
+            x = torch.randn(3)
+            torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    # aot_eager: the first graph is compiled twice (the restart), then never again
+    assert counter.graphs == {"eager": 1, "aot_eager": 2}[backend]
