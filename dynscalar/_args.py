@@ -45,21 +45,58 @@ ARG_MARKS_KEY = "_dynscalar_arg_marks"
 #: code object of a marked function -> {parameter name: spec}; replaced copy-on-write
 _FUNCTION_MARKS: dict[types.CodeType, dict[str, DynamicSpec]] = {}
 
+#: code of a decorator's wrapper (``wrapper(self, *args, **kwargs)``, functools.wraps) ->
+#: the function it wraps: Dynamo may compile the wrapper, whose frame holds the marked
+#: arguments in ``args``/``kwargs``.
+_WRAPPERS: dict[types.CodeType, types.FunctionType] = {}
+
+
+def _unwrapped(function: Any) -> types.FunctionType | None:
+    """The innermost Python function of a ``__wrapped__`` chain; wrappers are remembered."""
+    chain: list[types.FunctionType] = []
+    seen = 0
+    while function is not None and seen < 10:
+        inner = getattr(function, "__func__", function)
+        if isinstance(inner, types.FunctionType):
+            chain.append(inner)
+        function = getattr(function, "_torchdynamo_orig_callable", None) or getattr(
+            function, "__wrapped__", None
+        )
+        seen += 1
+    if not chain:
+        return None
+    innermost = chain[-1]
+    for wrapper in chain[:-1]:
+        _WRAPPERS[wrapper.__code__] = innermost
+    return innermost
+
+
+def wrapped_parameter(
+    code: types.CodeType, position: int | None = None, keyword: str | None = None
+) -> tuple[types.CodeType, str] | None:
+    """In a wrapper's frame, the wrapped function's parameter behind ``args[position]`` or
+    ``kwargs[keyword]``: ``(the wrapped function's code, parameter name)``.
+
+    The wrapper is assumed to pass its named parameters first, then ``*args`` in order
+    (``def wrapper(self, *args, **kwargs): return fn(self, *args, **kwargs)``).
+    """
+    inner = _WRAPPERS.get(code)
+    if inner is None:
+        return None
+    if keyword is not None:
+        return inner.__code__, keyword
+    named = inner.__code__.co_varnames[: inner.__code__.co_argcount]
+    index = code.co_argcount + (position or 0)
+    return (inner.__code__, named[index]) if index < len(named) else None
+
+
 Target = TypeVar("Target")
 
 
 def _function_of(target: object, api: str) -> types.FunctionType:
     """The Python function behind ``target`` (a function, a method, a torch.compile wrapper)."""
-    seen = 0
-    while seen < 10:  # torch.compile and functools.wraps wrappers record what they wrap
-        inner = getattr(target, "_torchdynamo_orig_callable", None) or getattr(
-            target, "__wrapped__", None
-        )
-        if inner is None:
-            break
-        target, seen = inner, seen + 1
-    function = getattr(target, "__func__", target)  # a bound method
-    if not isinstance(function, types.FunctionType):
+    function = _unwrapped(target)  # through torch.compile and functools.wraps wrappers
+    if function is None:
         raise DynscalarTypeError(
             f"dynscalar.{api}: expected a Python function or a torch.nn.Module, got "
             f"{type(target).__name__}. Mark the function torch.compile compiles (or the "
@@ -114,7 +151,8 @@ def mark_dynamic_args(
     )
     if isinstance(fn_or_module, torch.nn.Module):
         module = compiled_original(fn_or_module)
-        _check_parameters(type(module).forward, checked, f"{type(module).__name__}.forward")
+        forward = _unwrapped(type(module).forward) or type(module).forward
+        _check_parameters(forward, checked, f"{type(module).__name__}.forward")
         edit_marks(
             module.__dict__,
             lambda marks: marks.update(dict.fromkeys(checked, spec)),

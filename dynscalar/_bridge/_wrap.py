@@ -24,7 +24,7 @@ import numbers
 import warnings
 from typing import Any, NamedTuple
 
-from .._args import ARG_MARKS_KEY, lookup_arg_mark
+from .._args import ARG_MARKS_KEY, lookup_arg_mark, wrapped_parameter
 from .._auto import auto_spec
 from .._diagnostics import DynscalarError, SpecializationError, SpecializationWarning, warn_once
 from .._optim import GROUP_MARKS_KEY, lookup_group_mark
@@ -89,14 +89,9 @@ def _find_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
         return _Found(spec, where, why)
     if not numeric:
         return None
-    if kind is LocalSource and source.is_input:
-        code = getattr(builder.tx, "f_code", None)
-        parameters = (
-            () if code is None else code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-        )
-        if source.local_name not in parameters:
-            return None
-        name = source.local_name
+    parameter = _parameter(builder, source)
+    if parameter is not None:
+        code, name = parameter
         self_obj = getattr(builder.tx, "f_locals", {}).get("self")
         if _is_module(self_obj):  # the instance's marks, then the function's (epoch)
             guard_mark_state(LocalSource("self", is_input=True), self_obj, name, ARG_MARKS_KEY)
@@ -119,6 +114,37 @@ def _find_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
         where = f"{type(optimizer).__name__}.param_groups[{groups.index}][{source.index!r}]"
         spec = lookup_group_mark(optimizer, source.index)
         return _Found(spec, where, "marked with mark_dynamic_param_groups")
+    return None
+
+
+_CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08  # inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
+
+
+def _parameter(builder: Any, source: Any) -> tuple[Any, str] | None:
+    """For an argument of the compiled frame: (code of the function it is a parameter of,
+    parameter name).  Reads through a decorator's ``wrapper(self, *args, **kwargs)`` frame
+    to the function it wraps (``_args.wrapped_parameter``)."""
+    from torch._dynamo.source import DictGetItemSource, GetItemSource, LocalSource
+
+    code = getattr(builder.tx, "f_code", None)
+    if code is None:
+        return None
+    named = code.co_argcount + code.co_kwonlyargcount
+    kind = type(source)
+    if kind is LocalSource:
+        if source.is_input and source.local_name in code.co_varnames[:named]:
+            return code, source.local_name
+        return None
+    base = getattr(source, "base", None)
+    if type(base) is not LocalSource or not base.is_input:
+        return None
+    varargs = code.co_varnames[named] if code.co_flags & _CO_VARARGS else None
+    varkw_index = named + (1 if varargs else 0)
+    varkw = code.co_varnames[varkw_index] if code.co_flags & _CO_VARKEYWORDS else None
+    if kind is GetItemSource and base.local_name == varargs and isinstance(source.index, int):
+        return wrapped_parameter(code, position=source.index)
+    if kind is DictGetItemSource and base.local_name == varkw and isinstance(source.index, str):
+        return wrapped_parameter(code, keyword=source.index)
     return None
 
 
