@@ -338,8 +338,6 @@ VALUES = {
 @pytest.mark.parametrize("value", list(VALUES))
 @pytest.mark.parametrize("form", FORMS)
 def test_write_back_equals_eager_on_modules(form: str, value: str, backend: str) -> None:
-    if value == "DynamicInt-unbacked" and form == "conditional":
-        pytest.skip("branching on an unbacked value is a graph break: covered elsewhere")
     model = Writes(VALUES[value](), form)
     if value == "registry":
         ds.mark_dynamic_attr(model, "s")
