@@ -76,3 +76,25 @@ def test_strict_export_of_a_dynamic_float_argument_keeps_its_value() -> None:
     with pytest.warns(ds.SpecializationWarning, match="torch.export specializes"):
         program = torch.export.export(TakesFloat(), (x, ds.DynamicFloat(0.5)), strict=True)
     torch.testing.assert_close(program.module()(x, 0.5), x * 0.5)
+
+
+def test_strict_mark_refuses_export_specialization_with_a_picklable_error() -> None:
+    """torch.export re-raises errors from tracing as its own UserError, raised while handling
+    the dynscalar error (its __context__), which keeps its public class and pickles by it."""
+    import pickle
+
+    model = ds.mark_dynamic_attr(Scaled(), "step", strict=True)
+    with pytest.raises(torch._dynamo.exc.UserError, match=r"specializes Scaled\.step to 5") as info:
+        torch.export.export(model, (torch.randn(2, 4),), strict=True)
+    cause = info.value.__context__
+    assert isinstance(cause, ds.SpecializationError) and isinstance(cause, ValueError)
+    assert type(pickle.loads(pickle.dumps(cause))) is ds.SpecializationError
+
+
+def test_out_of_range_value_is_specialized_by_export_not_checked() -> None:
+    """Export specializes before any range check: the exported program guards the value."""
+    model = ds.mark_dynamic_attr(Scaled(), "step", max=10)
+    x = torch.randn(2, 4)
+    with pytest.warns(ds.SpecializationWarning, match="specializes Scaled.step to 5"):
+        program = torch.export.export(model, (x,), strict=True)
+    torch.testing.assert_close(program.module()(x), model(x))

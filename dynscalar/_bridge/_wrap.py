@@ -176,7 +176,7 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
         return wrapped(*args, **kwargs)
 
     if getattr(instance.tx, "export", False):
-        return _specialize_for_export(wrapped, instance, value, where)
+        return _specialize_for_export(wrapped, instance, value, spec, where)
     plain = value.__wrapped__ if proxied else value
     if _is_number_subclass(type(plain)):
         return _specialize_subclass(wrapped, instance, value, spec, where)
@@ -229,21 +229,26 @@ def wrap_plain(wrapped: Any, builder: Any, value: Any) -> Any:
         return wrapped(value.__wrapped__)
 
 
-def _specialize_for_export(wrapped: Any, builder: Any, value: Any, where: str) -> Any:
+def _specialize_for_export(
+    wrapped: Any, builder: Any, value: Any, spec: DynamicSpec, where: str
+) -> Any:
     """torch.export (strict) cannot take a module attribute as a new graph input.
 
     The mark is honoured as a constant with a guard, like torch does for plain ints, and the
-    user is told: the exported program is correct for this value only.
+    user is told: the exported program is correct for this value only.  A ``strict=True``
+    mark refuses to be specialized: :class:`~dynscalar.SpecializationError`.
     """
-
-    log.info("%s specialized for torch.export", where)
-    warnings.warn(  # every export: it is a one-off, and each program is specialized anew
-        f"dynscalar: torch.export specializes {where} to {getattr(value, 'value', value)!r}; "
-        "the exported program is valid for this value only. Pass the value as a tensor "
-        "input (or an int input with torch.export dynamic_shapes) to keep it dynamic.",
-        SpecializationWarning,
-        stacklevel=4,
+    plain = getattr(value, "value", value)
+    message = (
+        f"dynscalar: torch.export specializes {where} to {plain!r}; the exported program is "
+        "valid for this value only. Pass the value as a tensor input (or an int input with "
+        "torch.export dynamic_shapes) to keep it dynamic."
     )
+    if spec.strict:
+        raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
+    log.info("%s specialized for torch.export", where)
+    # every export: it is a one-off, and each program is specialized anew
+    warnings.warn(message, SpecializationWarning, stacklevel=4)
     return wrap_plain(wrapped, builder, value)
 
 
