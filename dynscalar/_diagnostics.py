@@ -60,7 +60,8 @@ class OutOfRangeError(DynscalarValueError):
 
 
 class SpecializationError(DynscalarValueError):
-    """Raised instead of :class:`SpecializationWarning` for marks made with ``strict=True``."""
+    """Raised instead of [`SpecializationWarning`][dynscalar.SpecializationWarning] for marks
+    made with ``strict=True``."""
 
 
 class DynamicFloatSpecializedError(DynscalarError, RuntimeError):
