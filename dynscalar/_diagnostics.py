@@ -81,7 +81,8 @@ class DynscalarWarning(UserWarning):
 
     Examples:
         >>> import warnings, dynscalar
-        >>> warnings.simplefilter("error", dynscalar.DynscalarWarning)  # all of them as errors
+        >>> # turn all of them into errors:
+        >>> warnings.simplefilter("error", dynscalar.DynscalarWarning)
     """
 
 
@@ -90,7 +91,8 @@ class SpecializationWarning(DynscalarWarning):
 
     Examples:
         >>> import warnings
-        >>> warnings.simplefilter("error", SpecializationWarning)  # turn it into an error
+        >>> # turn it into an error:
+        >>> warnings.simplefilter("error", SpecializationWarning)
     """
 
 

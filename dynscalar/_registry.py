@@ -196,7 +196,8 @@ def mark_dynamic_attr(
     Examples:
         >>> import torch
         >>> m = torch.nn.Linear(2, 2); m.step = 0
-        >>> mark_dynamic_attr(m, "step") is m, type(m.step) is int, is_dynamic_attr(m, "step")
+        >>> marked = mark_dynamic_attr(m, "step")
+        >>> marked is m, type(m.step) is int, is_dynamic_attr(m, "step")
         (True, True, True)
     """
     _check_module(module, "mark_dynamic_attr")

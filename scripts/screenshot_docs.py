@@ -118,6 +118,15 @@ CHECK_JS = r"""
       }
     }
   }
+  for (const pre of content.querySelectorAll('pre')) {
+    if (pre.closest('.doc-signature')) continue;
+    const code = pre.querySelector('code') || pre;
+    if (code.scrollWidth > code.clientWidth + 1) {
+      const line = code.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a), '');
+      problems.push({kind: 'code block wider than the page', detail:
+        `${code.scrollWidth}px in ${code.clientWidth}px near ${where(pre)}: "${line.trim().slice(0, 60)}..."`});
+    }
+  }
   if (document.documentElement.scrollWidth > window.innerWidth + 1) {
     problems.push({kind: 'page wider than the window', detail:
       `${document.documentElement.scrollWidth}px in ${window.innerWidth}px`});
