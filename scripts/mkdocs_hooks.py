@@ -19,11 +19,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 log = logging.getLogger("mkdocs.plugins.dynscalar")
 
-# A role left in the text, e.g. ":class:" before <code>X</code>. Code blocks are removed first.
+# A role left in the text, e.g. ":class:" before <code>X</code>. Code blocks are removed and
+# inline code becomes a placeholder first, so a role quoted inside code is not reported.
 SPHINX_ROLE = re.compile(
     r"(?<![\w:]):(?:py:)?(class|func|meth|attr|mod|exc|data|obj|ref|doc):(?=[`<~\w])"
 )
-CODE = re.compile(r"<(pre|code)\b.*?</\1>", re.S)
+PRE = re.compile(r"<pre\b.*?</pre>", re.S)
+CODE = re.compile(r"<code\b.*?</code>", re.S)
 TAG = re.compile(r"<[^>]+>")
 
 
@@ -47,7 +49,7 @@ def on_config(config: Any) -> Any:
 
 def literal_roles(page_html: str) -> list[str]:
     """Sphinx roles in the visible text of a rendered page (code blocks and spans excluded)."""
-    text = html.unescape(TAG.sub("", CODE.sub(" ", page_html)))
+    text = html.unescape(TAG.sub("", CODE.sub("`code`", PRE.sub(" ", page_html))))
     return [text[max(0, m.start() - 40) : m.end() + 40].strip() for m in SPHINX_ROLE.finditer(text)]
 
 

@@ -124,7 +124,8 @@ CHECK_JS = r"""
     if (code.scrollWidth > code.clientWidth + 1) {
       const line = code.textContent.split('\n').reduce((a, b) => (b.length > a.length ? b : a), '');
       problems.push({kind: 'code block wider than the page', detail:
-        `${code.scrollWidth}px in ${code.clientWidth}px near ${where(pre)}: "${line.trim().slice(0, 60)}..."`});
+        `${code.scrollWidth}px in ${code.clientWidth}px near ${where(pre)}:` +
+        ` "${line.trim().slice(0, 60)}..."`});
     }
   }
   if (document.documentElement.scrollWidth > window.innerWidth + 1) {
