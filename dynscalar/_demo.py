@@ -52,7 +52,8 @@ class SeedModel(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + 1
         self.step += 1
-        return self.layer(x)
+        out: torch.Tensor = self.layer(x)
+        return out
 
 
 class TrainBlock(torch.nn.Module):
@@ -95,7 +96,8 @@ class TrainBlock(torch.nn.Module):
         q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
         attn = F.scaled_dot_product_attention(q, k, v, is_causal=True)
         x = x + self.proj(attn.transpose(1, 2).reshape(b, t, d))
-        return x + self.mlp(self.norm2(x))
+        out: torch.Tensor = x + self.mlp(self.norm2(x))
+        return out
 
     def penalty(self) -> torch.Tensor:
         """Sum of squares of all parameters."""
@@ -151,7 +153,7 @@ def _strategies() -> dict[str, Callable[[torch.nn.Module], torch.nn.Module]]:
         return model
 
     def proxy(model: torch.nn.Module) -> torch.nn.Module:
-        model.step = DynamicInt(model.step)
+        model.step = DynamicInt(model.step)  # type: ignore[arg-type, assignment]
         return model
 
     def registry(model: torch.nn.Module) -> torch.nn.Module:
@@ -161,7 +163,7 @@ def _strategies() -> dict[str, Callable[[torch.nn.Module], torch.nn.Module]]:
         plain = type(model)
         cls = dynamic_attrs("step")(type(f"Dynamic{plain.__name__}", (plain,), {}))
         torch.manual_seed(0)
-        marked = cls()
+        marked: torch.nn.Module = cls()
         marked.load_state_dict(model.state_dict())
         return marked
 
@@ -235,7 +237,7 @@ def _loop(
         start = time.perf_counter()
         out = call(*args)
         if opt is not None:
-            out.backward()
+            out.backward()  # type: ignore[no-untyped-call]
             if i % workload.accum == 0:
                 opt.step()
                 opt.zero_grad()
@@ -283,7 +285,7 @@ def run_strategy(
         torch.allclose(p, q, rtol=RTOL, atol=ATOL)
         for p, q in zip(model.parameters(), eager.parameters(), strict=True)
     )
-    equal &= model.step == eager.step == steps
+    equal &= bool(model.step == eager.step == steps)
     return Row(
         strategy=name,
         compiles=graphs,
