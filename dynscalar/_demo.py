@@ -712,6 +712,8 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             rows = run_demo(steps, args.backend, args.workload, args.runs, progress)
         print_rich_table(rows, console, caption=runs_label(args.runs))
     else:
+        if sys.stdout.isatty():  # a terminal without rich
+            header += "\n(pip install 'dynscalar[demo]' for live progress bars)"
         print(header, flush=True)
         rows = run_demo(steps, args.backend, args.workload, args.runs)
         print()
