@@ -720,7 +720,10 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print(format_table(rows))
         print(f"({runs_label(args.runs)})")
     if args.plot:
-        title = f"dynscalar demo: {args.workload} workload, {steps} calls, {args.backend}"
+        title = (
+            f"dynscalar demo: {args.workload} workload, {steps} calls, {args.backend}; "
+            f"torch {torch.__version__}, {cpu_model()}, {os.cpu_count()} cores"
+        )
         plot_rows(rows, args.plot, title=title)
         print(f"\nplot written to {args.plot}")
     notes = []
