@@ -56,6 +56,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from render_docs import NAMES, write_plots  # noqa: E402
 from workloads import WORKLOADS, Workload  # noqa: E402
 
 import dynscalar  # noqa: E402  (installs the Dynamo bridge hook before Dynamo loads)
@@ -133,18 +134,17 @@ def _dynamic_sources() -> None:
 
 
 STRATEGIES: dict[str, Strategy] = {
-    "eager": Strategy("eager (no compile)", compiled=False, build=_plain),
-    "stock": Strategy("stock torch.compile", build=_plain),
-    "unspec_int": Strategy("allow_unspec_int_on_nn_module", setup=_unspec_int, build=_plain),
-    "dynamic_sources": Strategy(
-        "compiler.config.dynamic_sources", setup=_dynamic_sources, build=_plain
-    ),
-    "torch_dynamicint": Strategy("torch sym_node.DynamicInt", build=_with_step(_torch_dynamicint)),
-    "oracle": Strategy("0-d tensor buffer (oracle)", build=_oracle),
-    "oracle_inplace": Strategy("0-d buffer, add_ in training", build=_oracle_inplace),
-    "ds_proxy": Strategy("dynscalar.DynamicInt", build=_with_step(dynscalar.DynamicInt)),
-    "ds_registry": Strategy("dynscalar.mark_dynamic_attr", build=_registry),
-    "ds_decorator": Strategy("@dynscalar.dynamic_attrs", build=_decorator),
+    # Labels are the reader-facing names the docs use (render_docs.NAMES).
+    "eager": Strategy(NAMES["eager"], compiled=False, build=_plain),
+    "stock": Strategy(NAMES["stock"], build=_plain),
+    "unspec_int": Strategy(NAMES["unspec_int"], setup=_unspec_int, build=_plain),
+    "dynamic_sources": Strategy(NAMES["dynamic_sources"], setup=_dynamic_sources, build=_plain),
+    "torch_dynamicint": Strategy(NAMES["torch_dynamicint"], build=_with_step(_torch_dynamicint)),
+    "oracle": Strategy(NAMES["oracle"], build=_oracle),
+    "oracle_inplace": Strategy(NAMES["oracle_inplace"], build=_oracle_inplace),
+    "ds_proxy": Strategy(NAMES["ds_proxy"], build=_with_step(dynscalar.DynamicInt)),
+    "ds_registry": Strategy(NAMES["ds_registry"], build=_registry),
+    "ds_decorator": Strategy(NAMES["ds_decorator"], build=_decorator),
 }
 DYNSCALAR = ("ds_proxy", "ds_registry", "ds_decorator")
 # oracle_inplace only on request: it differs from the oracle only for training, where it
@@ -445,49 +445,11 @@ def _pyplot() -> Any:
         raise SystemExit(str(exc)) from exc
 
 
-def plot(rows: list[dict[str, Any]], workloads: list[str], out: Path) -> list[Path]:
-    """``cumulative_time.png`` (one panel per workload) and ``compiles.png``."""
-    plt = _pyplot()
-    ok = [r for r in rows if "error" not in r]
-    fig, axes = plt.subplots(1, len(workloads), figsize=(6 * len(workloads), 4.5), squeeze=False)
-    for ax, name in zip(axes[0], workloads, strict=True):
-        for r in (r for r in ok if r["workload"] == name):
-            cumulative, total = [], 0.0
-            for t in r["step_times_s"]:
-                total += t
-                cumulative.append(total)
-            style = "-" if r["strategy"] in DYNSCALAR else "--"
-            ax.plot(range(1, len(cumulative) + 1), cumulative, style, label=r["label"])
-        ax.set(title=name, xlabel="step", ylabel="cumulative wall time (s)")
-        ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    cumulative_png = out / "cumulative_time.png"
-    fig.savefig(cumulative_png, dpi=110)
-    plt.close(fig)
-
-    strategies = list(dict.fromkeys(r["strategy"] for r in ok))
-    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(strategies)), 4.5))
-    width = 0.8 / max(1, len(workloads))
-    for i, name in enumerate(workloads):
-        by_strategy = {r["strategy"]: r for r in ok if r["workload"] == name}
-        xs = [j + i * width for j in range(len(strategies))]
-        heights = [by_strategy[s]["compiles"] if s in by_strategy else 0 for s in strategies]
-        bars = ax.bar(xs, heights, width, label=name)
-        for bar, s in zip(bars, strategies, strict=True):
-            if by_strategy.get(s, {}).get("fell_back_to_eager"):
-                bar.set_hatch("//")
-    ax.set_xticks([j + width * (len(workloads) - 1) / 2 for j in range(len(strategies))])
-    ax.set_xticklabels(
-        [STRATEGIES[s].label for s in strategies], rotation=30, ha="right", fontsize=7
-    )
-    ax.set(ylabel="Dynamo graphs compiled", title="compiles per strategy (hatched: then eager)")
-    ax.legend()
-    fig.tight_layout()
-    compiles_png = out / "compiles.png"
-    fig.savefig(compiles_png, dpi=110)
-    plt.close(fig)
-    return [cumulative_png, compiles_png]
+def plot(result: dict[str, Any], out: Path) -> list[Path]:
+    """``total_time.png`` and ``cumulative_time.png``: the docs' plots (render_docs.py)."""
+    _pyplot()
+    ok = {**result, "results": [r for r in result["results"] if "error" not in r]}
+    return write_plots(ok, out)
 
 
 def _elapsed(seconds: float) -> str:
@@ -580,7 +542,7 @@ def run_parent(args: argparse.Namespace) -> int:
     }
     json_path = out / f"{args.name or time.strftime('%Y%m%d-%H%M%S')}.json"
     json_path.write_text(json.dumps(result, indent=1))
-    pngs = plot(rows, workloads, out)
+    pngs = plot(result, out)
     print(f"\nwrote {json_path}, " + ", ".join(map(str, pngs)) + f" in {_elapsed(wall)}")
     return 1 if wrong else 0
 

@@ -32,17 +32,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser(
-        "demo", help="seed model: compile counts and time, stock torch.compile vs dynscalar"
+        "demo",
+        help="compile counts and time, stock torch.compile vs dynscalar, on the seed model "
+        "(or --workload train)",
     )
-    demo.add_argument("--steps", type=int, default=30, help="calls per strategy (default 30)")
-    demo.add_argument(
-        "--backend", default="inductor", help="torch.compile backend (default inductor)"
-    )
-    demo.add_argument(
-        "--plot",
-        metavar="PATH",
-        help="also save a PNG (cumulative time per call, compiles per strategy); needs matplotlib",
-    )
+    from ._demo import add_arguments as add_demo_arguments
+
+    add_demo_arguments(demo)
     doctor = commands.add_parser(
         "doctor",
         help="run a script unchanged and report which Python scalars caused recompiles",
@@ -72,33 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         return run_doctor(args.script, args.args, as_json=args.json, output=args.output)
 
     if args.command == "demo":
-        from ._demo import format_table, import_pyplot, plot_rows, run_demo
+        from ._demo import main as run_demo_command
 
-        if args.steps < 2:
-            parser.error("--steps must be at least 2")
-        if args.plot:
-            try:
-                import_pyplot()  # fail before the run, not after it
-            except ImportError as exc:
-                parser.error(str(exc))
-        print(
-            f"dynscalar demo: seed model (self.step += 1 in forward), {args.steps} calls, "
-            f"backend={args.backend}, torch {torch.__version__}, "
-            f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} threads"
-        )
-        rows = run_demo(steps=args.steps, backend=args.backend)
-        print()
-        print(format_table(rows))
-        if args.plot:
-            plot_rows(rows, args.plot)
-            print(f"\nplot written to {args.plot}")
-        stock = rows[0]
-        if stock.compiles >= 8:
-            print(
-                "\nstock torch.compile recompiles for every new step value until "
-                "torch._dynamo.config.recompile_limit (8) is hit, then silently runs eager."
-            )
-        return 0 if all(r.equal_to_eager for r in rows) else 1
+        return run_demo_command(args, demo)
     return 2  # pragma: no cover - argparse rejects unknown commands
 
 

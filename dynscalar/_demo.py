@@ -1,16 +1,28 @@
-"""``python -m dynscalar demo``: the seed model, stock torch.compile vs each way of marking.
+"""``python -m dynscalar demo``: stock torch.compile against each way of marking a step counter.
 
-Runs each strategy in a fresh process with a fresh inductor cache on the same inputs, checks
-every output against an eager twin, and prints compile counts and times as a table; ``--plot PATH``
-also draws them (matplotlib, imported only then).
+Each strategy runs in a fresh process with a fresh inductor cache on the same inputs, and
+every output is checked against an eager twin. Two workloads:
+
+* ``seed`` (default): the README's model, ``Linear(64, 64)`` with ``self.step += 1`` in
+  forward. Shows the compile counts; the model is too small for compiled code to be faster.
+* ``train``: the benchmark's training workload (a transformer block trained with SGD and
+  gradient accumulation, a warm-up factor from the counter, ``if step % 4 == 0`` in forward),
+  where the 8 recompiles of stock torch.compile cost about as much as the whole dynscalar run.
+
+Progress is shown live while each strategy compiles and runs (rich, when it is installed and
+the output is a terminal; plain lines otherwise). ``--runs N`` repeats every strategy N times,
+in a rotated order, and reports medians; ``--plot PATH`` draws the result (matplotlib).
 """
 
 from __future__ import annotations
 
+import argparse
 import copy
 import dataclasses
 import json
+import logging
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -18,12 +30,15 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import torch
+import torch.nn.functional as F
 
 from ._proxy import DynamicInt
 from ._registry import dynamic_attrs, mark_dynamic_attr
+
+# ----------------------------------------------------------------------------- workloads
 
 
 class SeedModel(torch.nn.Module):
@@ -41,31 +56,114 @@ class SeedModel(torch.nn.Module):
         return out
 
 
-@dataclass
-class Row:
-    strategy: str
-    compiles: int
-    first_call_s: float
-    total_s: float
-    median_step_ms: float
-    equal_to_eager: bool
-    step_times_s: list[float] = dataclasses.field(default_factory=list)
+class TrainBlock(torch.nn.Module):
+    """A pre-norm transformer block trained with gradient accumulation over ``accum`` steps.
+
+    ``forward(x, y)`` increments the counter, scales the loss by a linear warm-up factor
+    ``min(1, step / warmup)`` (kept symbolic: ``torch.clamp(torch.full(...), max=1.0)``)
+    and by ``1 / accum``, and on accumulation boundaries (``step % accum == 0``) adds an L2
+    penalty on all parameters, once per optimizer step. That ``if`` is two control paths.
+    (``benchmarks/workloads.py`` uses this class for its ``train`` workload.)
+    """
+
+    def __init__(
+        self,
+        dim: int = 64,
+        heads: int = 4,
+        hidden: int = 256,
+        warmup: int = 50,
+        accum: int = 4,
+        l2: float = 1e-4,
+    ) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm1 = torch.nn.LayerNorm(dim)
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+        self.proj = torch.nn.Linear(dim, dim)
+        self.norm2 = torch.nn.LayerNorm(dim)
+        self.mlp = torch.nn.Sequential(
+            torch.nn.Linear(dim, hidden), torch.nn.GELU(), torch.nn.Linear(hidden, dim)
+        )
+        self.step = 0
+        self.warmup = warmup
+        self.accum = accum
+        self.l2 = l2
+
+    def block(self, x: torch.Tensor) -> torch.Tensor:
+        """Attention then MLP, each with a residual connection."""
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).chunk(3, dim=-1)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        attn = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(attn.transpose(1, 2).reshape(b, t, d))
+        out: torch.Tensor = x + self.mlp(self.norm2(x))
+        return out
+
+    def penalty(self) -> torch.Tensor:
+        """Sum of squares of all parameters."""
+        return sum(p.pow(2).sum() for p in self.parameters())  # type: ignore[return-value]
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        self.step += 1
+        warm = torch.clamp(torch.full((), self.step / self.warmup), max=1.0)
+        loss = F.mse_loss(self.block(x), y) * warm / self.accum
+        if self.step % self.accum == 0:
+            loss = loss + self.l2 * self.penalty()
+        return loss
 
 
-def _strategies() -> dict[str, Callable[[SeedModel], torch.nn.Module]]:
-    def stock(model: SeedModel) -> torch.nn.Module:
+@dataclass(frozen=True)
+class DemoWorkload:
+    """What ``--workload`` selects: the model, its inputs, and how a step is run."""
+
+    description: str
+    model: Callable[[], torch.nn.Module]
+    inputs: Callable[[torch.Generator], tuple[torch.Tensor, ...]]
+    default_steps: int
+    train: bool = False
+    accum: int = 1
+
+
+WORKLOADS: dict[str, DemoWorkload] = {
+    "seed": DemoWorkload(
+        description="seed model: Linear(64, 64), self.step += 1 in forward",
+        model=SeedModel,
+        inputs=lambda g: (torch.randn(8, 64, generator=g),),
+        default_steps=30,
+    ),
+    "train": DemoWorkload(
+        description="transformer block trained with SGD: warm-up from self.step, "
+        "`if step % 4 == 0` in forward, optimizer step every 4",
+        model=TrainBlock,
+        inputs=lambda g: (torch.randn(8, 32, 64, generator=g), torch.randn(8, 32, 64, generator=g)),
+        default_steps=200,
+        train=True,
+        accum=4,
+    ),
+}
+LR, MOMENTUM = 0.05, 0.9  # the benchmark's optimizer
+RTOL, ATOL = 1e-4, 1e-5  # compiled vs eager: inductor reorders float math, nothing more
+
+
+# ----------------------------------------------------------------------------- strategies
+
+
+def _strategies() -> dict[str, Callable[[torch.nn.Module], torch.nn.Module]]:
+    def stock(model: torch.nn.Module) -> torch.nn.Module:
         return model
 
-    def proxy(model: SeedModel) -> torch.nn.Module:
-        model.step = DynamicInt(model.step)
+    def proxy(model: torch.nn.Module) -> torch.nn.Module:
+        model.step = DynamicInt(model.step)  # type: ignore[arg-type, assignment]
         return model
 
-    def registry(model: SeedModel) -> torch.nn.Module:
+    def registry(model: torch.nn.Module) -> torch.nn.Module:
         return mark_dynamic_attr(model, "step")
 
-    def decorator(model: SeedModel) -> torch.nn.Module:
-        cls = dynamic_attrs("step")(type("DynamicSeedModel", (SeedModel,), {}))
-        marked: torch.nn.Module = cls(model.layer.in_features)
+    def decorator(model: torch.nn.Module) -> torch.nn.Module:
+        plain = type(model)
+        cls = dynamic_attrs("step")(type(f"Dynamic{plain.__name__}", (plain,), {}))
+        torch.manual_seed(0)
+        marked: torch.nn.Module = cls()
         marked.load_state_dict(model.state_dict())
         return marked
 
@@ -77,13 +175,93 @@ def _strategies() -> dict[str, Callable[[SeedModel], torch.nn.Module]]:
     }
 
 
-def run_strategy(name: str, steps: int, backend: str, width: int = 64) -> Row:
-    """Run one strategy in this process; compare every output with an eager twin."""
+STRATEGY_NAMES = list(_strategies())
+
+
+@dataclass
+class Row:
+    """One strategy's result (the median over runs when there were several)."""
+
+    strategy: str
+    compiles: int
+    first_call_s: float
+    total_s: float
+    median_step_ms: float
+    equal_to_eager: bool
+    step_times_s: list[float] = dataclasses.field(default_factory=list)
+    fell_back_to_eager: bool = False
+    runs: int = 1
+    totals_s: list[float] = dataclasses.field(default_factory=list)
+
+    @property
+    def compiles_text(self) -> str:
+        """``"8, then eager"`` when Dynamo hit ``recompile_limit``, else the count."""
+        return f"{self.compiles}, then eager" if self.fell_back_to_eager else str(self.compiles)
+
+    @property
+    def compiles_phrase(self) -> str:
+        """``"1 compile"``, ``"2 compiles"``, ``"8 compiles, then eager"``."""
+        text = f"{self.compiles} compile{'' if self.compiles == 1 else 's'}"
+        return text + (", then eager" if self.fell_back_to_eager else "")
+
+
+class _RecompileLimitWatch(logging.Handler):
+    """Counts Dynamo's "hit config.recompile_limit" warnings (the frame then runs eager)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.hits = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "recompile_limit" in record.getMessage():
+            self.hits += 1
+
+
+EVENT = "@dynscalar-demo "  # prefix of the child's progress lines on stdout
+
+
+def _emit(**event: Any) -> None:
+    print(EVENT + json.dumps(event), flush=True)
+
+
+def _loop(
+    call: Callable[..., torch.Tensor],
+    model: torch.nn.Module,
+    workload: DemoWorkload,
+    inputs: list[tuple[torch.Tensor, ...]],
+    report: bool = False,
+) -> tuple[list[float], list[torch.Tensor]]:
+    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM) if workload.train else None
+    times, outputs = [], []
+    for i, args in enumerate(inputs, start=1):
+        start = time.perf_counter()
+        out = call(*args)
+        if opt is not None:
+            out.backward()  # type: ignore[no-untyped-call]
+            if i % workload.accum == 0:
+                opt.step()
+                opt.zero_grad()
+        times.append(time.perf_counter() - start)
+        outputs.append(out.detach())
+        if report:
+            _emit(event="call", i=i, seconds=times[-1])
+    return times, outputs
+
+
+def run_strategy(
+    name: str, steps: int, backend: str, width: int = 64, workload: str = "seed"
+) -> Row:
+    """Run one strategy in this process; compare every output with an eager twin.
+
+    ``width`` is kept for callers of the seed workload; the train workload ignores it.
+    """
     from torch._dynamo.backends.registry import lookup_backend
 
+    w = WORKLOADS[workload]
+    gen = torch.Generator().manual_seed(1234)
+    inputs = [w.inputs(gen) for _ in range(steps)]
     torch.manual_seed(0)
-    inputs = [torch.randn(8, width) for _ in range(steps)]
-    base = SeedModel(width)
+    base = SeedModel(width) if workload == "seed" else w.model()
     eager = copy.deepcopy(base)
     model = _strategies()[name](base)
     graphs = 0
@@ -92,16 +270,22 @@ def run_strategy(name: str, steps: int, backend: str, width: int = 64) -> Row:
     def counting(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
         nonlocal graphs
         graphs += 1
+        _emit(event="compile", graphs=graphs)
         return real_backend(gm, example_inputs)
 
+    watch = _RecompileLimitWatch()
+    logging.getLogger("torch._dynamo").addHandler(watch)
     compiled = torch.compile(model, backend=counting)
-    times, equal = [], True
-    for x in inputs:
-        start = time.perf_counter()
-        out = compiled(x)
-        times.append(time.perf_counter() - start)
-        equal &= torch.allclose(out, eager(x), rtol=1e-5, atol=1e-6)
-    equal = equal and bool(model.step == eager.step)
+    times, outputs = _loop(compiled, model, w, inputs, report=True)
+    _, want = _loop(eager, eager, w, inputs)
+    equal = all(
+        torch.allclose(g, e, rtol=RTOL, atol=ATOL) for g, e in zip(outputs, want, strict=True)
+    )
+    equal &= all(
+        torch.allclose(p, q, rtol=RTOL, atol=ATOL)
+        for p, q in zip(model.parameters(), eager.parameters(), strict=True)
+    )
+    equal &= bool(model.step == eager.step == steps)
     return Row(
         strategy=name,
         compiles=graphs,
@@ -110,37 +294,274 @@ def run_strategy(name: str, steps: int, backend: str, width: int = 64) -> Row:
         median_step_ms=1e3 * statistics.median(times[len(times) // 2 :]),
         equal_to_eager=bool(equal),
         step_times_s=times,
+        fell_back_to_eager=watch.hits > 0,
+        totals_s=[sum(times)],
     )
 
 
-def run_demo(steps: int = 30, backend: str = "inductor") -> list[Row]:
-    """Each strategy in a fresh process with a fresh inductor cache, one row each."""
-    rows = []
-    for name in _strategies():
-        with tempfile.TemporaryDirectory(prefix="dynscalar-demo-") as cache:
-            env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
-            cmd = [sys.executable, "-m", "dynscalar._demo", name, str(steps), backend]
-            result = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-        if result.returncode != 0:
-            raise RuntimeError(f"demo strategy {name!r} failed:\n{result.stderr[-4000:]}")
-        row = Row(**json.loads(result.stdout.strip().splitlines()[-1]))
-        print(f"  {name}: {row.compiles} compile(s), {row.total_s:.2f} s", flush=True)
-        rows.append(row)
-    return rows
+# ----------------------------------------------------------------------------- progress
+
+
+class Progress(Protocol):
+    """What run_demo reports while a strategy runs."""
+
+    def start(self, name: str, run: int, steps: int) -> None: ...
+    def call(self, name: str, run: int, i: int, seconds: float) -> None: ...
+    def compile(self, name: str, run: int, graphs: int) -> None: ...
+    def done(self, name: str, run: int, row: Row) -> None: ...
+
+
+class PlainProgress:
+    """One line when a strategy starts, after its first (compiling) call, and when it ends."""
+
+    def __init__(self, runs: int, out: Any = None) -> None:
+        self.runs, self.out = runs, out or sys.stdout
+        self.started: dict[tuple[str, int], float] = {}
+
+    def _tag(self, name: str, run: int) -> str:
+        return f"  {name}" + (f" (run {run}/{self.runs})" if self.runs > 1 else "")
+
+    def _print(self, text: str) -> None:
+        print(text, file=self.out, flush=True)
+
+    def start(self, name: str, run: int, steps: int) -> None:
+        self.started[name, run] = time.perf_counter()
+        self._print(f"{self._tag(name, run)}: compiling and running {steps} calls ...")
+
+    def call(self, name: str, run: int, i: int, seconds: float) -> None:
+        if i == 1:
+            self._print(f"{self._tag(name, run)}: first call (compile) took {seconds:.1f} s")
+
+    def compile(self, name: str, run: int, graphs: int) -> None:
+        pass
+
+    def done(self, name: str, run: int, row: Row) -> None:
+        wall = time.perf_counter() - self.started[name, run]
+        self._print(
+            f"{self._tag(name, run)}: done: {row.compiles_phrase}; calls took "
+            f"{row.total_s:.1f} s ({wall:.0f} s with process start)"
+        )
+
+
+class RichProgress:
+    """A live rich progress bar per strategy: compiling, calls done, compiles so far."""
+
+    def __init__(self, runs: int, console: Any = None) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            SpinnerColumn,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        self.runs = runs
+        self.console = console or Console()
+        self.bar = Progress(
+            SpinnerColumn(finished_text="[green]✓"),
+            TextColumn("{task.description:<34}"),
+            BarColumn(bar_width=24),
+            MofNCompleteColumn(),
+            TextColumn("calls"),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[status]}"),
+            console=self.console,
+        )
+        self.tasks: dict[tuple[str, int], Any] = {}
+        self.graphs: dict[tuple[str, int], int] = {}
+
+    def __enter__(self) -> RichProgress:
+        self.bar.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.bar.stop()
+
+    def start(self, name: str, run: int, steps: int) -> None:
+        label = name + (f" (run {run}/{self.runs})" if self.runs > 1 else "")
+        self.tasks[name, run] = self.bar.add_task(
+            label, total=steps, status="starting a fresh process ..."
+        )
+
+    def compile(self, name: str, run: int, graphs: int) -> None:
+        self.graphs[name, run] = graphs
+        self.bar.update(self.tasks[name, run], status=f"compiling graph {graphs} ...")
+
+    def call(self, name: str, run: int, i: int, seconds: float) -> None:
+        graphs = self.graphs.get((name, run), 0)
+        self.bar.update(
+            self.tasks[name, run],
+            completed=i,
+            status=f"{graphs} compile(s) so far"
+            + (f"; first call took {seconds:.1f} s" if i == 1 else ""),
+        )
+
+    def done(self, name: str, run: int, row: Row) -> None:
+        self.bar.update(
+            self.tasks[name, run],
+            completed=len(row.step_times_s),
+            status=f"{row.compiles_phrase}, calls took {row.total_s:.1f} s",
+        )
+
+
+def _rich_available() -> bool:
+    try:
+        import rich  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+# ----------------------------------------------------------------------------- running
+
+
+def _spawn(name: str, steps: int, backend: str, workload: str, run: int, progress: Progress) -> Row:
+    """One strategy in a fresh process with a fresh inductor cache, reporting as it goes."""
+    with tempfile.TemporaryDirectory(prefix="dynscalar-demo-") as cache:
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
+        cmd = [sys.executable, "-m", "dynscalar._demo", name, str(steps), backend, workload]
+        progress.start(name, run, steps)
+        with subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        ) as proc:
+            row = None
+            assert proc.stdout is not None and proc.stderr is not None
+            for line in proc.stdout:
+                if not line.startswith(EVENT):
+                    continue
+                event = json.loads(line[len(EVENT) :])
+                if event["event"] == "call":
+                    progress.call(name, run, event["i"], event["seconds"])
+                elif event["event"] == "compile":
+                    progress.compile(name, run, event["graphs"])
+                elif event["event"] == "result":
+                    row = Row(**event["row"])
+            stderr = proc.stderr.read()
+    if proc.returncode != 0 or row is None:
+        raise RuntimeError(f"demo strategy {name!r} failed:\n{stderr[-4000:]}")
+    progress.done(name, run, row)
+    return row
+
+
+def _median_row(runs: list[Row]) -> Row:
+    """Medians over repeated runs of one strategy.
+
+    The step times are those of the run with the median total, so that the cumulative curve
+    ends at the total the table shows.
+    """
+    if len(runs) == 1:
+        return runs[0]
+    median_run = sorted(runs, key=lambda r: r.total_s)[(len(runs) - 1) // 2]
+    return Row(
+        strategy=runs[0].strategy,
+        compiles=max(r.compiles for r in runs),
+        first_call_s=statistics.median(r.first_call_s for r in runs),
+        total_s=statistics.median(r.total_s for r in runs),
+        median_step_ms=statistics.median(r.median_step_ms for r in runs),
+        equal_to_eager=all(r.equal_to_eager for r in runs),
+        step_times_s=median_run.step_times_s,
+        fell_back_to_eager=any(r.fell_back_to_eager for r in runs),
+        runs=len(runs),
+        totals_s=[r.total_s for r in runs],
+    )
+
+
+def run_demo(
+    steps: int = 30,
+    backend: str = "inductor",
+    workload: str = "seed",
+    runs: int = 1,
+    progress: Progress | None = None,
+) -> list[Row]:
+    """Each strategy ``runs`` times, each time in a fresh process with a fresh inductor cache.
+
+    Run ``k`` rotates the strategy order by ``k`` places, so no strategy always goes first
+    (the first process of a session also warms the OS file cache). One row per strategy.
+    """
+    progress = progress or PlainProgress(runs)
+    results: dict[str, list[Row]] = {name: [] for name in STRATEGY_NAMES}
+    for run in range(1, runs + 1):
+        shift = (run - 1) % len(STRATEGY_NAMES)
+        for name in STRATEGY_NAMES[shift:] + STRATEGY_NAMES[:shift]:
+            results[name].append(_spawn(name, steps, backend, workload, run, progress))
+    return [_median_row(results[name]) for name in STRATEGY_NAMES]
+
+
+# ----------------------------------------------------------------------------- reporting
+
+COLUMNS = (
+    "strategy",
+    "compiles",
+    "first call (s)",
+    "total (s)",
+    "steady (ms/call)",
+    "same as eager",
+)
+
+
+def _cells(row: Row) -> list[str]:
+    return [
+        row.strategy,
+        row.compiles_text,
+        f"{row.first_call_s:.1f}",
+        f"{row.total_s:.1f}",
+        f"{row.median_step_ms:.2f}",
+        "yes" if row.equal_to_eager else "NO: WRONG NUMBERS",
+    ]
 
 
 def format_table(rows: list[Row]) -> str:
-    """A Markdown table of the demo results."""
-    header = (
-        "| strategy | compiles | first call (s) | total (s) | steady median (ms/step) "
-        "| equal to eager |\n|---|---:|---:|---:|---:|---|"
-    )
-    lines = [
-        f"| {r.strategy} | {r.compiles} | {r.first_call_s:.2f} | {r.total_s:.2f} "
-        f"| {r.median_step_ms:.3f} | {'yes' if r.equal_to_eager else 'NO'} |"
-        for r in rows
-    ]
-    return "\n".join([header, *lines])
+    """The result as a plain-text table with aligned columns (numbers right-aligned)."""
+    table = [list(COLUMNS), *(_cells(r) for r in rows)]
+    widths = [max(len(line[i]) for line in table) for i in range(len(COLUMNS))]
+    right = {2, 3, 4}
+
+    def fmt(line: list[str]) -> str:
+        return "  ".join(
+            cell.rjust(w) if i in right else cell.ljust(w)
+            for i, (cell, w) in enumerate(zip(line, widths, strict=True))
+        ).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([fmt(table[0]), rule, *(fmt(line) for line in table[1:])])
+
+
+def print_rich_table(rows: list[Row], console: Any, caption: str) -> None:
+    """The same table drawn by rich (a terminal)."""
+    from rich.table import Table
+
+    table = Table(caption=caption, caption_justify="left")
+    for i, name in enumerate(COLUMNS):
+        table.add_column(name, justify="right" if i in (2, 3, 4) else "left")
+    for row in rows:
+        cells = _cells(row)
+        if not row.equal_to_eager:
+            cells[-1] = f"[bold red]{cells[-1]}"
+        elif row.fell_back_to_eager:
+            cells[1] = f"[yellow]{cells[1]}"
+        table.add_row(*cells)
+    console.print(table)
+
+
+def runs_label(runs: int) -> str:
+    """How many cold runs each number is: said on the table and on the plot."""
+    if runs == 1:
+        return "single cold run per strategy"
+    return f"median of {runs} cold runs per strategy"
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` knows."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
 
 
 def import_pyplot() -> Any:
@@ -158,38 +579,186 @@ def import_pyplot() -> Any:
     return plt
 
 
-def plot_rows(rows: list[Row], path: str | os.PathLike[str]) -> None:
-    """Two panels in one image: cumulative wall time per call, and compiles per strategy."""
+STYLES = {
+    "stock torch.compile": {"color": "#c0392b", "linestyle": "--"},
+    "dynscalar.DynamicInt": {"color": "#1f77b4"},
+    "dynscalar.mark_dynamic_attr": {"color": "#2ca02c"},
+    "@dynscalar.dynamic_attrs": {"color": "#9467bd", "linestyle": ":"},
+}
+
+
+def plot_rows(
+    rows: list[Row],
+    path: str | os.PathLike[str],
+    title: str = "dynscalar demo: seed model, self.step += 1 in forward",
+) -> None:
+    """Three panels, every axis from 0: cumulative time per call, where the time went, compiles."""
     plt = import_pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    runs = max(r.runs for r in rows)
+    fig, (left, middle, right) = plt.subplots(
+        1, 3, figsize=(14, 4.4), gridspec_kw={"width_ratios": [1.25, 1, 1]}
+    )
     for row in rows:
-        cumulative, total = [], 0.0
+        cumulative, total = [0.0], 0.0
         for t in row.step_times_s:
             total += t
             cumulative.append(total)
-        left.plot(range(1, len(cumulative) + 1), cumulative, label=row.strategy)
-    left.set(title="cumulative wall time", xlabel="call", ylabel="seconds")
-    left.grid(alpha=0.3)
-    left.legend(fontsize=8)
-    bars = right.bar(range(len(rows)), [r.compiles for r in rows])
-    for bar, row in zip(bars, rows, strict=True):
-        right.annotate(
-            str(row.compiles),
-            (bar.get_x() + bar.get_width() / 2, bar.get_height()),
-            ha="center",
-            va="bottom",
+        left.plot(
+            range(len(cumulative)),
+            cumulative,
+            label=row.strategy,
+            linewidth=2,
+            **STYLES.get(row.strategy, {}),
         )
-    right.set_xticks(range(len(rows)))
-    right.set_xticklabels([r.strategy for r in rows], rotation=20, ha="right", fontsize=8)
-    right.set(title="compiles (Dynamo graphs)", ylabel="graphs")
-    fig.suptitle("dynscalar demo: seed model, self.step += 1 in forward")
+    left.set(
+        title="cumulative wall time" + (" (the median run)" if runs > 1 else ""),
+        xlabel="call",
+        ylabel="seconds",
+    )
+    left.set_xlim(left=0)
+    left.set_ylim(bottom=0)
+    left.grid(alpha=0.3)
+    left.legend(fontsize=8, loc="lower right")
+
+    names = [r.strategy for r in rows]
+    ys = range(len(rows))
+    first = [r.first_call_s for r in rows]
+    rest = [r.total_s - r.first_call_s for r in rows]
+    middle.barh(ys, first, color="#bbbbbb", label="first call (cold compile)")
+    middle.barh(ys, rest, left=first, color="#4c72b0", label="all other calls (and recompiles)")
+    for y, r in zip(ys, rows, strict=True):
+        middle.annotate(f" {r.total_s:.1f} s", (r.total_s, y), va="center", fontsize=8)
+    middle.set_yticks(list(ys), names, fontsize=8)
+    middle.invert_yaxis()
+    middle.set_xlim(0, max(r.total_s for r in rows) * 1.25)
+    middle.set(title="where the time went", xlabel="seconds")
+    middle.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+    middle.grid(axis="x", alpha=0.3)
+
+    bars = right.barh(
+        ys,
+        [r.compiles for r in rows],
+        color=["#c0392b" if r.fell_back_to_eager else "#2ca02c" for r in rows],
+    )
+    for bar, r in zip(bars, rows, strict=True):
+        right.annotate(
+            f" {r.compiles_text}",
+            (bar.get_width(), bar.get_y() + bar.get_height() / 2),
+            va="center",
+            fontsize=8,
+        )
+    right.set_yticks(list(ys), names, fontsize=8)
+    right.invert_yaxis()
+    right.set_xlim(0, max(r.compiles for r in rows) * 1.6)
+    right.set(title="compiles (Dynamo graphs)", xlabel="graphs")
+    right.xaxis.get_major_locator().set_params(integer=True)
+    right.grid(axis="x", alpha=0.3)
+
+    fig.suptitle(f"{title}\n{runs_label(runs)} (fresh process, fresh inductor cache)", fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
+# ----------------------------------------------------------------------------- command line
+
+
+def add_arguments(demo: argparse.ArgumentParser) -> None:
+    """The ``demo`` subcommand's options."""
+    demo.add_argument(
+        "--workload",
+        choices=list(WORKLOADS),
+        default="seed",
+        help="seed: the README's model (default); train: the benchmark's training workload, "
+        "where stock torch.compile's recompiles cost the most",
+    )
+    demo.add_argument(
+        "--steps", type=int, help="calls per strategy (default 30 for seed, 200 for train)"
+    )
+    demo.add_argument(
+        "--backend", default="inductor", help="torch.compile backend (default inductor)"
+    )
+    demo.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="cold runs per strategy; numbers are medians over them (default 1)",
+    )
+    demo.add_argument(
+        "--plot",
+        metavar="PATH",
+        help="also save a PNG (cumulative time, where the time went, compiles); needs matplotlib",
+    )
+
+
+def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    """``python -m dynscalar demo``: run, show progress and the table, optionally plot."""
+    steps = args.steps or WORKLOADS[args.workload].default_steps
+    if steps < 2:
+        parser.error("--steps must be at least 2")
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    if args.plot:
+        try:
+            import_pyplot()  # fail before the run, not after it
+        except ImportError as exc:
+            parser.error(str(exc))
+    workload = WORKLOADS[args.workload]
+    live = sys.stdout.isatty() and _rich_available()
+    header = (
+        f"dynscalar demo: {workload.description}\n"
+        f"{steps} calls per strategy, backend {args.backend}, {runs_label(args.runs)}; "
+        f"torch {torch.__version__}, {cpu_model()} ({os.cpu_count()} cores, "
+        f"{torch.get_num_threads()} torch threads)"
+    )
+    if live:
+        from rich.console import Console
+
+        console = Console()
+        console.print(header, highlight=False)
+        with RichProgress(args.runs, console) as progress:
+            rows = run_demo(steps, args.backend, args.workload, args.runs, progress)
+        print_rich_table(rows, console, caption=runs_label(args.runs))
+    else:
+        if sys.stdout.isatty():  # a terminal without rich
+            header += "\n(pip install 'dynscalar[demo]' for live progress bars)"
+        print(header, flush=True)
+        rows = run_demo(steps, args.backend, args.workload, args.runs)
+        print()
+        print(format_table(rows))
+        print(f"({runs_label(args.runs)})")
+    if args.plot:
+        title = (
+            f"dynscalar demo: {args.workload} workload, {steps} calls, {args.backend}; "
+            f"torch {torch.__version__}, {cpu_model()}, {os.cpu_count()} cores"
+        )
+        plot_rows(rows, args.plot, title=title)
+        print(f"\nplot written to {args.plot}")
+    notes = []
+    stock = rows[0]
+    if stock.fell_back_to_eager:
+        notes.append(
+            "stock torch.compile recompiled for every new step value until "
+            f"torch._dynamo.config.recompile_limit ({stock.compiles}) was hit, then ran the "
+            "model eagerly (uncompiled) for the remaining calls."
+        )
+    if args.workload == "seed":
+        notes.append(
+            "The seed model is tiny: most of each total is the cold first compile, and eager "
+            "calls are as fast as compiled ones. For a workload where the recompiles cost, "
+            "run: python -m dynscalar demo --workload train"
+        )
+    for note in notes:
+        if live:
+            console.print("\n" + note, highlight=False)
+        else:
+            print("\n" + note)
+    return 0 if all(r.equal_to_eager for r in rows) else 1
+
+
 if __name__ == "__main__":  # one strategy, in a child process of run_demo
     import dynscalar  # noqa: F401  (installs the bridge hook before Dynamo loads)
 
-    _name, _steps, _backend = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-    print(json.dumps(dataclasses.asdict(run_strategy(_name, _steps, _backend))))
+    _name, _steps, _backend, _workload = sys.argv[1:5]
+    _row = run_strategy(_name, int(_steps), _backend, workload=_workload)
+    _emit(event="result", row=dataclasses.asdict(_row))

@@ -60,7 +60,8 @@ class OutOfRangeError(DynscalarValueError):
 
 
 class SpecializationError(DynscalarValueError):
-    """Raised instead of :class:`SpecializationWarning` for marks made with ``strict=True``."""
+    """Raised instead of [`SpecializationWarning`][dynscalar.SpecializationWarning] for marks
+    made with ``strict=True``."""
 
 
 class DynamicFloatSpecializedError(DynscalarError, RuntimeError):
@@ -80,7 +81,8 @@ class DynscalarWarning(UserWarning):
 
     Examples:
         >>> import warnings, dynscalar
-        >>> warnings.simplefilter("error", dynscalar.DynscalarWarning)  # all of them as errors
+        >>> # turn all of them into errors:
+        >>> warnings.simplefilter("error", dynscalar.DynscalarWarning)
     """
 
 
@@ -89,7 +91,8 @@ class SpecializationWarning(DynscalarWarning):
 
     Examples:
         >>> import warnings
-        >>> warnings.simplefilter("error", SpecializationWarning)  # turn it into an error
+        >>> # turn it into an error:
+        >>> warnings.simplefilter("error", SpecializationWarning)
     """
 
 

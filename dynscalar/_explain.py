@@ -27,7 +27,7 @@ class MarkRecord(NamedTuple):
 
 
 class Explanation(list[MarkRecord]):
-    """The records of :func:`explain`; ``str()`` gives a readable table."""
+    """The records of [`explain`][dynscalar.explain]; ``str()`` gives a readable table."""
 
     def __str__(self) -> str:
         if not self:

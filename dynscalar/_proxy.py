@@ -139,7 +139,8 @@ def _unary(op: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 
 class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[type-arg]
-    """Common base of :class:`DynamicInt` and :class:`DynamicFloat` (not instantiated directly).
+    """Common base of [`DynamicInt`][dynscalar.DynamicInt] and
+    [`DynamicFloat`][dynscalar.DynamicFloat] (not instantiated directly).
 
     Examples:
         >>> isinstance(DynamicInt(3), DynamicScalar) or is_dynamic_scalar(DynamicInt(3))
@@ -157,7 +158,7 @@ class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[type-arg]
     # ------------------------------------------------------------------ spec access
     @property
     def spec(self) -> DynamicSpec:
-        """The :class:`~dynscalar.DynamicSpec` this value is traced with."""
+        """The [`DynamicSpec`][dynscalar.DynamicSpec] this value is traced with."""
         return self._self_spec
 
     @property
@@ -314,8 +315,9 @@ class DynamicInt(IntLike):
             graph break).  Default: backed (guards only where control flow needs them).
         min: inclusive lower bound; with ``max`` it becomes the symbol's value range.
         max: inclusive upper bound.
-        strict: raise :class:`~dynscalar.SpecializationError` instead of warning when code
-            forces the value to a constant (``range(x)``, ``int(x)``, f-strings).
+        strict: raise [`SpecializationError`][dynscalar.SpecializationError] instead of
+            warning when code forces the value to a constant (``range(x)``, ``int(x)``,
+            f-strings).
 
     Examples:
         >>> step = DynamicInt(0)
@@ -351,8 +353,8 @@ class DynamicFloat(FloatLike):
         value: the number (a ``float``, or a ``numbers.Real`` converted to float; not ``bool``).
         unbacked: must stay False: torch brings floats in as 0-d tensors whose value is always
             known, so an unbacked float is refused with ``ValueError``.
-        strict: raise :class:`~dynscalar.SpecializationError` instead of warning when code
-            forces the value to a constant.
+        strict: raise [`SpecializationError`][dynscalar.SpecializationError] instead of
+            warning when code forces the value to a constant.
 
     Examples:
         >>> t = DynamicFloat(0.5)
@@ -377,7 +379,7 @@ _set_spec: Callable[[Any, DynamicSpec], None] = DynamicScalar.__dict__["_self_sp
 
 
 def is_dynamic_scalar(value: object) -> TypeGuard[DynamicScalar]:
-    """True for a :class:`DynamicInt` or :class:`DynamicFloat`.
+    """True for a [`DynamicInt`][dynscalar.DynamicInt] or [`DynamicFloat`][dynscalar.DynamicFloat].
 
     ``isinstance(x, int)`` sees the wrapped value, so it cannot tell a proxy from an int.
 

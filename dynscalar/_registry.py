@@ -2,8 +2,9 @@
 
 Marks live ON the module instance (``module.__dict__[MARKS_KEY]``), so ``copy.deepcopy``,
 ``pickle`` and ``torch.save`` keep them and nothing global keeps a module alive.  Class
-marks from :func:`dynamic_attrs` live on the class and are inherited by subclasses.  An
-instance can unmark a class-marked attribute; that is recorded as ``None`` in its marks.
+marks from [`dynamic_attrs`][dynscalar.dynamic_attrs] live on the class and are inherited by
+subclasses.  An instance can unmark a class-marked attribute; that is recorded as ``None`` in
+its marks.
 
 The bridge asks this module "is attribute ``name`` of ``owner`` marked, and how?";
 this module never asks the bridge anything.
@@ -242,7 +243,8 @@ def mark_dynamic_attr(
     Examples:
         >>> import torch
         >>> m = torch.nn.Linear(2, 2); m.step = 0
-        >>> mark_dynamic_attr(m, "step") is m, type(m.step) is int, is_dynamic_attr(m, "step")
+        >>> marked = mark_dynamic_attr(m, "step")
+        >>> marked is m, type(m.step) is int, is_dynamic_attr(m, "step")
         (True, True, True)
     """
     target = _check_module(module, "mark_dynamic_attr")
@@ -261,7 +263,8 @@ def mark_dynamic_attr(
 
 
 def unmark_dynamic_attr(module: ModuleT, *names: str) -> ModuleT:
-    """Undo :func:`mark_dynamic_attr` (or a class's :func:`dynamic_attrs`) for ``names``.
+    """Undo [`mark_dynamic_attr`][dynscalar.mark_dynamic_attr] (or a class's
+    [`dynamic_attrs`][dynscalar.dynamic_attrs]) for ``names``.
 
     A ``DynamicInt``/``DynamicFloat`` value stored in the attribute is replaced by its plain
     value, so the attribute is specialized again like any int.  Returns ``module``.
@@ -340,7 +343,8 @@ def dynamic_attrs(
 ) -> Callable[[ClassT], ClassT]:
     """Class decorator: ``names`` are dynamic on every instance of an ``nn.Module`` subclass.
 
-    Subclasses inherit the marks; an instance can opt out with :func:`unmark_dynamic_attr`.
+    Subclasses inherit the marks; an instance can opt out with
+    [`unmark_dynamic_attr`][dynscalar.unmark_dynamic_attr].
 
     Examples:
         >>> import torch

@@ -36,19 +36,29 @@ def _check_bound(name: str, bound: object, where: str) -> int | None:
 
 @dataclass(frozen=True)
 class DynamicSpec:
-    """How a marked scalar is traced by ``torch.compile``.
+    """How a marked scalar is traced by ``torch.compile`` (immutable).
 
-    ``strict=True`` turns the :class:`~dynscalar.SpecializationWarning` emitted when code
-    forces the value to a constant into a :class:`~dynscalar.SpecializationError`.
-    ``unbacked=False`` (default) makes a *backed* symbol: no guard on the value unless
-    control flow needs one.  ``unbacked=True`` makes an unbacked symbol: no guards at all,
-    and branching on it is a graph break.  ``min``/``max`` (ints only) become the
-    symbol's value range and are checked whenever a value is built, marked or
-    enters a compiled region.
+    You do not build one yourself: the keyword arguments of
+    [`DynamicInt`][dynscalar.DynamicInt], [`mark_dynamic_attr`][dynscalar.mark_dynamic_attr]
+    and [`dynamic_attrs`][dynscalar.dynamic_attrs] make it, and ``value.spec`` or
+    [`explain`][dynscalar.explain] show it.
+
+    Attributes:
+        unbacked: ``False`` (default): a *backed* symbol, no guard on the value unless
+            control flow needs one.  ``True``: an unbacked symbol, no guards at all;
+            branching on it is a graph break.
+        min: inclusive lower bound (ints only), or ``None``.  With ``max`` it becomes the
+            symbol's value range, checked whenever a value is built, marked or enters a
+            compiled region.
+        max: inclusive upper bound (ints only), or ``None``.
+        strict: turn the [`SpecializationWarning`][dynscalar.SpecializationWarning]
+            emitted when code forces the value to a constant into a
+            [`SpecializationError`][dynscalar.SpecializationError].
 
     Examples:
-        >>> DynamicSpec(min=0, max=10).check_int(3, "step")
-        3
+        >>> from dynscalar import DynamicInt
+        >>> DynamicInt(3, min=0, max=10).spec
+        DynamicSpec(unbacked=False, min=0, max=10, strict=False)
     """
 
     unbacked: bool = False

@@ -66,9 +66,9 @@ def test_quick_benchmark_run(tmp_path: Path) -> None:
     assert statuses["compiles == control paths"] == "PASS"
     assert statuses["equal to eager"] == "PASS"
     assert all(s in {"PASS", "MISS", "n/a"} for s in statuses.values())
-    assert "| dynscalar.mark_dynamic_attr | 2 |" in out
+    assert "| dynscalar: mark_dynamic_attr | 2 |" in out
     assert is_png(tmp_path / "cumulative_time.png")
-    assert is_png(tmp_path / "compiles.png")
+    assert is_png(tmp_path / "total_time.png")
 
 
 def test_demo_plot(tmp_path: Path) -> None:
@@ -78,6 +78,34 @@ def test_demo_plot(tmp_path: Path) -> None:
     )
     assert f"plot written to {png}" in out
     assert is_png(png)
+
+
+def test_demo_plot_says_how_many_runs_and_starts_at_zero(tmp_path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from dynscalar._demo import Row, plot_rows
+
+    rows = [
+        Row("stock torch.compile", 8, 2.0, 3.0, 0.1, True, [2.0] + [0.1] * 9, True, 3),
+        Row("dynscalar.DynamicInt", 1, 2.0, 2.2, 0.1, True, [2.0] + [0.02] * 9, False, 3),
+    ]
+    figures = []
+    real_close = plt.close
+    plt.close = figures.append  # keep the figure to inspect it
+    try:
+        plot_rows(rows, tmp_path / "demo.png")
+    finally:
+        plt.close = real_close
+    (fig,) = figures
+    assert "median of 3 cold runs per strategy" in fig._suptitle.get_text()
+    for ax in fig.axes:
+        assert ax.get_xlim()[0] == 0
+        if ax.get_ylabel() == "seconds":
+            assert ax.get_ylim()[0] == 0
+    real_close(fig)
 
 
 def test_missing_matplotlib_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -30,7 +30,64 @@ def test_warmup_training_example() -> None:
 
 def test_demo_command() -> None:
     out = run("-m", "dynscalar", "demo", "--backend", "aot_eager", "--steps", "12")
-    lines = [line for line in out.splitlines() if line.startswith("| ")]
-    assert lines[1].startswith("| stock torch.compile | 8 |")
-    for line in lines[2:]:
-        assert "| 1 |" in line and line.endswith("| yes |"), line
+    header = out.splitlines()[1]
+    assert "12 calls per strategy, backend aot_eager, single cold run per strategy" in header
+    assert "x86_64" not in header  # the CPU model, not the architecture
+    # progress while it runs (plain lines: stdout is not a terminal here)
+    assert "  stock torch.compile: first call (compile) took" in out
+    assert "  stock torch.compile: done: 8 compiles, then eager;" in out
+    table = out[out.index("strategy  ") :].splitlines()
+    assert table[0].split("  ")[0] == "strategy" and set(table[1]) == {"-", " "}
+    rows = {line.split("  ")[0]: line.split() for line in table[2:6]}
+    assert rows["stock torch.compile"][2:5] == ["8,", "then", "eager"]
+    for name in ("dynscalar.DynamicInt", "dynscalar.mark_dynamic_attr", "@dynscalar.dynamic_attrs"):
+        line = rows[name]
+        assert line[1] == "1" and line[-1] == "yes", line
+    assert "(single cold run per strategy)" in out
+    assert "|" not in "\n".join(table[:6])  # no Markdown pipes
+
+
+def test_demo_train_workload_and_runs_options() -> None:
+    from dynscalar._demo import WORKLOADS, Row, _median_row
+
+    assert WORKLOADS["train"].default_steps == 200
+    runs = [
+        Row("s", 2, 1.0, 3.0, 0.5, True, [1.0, 1.0, 1.0], False, 1, [3.0]),
+        Row("s", 2, 3.0, 9.0, 0.7, True, [3.0, 3.0, 3.0], False, 1, [9.0]),
+        Row("s", 2, 2.0, 5.0, 0.6, True, [2.0, 2.0, 1.0], False, 1, [5.0]),
+    ]
+    row = _median_row(runs)
+    assert (row.first_call_s, row.total_s, row.median_step_ms, row.runs) == (2.0, 5.0, 0.6, 3)
+    assert row.step_times_s == [2.0, 2.0, 1.0] and row.totals_s == [3.0, 9.0, 5.0]
+
+
+def test_demo_rich_progress_renders() -> None:
+    """The terminal path: rich progress and table, drawn into a string."""
+    import io
+
+    from rich.console import Console
+
+    from dynscalar._demo import RichProgress, Row, print_rich_table
+
+    console = Console(file=io.StringIO(), force_terminal=True, width=140)
+    row = Row("stock torch.compile", 8, 2.0, 3.0, 0.1, True, [2.0] + [0.1] * 9, True)
+    with RichProgress(1, console) as progress:
+        progress.start(row.strategy, 1, 10)
+        progress.compile(row.strategy, 1, 1)
+        progress.call(row.strategy, 1, 1, 2.0)
+        progress.done(row.strategy, 1, row)
+    print_rich_table([row], console, caption="single cold run per strategy")
+    text = console.file.getvalue()
+    assert "8 compiles, then eager" in text and "single cold run per strategy" in text
+
+
+def test_training_loop_example_prints_its_recorded_output() -> None:
+    """docs/tutorial.md includes examples/output/training_loop.txt: it must stay true."""
+    out = run("examples/training_loop.py")
+    assert out == (ROOT / "examples/output/training_loop.txt").read_text()
+
+
+def test_stock_vs_marked_example_prints_its_recorded_output() -> None:
+    """docs/faq.md includes examples/output/stock_vs_marked.txt: it must stay true."""
+    out = run("examples/stock_vs_marked.py")
+    assert out == (ROOT / "examples/output/stock_vs_marked.txt").read_text()

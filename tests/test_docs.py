@@ -1,0 +1,166 @@
+"""The documentation site: generated pages match their scripts, no literal markup, no broken pages.
+
+* ``docs/benchmarks.md`` and ``docs/comparison.md`` are written by ``benchmarks/render_docs.py``
+  from the published benchmark JSON and never edited by hand: regenerating them must give
+  the committed files (and the committed plots must exist, at the size the script draws).
+* ``mkdocs build --strict`` passes, and fails on a literal Sphinx role (``:class:`X```) in a
+  rendered page (``scripts/mkdocs_hooks.py``).
+* The CLI section of the API reference names every ``demo`` option.
+* With Chromium installed, ``scripts/screenshot_docs.py`` opens every page at 1280x800 and
+  finds no missing image, overflowing table or code block, or literal markup (~25 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PUBLISHED = ROOT / "benchmarks" / "published" / "full-inductor-200.json"
+
+pytest.importorskip("mkdocs", reason="the docs checks need the 'docs' extra")
+
+
+def load(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", path
+    return struct.unpack(">II", data[16:24])
+
+
+def mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
+        cwd=config.parent,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_benchmark_pages_are_what_render_docs_writes(tmp_path: Path) -> None:
+    render = load(ROOT / "benchmarks" / "render_docs.py")
+    data = json.loads(PUBLISHED.read_text())
+    source = render.source_name(PUBLISHED)
+    regenerate = "python benchmarks/render_docs.py " + source
+    assert (ROOT / "docs/benchmarks.md").read_text() == render.render_benchmarks(data, source), (
+        f"docs/benchmarks.md differs from its script's output: run {regenerate}"
+    )
+    assert (ROOT / "docs/comparison.md").read_text() == render.render_comparison(data, source), (
+        f"docs/comparison.md differs from its script's output: run {regenerate}"
+    )
+    pytest.importorskip("matplotlib")
+    for png in render.write_plots(data, tmp_path):
+        committed = ROOT / "docs" / "img" / png.name
+        assert png_size(committed) == png_size(png), f"{committed} is stale: run {regenerate}"
+
+
+def test_benchmark_page_opens_with_a_summary_in_plain_words() -> None:
+    text = (ROOT / "docs/benchmarks.md").read_text()
+    assert text.index("## Summary") < text.index("| strategy |")
+    for internal in ("ds_proxy", "ds_registry", "ds_decorator", "oracle |", "unspec_int |"):
+        assert internal not in text, internal
+
+
+def test_site_builds_strict_without_literal_sphinx_roles(tmp_path: Path) -> None:
+    hooks = load(ROOT / "scripts" / "mkdocs_hooks.py")
+    site = tmp_path / "site"
+    result = mkdocs_build(ROOT / "mkdocs.yml", site)
+    assert result.returncode == 0, result.stdout + result.stderr
+    pages = list(site.rglob("*.html"))
+    assert len(pages) > 10
+    found = {p.relative_to(site).as_posix(): hooks.literal_roles(p.read_text()) for p in pages}
+    assert not {k: v for k, v in found.items() if v}
+    api = (site / "api" / "index.html").read_text()
+    assert "Bases:" not in api and "BaseObjectProxy" not in api  # wrapt is an implementation detail
+    for internal in ("check_int", "for_float", "without_range", "has_range"):
+        assert f'id="dynscalar.DynamicSpec.{internal}"' not in api, internal
+    import dynscalar
+
+    header = api[api.index('<header class="md-header') : api.index("</header>")]
+    assert f"dynscalar {dynscalar.__version__}" in header  # the version, in the header
+    assert "https://github.com/dynscalar/dynscalar" in header  # the repository link
+
+
+def test_a_literal_sphinx_role_fails_the_strict_build(tmp_path: Path) -> None:
+    hooks = load(ROOT / "scripts" / "mkdocs_hooks.py")
+    assert hooks.literal_roles("<p>Raised instead of :class:<code>X</code>.</p>")
+    assert not hooks.literal_roles("<p>fine</p><pre><code>:class:`X`</code></pre>")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "index.md").write_text("# Page\n\nRaised instead of :class:`Warning`.\n")
+    config = tmp_path / "mkdocs.yml"
+    config.write_text(f"site_name: t\nhooks:\n  - {ROOT / 'scripts' / 'mkdocs_hooks.py'}\n")
+    result = mkdocs_build(config, tmp_path / "site")
+    assert result.returncode != 0
+    assert "literal Sphinx role in index.md" in result.stderr
+
+
+def test_cli_reference_names_every_demo_option() -> None:
+    from dynscalar._demo import add_arguments
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    options = [o for a in parser._actions for o in a.option_strings if o not in ("-h", "--help")]
+    assert {"--workload", "--steps", "--backend", "--runs", "--plot"} <= set(options)
+    api = (ROOT / "docs" / "api.md").read_text()
+    cli = api[api.index("## Command line") :]
+    for option in options:
+        assert f"`{option}" in cli, f"docs/api.md's CLI section does not describe {option}"
+
+
+@pytest.mark.skipif(
+    not (shutil.which("chromium") or shutil.which("chromium-browser")),
+    reason="needs Chromium (apt-get install -y chromium)",
+)
+class TestInBrowser:
+    def test_every_page_renders_without_problems(self, tmp_path: Path) -> None:
+        result = subprocess.run(
+            [sys.executable, "scripts/screenshot_docs.py", "--out", str(tmp_path)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert (tmp_path / "index.png").is_file() and (tmp_path / "api.png").is_file()
+
+    def test_the_checker_finds_broken_pages(self, tmp_path: Path) -> None:
+        shots = load(ROOT / "scripts" / "screenshot_docs.py")
+        site = tmp_path / "site"
+        (site / "broken").mkdir(parents=True)
+        wide = "".join(f"<td>{'word' * 8}</td>" for _ in range(12))
+        (site / "broken" / "index.html").write_text(
+            "<html><body><article class='md-content__inner'><h1 id='t'>T</h1>"
+            "<img src='missing.png'>"
+            f"<div class='md-typeset__scrollwrap' style='overflow:auto;width:600px'>"
+            f"<table><tr>{wide}</tr></table></div>"
+            "<p>Raised instead of :class:<code>X</code>.</p>"
+            "<p>see **bold** and [a link](page.md)</p>"
+            "</article></body></html>"
+        )
+        report = shots.check_site(site, shots.find_chromium(), None, [])
+        kinds = {p["kind"] for p in report["broken/"]}
+        assert "missing image" in kinds
+        assert "table wider than the page" in kinds
+        assert "literal markup: Sphinx role" in kinds
+        assert "literal markup: unrendered **bold**" in kinds
+        assert "literal markup: unrendered [link](...)" in kinds
