@@ -25,6 +25,10 @@ import torch
 
 import dynscalar
 
+# Fixture projects are scripts the doctor runs in a subprocess, not test modules (and with
+# --doctest-modules, importing them would run them).
+collect_ignore_glob = ["fixtures/*"]
+
 
 @dataclass
 class CountingBackend:
