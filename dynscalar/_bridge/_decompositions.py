@@ -24,7 +24,7 @@ from typing import Any
 
 from ._methods import FOREACH_DECOMPOSITIONS
 from ._nn import DECOMPOSITIONS
-from ._state import peek_state
+from ._state import is_dynamic_float
 
 log = logging.getLogger("dynscalar")
 
@@ -32,24 +32,15 @@ __all__ = ["in_graph_call_hook"]
 
 
 def _our_float(tx: Any, args: Any, kwargs: Any) -> bool:
-    import torch
     from torch._dynamo.variables.lazy import LazyVariableTracker
-    from torch._dynamo.variables.tensor import SymNodeVariable
 
     found = False
     for value in (*args, *kwargs.values()):
-        if isinstance(value, LazyVariableTracker) and not value.is_realized():
-            if not isinstance(value.peek_value(), float):  # also True for a DynamicFloat
-                continue
-            value = value.realize()  # makes the SymFloat of a marked float (our _wrap hook)
         if isinstance(value, LazyVariableTracker):
-            value = value.realize()
-        if isinstance(value, SymNodeVariable) and isinstance(value.sym_num, torch.SymFloat):
-            state = peek_state(getattr(tx.output, "shape_env", None))
-            if state is not None and any(
-                s in state.floats for s in value.sym_num.node.expr.free_symbols
-            ):
-                found = True
+            if not value.is_realized() and not isinstance(value.peek_value(), float):
+                continue  # realize only floats (a DynamicFloat is one too): no other guards
+            value = value.realize()  # makes a marked float's SymFloat
+        found = found or is_dynamic_float(tx, value)
     return found
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from ._state import peek_state
+from ._state import is_dynamic_float
 
 __all__ = ["FOREACH_DECOMPOSITIONS", "tensor_method_hook"]
 
@@ -39,17 +39,6 @@ _METHODS: dict[str, tuple[str, str]] = {
     "addcdiv": ("value", "div"),
     "addcdiv_": ("value", "div"),
 }
-
-
-def _is_our_float(tx: Any, value: Any) -> bool:
-    from torch._dynamo.variables.tensor import SymNodeVariable
-
-    if not isinstance(value, SymNodeVariable) or not isinstance(value.sym_num, torch.SymFloat):
-        return False
-    state = peek_state(getattr(tx.output, "shape_env", None))
-    return state is not None and any(
-        s in state.floats for s in value.sym_num.node.expr.free_symbols
-    )
 
 
 def tensor_method_hook(
@@ -69,7 +58,7 @@ def tensor_method_hook(
     scalar = call_kwargs.get(keyword)
     if scalar is None and len(call_args) > positional:
         scalar = call_args[positional]
-    if scalar is None or not _is_our_float(tx, scalar):
+    if scalar is None or not is_dynamic_float(tx, scalar):
         return wrapped(*args, **kwargs)
     from torch._dynamo.variables.builtin import BuiltinVariable
 

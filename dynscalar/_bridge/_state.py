@@ -15,7 +15,7 @@ from typing import Any
 
 from .._spec import DynamicSpec
 
-__all__ = ["CompileState", "Origin", "compile_state", "lock", "peek_state"]
+__all__ = ["CompileState", "Origin", "compile_state", "is_dynamic_float", "lock", "peek_state"]
 
 lock = threading.RLock()
 
@@ -70,3 +70,17 @@ def peek_state(shape_env: Any) -> CompileState | None:
     if shape_env is None:
         return None
     return _states.get(shape_env)
+
+
+def is_dynamic_float(tx: Any, variable: Any) -> bool:
+    """True for a traced SymFloat made from a dynscalar mark (in ``tx``'s compile)."""
+    import torch
+    from torch._dynamo.variables.tensor import SymNodeVariable
+
+    if not isinstance(variable, SymNodeVariable):
+        return False
+    sym = variable.sym_num
+    if not isinstance(sym, torch.SymFloat):
+        return False
+    state = peek_state(getattr(tx.output, "shape_env", None))
+    return state is not None and any(s in state.floats for s in sym.node.expr.free_symbols)
