@@ -170,7 +170,8 @@ def mark_dynamic_args(
 
 
 def unmark_dynamic_args(fn_or_module: Target, *names: str) -> Target:
-    """Undo :func:`mark_dynamic_args` / :func:`dynamic_args` for ``names``.
+    """Undo [`mark_dynamic_args`][dynscalar.mark_dynamic_args] or
+    [`dynamic_args`][dynscalar.dynamic_args] for ``names``.
 
     Examples:
         >>> import dynscalar
@@ -209,7 +210,8 @@ def dynamic_args(
     max: int | None = None,  # noqa: A002
     strict: bool = False,
 ) -> Callable[[Target], Target]:
-    """Decorator form of :func:`mark_dynamic_args`, e.g. for a module's ``forward``.
+    """Decorator form of [`mark_dynamic_args`][dynscalar.mark_dynamic_args], e.g. on a
+    module's ``forward``.
 
     Examples:
         >>> import torch, dynscalar

@@ -307,7 +307,8 @@ class DynamicInt(IntLike):
     """An ``int`` that ``torch.compile`` traces as a symbolic graph input (SymInt).
 
     Behaves like the int it holds in eager mode; arithmetic keeps it dynamic.  A
-    :class:`DynamicScalar` (a wrapt proxy) at run time; type checkers treat it as an ``int``.
+    [`DynamicScalar`][dynscalar.DynamicScalar] (a wrapt proxy) at run time; type checkers
+    treat it as an ``int``.
 
     Args:
         value: the integer (any ``numbers.Integral`` except ``bool``), within int64.
@@ -347,7 +348,8 @@ class DynamicInt(IntLike):
 class DynamicFloat(FloatLike):
     """A ``float`` that ``torch.compile`` traces as a symbolic graph input (SymFloat).
 
-    A :class:`DynamicScalar` at run time; type checkers treat it as a ``float``.
+    A [`DynamicScalar`][dynscalar.DynamicScalar] at run time; type checkers treat it as a
+    ``float``.
 
     Args:
         value: the number (a ``float``, or a ``numbers.Real`` converted to float; not ``bool``).
