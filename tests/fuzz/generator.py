@@ -37,6 +37,7 @@ __all__ = [
     "Value",
     "generate",
     "render",
+    "without_harness",
 ]
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -542,6 +543,11 @@ def render(program: Program, *, marks: bool = True, script: bool = False, backen
     if script:
         source += SCRIPT_HARNESS.replace("BACKEND", repr(backend or "aot_eager"))
     return source
+
+
+def without_harness(source: str) -> str:
+    """A rendered script without its standalone harness: the program itself."""
+    return source.split('\n\nif __name__ == "__main__":')[0].rstrip() + "\n"
 
 
 # A standalone harness: run the program compiled and eagerly and print both, call by call.

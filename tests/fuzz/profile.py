@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from .generator import generate, render
+from .generator import generate, render, without_harness
 from .runner import ROOT, StockWorker, Verdict, check_program, shrink
 
 __all__ = ["PROFILES", "Profile", "Report", "backend_for", "run_profile"]
@@ -152,7 +152,9 @@ class Report:
                 "",
                 f"--- minimal program for [{key}] on {backend}, shrunk from index {m.index}{done}",
                 f"--- {m.detail}",
-                m.source,
+                f"--- as a standalone script: python -m tests.fuzz --seed {self.seed} "
+                f"--index {m.index} --backend {backend}",
+                without_harness(m.source),
             ]
         return "\n".join(lines)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .contract import CONTRACT
+from .generator import without_harness
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "docs" / "fuzzing.md"
@@ -28,6 +29,10 @@ def _cell(text: str) -> str:
 
 def _example(items: list[dict[str, Any]]) -> str:
     return ", ".join(f"{e['index']} ({e['backend']}, call {e['call']})" for e in items[:3])
+
+
+def _warnings(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {name}" for name, n in counts.items()) or "none"
 
 
 def render(data: dict[str, Any], source: str) -> str:
@@ -90,9 +95,10 @@ def render(data: dict[str, Any], source: str) -> str:
         f"| compiles | {data['compiles']} |",
         f"| programs where compiled and eager agree on every call | "
         f"{data['programs_without_difference']} |",
-        f"| **dynscalar-caused disagreements** | **{d['dynscalar']}** |",
-        f"| allowed by contract | {allowed_total} |",
-        f"| torch's own | {torch_total} |",
+        f"| **programs with a dynscalar-caused disagreement** | **{d['dynscalar']}** |",
+        f"| programs with a disagreement that is torch's own | {torch_total} |",
+        f"| calls where compiled code raised an error allowed by contract | {allowed_total} |",
+        f"| warnings recorded | {_warnings(data['warnings'])} |",
         "",
         "### Allowed by contract",
         "",
@@ -128,7 +134,13 @@ def render(data: dict[str, Any], source: str) -> str:
         lines += ["| difference | count | programs (index) |", "|---|---:|---|"]
         for key, items in sorted(counts.items(), key=lambda kv: -len(kv[1])):
             lines.append(f"| {_cell(key)} | {len(items)} | {_example(items)} |")
-        lines += ["", "One minimal program per difference and backend (standalone scripts):", ""]
+        lines += [
+            "",
+            "One minimal program per difference and backend (shrunk from the program named;",
+            f"`python -m tests.fuzz --seed {data['seed']} --index N --backend B` prints it again",
+            "as a standalone script):",
+            "",
+        ]
         for mini in data["minimal"]:
             done = "" if mini["complete"] else " (shrinking stopped at its time budget)"
             lines += [
@@ -137,7 +149,7 @@ def render(data: dict[str, Any], source: str) -> str:
                 _cell(mini["detail"]),
                 "",
                 "```python",
-                mini["source"].split('\n\nif __name__ == "__main__":')[0].rstrip(),
+                without_harness(mini["source"]).rstrip(),
                 "```",
                 "",
             ]
