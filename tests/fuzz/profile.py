@@ -61,7 +61,7 @@ class Minimal:
 class Report:
     seed: int
     verdicts: list[Verdict]
-    minimal: dict[tuple[str, str], Minimal]
+    minimal: dict[str, Minimal]  # one per kind of difference
     wall_s: float
 
     def failures(self) -> list[Verdict]:
@@ -146,14 +146,14 @@ class Report:
                 f"    rerun: python -m tests.fuzz --seed {self.seed} --index {v.program.index} "
                 f"--backend {v.backend}"
             )
-        for (key, backend), m in self.minimal.items():
+        for key, m in self.minimal.items():
             done = "" if m.complete else " (shrinking stopped at its time budget)"
             lines += [
                 "",
-                f"--- minimal program for [{key}] on {backend}, shrunk from index {m.index}{done}",
+                f"--- minimal program for [{key}] on {m.backend}, from index {m.index}{done}",
                 f"--- {m.detail}",
                 f"--- as a standalone script: python -m tests.fuzz --seed {self.seed} "
-                f"--index {m.index} --backend {backend}",
+                f"--index {m.index} --backend {m.backend}",
                 without_harness(m.source),
             ]
         return "\n".join(lines)
@@ -214,11 +214,11 @@ def run_profile(
     shrink_each_s: float,
     progress: Callable[[str], None] | None = None,
 ) -> Report:
-    """Check every program; shrink the first failure of each (kind, backend) within budget."""
+    """Check every program; shrink the first failure of each kind within the budget."""
     start = time.perf_counter()
     stock = StockWorker()
     verdicts: list[Verdict] = []
-    minimal: dict[tuple[str, str], Minimal] = {}
+    minimal: dict[str, Minimal] = {}  # one per kind of difference
     budget_end = None
     try:
         for n, index in enumerate(indices):
@@ -233,14 +233,14 @@ def run_profile(
         budget_end = time.perf_counter() + shrink_budget_s
         for v in verdicts:
             f = v.failure
-            if f is None or (f.mismatch.key, v.backend) in minimal:
+            if f is None or f.mismatch.key in minimal:
                 continue
             left = budget_end - time.perf_counter()
             if left > 0:
                 program, event, complete = shrink(v, stock, budget_s=min(shrink_each_s, left))
             else:
                 program, event, complete = v.program.truncated(f.mismatch.call + 1), f, False
-            minimal[(f.mismatch.key, v.backend)] = Minimal(
+            minimal[f.mismatch.key] = Minimal(
                 f.mismatch.key,
                 v.backend,
                 v.program.index,

@@ -136,7 +136,7 @@ def render(data: dict[str, Any], source: str) -> str:
             lines.append(f"| {_cell(key)} | {len(items)} | {_example(items)} |")
         lines += [
             "",
-            "One minimal program per difference and backend (shrunk from the program named;",
+            "One minimal program per kind of difference (shrunk from the program named;",
             f"`python -m tests.fuzz --seed {data['seed']} --index N --backend B` prints it again",
             "as a standalone script):",
             "",

@@ -10,10 +10,13 @@ One program, one verdict:
    scalar attribute afterwards (value, NaN-aware; exact ``type()``; a proxy's ``.spec``) and
    the outcome of the mark steps before the call.
 3. :func:`check_program` walks the calls: a difference where the compiled call raised an
-   error of :data:`tests.fuzz.contract.CONTRACT` whose condition held is *allowed*; the first
-   other difference ends the program and is *torch's own* when stock torch disagrees with
-   eager on the same program (up to that call) with every mark removed, run in a process
-   that never imports dynscalar (:mod:`tests.fuzz.stock`), else *dynscalar's*.
+   error of :data:`tests.fuzz.contract.CONTRACT` whose condition held is *allowed* (the
+   comparison goes on while the attributes still agree); the first other difference ends
+   the program.  It is *torch's own* when stock torch, on the same program up to that call
+   with every mark removed and run in a process that never imports dynscalar
+   (:mod:`tests.fuzz.stock`), shows the same kind of difference on the same subject at
+   that call, or already parts from eager at an earlier one (:func:`explain_by_stock`);
+   otherwise it is *dynscalar's*.
 4. :func:`shrink` reduces a dynscalar-caused failure (drop steps, statements, instances,
    marks, specs) while the same kind of dynscalar-caused difference persists.
 
@@ -22,12 +25,14 @@ This module does not import dynscalar at import time (the stock worker uses it t
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import copy
 import json
 import math
 import numbers
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -217,6 +222,7 @@ def describe(exc: BaseException) -> str:
 
 
 _SOURCES = Path(tempfile.mkdtemp(prefix="dynscalar-fuzz-"))
+atexit.register(shutil.rmtree, _SOURCES, ignore_errors=True)
 
 
 def execute(program: Program, backend: str | None, *, marks: bool = True) -> RunLog:
@@ -340,14 +346,11 @@ def diff_call(i: int, comp: CallRecord, eager: CallRecord, *, exact: bool) -> li
             else _same_value(a, b)
         )
         if not same:
-            out.append(
-                Mismatch(
-                    i,
-                    "outcome",
-                    "result differs",
-                    f"{comp.target}: compiled {_short(a)}, eager {_short(b)}",
-                )
-            )
+            dtypes = [getattr(r, "dtype", None) for r in (a, b)]
+            key = "result dtype differs" if dtypes[0] != dtypes[1] else "result differs"
+            where = f" ({dtypes[0]} and {dtypes[1]})" if dtypes[0] != dtypes[1] else ""
+            detail = f"{comp.target}: compiled {_short(a)}, eager {_short(b)}{where}"
+            out.append(Mismatch(i, "outcome", key, detail))
     for name in sorted(set(comp.attrs) | set(eager.attrs)):
         cs, es = comp.attrs.get(name), eager.attrs.get(name)
         if cs is None or es is None:
