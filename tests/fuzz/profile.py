@@ -36,7 +36,7 @@ class Profile:
 
 
 PROFILES = {
-    "quick": Profile(programs=200, inductor_every=0, shrink_budget_s=40, shrink_each_s=15),
+    "quick": Profile(programs=200, inductor_every=0, shrink_budget_s=24, shrink_each_s=8),
     "long": Profile(programs=5000, inductor_every=100, shrink_budget_s=900, shrink_each_s=90),
 }
 
