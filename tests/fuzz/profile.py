@@ -147,7 +147,7 @@ class Report:
                 f"--backend {v.backend}"
             )
         for key, m in self.minimal.items():
-            done = "" if m.complete else " (shrinking stopped at its time budget)"
+            done = "" if m.complete else " (not fully shrunk: time budget)"
             lines += [
                 "",
                 f"--- minimal program for [{key}] on {m.backend}, from index {m.index}{done}",

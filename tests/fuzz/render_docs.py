@@ -142,7 +142,7 @@ def render(data: dict[str, Any], source: str) -> str:
             "",
         ]
         for mini in data["minimal"]:
-            done = "" if mini["complete"] else " (shrinking stopped at its time budget)"
+            done = "" if mini["complete"] else " (not fully shrunk: time budget)"
             lines += [
                 f"#### {mini['key']} ({mini['backend']}, from program {mini['from_index']}){done}",
                 "",
