@@ -1,0 +1,596 @@
+"""Random small programs that use Python scalars under ``torch.compile``, as source text.
+
+A program is a :class:`Program` (a small structure the shrinker can edit) rendered to Python
+source by :func:`render`.  Two shapes:
+
+* **module**: a class ``M(nn.Module)`` with one or two scalar attributes (``s``, ``t``) and a
+  ``forward(self, x)`` built from random statements that read, branch on, force, update in
+  place, write back or reset the attributes; optionally a ``@dynscalar.dynamic_attrs``
+  subclass ``MD``; several instances, marked with ``mark_dynamic_attr`` (random spec),
+  holding ``DynamicInt``/``DynamicFloat`` values, or unmarked; then about six calls, with
+  attribute assignments of changing types and mark changes in between;
+* **function**: ``f(x, n)`` called with proxies and plain values of changing types.
+
+Every program is a pure function of ``(seed, index)``: :func:`generate` seeds its own
+``random.Random`` from both, so program 17 of seed 0 is the same program whatever else
+runs.  The rendered source calls ``fuzz.track``/``fuzz.call``/``fuzz.step`` on a harness
+object (see :mod:`tests.fuzz.runner`); :func:`render` with ``script=True`` appends a small
+standalone harness so that a failing program can be saved and run with ``python``.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+__all__ = [
+    "Assign",
+    "Call",
+    "Instance",
+    "Mark",
+    "Program",
+    "Spec",
+    "Stmt",
+    "Unmark",
+    "Value",
+    "generate",
+    "render",
+    "without_harness",
+]
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+# ----------------------------------------------------------------------------- values
+@dataclass(frozen=True)
+class Spec:
+    """Keyword arguments of a mark or a proxy (``unbacked``, ``min``, ``max``, ``strict``)."""
+
+    unbacked: bool = False
+    min: int | None = None
+    max: int | None = None
+    strict: bool = False
+
+    def kwargs(self) -> str:
+        parts = []
+        if self.unbacked:
+            parts.append("unbacked=True")
+        if self.min is not None:
+            parts.append(f"min={self.min}")
+        if self.max is not None:
+            parts.append(f"max={self.max}")
+        if self.strict:
+            parts.append("strict=True")
+        return ", ".join(parts)
+
+    @property
+    def has_range(self) -> bool:
+        return self.min is not None or self.max is not None
+
+    def admits_int(self, value: int) -> bool:
+        return INT64_MIN <= value <= INT64_MAX and not (
+            (self.min is not None and value < self.min)
+            or (self.max is not None and value > self.max)
+        )
+
+
+ValueKind = Literal[
+    "int",
+    "bool",
+    "float",
+    "np.int64",
+    "np.int32",
+    "np.float64",
+    "np.float32",
+    "DynamicInt",
+    "DynamicFloat",
+    "str",
+    "None",
+    "tensor",
+]
+
+
+@dataclass(frozen=True)
+class Value:
+    """A scalar value as it appears in the program source."""
+
+    kind: ValueKind
+    payload: Any = None
+    spec: Spec = Spec()
+
+    @property
+    def is_proxy(self) -> bool:
+        return self.kind in ("DynamicInt", "DynamicFloat")
+
+    def source(self, marks: bool = True) -> str:
+        """Source text; with ``marks=False`` a proxy becomes its plain value."""
+        p = self.payload
+        if self.kind in ("int", "bool", "str"):
+            return repr(p)
+        if self.kind == "None":
+            return "None"
+        if self.kind == "float":
+            return _float(p)
+        if self.kind.startswith("np."):
+            inner = repr(int(p)) if "int" in self.kind else _float(p)
+            return f"{self.kind}({inner})"
+        if self.kind == "tensor":
+            return f"torch.tensor({_float(p) if isinstance(p, float) else repr(p)})"
+        plain = repr(p) if self.kind == "DynamicInt" else _float(p)
+        if not marks:
+            return plain
+        extra = self.spec.kwargs()
+        return f"{self.kind}({plain}{', ' + extra if extra else ''})"
+
+
+def _float(value: float) -> str:
+    if math.isnan(value):
+        return 'float("nan")'
+    if math.isinf(value):
+        return 'float("inf")' if value > 0 else 'float("-inf")'
+    return repr(value)
+
+
+def mark_accepts(value: Value, spec: Spec) -> bool:
+    """Whether ``mark_dynamic_attr`` documents accepting this value under ``spec``.
+
+    Used only to keep marks made right after construction valid (a mark that raises there
+    would end the program in both runs); marks later in the sequence run under
+    ``fuzz.step()`` and may raise.
+    """
+    if value.kind in ("int", "DynamicInt"):
+        return spec.admits_int(value.payload) and (
+            value.kind == "int" or value.spec.admits_int(value.payload)
+        )
+    if value.kind in ("float", "DynamicFloat"):
+        return not (spec.unbacked or spec.has_range)
+    return False
+
+
+# ----------------------------------------------------------------------------- statements
+@dataclass(frozen=True)
+class Stmt:
+    """One forward statement; ``{a}``/``{b}`` are attribute (or argument) expressions."""
+
+    template: str
+    a: str  # the attribute the statement is about
+    b: str  # a second attribute it may read (== a with one attribute)
+    reads: bool = True
+    writes: bool = False
+    forces: bool = False  # range()/int(): makes a symbolic value a constant
+    makes_float: bool = False  # true division or a float operand
+
+    def source(self, expr: dict[str, str]) -> str:
+        return self.template.format(a=expr[self.a], b=expr[self.b])
+
+    def uses(self) -> set[str]:
+        return {self.a} | ({self.b} if "{b}" in self.template else set())
+
+
+# (template, flags).  {c} and {k} are filled with small constants at generation time.
+Templates = list[tuple[str, dict[str, bool]]]
+_READS: Templates = [
+    ("y = y * {a}", {}),
+    ("y = y + {a} / 2", {"makes_float": True}),
+    ("y = y - {a} // {c}", {}),
+    ("y = y + {a} % {c}", {}),
+    ("y = y * ({a} - {b})", {}),
+    ("k = {a} * 2 + 1\ny = y + k", {}),
+    ("k = {a} / 4\ny = y * k", {"makes_float": True}),
+    ("y = y + max({a}, {c})", {}),
+    ("y = y * abs({a})", {}),
+    ("y = y - -{a}", {}),
+    ("y = y * float({a})", {"makes_float": True}),
+]
+_BRANCHES: Templates = [
+    ("if {a} > {k}:\n    y = y + 1\nelse:\n    y = y - 1", {}),
+    ("if {a} % 2 == 0:\n    y = y * 2", {}),
+    ("if {a} < 0:\n    y = -y", {}),
+    ("if {a} == {k}:\n    y = y + 10", {}),
+    ("y = y + 1 if {a} >= {k} else y", {}),
+]
+_FORCING: Templates = [
+    ("for _ in range({a} % 3):\n    y = y + 1", {"forces": True}),
+    ("y = y + int({a})", {"forces": True}),
+]
+_WRITES: Templates = [
+    ("{a} += 1", {}),
+    ("{a} -= {c}", {}),
+    ("{a} *= 2", {}),
+    ("{a} //= 2", {}),
+    ("{a} += 0.5", {"makes_float": True}),
+    ("{a} = {a} * 2 + 1", {}),
+    ("{a} = {a} + 1", {}),
+    ("{a} = {a} / 2", {"makes_float": True}),
+    ("{a} = -{a}", {}),
+    ("{a} = {a} + {b}", {}),
+    ("{a} = 0", {"reads": False}),
+    ("{a} = 0.5", {"reads": False, "makes_float": True}),
+    ("{a} = {c}", {"reads": False}),
+    ("if {a} > {k}:\n    {a} = 0", {}),
+    ("{a} = {a} - {c} if {a} > {k} else {a} + 1", {}),
+    ("if {a} % 2 == 1:\n    {a} = {a} * 3", {}),
+]
+_GROUPS = [(_READS, 5), (_BRANCHES, 3), (_FORCING, 1), (_WRITES, 4)]
+
+
+def _stmt(rng: random.Random, attrs: tuple[str, ...]) -> Stmt:
+    group = rng.choices([g for g, _ in _GROUPS], weights=[w for _, w in _GROUPS])[0]
+    template, flags = rng.choice(group)
+    template = template.replace("{c}", str(rng.randint(2, 4))).replace(
+        "{k}", str(rng.randint(-1, 6))
+    )
+    a = rng.choice(attrs)
+    b = rng.choice([n for n in attrs if n != a] or [a])
+    return Stmt(
+        template=template,
+        a=a,
+        b=b,
+        reads=flags.get("reads", True),
+        writes=group is _WRITES,
+        forces=flags.get("forces", False),
+        makes_float=flags.get("makes_float", False),
+    )
+
+
+# ----------------------------------------------------------------------------- values
+_SMALL = list(range(-3, 11))
+_LARGE = [2**31 + 7, 2**40, -(2**33) - 1, 2**62, 3 * 2**31]
+_OUT_OF_INT64 = [2**63 + 5, -(2**63) - 2]
+_FLOATS = [0.5, 2.5, -1.25, 3.0, 7.75, 0.1, 1e10, -0.0]
+_ODD_FLOATS = [math.nan, math.inf]
+
+# kind -> weight, for an attribute that usually holds an int ("s") or a float ("t")
+_INTISH = {
+    "int": 30,
+    "int-": 8,
+    "int-large": 6,
+    "int-out": 2,
+    "bool": 4,
+    "float": 10,
+    "float-odd": 1,
+    "np.int64": 4,
+    "np.int32": 2,
+    "np.float64": 3,
+    "np.float32": 2,
+    "DynamicInt": 14,
+    "DynamicFloat": 4,
+    "str": 3,
+    "None": 1,
+    "tensor": 1,
+}
+_FLOATISH = {
+    **_INTISH,
+    "int": 10,
+    "int-": 3,
+    "int-large": 2,
+    "float": 30,
+    "DynamicInt": 6,
+    "DynamicFloat": 12,
+    "np.float64": 5,
+}
+
+
+def _spec(rng: random.Random, value: int | None) -> Spec:
+    """A random spec; around ``value`` (kept inside the range) when it is given."""
+    unbacked = rng.random() < 0.2
+    strict = rng.random() < 0.15
+    lo = hi = None
+    if rng.random() < 0.3:
+        center = value if value is not None else rng.randint(0, 6)
+        if rng.random() < 0.6:
+            lo = center - rng.randint(0, 4)
+        if lo is None or rng.random() < 0.7:
+            hi = center + rng.randint(0, 6)
+        if value is not None and not (INT64_MIN <= value <= INT64_MAX):
+            lo = hi = None
+        lo = None if lo is not None and lo < INT64_MIN else lo
+        hi = None if hi is not None and hi > INT64_MAX else hi
+    return Spec(unbacked=unbacked, min=lo, max=hi, strict=strict)
+
+
+def _value(rng: random.Random, weights: dict[str, int]) -> Value:
+    kind = rng.choices(list(weights), weights=list(weights.values()))[0]
+    if kind == "int":
+        return Value("int", rng.choice(_SMALL))
+    if kind == "int-":
+        return Value("int", rng.randint(-12, -1))
+    if kind == "int-large":
+        return Value("int", rng.choice(_LARGE))
+    if kind == "int-out":
+        return Value("int", rng.choice(_OUT_OF_INT64))
+    if kind == "bool":
+        return Value("bool", rng.random() < 0.5)
+    if kind == "float":
+        return Value("float", rng.choice(_FLOATS))
+    if kind == "float-odd":
+        return Value("float", rng.choice(_ODD_FLOATS))
+    if kind in ("np.int64", "np.int32"):
+        return Value(kind, rng.choice(_SMALL))  # type: ignore[arg-type]
+    if kind in ("np.float64", "np.float32"):
+        return Value(kind, rng.choice([0.5, 2.5, -1.25, 3.0]))  # type: ignore[arg-type]
+    if kind == "DynamicInt":
+        v = rng.choice(_SMALL * 3 + _LARGE)
+        return Value("DynamicInt", v, _spec(rng, v))
+    if kind == "DynamicFloat":
+        return Value("DynamicFloat", rng.choice(_FLOATS), Spec(strict=rng.random() < 0.2))
+    if kind == "str":
+        return Value("str", rng.choice(["3", "a"]))
+    if kind == "None":
+        return Value("None")
+    return Value("tensor", rng.choice([2, 0.5]))
+
+
+# ----------------------------------------------------------------------------- programs
+@dataclass(frozen=True)
+class Instance:
+    name: str
+    cls: str  # "M" or "MD"
+    init: tuple[Value, ...]  # one per attribute, in Program.attrs order
+    mark: tuple[tuple[str, ...], Spec] | None = None  # mark_dynamic_attr right after creation
+
+
+@dataclass(frozen=True)
+class Call:
+    target: str  # an instance name, or "f"
+    arg: Value | None = None  # the scalar argument of f(x, n)
+
+
+@dataclass(frozen=True)
+class Assign:
+    target: str
+    attr: str
+    value: Value
+
+
+@dataclass(frozen=True)
+class Mark:
+    target: str
+    names: tuple[str, ...]
+    spec: Spec
+
+
+@dataclass(frozen=True)
+class Unmark:
+    target: str
+    names: tuple[str, ...]
+
+
+Step = Call | Assign | Mark | Unmark
+
+
+@dataclass(frozen=True)
+class Program:
+    seed: int
+    index: int
+    kind: Literal["module", "function"]
+    attrs: tuple[str, ...]
+    body: tuple[Stmt, ...]
+    x: tuple[float, ...]
+    class_mark: tuple[tuple[str, ...], Spec] | None = None
+    instances: tuple[Instance, ...] = ()
+    steps: tuple[Step, ...] = field(default_factory=tuple)
+
+    @property
+    def calls(self) -> list[Call]:
+        return [s for s in self.steps if isinstance(s, Call)]
+
+    def truncated(self, calls: int) -> Program:
+        """The program up to and including its ``calls``-th call."""
+        out: list[Step] = []
+        seen = 0
+        for step in self.steps:
+            if seen == calls:
+                break
+            out.append(step)
+            seen += isinstance(step, Call)
+        return replace(self, steps=tuple(out))
+
+    def body_uses(self) -> set[str]:
+        return set().union(*(s.uses() for s in self.body)) if self.body else set()
+
+
+def generate(seed: int, index: int, *, calls: int = 6) -> Program:
+    """Program ``index`` of ``seed`` (independent of every other index)."""
+    rng = random.Random(f"dynscalar-fuzz:{seed}:{index}")
+    x = tuple(rng.choice([-2.0, -1.5, -0.5, 0.0, 0.25, 1.0, 2.0, 3.25]) for _ in range(4))
+    if rng.random() < 0.2:
+        return _function_program(rng, seed, index, x, calls)
+    return _module_program(rng, seed, index, x, calls)
+
+
+def _function_program(
+    rng: random.Random, seed: int, index: int, x: tuple[float, ...], calls: int
+) -> Program:
+    attrs = ("n",)
+    body = tuple(_stmt(rng, attrs) for _ in range(rng.randint(2, 5)))
+    steps = tuple(
+        Call("f", _value(rng, _INTISH if rng.random() < 0.7 else _FLOATISH)) for _ in range(calls)
+    )
+    return Program(seed, index, "function", attrs, body, x, steps=steps)
+
+
+def _module_program(
+    rng: random.Random, seed: int, index: int, x: tuple[float, ...], calls: int
+) -> Program:
+    attrs: tuple[str, ...] = ("s", "t") if rng.random() < 0.4 else ("s",)
+    body = tuple(_stmt(rng, attrs) for _ in range(rng.randint(2, 5)))
+    weights = {"s": _INTISH, "t": _FLOATISH}
+    class_mark = None
+    if rng.random() < 0.35:
+        names = tuple(n for n in attrs if rng.random() < 0.7) or attrs[:1]
+        class_mark = (names, _spec(rng, None))
+    instances = []
+    for i in range(rng.randint(2, 4)):
+        cls = "MD" if class_mark and rng.random() < 0.5 else "M"
+        init = tuple(_value(rng, weights[a]) for a in attrs)
+        mark = None
+        if rng.random() < 0.45:
+            names = tuple(n for n in attrs if rng.random() < 0.7) or attrs[:1]
+            first = init[attrs.index(names[0])]
+            spec = _spec(rng, first.payload if first.kind in ("int", "DynamicInt") else None)
+            if all(mark_accepts(init[attrs.index(n)], spec) for n in names):
+                mark = (names, spec)
+            elif all(mark_accepts(init[attrs.index(n)], Spec()) for n in names):
+                mark = (names, Spec())
+        instances.append(Instance(f"m{i}", cls, init, mark))
+
+    steps: list[Step] = []
+    target = rng.choice(instances).name
+    for _ in range(calls):
+        if rng.random() < 0.5:
+            inst, attr = rng.choice(instances).name, rng.choice(attrs)
+            steps.append(Assign(inst, attr, _value(rng, weights[attr])))
+        if rng.random() < 0.15:
+            inst = rng.choice(instances).name
+            names = (rng.choice(attrs),)
+            if rng.random() < 0.35:
+                steps.append(Unmark(inst, names))
+            else:  # often a narrower max than a typical value
+                spec = _spec(rng, None)
+                if rng.random() < 0.5:
+                    spec = replace(spec, min=None, max=rng.randint(0, 5))
+                steps.append(Mark(inst, names, spec))
+        if rng.random() < 0.5:
+            target = rng.choice(instances).name
+        steps.append(Call(target))
+    return Program(
+        seed, index, "module", attrs, body, x, class_mark, tuple(instances), tuple(steps)
+    )
+
+
+# ----------------------------------------------------------------------------- rendering
+def _indent(text: str, n: int) -> str:
+    return "\n".join(" " * n + line for line in text.splitlines())
+
+
+def render(program: Program, *, marks: bool = True, script: bool = False, backend: str = "") -> str:
+    """Python source of ``program``.
+
+    ``marks=False``: the same program with every dynscalar mark removed (no mark calls, no
+    decorator, proxies replaced by their plain values, dynscalar not imported): what stock
+    torch is judged on.  ``script=True``: append a standalone harness (``python file.py``
+    runs it compiled with ``backend`` and eagerly and prints both).
+    """
+    p = program
+    lines = [
+        f"# dynscalar fuzz program: seed {p.seed}, index {p.index}"
+        + ("" if marks else " (dynscalar marks removed)"),
+        "import numpy as np",
+        "import torch",
+        "",
+    ]
+    if marks:
+        lines += ["import dynscalar", "from dynscalar import DynamicFloat, DynamicInt", ""]
+    lines.append("")
+    if p.kind == "function":
+        expr = {"n": "n"}
+        lines += ["def f(x, n):", "    y = x.clone()"]
+        lines += [_indent(s.source(expr), 4) for s in p.body]
+        lines += ["    return y", "", ""]
+    else:
+        expr = {a: f"self.{a}" for a in p.attrs}
+        args = ", ".join(p.attrs)
+        lines += [
+            "class M(torch.nn.Module):",
+            f"    def __init__(self, {args}):",
+            "        super().__init__()",
+            *[f"        self.{a} = {a}" for a in p.attrs],
+            "",
+            "    def forward(self, x):",
+            "        y = x.clone()",
+            *[_indent(s.source(expr), 8) for s in p.body],
+            "        return y",
+            "",
+            "",
+        ]
+        if p.class_mark is not None:
+            names, spec = p.class_mark
+            if marks:
+                call = ", ".join([*(f'"{n}"' for n in names), *filter(None, [spec.kwargs()])])
+                lines.append(f"@dynscalar.dynamic_attrs({call})")
+            lines += ["class MD(M):", "    pass", "", ""]
+
+    lines += ["def program(fuzz):", f"    x = torch.tensor({list(p.x)!r})"]
+    for inst in p.instances:
+        init = ", ".join(v.source(marks) for v in inst.init)
+        lines.append(f"    {inst.name} = {inst.cls}({init})")
+        if inst.mark is not None and marks:
+            names, spec = inst.mark
+            call = ", ".join(
+                [inst.name, *(f'"{n}"' for n in names), *filter(None, [spec.kwargs()])]
+            )
+            lines.append(f"    dynscalar.mark_dynamic_attr({call})")
+    if p.instances:
+        lines.append(f"    fuzz.track({', '.join(f'{i.name}={i.name}' for i in p.instances)})")
+    for step in p.steps:
+        if isinstance(step, Call):
+            arg = "" if step.arg is None else ", " + step.arg.source(marks)
+            lines.append(f"    fuzz.call({step.target}, x{arg})")
+        elif isinstance(step, Assign):
+            lines.append(f"    {step.target}.{step.attr} = {step.value.source(marks)}")
+        elif marks and isinstance(step, Mark):
+            call = ", ".join(
+                [step.target, *(f'"{n}"' for n in step.names), *filter(None, [step.spec.kwargs()])]
+            )
+            lines += ["    with fuzz.step():", f"        dynscalar.mark_dynamic_attr({call})"]
+        elif marks and isinstance(step, Unmark):
+            call = ", ".join([step.target, *(f'"{n}"' for n in step.names)])
+            lines += ["    with fuzz.step():", f"        dynscalar.unmark_dynamic_attr({call})"]
+    source = "\n".join(lines) + "\n"
+    if script:
+        source += SCRIPT_HARNESS.replace("BACKEND", repr(backend or "aot_eager"))
+    return source
+
+
+def without_harness(source: str) -> str:
+    """A rendered script without its standalone harness: the program itself."""
+    return source.split('\n\nif __name__ == "__main__":')[0].rstrip() + "\n"
+
+
+# A standalone harness: run the program compiled and eagerly and print both, call by call.
+SCRIPT_HARNESS = """
+
+if __name__ == "__main__":
+    import contextlib
+
+    class Side:
+        def __init__(self, backend=None):
+            self.backend, self.mods, self.compiled, self.log = backend, {}, {}, []
+
+        def track(self, **mods):
+            self.mods = mods
+
+        def step(self):
+            return contextlib.suppress(Exception)
+
+        def call(self, fn, *args):
+            if self.backend:
+                compiled = torch.compile(fn, backend=self.backend)
+                fn = self.compiled.setdefault(id(fn), (fn, compiled))[1]
+            try:
+                out = fn(*args)
+            except Exception as exc:  # noqa: BLE001
+                out = f"raised {type(exc).__name__}: {str(exc).strip()[:200]}"
+            attrs = {
+                f"{n}.{a}": f"{type(v).__name__} {v!r}"
+                for n, m in self.mods.items()
+                for a, v in vars(m).items()
+                if not a.startswith("_") and a != "training"
+            }
+            self.log.append((out, attrs))
+
+    compiled, eager = Side(BACKEND), Side()
+    program(compiled)
+    program(eager)
+    for i, ((c_out, c_attrs), (e_out, e_attrs)) in enumerate(zip(compiled.log, eager.log)):
+        tensors = isinstance(c_out, torch.Tensor) and isinstance(e_out, torch.Tensor)
+        same = (tensors and c_out.dtype == e_out.dtype and torch.allclose(
+            c_out, e_out, rtol=0, atol=0, equal_nan=True)) or (
+            isinstance(c_out, str) and isinstance(e_out, str))
+        print(f"call {i}: {'same' if same and c_attrs == e_attrs else 'DIFFERENT'}")
+        print(f"  compiled: {c_out}  {c_attrs}")
+        print(f"  eager:    {e_out}  {e_attrs}")
+"""

@@ -1,0 +1,315 @@
+"""Compiled dynscalar code never differs from eager: the differential fuzzer (issue 10).
+
+The quick profile checks 200 seeded random programs (half on ``eager``, half on
+``aot_eager``) and a small ``inductor`` sample.  A test fails listing every disagreement
+that is neither allowed by the contract (tests/fuzz/contract.py) nor torch's own, each with
+the command that re-runs it and a minimal program.  ``DYNSCALAR_FUZZ_SEED`` picks another
+seed; ``python -m tests.fuzz --profile long`` runs the long profile (docs/fuzzing.md).
+
+The other tests specify the fuzzer itself: reproducible programs, the contract table, the
+classification of differences and the shrinker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import dynscalar
+from tests.fuzz import runner
+from tests.fuzz.contract import CONTRACT, Entry, Scalar, contract_error, rule_for
+from tests.fuzz.generator import (
+    Assign,
+    Call,
+    Instance,
+    Program,
+    Spec,
+    Stmt,
+    Value,
+    generate,
+    render,
+)
+from tests.fuzz.profile import PROFILES, backend_for, run_profile
+from tests.fuzz.render_docs import PAGE, PUBLISHED, source_name
+from tests.fuzz.render_docs import render as render_page
+
+SEED = int(os.environ.get("DYNSCALAR_FUZZ_SEED", "0"))
+QUICK = PROFILES["quick"]
+INDUCTOR_SAMPLE = 3
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# ----------------------------------------------------------------------------- the profiles
+@pytest.mark.fuzz
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_quick_profile_has_no_dynscalar_caused_disagreement(backend: str) -> None:
+    indices = [i for i in range(QUICK.programs) if backend_for(i) == backend]
+    report = run_profile(
+        SEED,
+        indices,
+        backend=backend_for,
+        shrink_budget_s=QUICK.shrink_budget_s / 2,
+        shrink_each_s=QUICK.shrink_each_s,
+    )
+    for verdict in report.verdicts:  # every program ran to its end in both runs
+        assert verdict.calls == len(verdict.program.calls) or verdict.events, verdict.program.index
+    assert not report.failures(), report.failure_text()
+
+
+@pytest.mark.fuzz
+@pytest.mark.inductor
+def test_inductor_sample_has_no_dynscalar_caused_disagreement() -> None:
+    report = run_profile(
+        SEED,
+        range(QUICK.programs, QUICK.programs + INDUCTOR_SAMPLE),
+        backend=lambda _: "inductor",
+        shrink_budget_s=QUICK.shrink_each_s,
+        shrink_each_s=QUICK.shrink_each_s,
+    )
+    assert not report.failures(), report.failure_text()
+
+
+# ----------------------------------------------------------------------------- the generator
+def test_a_program_is_a_function_of_seed_and_index() -> None:
+    assert generate(3, 17) == generate(3, 17)
+    assert render(generate(3, 17)) == render(generate(3, 17))
+    assert render(generate(3, 17)) != render(generate(4, 17))
+    assert render(generate(3, 17)) != render(generate(3, 18))
+
+
+def test_every_form_of_a_program_is_valid_python() -> None:
+    for index in range(300):
+        program = generate(SEED, index)
+        compile(render(program), "marked", "exec")
+        compile(render(program, script=True), "script", "exec")
+        unmarked = render(program, marks=False)
+        compile(unmarked, "unmarked", "exec")
+        assert "dynscalar" not in unmarked.split("\n", 1)[1]  # past the header comment
+        assert "Dynamic" not in unmarked
+
+
+def test_programs_cover_the_ways_to_mark_and_the_value_types() -> None:
+    programs = [generate(SEED, i) for i in range(QUICK.programs)]
+    kinds = Counter(p.kind for p in programs)
+    values = Counter(
+        v.kind
+        for p in programs
+        for v in [
+            *(v for i in p.instances for v in i.init),
+            *(getattr(s, "value", None) or getattr(s, "arg", None) for s in p.steps),
+        ]
+        if v is not None
+    )
+    ints = [v.payload for p in programs for i in p.instances for v in i.init if v.kind == "int"]
+    steps = Counter(type(s).__name__ for p in programs for s in p.steps)
+    assert kinds["module"] and kinds["function"]
+    assert set(values) == {
+        "int",
+        "bool",
+        "float",
+        "np.int64",
+        "np.int32",
+        "np.float64",
+        "np.float32",
+        "DynamicInt",
+        "DynamicFloat",
+        "str",
+        "None",
+        "tensor",
+    }
+    assert min(ints) < 0 and max(ints) > 2**31 and max(ints) > 2**63
+    assert steps["Call"] and steps["Assign"] and steps["Mark"] and steps["Unmark"]
+    assert any(p.class_mark for p in programs)
+    assert any(i.mark for p in programs for i in p.instances)
+    assert any(i.mark is None and i.cls == "M" for p in programs for i in p.instances)
+    body = [s for p in programs for s in p.body]
+    assert any(s.writes for s in body) and any(s.forces for s in body)
+    assert any(s.template.startswith("if ") for s in body)
+    specs = [
+        v.spec for p in programs for i in p.instances for v in i.init if v.kind == "DynamicInt"
+    ]
+    assert any(s.unbacked for s in specs) and any(s.strict for s in specs)
+    assert any(s.has_range for s in specs)
+
+
+# ----------------------------------------------------------------------------- the contract
+def test_the_contract_names_public_dynscalar_errors() -> None:
+    for rule in CONTRACT:
+        error = getattr(dynscalar, rule.error)
+        assert issubclass(error, dynscalar.DynscalarError), rule.error
+        assert rule_for(error("x")) is rule
+
+
+def test_a_contract_error_is_found_inside_torch_wrapping() -> None:
+    from torch._dynamo.exc import BackendCompilerFailed
+
+    inner = dynscalar.DynamicFloatSpecializedError("baked")
+    wrapped = BackendCompilerFailed(lambda *a: None, inner, None)
+    assert contract_error(wrapped) is inner
+    try:
+        try:
+            raise dynscalar.OutOfRangeError("out")
+        except ValueError as exc:
+            raise RuntimeError("torch wrapped it") from exc
+    except RuntimeError as outer:
+        assert type(contract_error(outer)) is dynscalar.OutOfRangeError
+    assert contract_error(RuntimeError("plain")) is None
+
+
+def _entry(value: Any, *marks: Any, read: bool = True, forces: bool = False) -> Entry:
+    return Entry((Scalar("s", value, marks, read),), forces=forces, makes_float=False)
+
+
+def rule(name: str) -> Any:
+    return next(r for r in CONTRACT if r.error == name)
+
+
+def test_a_contract_error_is_allowed_only_under_its_condition() -> None:
+    import numpy as np
+
+    spec = dynscalar.DynamicSpec
+    out_of_range, type_error = rule("OutOfRangeError"), rule("DynscalarTypeError")
+    assert out_of_range.applies(_entry(7, spec(max=5)))
+    assert out_of_range.applies(_entry(dynscalar.DynamicInt(7), spec(min=8)))
+    assert not out_of_range.applies(_entry(5, spec(max=5)))
+    assert not out_of_range.applies(_entry(7, spec(max=5), read=False))
+    assert not out_of_range.applies(_entry(7))  # unmarked
+    assert type_error.applies(_entry("3", spec())) and type_error.applies(_entry(True, spec()))
+    assert not type_error.applies(_entry(np.int64(3), spec()))  # numpy scalars are numbers
+    value_error = rule("DynscalarValueError")
+    assert value_error.applies(_entry(2**63, spec()))
+    assert value_error.applies(_entry(0.5, spec(unbacked=True)))
+    assert not value_error.applies(_entry(0.5, spec()))
+    strict = rule("SpecializationError")
+    assert strict.applies(_entry(3, spec(strict=True), forces=True))
+    assert not strict.applies(_entry(3, spec(strict=True)))
+    assert not strict.applies(_entry(3, spec(), forces=True))
+
+
+# ----------------------------------------------------------------------------- the runner
+def program(body: list[str], *instances: Instance, steps: list[Any]) -> Program:
+    stmts = tuple(Stmt(t, "s", "s", writes=t.startswith("{a} =")) for t in body)
+    return Program(
+        0, 0, "module", ("s",), stmts, (1.0, -2.0, 0.5, 3.0), None, instances, tuple(steps)
+    )
+
+
+def test_programs_that_agree_have_no_events() -> None:
+    p = program(
+        ["y = y * {a}", "{a} = {a} + 1"],
+        Instance("m0", "M", (Value("int", 3),)),
+        steps=[Call("m0"), Call("m0")],
+    )
+    verdict = runner.check_program(p, "eager", None)
+    assert verdict.events == [] and verdict.calls == 2 and verdict.compiles >= 1
+
+
+def test_a_documented_error_is_allowed_and_the_comparison_goes_on() -> None:
+    marked = Instance("m0", "M", (Value("int", 3),), mark=(("s",), Spec(max=5)))
+    p = program(
+        ["y = y * {a}"],
+        marked,
+        steps=[
+            Call("m0"),
+            Assign("m0", "s", Value("int", 7)),
+            Call("m0"),
+            Assign("m0", "s", Value("int", 4)),
+            Call("m0"),
+        ],
+    )
+    verdict = runner.check_program(p, "eager", None)
+    assert [(e.cause, e.error, e.mismatch.call) for e in verdict.events] == [
+        ("allowed", "OutOfRangeError", 1)
+    ]
+
+
+def test_a_difference_stock_torch_shows_too_is_torchs_own() -> None:
+    """Unmarked, so dynscalar plays no part: every difference must be classified as torch's.
+
+    Stock torch runs in a worker process that never imports dynscalar.
+    """
+    bodies = [["{a} = {a} * 2 + 1", "y = y * {a}"], ["y = y * {a}"]]
+    values = [Value("np.float64", 0.5), Value("np.int64", 3), Value("float", 0.5), Value("int", 3)]
+    worker = runner.StockWorker()
+    try:
+        for body in bodies:
+            for value in values:
+                p = program(body, Instance("m0", "M", (value,)), steps=[Call("m0"), Call("m0")])
+                verdict = runner.check_program(p, "aot_eager", worker)
+                assert all(e.cause == "torch" for e in verdict.events), verdict.events
+    finally:
+        worker.close()
+
+
+def test_the_shrinker_keeps_only_what_the_failure_needs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fault injected into the compiled run: a wrong result whenever ``s`` ends at 8.
+
+    The program has no marks, so that nothing but the injected fault can make it fail.
+    """
+    call = runner.Harness.call
+
+    def faulty(self: runner.Harness, fn: Any, *args: Any) -> None:
+        call(self, fn, *args)
+        record = self.log.calls[-1]
+        if self.contract and fn.__dict__.get("s") == 8 and record.outcome.error is None:
+            record.outcome.result = record.outcome.result + 1
+
+    monkeypatch.setattr(runner.Harness, "call", faulty)
+    p = program(
+        ["y = y * {a}", "if {a} > 3:\n    y = y + 1", "{a} = {a} + 1", "y = y - {a} // 2"],
+        Instance("m0", "M", (Value("int", 3),)),
+        Instance("m1", "M", (Value("int", 5),)),
+        Instance("m2", "M", (Value("float", 0.5),)),
+        steps=[
+            Call("m1"),
+            Assign("m0", "s", Value("float", 2.5)),
+            Call("m0"),
+            Call("m2"),
+            Assign("m1", "s", Value("int", 7)),
+            Call("m1"),
+            Call("m0"),
+            Call("m1"),
+        ],
+    )
+    verdict = runner.check_program(p, "eager", None)
+    assert verdict.failure is not None and verdict.failure.mismatch.key == "result differs"
+    small, event, complete = runner.shrink(verdict, None, budget_s=120)
+    assert complete and event.mismatch.key == "result differs"
+    assert len(small.calls) == 1 and len(small.instances) == 1
+    assert [s.template for s in small.body] == ["{a} = {a} + 1"]  # makes 7 into 8
+    # what remains still fails, and is a standalone script
+    assert runner.check_program(small, "eager", None).failure is not None
+    compile(render(small, script=True), "script", "exec")
+
+
+def test_a_minimal_program_runs_as_a_standalone_script(tmp_path: Path) -> None:
+    p = program(
+        ["{a} += 1", "y = y * {a}"],
+        Instance("m0", "M", (Value("int", 3),), mark=(("s",), Spec())),
+        steps=[Call("m0"), Call("m0")],
+    )
+    script = tmp_path / "p.py"
+    script.write_text(render(p, script=True, backend="eager"))
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "call 0: " in result.stdout and "call 1: " in result.stdout
+
+
+# ----------------------------------------------------------------------------- the docs page
+def test_the_fuzzing_page_is_rendered_from_the_published_run() -> None:
+    data = json.loads(PUBLISHED.read_text())
+    assert PAGE.read_text() == render_page(data, source_name(PUBLISHED)), (
+        "docs/fuzzing.md is generated: run `python -m tests.fuzz.render_docs`"
+    )
+    assert data["programs"] == sum(data["backends"].values())
+    for rule_ in CONTRACT:
+        assert f"`{rule_.error}`" in PAGE.read_text()
