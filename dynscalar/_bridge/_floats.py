@@ -12,6 +12,7 @@ from .._diagnostics import (
     BridgeError,
     DynamicFloatSpecializedError,
     DynscalarError,
+    SpecializationError,
     SpecializationWarning,
     warn_once,
 )
@@ -205,6 +206,21 @@ def _tensorify_hook(
         # never uses (FreeU-style `if self.a and self.b:`).  The compile after the restart
         # tells, by its guards; reported below.
         raise
+    except Exception as exc:
+        # e.g. a float `%` (TensorReferenceAnalysis has no python_mod in torch 2.13): do what
+        # the pass does for a float it cannot lower - specialize it and restart the analysis.
+        # Exact results, one compile per value; the next compile reports the value guard.
+        from torch._dynamo.symbolic_convert import TensorifyState
+
+        log.info(
+            "float-tensorify failed (%s: %s); specializing %s",
+            type(exc).__name__,
+            exc,
+            sorted(set(ours.values())),
+        )
+        for symbol in ours:
+            TensorifyState.specialize(str(symbol))
+        raise TensorifyScalarRestartAnalysis from exc
     baked = sorted(
         {ours[s] for g in shape_env.guards[n_guards:] for s in g.expr.free_symbols if s in ours}
     )
@@ -240,12 +256,18 @@ def _report_value_guards(shape_env: Any, state: CompileState, ops: list[str]) ->
         filename, lineno, line = state.read_at.get(s, ("<unknown>", 0, ""))
         at = f" (read at {filename}:{lineno}: `{line}`)" if lineno else ""
         log.info("%s specialized by torch after the float-tensorify pass", label)
-        warn_once(
-            ("tensorify", label, filename, lineno, *ops),
+        message = (
             f"dynscalar: {label}{at} is used by {', '.join(ops) or 'an op'}, which "
             "torch.compile cannot keep symbolic and dynscalar has no decomposition for; torch "
             "specializes it (exact results, one compile per value). Unmark it if it rarely "
-            "changes, or pass that op a 0-d tensor if the call is in your code.",
+            "changes, or pass that op a 0-d tensor if the call is in your code."
+        )
+        spec = state.backed.get(s, ("", None))[1]
+        if spec is not None and spec.strict:
+            raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
+        warn_once(
+            ("tensorify", label, filename, lineno, *ops),
+            message,
             SpecializationWarning,
             location=(filename, lineno) if lineno else None,
         )

@@ -86,8 +86,8 @@ def _unrepresentable(e: Entry) -> bool:
     )
 
 
-def _strict_and_forced(e: Entry) -> bool:
-    return e.forces and any(any(m.strict for m in s.marks) for s, _ in e.marked())
+def _strict(e: Entry) -> bool:
+    return any(any(m.strict for m in s.marks) for s, _ in e.marked())
 
 
 def _dynamic_float(e: Entry) -> bool:
@@ -122,9 +122,10 @@ CONTRACT: tuple[Rule, ...] = (
     ),
     Rule(
         "SpecializationError",
-        "a value read by the compiled code has a `strict=True` mark and the code forces a value "
-        "(`range(...)`, `int(...)`)",
-        _strict_and_forced,
+        "a value read by the compiled code has a `strict=True` mark and would be specialized: the "
+        "code forces it (`range(...)`, `int(...)`), it holds a numpy scalar, or torch cannot keep "
+        "it symbolic in an op (e.g. a float `%` the tensorify pass cannot lower)",
+        _strict,
     ),
     Rule(
         "DynamicFloatSpecializedError",
