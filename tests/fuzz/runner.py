@@ -516,13 +516,20 @@ def explain_by_stock(
 
     Stock torch explains a difference when, with the marks removed, it differs from eager
     at an earlier call (its state has parted from eager's, nothing later can be compared),
-    or at the same call with the same kind of difference on the same subject.
+    or at the same call with the same kind of difference on the same subject.  When stock
+    torch shows the same *outcome* difference at the same call (e.g. eager raised where
+    compiled code returned), the attribute differences of that call follow from it.
     """
     call = ours[0].call
     for earlier in theirs[:call]:
         if earlier:
             return f"{earlier[0].key} (an earlier call)", None
     same_call = theirs[call] if call < len(theirs) else []
+    for m in ours:
+        if m.subject == "outcome" and any(
+            t.subject == "outcome" and t.key == m.key for t in same_call
+        ):
+            return m.key, None
     for m in ours:
         if not any(t.subject == m.subject and t.key == m.key for t in same_call):
             return None, m
