@@ -541,3 +541,30 @@ def test_warnings_are_dynscalar_warnings() -> None:
         model.s = np.float64(0.5)
         with pytest.raises(Exception, match=r"SpecializationWarning: dynscalar: Filtered\.s"):
             compiled(torch.ones(2))
+
+
+def test_proxy_methods_are_never_compiled_as_frames_of_their_own() -> None:
+    """A compiled forward that falls back to eager for good runs as Python with Dynamo's
+    callback active; the proxy's __torch_function__ then must not be compiled (torch 2.13
+    reused a graph for `tensor + proxy` on `tensor * proxy`: found by the fuzzer)."""
+
+    class Mixed(torch.nn.Module):
+        def __init__(self, s: Any, t: Any) -> None:
+            super().__init__()
+            self.s = s
+            self.t = t
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            self.s -= 4  # a str here makes Dynamo give up on this code for good
+            y = x + max(self.t, 2)
+            return y * (self.t / 4)
+
+    x = torch.tensor([2.0, -1.5, -2.0, -1.5])
+    broken = Mixed("3", 1.0)
+    with pytest.raises(TypeError):
+        torch.compile(broken, backend="eager")(x)
+    model = Mixed(6, DynamicFloat(7.75))
+    compiled = torch.compile(model, backend="eager")
+    for _ in range(2):
+        eager = Mixed(model.s, model.t)
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)

@@ -91,6 +91,44 @@ def _patch_inplace_handlers(undo: list[Callable[[], None]]) -> None:
                 undo.append(functools.partial(table.__setitem__, opcode, original))
 
 
+def _skip_proxy_frames() -> None:
+    """Never compile a proxy's own methods as frames of their own.
+
+    When a compiled function falls back to eager for good ("Skipping the function and
+    falling back to eager"), Python runs it with Dynamo's frame callback still active, and
+    every Python frame it calls is a candidate for compilation - including a proxy's
+    ``__torch_function__`` and operators.  Those are dynscalar internals with nothing to
+    gain from compiling, and torch 2.13 compiles ``__torch_function__`` without a guard on
+    its ``func`` argument: the graph built for ``tensor + proxy`` was reused for
+    ``tensor * proxy`` (found by the fuzzer).  ``skip_code`` marks each code object once
+    (the frame runs as plain Python); traced code never calls them (the bridge turns
+    proxies into symbolic values before any method is looked up).
+    """
+    import types
+
+    from torch._dynamo.eval_frame import skip_code
+
+    from .. import _proxy
+
+    def functions_of(namespace: dict[str, Any]) -> list[Any]:
+        found = []
+        for value in namespace.values():
+            if isinstance(value, (classmethod, staticmethod)):
+                value = value.__func__
+            if isinstance(value, property):
+                found += [f for f in (value.fget, value.fset, value.fdel) if f is not None]
+            elif isinstance(value, types.FunctionType):
+                found.append(value)
+        return found
+
+    functions = functions_of(vars(_proxy))
+    for cls in (_proxy.DynamicScalar, _proxy.DynamicInt, _proxy.DynamicFloat):
+        functions += functions_of(vars(cls))
+    for function in functions:
+        if function.__module__ == _proxy.__name__:
+            skip_code(function.__code__)
+
+
 def install() -> None:
     """Install the bridge into Dynamo (idempotent, thread-safe, all or nothing).
 
@@ -109,6 +147,7 @@ def install() -> None:
                 wrapt.wrap_function_wrapper(owner, name, hook)
                 undo.append(functools.partial(setattr, owner, name, original))
             _patch_inplace_handlers(undo)
+            _skip_proxy_frames()
         except BaseException:
             for step in reversed(undo):
                 step()
