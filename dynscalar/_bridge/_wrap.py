@@ -30,7 +30,7 @@ from .._diagnostics import DynscalarError, SpecializationError, SpecializationWa
 from .._optim import GROUP_MARKS_KEY, lookup_group_mark
 from .._proxy import DynamicScalar
 from .._registry import check_marked_value, lookup_mark
-from .._spec import DynamicSpec
+from .._spec import INT64_MAX, INT64_MIN, DynamicSpec
 from ._floats import wrap_float
 from ._guards import guard_mark_state, guard_marks_epoch, guard_proxy
 from ._ints import wrap_int
@@ -178,8 +178,19 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     if getattr(instance.tx, "export", False):
         return _specialize_for_export(wrapped, instance, value, spec, where)
     plain = value.__wrapped__ if proxied else value
-    if _is_number_subclass(type(plain)):
-        return _specialize_subclass(wrapped, instance, value, spec, where)
+    kind = type(plain)
+    if _is_number_subclass(kind):
+        name = f"{kind.__module__}.{kind.__qualname__}"
+        store = "int" if isinstance(plain, numbers.Integral) else "float"
+        reason = f"holds a {name} ({plain!r}); only Python int/float values follow the mark"
+        return _compile_unmarked(wrapped, instance, value, spec, where, reason, store)
+    if kind is int and not INT64_MIN <= plain <= INT64_MAX:
+        reason = f"holds {plain}, outside the int64 range torch.compile can trace symbolically"
+        return _compile_unmarked(wrapped, instance, value, spec, where, reason, "")
+    if kind is float and (spec.unbacked or spec.has_range):
+        # unbacked and min/max describe ints: a float follows the proxy-arithmetic rule
+        # (a float derived from a ranged or unbacked int is a backed dynamic float)
+        spec = spec.for_float()
     try:
         check_marked_value(plain, spec, where)  # bad type or out of range: clear error here
     except DynscalarError as exc:
@@ -192,28 +203,32 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     return wrap_int(instance, value, spec, where, label)
 
 
-def _specialize_subclass(
-    wrapped: Any, builder: Any, value: Any, spec: DynamicSpec, where: str
+def _compile_unmarked(
+    wrapped: Any,
+    builder: Any,
+    value: Any,
+    spec: DynamicSpec,
+    where: str,
+    reason: str,
+    store: str,
 ) -> Any:
-    """A marked attribute holding e.g. ``np.float64``: compiled like an unmarked value.
+    """A marked value dynscalar cannot make symbolic, compiled like an unmarked value.
 
-    dynscalar makes Python ``int``/``float`` values symbolic; torch's own path handles other
-    number types exactly (as a constant guarded by value and type, or for numpy scalars as
-    an unspecialized input), so the result is right, only not governed by the mark.
+    numpy scalars, int/float subclasses and ints outside int64: torch's own path handles
+    them exactly (a constant guarded by value and type, or for numpy scalars an
+    unspecialized input), so the result is eager's, only not governed by the mark.  One
+    ``SpecializationWarning``; ``strict=True`` raises ``SpecializationError`` instead.
     """
-    kind = type(value)
     message = (
-        f"dynscalar: {where} is marked dynamic but holds a {kind.__module__}."
-        f"{kind.__qualname__} ({value!r}); only Python int/float values follow the mark, so "
-        "torch.compile treats it like an unmarked value of that type (it may specialize it: "
-        f"one compile per value). Store {'int' if isinstance(value, numbers.Integral) else 'float'}"
-        "(value) instead."
+        f"dynscalar: {where} is marked dynamic but {reason}, so torch.compile treats it like "
+        "an unmarked value (it may specialize it: one compile per value)."
+        + (f" Store {store}(value) instead." if store else "")
     )
     if spec.strict:
         raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
     filename, lineno, _ = user_location()
     location = (filename, lineno) if lineno else None
-    warn_once(("subclass", where, kind), message, SpecializationWarning, location=location)
+    warn_once(("unmarked", where, type(value)), message, SpecializationWarning, location=location)
     return wrap_plain(wrapped, builder, value)
 
 

@@ -20,8 +20,6 @@ from typing import Any
 
 __all__ = ["CONTRACT", "Entry", "Rule", "Scalar", "contract_error", "rule_for"]
 
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-
 
 @dataclass(frozen=True)
 class Scalar:
@@ -40,6 +38,8 @@ class Entry:
     scalars: tuple[Scalar, ...]
     forces: bool  # the code forces a value: range(...), int(...)
     makes_float: bool  # the code makes floats from its scalars: true division, float operands
+    writes: bool = False  # the code assigns a scalar (it may re-enter compiled code after a
+    # graph break holding the value the call wrote)
 
     def marked(self) -> list[tuple[Scalar, Any]]:
         """(scalar, plain value) of every read scalar that carries a mark."""
@@ -68,22 +68,15 @@ def _outside(spec: Any, v: int) -> bool:
 
 
 def _out_of_range(e: Entry) -> bool:
+    if e.writes and any(
+        m.min is not None or m.max is not None for s, _ in e.marked() for m in s.marks
+    ):
+        return True  # a value the call wrote re-enters compiled code after a graph break
     return any(_is_int(v) and any(_outside(m, int(v)) for m in s.marks) for s, v in e.marked())
 
 
 def _not_a_number(e: Entry) -> bool:
     return any(not _is_number(v) for _, v in e.marked())
-
-
-def _unrepresentable(e: Entry) -> bool:
-    return any(
-        (_is_int(v) and not INT64_MIN <= int(v) <= INT64_MAX)
-        or (
-            _is_float(v)
-            and any(m.unbacked or m.min is not None or m.max is not None for m in s.marks)
-        )
-        for s, v in e.marked()
-    )
 
 
 def _strict(e: Entry) -> bool:
@@ -104,8 +97,9 @@ class Rule:
 CONTRACT: tuple[Rule, ...] = (
     Rule(
         "OutOfRangeError",
-        "a marked int read by the compiled code is outside its mark's `min`/`max` when the call "
-        "starts (a registry mark or the proxy's own spec)",
+        "a marked int read by the compiled code is outside its mark's `min`/`max` when it "
+        "enters compiled code: when the call starts (a registry mark or the proxy's own spec), "
+        "or when compiled code resumes after a graph break holding a value the call wrote",
         _out_of_range,
     ),
     Rule(
@@ -115,16 +109,11 @@ CONTRACT: tuple[Rule, ...] = (
         _not_a_number,
     ),
     Rule(
-        "DynscalarValueError",
-        "a marked int read by the compiled code is outside int64, or a marked float is read "
-        "under a mark with `min`/`max` or `unbacked=True`",
-        _unrepresentable,
-    ),
-    Rule(
         "SpecializationError",
         "a value read by the compiled code has a `strict=True` mark and would be specialized: the "
-        "code forces it (`range(...)`, `int(...)`), it holds a numpy scalar, or torch cannot keep "
-        "it symbolic in an op (e.g. a float `%` the tensorify pass cannot lower)",
+        "code forces it (`range(...)`, `int(...)`), it holds a number that is not a Python "
+        "int/float (a numpy scalar) or an int outside int64, or torch cannot keep it symbolic "
+        "in an op (e.g. a float `%` the tensorify pass cannot lower)",
         _strict,
     ),
     Rule(
