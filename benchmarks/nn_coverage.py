@@ -1,0 +1,1494 @@
+"""Coverage of torch.nn float hyperparameters under dynscalar (issue 11): catalogue and runner.
+
+One row per (module, float attribute, mode): mark the attribute(s) with
+``dynscalar.mark_dynamic_attr``, compile with a counting backend, run 4 values (each set on
+the compiled model and on an eager twin between calls) and record
+
+* compiles on ``eager`` / ``aot_eager`` / ``inductor``, and stock torch's compiles on
+  ``aot_eager`` for the same row unmarked (the baseline);
+* the largest difference from eager for outputs, gradients (inputs and parameters) and
+  buffers, and whether every one is within the row's tolerance;
+* for random rows, a distribution check instead of element-wise equality (compiled dropout
+  never draws eager's random numbers): the dropped fraction within 6 binomial standard
+  deviations of ``p`` with kept (and, for alpha dropout, dropped) values equal to eager's
+  where both kept them; or per-element means over many calls within 6 standard errors.
+
+Tolerances: on ``eager``/``aot_eager`` exact (``rtol=atol=0``) unless
+``dynscalar._bridge._nn.TOLERANCES`` lists the op (a decomposition that rounds differently
+from ATen's fused kernel). On ``inductor``: torch's float32 default (``rtol=1.3e-6,
+atol=1e-5``), unless stock inductor itself, unmarked, differs from eager by more on that row,
+in which case the measured stock difference is the tolerance (the table says which).
+
+    python benchmarks/nn_coverage.py                         # every row, all three backends
+    python benchmarks/nn_coverage.py --backends eager,aot_eager --rows dropout,layernorm-eps
+    python benchmarks/nn_coverage.py --render-only           # docs/nn-coverage.md from the JSON
+
+The JSON goes to ``benchmarks/published/nn-coverage.json`` (``--out``) and the page to
+``docs/nn-coverage.md``; ``tests/test_nn_coverage.py`` runs the same rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import json
+import math
+import os
+import platform
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+import dynscalar
+from dynscalar._bridge._nn import TOLERANCES
+
+ROOT = Path(__file__).resolve().parents[1]
+JSON_PATH = ROOT / "benchmarks" / "published" / "nn-coverage.json"
+PAGE_PATH = ROOT / "docs" / "nn-coverage.md"
+
+BACKENDS = ("eager", "aot_eager", "inductor")
+#: torch.testing.assert_close's default for float32, the inductor tolerance unless stock
+#: inductor needs more on a row.
+FLOAT32_DEFAULT = (1.3e-6, 1e-5)
+SIGMAS = 6.0  # binomial standard deviations / standard errors a random row may be off
+STAT_CALLS = 200  # calls per value for the per-element mean check
+
+
+# --------------------------------------------------------------------------- the catalogue
+
+
+@dataclass(frozen=True)
+class Row:
+    """One float hyperparameter of one torch.nn module in one mode."""
+
+    id: str
+    module: str  # shown in the table, e.g. "nn.Dropout"
+    attrs: tuple[str, ...]  # dotted paths from the model; all get each value
+    values: tuple[float, ...]
+    build: Callable[[], nn.Module]
+    inputs: Callable[[torch.Generator], tuple[Tensor, ...]]
+    train: bool = False
+    grad: tuple[int, ...] = (0,)  # inputs that require grad
+    op: str | None = None  # key of _nn.TOLERANCES; None: exact on eager/aot_eager
+    kind: str = "exact"  # "exact", "dropout" (mask check) or "mean" (per-element means)
+    feature: bool = False  # dropout: one draw per (N, C) channel
+    alpha: bool = False  # dropout: alpha dropout (dropped values are a constant)
+    compiles: int = 1  # the graphs a perfectly dynamic value needs
+    # the value never reaches the graph (eval): torch's tensorify pass restarts the first
+    # compile to drop the unused float input on AOT backends (one more graph, first call)
+    unused: bool = False
+    # backends on which torch forces the value to a constant (no decomposition keeps it
+    # symbolic): exact, one graph per value, warned; on AOT backends the first compile
+    # restarts once to specialize it
+    specialized: tuple[str, ...] = ()
+    note: str = ""
+
+    @property
+    def mode(self) -> str:
+        return "train" if self.train else "eval"
+
+    def expected(self, backend: str) -> int:
+        """The graphs ``backend`` compiles for this row's 4 values."""
+        restart = backend != "eager"
+        if backend in self.specialized:
+            return len(self.values) + restart
+        return self.compiles + (self.unused and restart)
+
+
+def _randn(g: torch.Generator, *shape: int, scale: float = 1.0) -> Tensor:
+    return torch.randn(*shape, generator=g) * scale
+
+
+def _sign(g: torch.Generator, *shape: int) -> Tensor:
+    return torch.randint(0, 2, shape, generator=g).float() * 2 - 1
+
+
+def _positive(g: torch.Generator, *shape: int) -> Tensor:
+    """Strictly positive inputs: dropped elements are recognisable (0, or < 0 for alpha)."""
+    return torch.rand(*shape, generator=g) + 0.5
+
+
+class SDPA(nn.Module):
+    """``F.scaled_dot_product_attention`` with its floats held as attributes."""
+
+    def __init__(self, dropout_p: float = 0.0, scale: float | None = None) -> None:
+        super().__init__()
+        self.dropout_p = dropout_p
+        self.scale = scale
+
+    def forward(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
+        p = self.dropout_p if self.training else 0.0
+        return F.scaled_dot_product_attention(q, k, v, dropout_p=p, scale=self.scale)
+
+
+def _bn(cls: type[nn.Module], c: int) -> Callable[[], nn.Module]:
+    def build() -> nn.Module:
+        m = cls(c)
+        with torch.no_grad():  # trained-looking running statistics for eval rows
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 1.5)
+            m.weight.uniform_(0.5, 1.5)
+            m.bias.uniform_(-0.5, 0.5)
+        return m
+
+    return build
+
+
+def _affine(m: nn.Module) -> nn.Module:
+    """Non-trivial affine parameters, so weight and bias gradients mean something."""
+    with torch.no_grad():
+        for name, p in m.named_parameters():
+            p.copy_(torch.rand(p.shape) + 0.5 if "weight" in name else torch.randn(p.shape))
+    return m
+
+
+def _ce(**kwargs: Any) -> Callable[[], nn.Module]:
+    return lambda: nn.CrossEntropyLoss(**kwargs)
+
+
+def _ce_indices(g: torch.Generator) -> tuple[Tensor, ...]:
+    target = torch.randint(0, 7, (32,), generator=g)
+    target[::5] = -1  # ignore_index rows
+    return _randn(g, 32, 7, scale=2.0), target
+
+
+def _ce_weighted(g: torch.Generator) -> tuple[Tensor, ...]:
+    return _randn(g, 32, 7, scale=2.0), torch.randint(0, 7, (32,), generator=g)
+
+
+def _ce_3d(g: torch.Generator) -> tuple[Tensor, ...]:
+    target = torch.randint(0, 5, (8, 6), generator=g)
+    target[0, :3] = 2  # ignore_index = 2
+    return _randn(g, 8, 5, 6, scale=2.0), target
+
+
+def _ce_probs(g: torch.Generator) -> tuple[Tensor, ...]:
+    return _randn(g, 32, 7, scale=2.0), torch.softmax(_randn(g, 32, 7), 1)
+
+
+def _norm_small(g: torch.Generator, *shape: int) -> tuple[Tensor, ...]:
+    """Some rows with a small spread, so eps changes the result visibly."""
+    x = _randn(g, *shape)
+    x[0] = x[0] * 1e-3
+    return (x,)
+
+
+def _cos(g: torch.Generator) -> tuple[Tensor, ...]:
+    scales = torch.logspace(-3, 1, 32).unsqueeze(1)  # norms from ~1e-3 to ~10: eps matters
+    return _randn(g, 32, 8) * scales, _randn(g, 32, 8)
+
+
+def _qkv(g: torch.Generator) -> tuple[Tensor, ...]:
+    return _randn(g, 2, 2, 5, 8), _randn(g, 2, 2, 6, 8), _randn(g, 2, 2, 6, 8)
+
+
+def _seq(g: torch.Generator) -> tuple[Tensor, ...]:
+    return (_randn(g, 3, 5, 8),)
+
+
+def _mha_in(g: torch.Generator) -> tuple[Tensor, ...]:
+    return _randn(g, 3, 5, 8), _randn(g, 3, 6, 8), _randn(g, 3, 6, 8)
+
+
+def _mha() -> nn.Module:
+    return nn.MultiheadAttention(8, 2, dropout=0.1, batch_first=True)
+
+
+def _encoder() -> nn.Module:
+    return nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.1, batch_first=True)
+
+
+P = (0.1, 0.25, 0.5, 0.7)
+EPS = (1e-5, 1e-3, 0.1, 1.0)
+MARGIN = (0.1, 0.3, 0.5, 1.0)
+SMOOTHING = (0.05, 0.1, 0.2, 0.4)
+TRANSFORMER_ATTRS = ("self_attn.dropout", "dropout.p", "dropout1.p", "dropout2.p")
+ACT = lambda g: (_randn(g, 16, 33, scale=3.0),)  # noqa: E731
+LRN = lambda g: (_randn(g, 2, 6, 5, 5),)  # noqa: E731
+
+
+def catalogue() -> list[Row]:
+    """Every row of the table, in table order."""
+    rows = [
+        # ------------------------------------------------------------------ dropout
+        Row(
+            "dropout",
+            "nn.Dropout",
+            ("p",),
+            P,
+            lambda: nn.Dropout(0.5),
+            lambda g: (_positive(g, 256, 256),),
+            train=True,
+            kind="dropout",
+        ),
+        Row(
+            "dropout1d",
+            "nn.Dropout1d",
+            ("p",),
+            P,
+            lambda: nn.Dropout1d(0.5),
+            lambda g: (_positive(g, 64, 256, 4),),
+            train=True,
+            kind="dropout",
+            feature=True,
+        ),
+        Row(
+            "dropout2d",
+            "nn.Dropout2d",
+            ("p",),
+            P,
+            lambda: nn.Dropout2d(0.5),
+            lambda g: (_positive(g, 64, 128, 2, 2),),
+            train=True,
+            kind="dropout",
+            feature=True,
+        ),
+        Row(
+            "dropout3d",
+            "nn.Dropout3d",
+            ("p",),
+            P,
+            lambda: nn.Dropout3d(0.5),
+            lambda g: (_positive(g, 32, 128, 2, 2, 2),),
+            train=True,
+            kind="dropout",
+            feature=True,
+        ),
+        Row(
+            "alphadropout",
+            "nn.AlphaDropout",
+            ("p",),
+            P,
+            lambda: nn.AlphaDropout(0.5),
+            lambda g: (_positive(g, 256, 256),),
+            train=True,
+            kind="dropout",
+            alpha=True,
+        ),
+        Row(
+            "featurealphadropout",
+            "nn.FeatureAlphaDropout",
+            ("p",),
+            P,
+            lambda: nn.FeatureAlphaDropout(0.5),
+            lambda g: (_positive(g, 64, 256, 2, 2),),
+            train=True,
+            kind="dropout",
+            feature=True,
+            alpha=True,
+        ),
+        # ------------------------------------------------------------------ activations
+        Row(
+            "leakyrelu",
+            "nn.LeakyReLU",
+            ("negative_slope",),
+            (0.01, 0.1, 0.2, 0.3),
+            lambda: nn.LeakyReLU(0.01),
+            ACT,
+        ),
+        Row(
+            "rrelu-eval",
+            "nn.RReLU",
+            ("lower",),
+            (0.05, 0.1, 0.125, 0.2),
+            lambda: nn.RReLU(0.125, 1 / 3),
+            ACT,
+        ),
+        Row(
+            "rrelu-upper-eval",
+            "nn.RReLU",
+            ("upper",),
+            (0.2, 0.3, 0.4, 0.5),
+            lambda: nn.RReLU(0.125, 1 / 3),
+            ACT,
+        ),
+        Row(
+            "rrelu-train",
+            "nn.RReLU",
+            ("lower",),
+            (0.05, 0.1, 0.125, 0.2),
+            lambda: nn.RReLU(0.125, 1 / 3),
+            ACT,
+            train=True,
+            kind="mean",
+        ),
+        Row("elu", "nn.ELU", ("alpha",), (0.5, 1.0, 1.5, 2.0), lambda: nn.ELU(1.0), ACT, op="elu"),
+        Row(
+            "celu",
+            "nn.CELU",
+            ("alpha",),
+            (0.5, 1.0, 1.5, 2.0),
+            lambda: nn.CELU(1.0),
+            ACT,
+            op="celu",
+        ),
+        Row(
+            "softplus-beta",
+            "nn.Softplus",
+            ("beta",),
+            (0.5, 1.0, 2.0, 3.0),
+            lambda: nn.Softplus(1.0, 5.0),
+            ACT,
+            op="softplus",
+        ),
+        Row(
+            "softplus-threshold",
+            "nn.Softplus",
+            ("threshold",),
+            (1.0, 2.0, 5.0, 20.0),
+            lambda: nn.Softplus(1.0, 20.0),
+            ACT,
+            op="softplus",
+        ),
+        Row(
+            "hardtanh-max",
+            "nn.Hardtanh",
+            ("max_val",),
+            (0.5, 1.0, 1.5, 2.0),
+            lambda: nn.Hardtanh(-1.0, 1.0),
+            ACT,
+        ),
+        Row(
+            "hardtanh-min",
+            "nn.Hardtanh",
+            ("min_val",),
+            (-2.0, -1.5, -1.0, -0.5),
+            lambda: nn.Hardtanh(-1.0, 1.0),
+            ACT,
+        ),
+        Row(
+            "threshold",
+            "nn.Threshold",
+            ("threshold",),
+            (-0.5, 0.0, 0.1, 0.5),
+            lambda: nn.Threshold(0.1, -1.0),
+            ACT,
+        ),
+        Row(
+            "threshold-value",
+            "nn.Threshold",
+            ("value",),
+            (-2.0, -1.0, 0.5, 3.0),
+            lambda: nn.Threshold(0.1, -1.0),
+            ACT,
+        ),
+        Row(
+            "hardshrink",
+            "nn.Hardshrink",
+            ("lambd",),
+            (0.25, 0.5, 0.75, 1.0),
+            lambda: nn.Hardshrink(0.5),
+            ACT,
+        ),
+        Row(
+            "softshrink",
+            "nn.Softshrink",
+            ("lambd",),
+            (0.25, 0.5, 0.75, 1.0),
+            lambda: nn.Softshrink(0.5),
+            ACT,
+        ),
+        # ------------------------------------------------------------------ norms
+        Row(
+            "layernorm",
+            "nn.LayerNorm",
+            ("eps",),
+            EPS,
+            lambda: _affine(nn.LayerNorm(16)),
+            lambda g: _norm_small(g, 4, 5, 16),
+            op="layer_norm",
+        ),
+        Row(
+            "groupnorm",
+            "nn.GroupNorm",
+            ("eps",),
+            EPS,
+            lambda: _affine(nn.GroupNorm(3, 6)),
+            lambda g: _norm_small(g, 4, 6, 5, 3),
+            op="group_norm",
+        ),
+        Row(
+            "rmsnorm",
+            "nn.RMSNorm",
+            ("eps",),
+            EPS,
+            lambda: _affine(nn.RMSNorm(16, eps=1e-6)),
+            lambda g: _norm_small(g, 4, 5, 16),
+            op="rms_norm",
+        ),
+        Row(
+            "instancenorm1d",
+            "nn.InstanceNorm1d",
+            ("eps",),
+            EPS,
+            lambda: _affine(nn.InstanceNorm1d(6, affine=True)),
+            lambda g: _norm_small(g, 4, 6, 10),
+            op="instance_norm",
+        ),
+        Row(
+            "instancenorm2d",
+            "nn.InstanceNorm2d",
+            ("eps",),
+            EPS,
+            lambda: nn.InstanceNorm2d(4),
+            lambda g: _norm_small(g, 3, 4, 5, 5),
+            op="instance_norm",
+        ),
+        Row(
+            "instancenorm1d-stats",
+            "nn.InstanceNorm1d (track_running_stats)",
+            ("eps",),
+            EPS,
+            lambda: nn.InstanceNorm1d(6, track_running_stats=True),
+            lambda g: _norm_small(g, 4, 6, 10),
+            train=True,
+            op="instance_norm",
+        ),
+        Row(
+            "localresponsenorm-alpha",
+            "nn.LocalResponseNorm",
+            ("alpha",),
+            (1e-4, 1e-3, 1e-2, 0.1),
+            lambda: nn.LocalResponseNorm(3),
+            LRN,
+            note="no decomposition needed: F.local_response_norm multiplies by alpha",
+        ),
+        Row(
+            "localresponsenorm-k",
+            "nn.LocalResponseNorm",
+            ("k",),
+            (0.5, 1.0, 2.0, 3.0),
+            lambda: nn.LocalResponseNorm(3),
+            LRN,
+            note="no decomposition needed: F.local_response_norm adds k",
+        ),
+        Row(
+            "localresponsenorm-beta",
+            "nn.LocalResponseNorm",
+            ("beta",),
+            (0.5, 0.75, 1.0, 1.5),
+            lambda: nn.LocalResponseNorm(3),
+            LRN,
+            specialized=("aot_eager", "inductor"),
+            note="`pow(beta)`: the tensorify pass cannot lower a SymFloat exponent, and the "
+            "call is a Tensor method the bridge does not replace",
+        ),
+    ]
+    for cls, shape in ((nn.BatchNorm1d, (16, 6, 5)), (nn.BatchNorm2d, (8, 6, 4, 4))):
+        name = cls.__name__.lower()
+        inputs = lambda g, s=shape: (_randn(g, *s, scale=2.0) + 0.3,)  # noqa: E731
+        rows += [
+            Row(
+                f"{name}-momentum-train",
+                f"nn.{cls.__name__}",
+                ("momentum",),
+                (0.05, 0.1, 0.3, 0.9),
+                _bn(cls, 6),
+                inputs,
+                train=True,
+                op="batch_norm",
+            ),
+            Row(
+                f"{name}-eps-train",
+                f"nn.{cls.__name__}",
+                ("eps",),
+                EPS,
+                _bn(cls, 6),
+                inputs,
+                train=True,
+                op="batch_norm",
+            ),
+            Row(
+                f"{name}-momentum-eval",
+                f"nn.{cls.__name__}",
+                ("momentum",),
+                (0.05, 0.1, 0.3, 0.9),
+                _bn(cls, 6),
+                inputs,
+                op="batch_norm",
+                unused=True,
+                note="momentum is unused in eval",
+            ),
+            Row(
+                f"{name}-eps-eval",
+                f"nn.{cls.__name__}",
+                ("eps",),
+                EPS,
+                _bn(cls, 6),
+                inputs,
+                op="batch_norm",
+            ),
+        ]
+    rows += [
+        # ------------------------------------------------------------------ attention
+        Row(
+            "mha-dropout-train",
+            "nn.MultiheadAttention",
+            ("dropout",),
+            (0.1, 0.2, 0.3, 0.5),
+            _mha,
+            _mha_in,
+            train=True,
+            grad=(0, 1, 2),
+            kind="mean",
+        ),
+        Row(
+            "mha-dropout-eval",
+            "nn.MultiheadAttention",
+            ("dropout",),
+            (0.1, 0.2, 0.3, 0.5),
+            _mha,
+            _mha_in,
+            grad=(0, 1, 2),
+            unused=True,
+            note="dropout is unused in eval",
+        ),
+        Row(
+            "transformer-dropout-train",
+            "nn.TransformerEncoderLayer",
+            TRANSFORMER_ATTRS,
+            (0.1, 0.2, 0.3, 0.5),
+            _encoder,
+            _seq,
+            train=True,
+            kind="mean",
+        ),
+        Row(
+            "transformer-dropout-eval",
+            "nn.TransformerEncoderLayer",
+            TRANSFORMER_ATTRS,
+            (0.1, 0.2, 0.3, 0.5),
+            _encoder,
+            _seq,
+            unused=True,
+            note="dropout is unused in eval",
+        ),
+        Row(
+            "sdpa-dropout-train",
+            "F.scaled_dot_product_attention",
+            ("dropout_p",),
+            (0.1, 0.2, 0.3, 0.5),
+            lambda: SDPA(dropout_p=0.1),
+            _qkv,
+            train=True,
+            grad=(0, 1, 2),
+            kind="mean",
+        ),
+        Row(
+            "sdpa-dropout-eval",
+            "F.scaled_dot_product_attention",
+            ("dropout_p",),
+            (0.1, 0.2, 0.3, 0.5),
+            lambda: SDPA(dropout_p=0.1),
+            _qkv,
+            grad=(0, 1, 2),
+            note="the wrapper passes 0.0 in eval: Dynamo never reads `dropout_p`",
+        ),
+        Row(
+            "sdpa-scale",
+            "F.scaled_dot_product_attention",
+            ("scale",),
+            (0.1, 0.3, 0.5, 1.0),
+            lambda: SDPA(scale=0.3),
+            _qkv,
+            grad=(0, 1, 2),
+            op="scaled_dot_product_attention",
+        ),
+        # ------------------------------------------------------------------ losses
+        Row(
+            "crossentropy-ignore",
+            "nn.CrossEntropyLoss (indices, ignore_index)",
+            ("label_smoothing",),
+            SMOOTHING,
+            _ce(ignore_index=-1),
+            _ce_indices,
+            op="cross_entropy_loss",
+        ),
+        Row(
+            "crossentropy-weight",
+            "nn.CrossEntropyLoss (indices, class weights)",
+            ("label_smoothing",),
+            SMOOTHING,
+            _ce(weight=torch.linspace(0.5, 2.0, 7)),
+            _ce_weighted,
+            op="cross_entropy_loss",
+        ),
+        Row(
+            "crossentropy-3d",
+            "nn.CrossEntropyLoss (N, C, d indices, ignore_index, none)",
+            ("label_smoothing",),
+            SMOOTHING,
+            _ce(ignore_index=2, reduction="none"),
+            _ce_3d,
+            op="cross_entropy_loss",
+        ),
+        Row(
+            "crossentropy-probs",
+            "nn.CrossEntropyLoss (class probabilities)",
+            ("label_smoothing",),
+            SMOOTHING,
+            _ce(),
+            _ce_probs,
+            grad=(0, 1),
+            op="cross_entropy_loss",
+        ),
+        Row(
+            "huber",
+            "nn.HuberLoss",
+            ("delta",),
+            (0.5, 1.0, 1.5, 2.0),
+            nn.HuberLoss,
+            lambda g: (_randn(g, 16, 9, scale=2.0), _randn(g, 16, 9)),
+            grad=(0, 1),
+            op="huber_loss",
+        ),
+        Row(
+            "smoothl1",
+            "nn.SmoothL1Loss",
+            ("beta",),
+            (0.5, 1.0, 1.5, 2.0),
+            nn.SmoothL1Loss,
+            lambda g: (_randn(g, 16, 9, scale=2.0), _randn(g, 16, 9)),
+            grad=(0, 1),
+            op="smooth_l1_loss",
+        ),
+        Row(
+            "marginranking",
+            "nn.MarginRankingLoss",
+            ("margin",),
+            MARGIN,
+            nn.MarginRankingLoss,
+            lambda g: (_randn(g, 64), _randn(g, 64), _sign(g, 64)),
+            grad=(0, 1),
+        ),
+        Row(
+            "hingeembedding",
+            "nn.HingeEmbeddingLoss",
+            ("margin",),
+            MARGIN,
+            nn.HingeEmbeddingLoss,
+            lambda g: (_randn(g, 64, 5).abs(), _sign(g, 64, 5)),
+        ),
+        Row(
+            "tripletmargin",
+            "nn.TripletMarginLoss",
+            ("margin",),
+            MARGIN,
+            nn.TripletMarginLoss,
+            lambda g: (_randn(g, 32, 8), _randn(g, 32, 8), _randn(g, 32, 8)),
+            grad=(0, 1, 2),
+        ),
+        Row(
+            "cosineembedding",
+            "nn.CosineEmbeddingLoss",
+            ("margin",),
+            MARGIN,
+            nn.CosineEmbeddingLoss,
+            lambda g: (_randn(g, 32, 8), _randn(g, 32, 8), _sign(g, 32)),
+            grad=(0, 1),
+        ),
+        Row(
+            "multimargin",
+            "nn.MultiMarginLoss",
+            ("margin",),
+            MARGIN,
+            nn.MultiMarginLoss,
+            lambda g: (_randn(g, 32, 8), torch.randint(0, 8, (32,), generator=g)),
+            op="multi_margin_loss",
+        ),
+        Row(
+            "tripletmargin-eps",
+            "nn.TripletMarginLoss",
+            ("eps",),
+            (1e-6, 1e-3, 0.1, 1.0),
+            nn.TripletMarginLoss,
+            lambda g: (_randn(g, 32, 8), _randn(g, 32, 8), _randn(g, 32, 8)),
+            grad=(0, 1, 2),
+        ),
+        Row(
+            "poissonnll-eps",
+            "nn.PoissonNLLLoss (log_input=False, full)",
+            ("eps",),
+            (1e-8, 1e-3, 0.1, 0.5),
+            lambda: nn.PoissonNLLLoss(log_input=False, full=True),
+            lambda g: (torch.rand(16, 4, generator=g) + 0.05, torch.rand(16, 4, generator=g) * 4),
+            grad=(0, 1),
+        ),
+        Row(
+            "cosinesimilarity",
+            "nn.CosineSimilarity",
+            ("eps",),
+            (1e-8, 1e-3, 0.5, 2.0),
+            nn.CosineSimilarity,
+            _cos,
+            grad=(0, 1),
+        ),
+        Row(
+            "pairwisedistance-eps",
+            "nn.PairwiseDistance",
+            ("eps",),
+            (1e-6, 1e-3, 0.1, 1.0),
+            nn.PairwiseDistance,
+            lambda g: (_randn(g, 16, 8), _randn(g, 16, 8)),
+            grad=(0, 1),
+        ),
+        Row(
+            "pairwisedistance-norm",
+            "nn.PairwiseDistance",
+            ("norm",),
+            (1.0, 1.5, 2.0, 3.0),
+            nn.PairwiseDistance,
+            lambda g: (_randn(g, 16, 8), _randn(g, 16, 8)),
+            grad=(0, 1),
+            compiles=2,
+            specialized=("aot_eager", "inductor"),
+            note="on eager the order stays symbolic with a guard on `ord == 2` (2 paths); on "
+            "AOT backends the order of `linalg.vector_norm` is a Scalar the tensorify pass "
+            "cannot lower",
+        ),
+        Row(
+            "lppool-norm",
+            "nn.LPPool1d",
+            ("norm_type",),
+            (1.5, 2.0, 3.0, 4.0),
+            lambda: nn.LPPool1d(2.0, 2),
+            lambda g: (_randn(g, 2, 3, 8).abs() + 0.1,),
+            specialized=("aot_eager", "inductor"),
+            note="`pow(norm_type)`: the tensorify pass cannot lower a SymFloat exponent, and "
+            "the call is a Tensor method the bridge does not replace",
+        ),
+    ]
+    return rows
+
+
+ROWS: dict[str, Row] = {row.id: row for row in catalogue()}
+
+
+# --------------------------------------------------------------------------- running a row
+
+
+class CountingBackend:
+    """A torch.compile backend that counts the graphs handed to the real backend."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.graphs = 0
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+        from torch._dynamo.backends.registry import lookup_backend
+
+        self.graphs += 1
+        return lookup_backend(self.name)(gm, example_inputs)
+
+
+def _owner(model: nn.Module, path: str) -> tuple[nn.Module, str]:
+    prefix, _, leaf = path.rpartition(".")
+    return (model.get_submodule(prefix) if prefix else model), leaf
+
+
+def _set(model: nn.Module, row: Row, value: float) -> None:
+    for path in row.attrs:
+        owner, leaf = _owner(model, path)
+        setattr(owner, leaf, value)
+
+
+def _flat(out: Any) -> list[Tensor]:
+    if isinstance(out, Tensor):
+        return [out]
+    return [t for t in out if isinstance(t, Tensor)]
+
+
+def _max_abs(got: Tensor, want: Tensor) -> float:
+    if got.shape != want.shape or got.numel() == 0:
+        return 0.0 if got.shape == want.shape else math.inf
+    both_nan = got.isnan() & want.isnan()
+    diff = (got.double() - want.double()).abs().masked_fill(both_nan, 0.0)
+    return float(diff.max())
+
+
+@dataclass
+class Comparison:
+    """Largest differences per kind and the failures against a tolerance."""
+
+    rtol: float
+    atol: float
+    max_abs: dict[str, float] = field(
+        default_factory=lambda: {"output": 0.0, "grad": 0.0, "buffer": 0.0}
+    )
+    failures: list[str] = field(default_factory=list)
+    # the smallest atol that would pass with this rtol (for measuring stock inductor)
+    needed_atol: float = 0.0
+
+    def add(self, kind: str, name: str, got: Tensor, want: Tensor) -> None:
+        self.max_abs[kind] = max(self.max_abs[kind], _max_abs(got, want))
+        if got.shape == want.shape and got.numel():
+            excess = (got.double() - want.double()).abs() - self.rtol * want.double().abs()
+            excess = excess.masked_fill(got.isnan() & want.isnan(), 0.0)
+            self.needed_atol = max(self.needed_atol, float(excess.max()))
+        try:
+            torch.testing.assert_close(got, want, rtol=self.rtol, atol=self.atol, equal_nan=True)
+        except AssertionError as exc:
+            first = str(exc).strip().splitlines()
+            self.failures.append(f"{name}: {' '.join(first[:3])}")
+
+
+@dataclass
+class Result:
+    """One row on one backend."""
+
+    backend: str
+    marked: bool
+    compiles: int = 0
+    per_call: list[int] = field(default_factory=list)  # graphs compiled so far, after each value
+    rtol: float = 0.0
+    atol: float = 0.0
+    max_abs: dict[str, float] = field(default_factory=dict)
+    needed_atol: float = 0.0
+    failures: list[str] = field(default_factory=list)
+    check: str = ""  # the random rows' distribution check, in words
+    stat: float | None = None  # its largest deviation, in standard deviations/errors
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def equal(self) -> bool:
+        return self.error is None and not self.failures
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "marked": self.marked,
+            "compiles": self.compiles,
+            "per_call": self.per_call,
+            "rtol": self.rtol,
+            "atol": self.atol,
+            "max_abs": self.max_abs,
+            "needed_atol": self.needed_atol,
+            "equal": self.equal,
+            "failures": self.failures,
+            "check": self.check,
+            "stat": self.stat,
+            "warnings": self.warnings,
+            "error": self.error,
+            "seconds": round(self.seconds, 2),
+        }
+
+
+def eager_tolerance(row: Row) -> tuple[float, float]:
+    """``_nn.TOLERANCES`` for the row's op; exact for ops not listed there."""
+    if row.op is not None and row.op in TOLERANCES:
+        rtol, atol, _ = TOLERANCES[row.op]
+        return rtol, atol
+    return 0.0, 0.0
+
+
+#: a difference of stock inductor from eager this large is a wrong value, not rounding
+WRONG = 1e-3
+
+
+def inductor_tolerance(stock: Result | dict[str, Any] | None) -> dict[str, Any]:
+    """torch's float32 default, unless stock inductor (unmarked) needed more on this row.
+
+    Stock's difference is adopted only while it is rounding (below ``WRONG``): a stock
+    inductor that returns wrong numbers is reported, never used as a tolerance.
+    """
+    rtol, atol = FLOAT32_DEFAULT
+    if stock is None:
+        return {"rtol": rtol, "atol": atol, "source": "float32 default"}
+    got = stock.to_json() if isinstance(stock, Result) else stock
+    needed, worst = got["needed_atol"], max(got["max_abs"].values(), default=0.0)
+    if worst >= WRONG:
+        return {"rtol": rtol, "atol": atol, "source": "float32 default; stock inductor wrong"}
+    if needed > atol:
+        return {"rtol": rtol, "atol": needed, "source": "stock inductor"}
+    return {"rtol": rtol, "atol": atol, "source": "float32 default"}
+
+
+@contextlib.contextmanager
+def _recording(result: Result) -> Iterator[None]:
+    """dynscalar's warnings of this run (each run reports its own: once-keys cleared)."""
+    from dynscalar import _diagnostics
+
+    _diagnostics._seen.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    seen: list[str] = []
+    for w in caught:
+        if issubclass(w.category, dynscalar.DynscalarWarning):
+            text = f"{w.category.__name__}: {str(w.message).splitlines()[0]}"
+            if text not in seen:
+                seen.append(text)
+    result.warnings = seen
+
+
+def _prepare(row: Row, marked: bool) -> tuple[nn.Module, nn.Module]:
+    torch.manual_seed(0)
+    model = row.build().train(row.train)
+    eager = copy.deepcopy(model)
+    if marked:
+        for path in row.attrs:
+            owner, leaf = _owner(model, path)
+            dynscalar.mark_dynamic_attr(owner, leaf)
+    return model, eager
+
+
+def _inputs(row: Row, seed: int) -> tuple[Tensor, ...]:
+    g = torch.Generator().manual_seed(1000 + seed)
+    return row.inputs(g)
+
+
+def _leaves(inputs: tuple[Tensor, ...], row: Row) -> list[Tensor]:
+    return [
+        x.detach().clone().requires_grad_(i in row.grad and x.is_floating_point())
+        for i, x in enumerate(inputs)
+    ]
+
+
+def _step(
+    fn: Callable[..., Any], model: nn.Module, inputs: list[Tensor], seed: int
+) -> tuple[list[Tensor], list[Tensor]]:
+    """Outputs, then the gradients of inputs and parameters for fixed cotangents."""
+    for p in model.parameters():
+        p.grad = None
+    outs = _flat(fn(*inputs))
+    g = torch.Generator().manual_seed(2000 + seed)
+    loss = sum(
+        (o * torch.randn(o.shape, generator=g, dtype=o.dtype)).sum()
+        for o in outs
+        if o.requires_grad
+    )
+    grads: list[Tensor] = []
+    if isinstance(loss, Tensor):
+        loss.backward()
+        for x in inputs:
+            if x.requires_grad:
+                grads.append(x.grad if x.grad is not None else torch.zeros_like(x))
+        for p in model.parameters():
+            if p.requires_grad:
+                grads.append(p.grad if p.grad is not None else torch.zeros_like(p))
+    return [o.detach() for o in outs], grads
+
+
+def _run_exact(
+    row: Row, compiled: Any, model: nn.Module, eager: nn.Module, cmp: Comparison, after: Any
+) -> None:
+    for i, value in enumerate(row.values):
+        _set(model, row, value)
+        _set(eager, row, value)
+        inputs = _inputs(row, i)
+        outs_c, grads_c = _step(compiled, model, _leaves(inputs, row), i)
+        outs_e, grads_e = _step(eager, eager, _leaves(inputs, row), i)
+        for j, (a, b) in enumerate(zip(outs_c, outs_e, strict=True)):
+            cmp.add("output", f"value {value}: output {j}", a, b)
+        for j, (a, b) in enumerate(zip(grads_c, grads_e, strict=True)):
+            cmp.add("grad", f"value {value}: gradient {j}", a, b)
+        buffers_e = dict(eager.named_buffers())
+        for name, buf in model.named_buffers():
+            cmp.add("buffer", f"value {value}: buffer {name}", buf, buffers_e[name])
+        after()
+
+
+def _dropped(row: Row, out: Tensor) -> Tensor:
+    """Dropped elements (inputs are positive: dropped is 0, or negative for alpha dropout)."""
+    return out < 0 if row.alpha else out == 0
+
+
+def _run_dropout(
+    row: Row,
+    compiled: Any,
+    model: nn.Module,
+    eager: nn.Module,
+    cmp: Comparison,
+    result: Result,
+    after: Any,
+) -> None:
+    worst = 0.0
+    fractions = []
+    for i, value in enumerate(row.values):
+        _set(model, row, value)
+        _set(eager, row, value)
+        inputs = _inputs(row, i)
+        (out_c,), (grad_c,) = _step(compiled, model, _leaves(inputs, row), i)
+        (out_e,), (grad_e,) = _step(eager, eager, _leaves(inputs, row), i)
+        drop_c, drop_e = _dropped(row, out_c), _dropped(row, out_e)
+        if row.feature:  # one draw per (N, C) channel: whole channels dropped or kept
+            per_c = drop_c.flatten(2)
+            if not bool((per_c.all(-1) | ~per_c.any(-1)).all()):
+                cmp.failures.append(f"value {value}: channels partly dropped")
+            drop_c, drop_e = drop_c.flatten(2).all(-1), drop_e.flatten(2).all(-1)
+            agree = (drop_c == drop_e)[(...,) + (None,) * (out_c.dim() - 2)].expand_as(out_c)
+        else:
+            agree = drop_c == drop_e
+        n = drop_c.numel()
+        fraction = float(drop_c.float().mean())
+        fractions.append(f"{fraction:.3f}")
+        sd = math.sqrt(value * (1 - value) / n)
+        sigmas = abs(fraction - value) / sd if sd else (0.0 if fraction == value else math.inf)
+        worst = max(worst, sigmas)
+        if sigmas > SIGMAS:
+            cmp.failures.append(
+                f"value {value}: dropped fraction {fraction} is {sigmas:.1f} sd off"
+            )
+        if not bool(agree.any()):
+            cmp.failures.append(f"value {value}: no element kept by both")
+        cmp.add("output", f"value {value}: output where both agree", out_c[agree], out_e[agree])
+        cmp.add("grad", f"value {value}: gradient where both agree", grad_c[agree], grad_e[agree])
+        after()
+    unit = "channels" if row.feature else "elements"
+    result.check = (
+        f"dropped {unit} within {SIGMAS:g} sd of p (worst {worst:.1f} sd); "
+        f"{'kept and dropped' if row.alpha else 'kept'} values vs eager where both agree"
+    )
+    result.stat = worst
+
+
+def _run_means(
+    row: Row,
+    compiled: Any,
+    model: nn.Module,
+    eager: nn.Module,
+    cmp: Comparison,
+    result: Result,
+    after: Any,
+    calls: int,
+) -> None:
+    worst = 0.0
+    for i, value in enumerate(row.values):
+        _set(model, row, value)
+        _set(eager, row, value)
+        inputs = _inputs(row, i)
+        samples: list[list[Tensor]] = [[], []]
+        for side, (fn, owner) in enumerate(((compiled, model), (eager, eager))):
+            for _ in range(calls):
+                outs, grads = _step(fn, owner, _leaves(inputs, row), i)
+                samples[side].append(torch.cat([t.flatten() for t in outs + grads]).double())
+        a, b = torch.stack(samples[0]), torch.stack(samples[1])
+        se = (a.var(0) / calls + b.var(0) / calls).sqrt()
+        # beyond the backend's tolerance: a quantity that is 0 in exact arithmetic (the
+        # gradient of attention's key bias) is rounding noise whose mean depends on the
+        # kernels' summation order, not on the random stream
+        floor = cmp.atol + cmp.rtol * b.mean(0).abs()
+        gap = ((a.mean(0) - b.mean(0)).abs() - floor).clamp_min(0)
+        constant = se == 0
+        z = torch.where(constant, torch.zeros_like(gap), gap / se.clamp_min(1e-300))
+        worst = max(worst, float(z.max()))
+        if float(z.max()) > SIGMAS:
+            cmp.failures.append(
+                f"value {value}: a mean is {float(z.max()):.1f} standard errors off"
+            )
+        if bool(constant.any()):  # elements no dropout reaches: equal as on exact rows
+            cmp.add("output", f"value {value}: constant elements", a[0][constant], b[0][constant])
+        after()
+    result.check = (
+        f"per-element means of outputs and gradients over {calls} calls per value within "
+        f"{SIGMAS:g} standard errors beyond the tolerance (worst {worst:.1f})"
+    )
+    result.stat = worst
+
+
+def run_row(
+    row: Row,
+    backend: str,
+    *,
+    marked: bool = True,
+    tolerance: tuple[float, float] | None = None,
+    calls: int = STAT_CALLS,
+) -> Result:
+    """Compile ``row`` on ``backend`` and run its 4 values beside an eager twin."""
+    if tolerance is None:
+        tolerance = eager_tolerance(row) if backend != "inductor" else FLOAT32_DEFAULT
+    rtol, atol = tolerance
+    result = Result(backend, marked, rtol=rtol, atol=atol)
+    cmp = Comparison(rtol, atol)
+    start = time.perf_counter()
+    torch._dynamo.reset()
+    try:
+        with _recording(result):
+            model, eager = _prepare(row, marked)
+            counter = CountingBackend(backend)
+            compiled = torch.compile(model, backend=counter)
+
+            def after() -> None:
+                result.per_call.append(counter.graphs)
+                result.compiles = counter.graphs
+
+            if row.kind == "dropout":
+                _run_dropout(row, compiled, model, eager, cmp, result, after)
+            elif row.kind == "mean":
+                _run_means(row, compiled, model, eager, cmp, result, after, calls)
+            else:
+                _run_exact(row, compiled, model, eager, cmp, after)
+    except Exception as exc:  # noqa: BLE001 - recorded in the table, never hidden
+        result.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"
+    finally:
+        torch._dynamo.reset()
+    result.max_abs = cmp.max_abs
+    result.needed_atol = cmp.needed_atol
+    result.failures = cmp.failures
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+# --------------------------------------------------------------------------- the whole table
+
+
+def compiled_once(result: dict[str, Any]) -> bool:
+    """No graph compiled after the first value (a restart within the first call is one compile)."""
+    calls = result["per_call"]
+    return not result["error"] and bool(calls) and calls[-1] == calls[0]
+
+
+def status(row: Row, results: dict[str, dict[str, Any]]) -> str:
+    """``dynamic, equal``: on every backend no recompile after the first value, and equal."""
+    if any(r["error"] for r in results.values()):
+        return "error"
+    if not all(r["equal"] for r in results.values()):
+        return "NOT EQUAL"
+    if all(compiled_once(r) for r in results.values()):
+        return "dynamic, equal"
+    if any(r["warnings"] for r in results.values()):
+        return "specialized (warned), equal"
+    return "recompiles, equal"
+
+
+def run_table(
+    rows: list[Row], backends: list[str], *, stock: bool = True, log: Any = print
+) -> dict[str, Any]:
+    out: list[dict[str, Any]] = []
+    for row in rows:
+        entry: dict[str, Any] = {
+            "id": row.id,
+            "expected": {b: row.expected(b) for b in BACKENDS},
+            "module": row.module,
+            "attrs": list(row.attrs),
+            "values": list(row.values),
+            "mode": row.mode,
+            "kind": row.kind,
+            "op": row.op,
+            "note": row.note,
+            "tolerance": list(eager_tolerance(row)),
+            "backends": {},
+            "stock": {},
+        }
+        if stock:
+            entry["stock"]["aot_eager"] = run_row(row, "aot_eager", marked=False).to_json()
+        for backend in backends:
+            tol = None
+            if backend == "inductor":
+                base = run_row(row, "inductor", marked=False) if stock else None
+                if base is not None:
+                    entry["stock"]["inductor"] = base.to_json()
+                entry["inductor_tolerance"] = inductor_tolerance(base)
+                tol = (entry["inductor_tolerance"]["rtol"], entry["inductor_tolerance"]["atol"])
+            entry["backends"][backend] = run_row(row, backend, tolerance=tol).to_json()
+        entry["status"] = status(row, entry["backends"])
+        summary = " ".join(
+            f"{b}={r['compiles']}{'' if r['equal'] else '!'}" for b, r in entry["backends"].items()
+        )
+        stock_aot = entry["stock"].get("aot_eager", {}).get("compiles", "-")
+        log(f"{row.id:28s} stock={stock_aot} {summary}  {entry['status']}", flush=True)
+        out.append(entry)
+    return {"rows": out}
+
+
+def machine_info() -> dict[str, Any]:
+    cpu = platform.processor() or platform.machine()
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "dynscalar": dynscalar.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+# --------------------------------------------------------------------------- the page
+
+
+def _fmt(x: float | None) -> str:
+    if x is None:
+        return "-"
+    if x == 0:
+        return "0"
+    if math.isinf(x):
+        return "inf"
+    return f"{x:.1e}"
+
+
+def _inductor_tol(tol: dict[str, Any]) -> str:
+    if tol["source"].startswith("float32 default"):
+        return "float32 default" + (" (stock wrong)" if "wrong" in tol["source"] else "")
+    return f"{_tol(tol['rtol'], tol['atol'])} (stock inductor)"
+
+
+def _tol(rtol: float, atol: float) -> str:
+    return "exact" if rtol == 0 and atol == 0 else f"rtol {rtol:g}, atol {atol:g}"
+
+
+def _compiles(entry: dict[str, Any], where: str, backend: str) -> str:
+    r = entry[where].get(backend)
+    if r is None:
+        return "-"
+    if r["error"]:
+        return "error"
+    text = str(r["compiles"])
+    if r["compiles"] > 1 and compiled_once(r):
+        text += "*"  # all on the first call: a restart, not a recompile
+    return text + ("" if r["equal"] else " (**≠**)")
+
+
+def _diff(entry: dict[str, Any], backend: str) -> str:
+    r = entry["backends"].get(backend)
+    if r is None or r["error"]:
+        return "-"
+    m = r["max_abs"]
+    if entry["kind"] == "mean":
+        return f"{r['stat']:.1f} SE"
+    parts = [_fmt(m["output"]), _fmt(m["grad"])]
+    if m["buffer"]:
+        parts.append(_fmt(m["buffer"]))
+    text = " / ".join(parts)
+    if entry["kind"] == "dropout":
+        text += f"; {r['stat']:.1f} sd"
+    return text
+
+
+def _name(entry: dict[str, Any]) -> str:
+    attrs = ", ".join(f"`{a}`" for a in entry["attrs"])
+    return f"`{entry['module']}` {attrs} ({entry['mode']})"
+
+
+def render(data: dict[str, Any], source: str = "benchmarks/published/nn-coverage.json") -> str:
+    """The Markdown page, a pure function of the JSON (re-rendering is byte-identical)."""
+    rows = data["rows"]
+    backends = data["config"]["backends"]
+    m = data["machine"]
+    n = len(rows)
+
+    def once(where: str, backend: str) -> int:
+        return sum(1 for e in rows if backend in e[where] and compiled_once(e[where][backend]))
+
+    equal = sum(1 for e in rows if all(r["equal"] for r in e["backends"].values()))
+    lines = [
+        "# torch.nn coverage",
+        "",
+        f"Generated by `benchmarks/nn_coverage.py` from `{source}`; do not edit by hand.",
+        "",
+        f"**Machine:** {m['cpu']}, {m['cores']} cores, torch threads: {m['torch_threads']}, "
+        f"torch {m['torch']}, dynscalar {m['dynscalar']}, Python {m['python']}.",
+        "",
+        "## Summary",
+        "",
+        f"{n} rows: a float hyperparameter of a torch.nn module (or functional), marked with "
+        "`dynscalar.mark_dynamic_attr` and changed between calls to "
+        f"{len(rows[0]['values']) if rows else 4} different values, on the compiled model "
+        "and on an eager twin.",
+        "",
+    ]
+    for backend in backends:
+        share = f" ({100 * once('backends', backend) / n:.0f}%)" if n else ""
+        lines.append(
+            f"- **{backend}**: {once('backends', backend)} of {n} rows compile once{share}"
+            + (
+                f"; stock torch, unmarked: {once('stock', backend)} of {n}."
+                if any(backend in e["stock"] for e in rows)
+                else "."
+            )
+        )
+    if any("aot_eager" in e["stock"] for e in rows) and "aot_eager" not in backends:
+        lines.append(f"- stock torch on aot_eager, unmarked: {once('stock', 'aot_eager')} of {n}.")
+    lines.append(
+        f"- **Equal to eager** within the row's tolerance on every backend: {equal} of {n} rows."
+    )
+    wrong = [
+        e
+        for e in rows
+        if "inductor" in e["stock"] and max(e["stock"]["inductor"]["max_abs"].values()) >= WRONG
+    ]
+    if wrong:
+        names = "; ".join(
+            f"{_name(e)}, max |Δ| {_fmt(max(e['stock']['inductor']['max_abs'].values()))}"
+            for e in wrong
+        )
+        lines.append(
+            "- **Stock inductor returns wrong numbers** (unmarked, no warning) on: "
+            f"{names}. With the mark these rows are equal to eager."
+        )
+    lines += [
+        "",
+        "Rows that are not *dynamic, equal*:",
+        "",
+    ]
+    others = [e for e in rows if e["status"] != "dynamic, equal"]
+    if not others:
+        lines.append("- none.")
+    for e in others:
+        results = e["backends"]
+        counts = ", ".join(f"{b} {r['compiles']}" for b, r in results.items())
+        reasons = [f"compiles: {counts}"]
+        for backend, r in results.items():
+            if r["error"]:
+                reasons.append(f"{backend}: {r['error']}")
+            elif not r["equal"]:
+                reasons.append(f"{backend}: {'; '.join(r['failures'][:2])}")
+        warned = sorted({w.split(";")[0] for r in results.values() for w in r["warnings"]})
+        reasons += [f"warned: “{w}”" for w in warned]
+        if e["note"]:
+            reasons.append(e["note"])
+        lines.append(f"- {_name(e)}: **{e['status']}**; " + "; ".join(reasons) + ".")
+    lines += [
+        "",
+        "## How to read the table",
+        "",
+        "- *stock*: compiles of stock torch for the same row without the mark (the baseline). "
+        "A plain float attribute is a constant; from the second value on Dynamo's automatic "
+        "dynamic tries a SymFloat, which most of these ops force back to a constant (a "
+        "restart), so 4 values typically make 5 graphs.",
+        "- *compiles*: graphs compiled across the 4 values with the mark (`(≠)`: not equal "
+        "to eager). `*`: all of them during the first call: torch's tensorify pass restarts "
+        "the first compile to drop a float input the graph does not use (a value read only in "
+        "training, in eval); no value guard follows and no later value compiles. *compile "
+        "once* below means no graph after the first call.",
+        "- *max |Δ|*: the largest difference from eager over the 4 calls, for outputs / "
+        "gradients (inputs and parameters) / buffers (when the module has buffers: running "
+        "statistics are compared after every call).",
+        "- Random rows cannot draw eager's random numbers (compiled dropout never does): "
+        "dropout rows compare the values of elements (or channels) that both kept (alpha "
+        f"dropout: and both dropped) and check the dropped fraction is within {SIGMAS:g} "
+        "binomial standard deviations of `p` on a large input (*sd*: the worst deviation); "
+        "attention rows (and RReLU) in training compare per-element means of outputs and "
+        f"gradients over {data['config']['stat_calls']} calls per value (*SE*: the worst "
+        "difference in standard errors, beyond the backend's tolerance: on inductor the "
+        "gradient of attention's key bias, 0 in exact arithmetic, is rounding noise whose mean "
+        "follows the kernels' summation order); their eval rows compare element-wise.",
+        "- *tolerance* (eager, aot_eager): exact unless the decomposition rounds differently "
+        "from ATen's fused kernel (reasons below). *inductor tolerance*: torch's float32 "
+        f"default (rtol {FLOAT32_DEFAULT[0]:g}, atol {FLOAT32_DEFAULT[1]:g}) unless stock "
+        "inductor, unmarked, already differs from eager by more on that row; then the "
+        "difference stock inductor measured (*stock inductor*). A stock difference of "
+        f"{WRONG:g} or more is a wrong value, not rounding, and is never used as a tolerance "
+        "(*stock wrong*).",
+        "",
+        "## Table",
+        "",
+        "| row | values | stock (aot_eager) | stock (inductor) | eager | aot_eager | inductor "
+        "| max \\|Δ\\| aot_eager | max \\|Δ\\| inductor | tolerance | inductor tolerance "
+        "| status |",
+        "|---|---|---:|---:|---:|---:|---:|---|---|---|---|---|",
+    ]
+    for e in rows:
+        values = ", ".join(f"{v:g}" for v in e["values"])
+        ind = e.get("inductor_tolerance")
+        ind_text = "-" if ind is None else _inductor_tol(ind)
+        cells = [
+            _name(e),
+            values,
+            _compiles(e, "stock", "aot_eager"),
+            _compiles(e, "stock", "inductor"),
+            _compiles(e, "backends", "eager"),
+            _compiles(e, "backends", "aot_eager"),
+            _compiles(e, "backends", "inductor"),
+            _diff(e, "aot_eager"),
+            _diff(e, "inductor"),
+            _tol(*e["tolerance"]),
+            ind_text,
+            e["status"] if e["status"] == "dynamic, equal" else f"**{e['status']}**",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    notes = [e for e in rows if e["note"]]
+    if notes:
+        lines += ["", "Notes:", ""]
+        lines += [f"- {_name(e)}: {e['note']}." for e in notes]
+    used = sorted({e["op"] for e in rows if e["op"] in data["tolerances"]})
+    lines += ["", "## Tolerances", "", "| op | rtol | atol | why |", "|---|---:|---:|---|"]
+    for op in used:
+        rtol, atol, why = data["tolerances"][op]
+        lines.append(f"| `{op}` | {rtol:g} | {atol:g} | {why} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def write_page(data: dict[str, Any], page: Path = PAGE_PATH, json_path: Path = JSON_PATH) -> None:
+    try:
+        source = str(json_path.resolve().relative_to(ROOT))
+    except ValueError:
+        source = json_path.name
+    page.write_text(render(data, source))
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backends", default=",".join(BACKENDS))
+    parser.add_argument("--rows", default="", help="comma-separated row ids (default: all)")
+    parser.add_argument("--out", type=Path, default=JSON_PATH)
+    parser.add_argument("--page", type=Path, default=PAGE_PATH)
+    parser.add_argument("--no-stock", action="store_true", help="skip the unmarked baselines")
+    parser.add_argument("--render-only", action="store_true", help="re-render --page from --out")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="torch threads (default 1: on a shared 2-core machine 2 threads made a tiny "
+        "TransformerEncoderLayer step ~80x slower)",
+    )
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    if args.render_only:
+        write_page(json.loads(args.out.read_text()), args.page, args.out)
+        print(f"wrote {args.page}")
+        return 0
+    ids = [s for s in args.rows.split(",") if s]
+    unknown = [s for s in ids if s not in ROWS]
+    if unknown:
+        parser.error(f"unknown rows {unknown}; known: {', '.join(ROWS)}")
+    rows = [ROWS[s] for s in ids] if ids else catalogue()
+    backends = [b for b in args.backends.split(",") if b]
+    start = time.perf_counter()
+    data: dict[str, Any] = {
+        "machine": machine_info(),
+        "config": {
+            "backends": backends,
+            "values_per_row": 4,
+            "stat_calls": STAT_CALLS,
+            "sigmas": SIGMAS,
+            "float32_default": list(FLOAT32_DEFAULT),
+            "inductor_cache": os.environ.get("TORCHINDUCTOR_CACHE_DIR", "(torch's default)"),
+        },
+        "tolerances": {op: list(v) for op, v in sorted(TOLERANCES.items())},
+    }
+    data.update(run_table(rows, backends, stock=not args.no_stock))
+    data["wall_s"] = round(time.perf_counter() - start, 1)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
+    write_page(data, args.page, args.out)
+    print(f"wrote {args.out} and {args.page} in {data['wall_s']:.0f} s")
+    bad = [e["id"] for e in data["rows"] if e["status"] in ("NOT EQUAL", "error")]
+    if bad:
+        print(f"NOT EQUAL or error: {', '.join(bad)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
