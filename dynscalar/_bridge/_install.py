@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import wrapt
@@ -110,7 +110,7 @@ def _skip_proxy_frames() -> None:
 
     from .. import _proxy
 
-    def functions_of(namespace: dict[str, Any]) -> list[Any]:
+    def functions_of(namespace: Mapping[str, Any]) -> list[Any]:
         found = []
         for value in namespace.values():
             if isinstance(value, (classmethod, staticmethod)):

@@ -37,13 +37,20 @@ Tensor = torch.Tensor
 TOLERANCES: dict[str, tuple[float, float, str]] = {}
 
 
+def _check(condition: Any, message: str) -> None:
+    """ATen's TORCH_CHECK: a ``RuntimeError`` (a guard on the predicate when traced)."""
+    if not condition:
+        raise RuntimeError(message)
+
+
 def _close(name: str, rtol: float, atol: float, why: str) -> None:
     TOLERANCES[name] = (rtol, atol, why)
 
 
 def _scalar_like(x: Tensor, value: Any) -> Tensor:
     """A 0-d tensor of ``x``'s dtype holding ``value`` (ATen casts a Scalar the same way)."""
-    return x.new_zeros(()) + value
+    out: Tensor = x.new_zeros(()) + value
+    return out
 
 
 def _upcast(input: Tensor) -> Tensor:
@@ -80,7 +87,8 @@ def _noise(input: Tensor, p: Any, feature: bool) -> Tensor:
         uniform = torch.rand(shape, dtype=input.dtype, device=input.device)
     else:
         uniform = torch.rand_like(input)
-    return (uniform < 1 - p).to(input.dtype)
+    keep: Tensor = uniform < 1 - p
+    return keep.to(input.dtype)
 
 
 def _dropout_impl(input: Tensor, p: Any, train: bool, feature: bool, alpha: bool) -> Tensor:
@@ -94,8 +102,10 @@ def _dropout_impl(input: Tensor, p: Any, train: bool, feature: bool, alpha: bool
     if alpha:
         a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
         b = (noise - 1) * (_ALPHA * a) + _ALPHA * a * p
-        return input * (noise * a) + b
-    return input * (noise / (1 - p))
+        alpha_out: Tensor = input * (noise * a) + b
+        return alpha_out
+    out: Tensor = input * (noise / (1 - p))
+    return out
 
 
 def dropout(input: Tensor, p: Any, train: bool) -> Tensor:
@@ -413,9 +423,7 @@ def cross_entropy_loss(
     shape = [1] * input.dim()
     shape[class_dim] = n_classes
     if input.shape == target.shape:  # class probabilities
-        torch._check(
-            ignore_index < 0, lambda: "ignore_index is not supported for floating point target"
-        )
+        _check(ignore_index < 0, "ignore_index is not supported for floating point target")
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / n_classes
         product = logp * target
@@ -448,7 +456,8 @@ def cross_entropy_loss(
         smoothed = smooth.sum()
     else:
         smoothed = smooth
-    return nll * (1 - label_smoothing) + smoothed * (label_smoothing / n_classes)
+    mixed: Tensor = nll * (1 - label_smoothing) + smoothed * (label_smoothing / n_classes)
+    return mixed
 
 
 _close("cross_entropy_loss", 1e-6, 1e-7, "the smoothing term is summed in a different order")
@@ -456,7 +465,7 @@ _close("cross_entropy_loss", 1e-6, 1e-7, "the smoothing term is summed in a diff
 
 def huber_loss(input: Tensor, target: Tensor, reduction: int = 1, delta: Any = 1.0) -> Tensor:
     # aten/src/ATen/native/cpu/PointwiseOpsKernel.cpp, huber_kernel
-    torch._check(delta > 0, lambda: "huber_loss does not support non-positive values for delta.")
+    _check(delta > 0, "huber_loss does not support non-positive values for delta.")
     z = (input - target).abs()
     loss = torch.where(z < delta, z * z * 0.5, (z - delta * 0.5) * delta)
     return _reduce(loss, reduction)
@@ -473,7 +482,7 @@ _close(
 
 def smooth_l1_loss(input: Tensor, target: Tensor, reduction: int = 1, beta: Any = 1.0) -> Tensor:
     # aten/src/ATen/native/Loss.cpp and cpu/PointwiseOpsKernel.cpp, smooth_l1_kernel
-    torch._check(beta >= 0, lambda: "smooth_l1_loss does not support negative values for beta.")
+    _check(beta >= 0, "smooth_l1_loss does not support negative values for beta.")
     z = (input - target).abs()
     if beta == 0:
         return _reduce(z, reduction)
@@ -541,7 +550,7 @@ def multi_margin_loss(
     reduction: int = 1,
 ) -> Tensor:
     # aten/src/ATen/native/LossMultiMargin.cpp: z = margin - x[y] + x[d] over d != y
-    torch._check(p == 1 or p == 2, lambda: "only p == 1 and p == 2 supported")
+    _check(p == 1 or p == 2, "only p == 1 and p == 2 supported")
     x = input if input.dim() == 2 else input.reshape(1, -1)
     y = target.reshape(-1, 1)
     z = ((-x.gather(1, y)) + margin + x).clamp_min(0)
@@ -588,18 +597,21 @@ def pairwise_distance(
     # p still specializes: linalg_vector_norm's `ord` is a Scalar the tensorify pass cannot
     # lower.
     innermost = max(x1.dim(), x2.dim()) - 1
-    return torch.linalg.vector_norm(x1 - x2 + eps, p, dim=innermost, keepdim=keepdim)
+    distance: Tensor = torch.linalg.vector_norm(x1 - x2 + eps, p, dim=innermost, keepdim=keepdim)
+    return distance
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: Any = 1e-8) -> Tensor:
     # aten/src/ATen/native/Distance.cpp, cosine_similarity: normalize each, then multiply
-    x1, x2 = torch.broadcast_tensors(x1, x2)
+    shape = torch.broadcast_shapes(x1.shape, x2.shape)  # type: ignore[no-untyped-call]
+    x1, x2 = x1.expand(shape), x2.expand(shape)
     norm1 = torch.linalg.vector_norm(x1, 2, dim=dim, keepdim=True).clone()
     norm2 = torch.linalg.vector_norm(x2, 2, dim=dim, keepdim=True).clone()
     with torch.no_grad():
         norm1.copy_(torch.maximum(norm1, _scalar_like(norm1, eps)))
         norm2.copy_(torch.maximum(norm2, _scalar_like(norm2, eps)))
-    return ((x1 / norm1) * (x2 / norm2)).sum(dim)
+    similarity: Tensor = ((x1 / norm1) * (x2 / norm2)).sum(dim)
+    return similarity
 
 
 def _safe_softmax(x: Tensor, dim: int) -> Tensor:
@@ -625,12 +637,9 @@ def scaled_dot_product_attention(
 ) -> Tensor:
     # aten/src/ATen/native/transformers/attention.cpp, _scaled_dot_product_attention_math
     # (the math fallback; the caller converts a boolean mask to 0 / -inf first)
-    torch._check(
+    _check(
         not (is_causal and attn_mask is not None),
-        lambda: (
-            "_scaled_dot_product_attention: Explicit attn_mask should not be set when "
-            "is_causal=True"
-        ),
+        "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True",
     )
     dtype = query.dtype
     q, k, v = _upcast(query), _upcast(key), _upcast(value)  # half/bfloat16 in float32
