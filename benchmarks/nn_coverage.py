@@ -478,9 +478,8 @@ def catalogue() -> list[Row]:
             (0.5, 0.75, 1.0, 1.5),
             lambda: nn.LocalResponseNorm(3),
             LRN,
-            specialized=("aot_eager", "inductor"),
-            note="`pow(beta)`: the tensorify pass cannot lower a SymFloat exponent, and the "
-            "call is a Tensor method the bridge does not replace",
+            op="pow",
+            note="`div.pow(beta)`: traced as `torch.pow` with a 0-d tensor exponent",
         ),
     ]
     for cls, shape in ((nn.BatchNorm1d, (16, 6, 5)), (nn.BatchNorm2d, (8, 6, 4, 4))):
@@ -762,9 +761,8 @@ def catalogue() -> list[Row]:
             (1.5, 2.0, 3.0, 4.0),
             lambda: nn.LPPool1d(2.0, 2),
             lambda g: (_randn(g, 2, 3, 8).abs() + 0.1,),
-            specialized=("aot_eager", "inductor"),
-            note="`pow(norm_type)`: the tensorify pass cannot lower a SymFloat exponent, and "
-            "the call is a Tensor method the bridge does not replace",
+            op="pow",
+            note="`pow(norm_type)`: traced as `torch.pow` with a 0-d tensor exponent",
         ),
     ]
     return rows

@@ -10,6 +10,7 @@ which the pass turns into a graph input:
 * ``t.add(o, alpha=a)`` -> ``t.add(o * a)`` (``sub`` likewise), in-place forms kept;
 * ``t.addcmul(t1, t2, value=v)`` -> ``t.add(t1 * v * t2)``;
 * ``t.addcdiv(t1, t2, value=v)`` -> ``t.add(t1 * v / t2)``;
+* ``t.pow(p)`` -> ``torch.pow(t, <0-d tensor p>)`` (LocalResponseNorm's ``beta``, LPPool);
 * ``torch._foreach_add(_)(xs, ys, alpha=a)`` and ``torch._foreach_addcmul(_)/addcdiv(_)``
   with a Scalar ``value``: the same, per tensor.
 
@@ -50,6 +51,15 @@ def tensor_method_hook(
         return tx, name, args, kwargs
 
     tx, name, call_args, call_kwargs = split(*args, **kwargs)
+    if name in ("pow", "pow_") and call_args and is_dynamic_float(tx, call_args[0]):
+        # `x.pow(p)`: ATen's Tensor_Scalar overload is not lowered by the tensorify pass;
+        # the Tensor_Tensor one (the exponent as a 0-d tensor of x's dtype) is
+        from torch._dynamo.variables.functions import UserFunctionVariable
+
+        exponent = _tensor_exponent_ if name == "pow_" else _tensor_exponent
+        return tx.inline_user_function_return(
+            UserFunctionVariable(exponent), [instance, call_args[0]], {}
+        )
     rule = _METHODS.get(name)
     if rule is None:
         return wrapped(*args, **kwargs)
@@ -73,6 +83,14 @@ def tensor_method_hook(
         operand = apply(divide, product, call_args[1])
     plain = name[:3] + ("_" if name.endswith("_") else "")  # add/add_/sub/sub_
     return wrapped(tx, plain, [operand], {})
+
+
+def _tensor_exponent(x: Any, exponent: Any) -> Any:
+    return torch.pow(x, x.new_zeros(()) + exponent)
+
+
+def _tensor_exponent_(x: Any, exponent: Any) -> Any:
+    return x.pow_(x.new_zeros(()) + exponent)
 
 
 # ----------------------------------------------------------------------------- foreach

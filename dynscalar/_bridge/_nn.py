@@ -676,6 +676,16 @@ _close(
 )
 
 
+# Tensor.pow(dynamic float) is traced in _methods as torch.pow(x, <0-d tensor exponent>)
+_close(
+    "pow",
+    1e-6,
+    1e-6,
+    "`torch.pow` with a 0-d tensor exponent: ATen's Scalar-exponent kernel rounds some "
+    "results one float32 ulp differently (measured: |Δ| ≤ 4.8e-7)",
+)
+
+
 def _table() -> dict[Any, Any]:
     nn = torch._C._nn
     table: dict[Any, Any] = {
