@@ -313,3 +313,22 @@ def test_restart_to_drop_an_unused_float_is_not_a_specialization(backend: str) -
             torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
     # aot_eager: the first graph is compiled twice (the restart), then never again
     assert counter.graphs == {"eager": 1, "aot_eager": 2}[backend]
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_a_float_starting_at_zero_stays_dynamic_after_the_unused_float_restart(
+    backend: str,
+) -> None:
+    """label_smoothing warm-up from 0.0: the first graph does not use the float (the `> 0`
+    branch is not taken) and torch's tensorify pass restarts to drop it; the name torch
+    keeps for that restart must not make later compiles specialize the float."""
+    loss = ds.mark_dynamic_attr(torch.nn.CrossEntropyLoss(), "label_smoothing")
+    eager = torch.nn.CrossEntropyLoss()
+    counter = CountingBackend(backend)
+    compiled = torch.compile(loss, backend=counter)
+    x, y = torch.randn(8, 5), torch.randint(0, 5, (8,))
+    for value in (0.0, 0.05, 0.07, 0.09, 0.11):
+        loss.label_smoothing = eager.label_smoothing = value
+        torch.testing.assert_close(compiled(x, y), eager(x, y), rtol=1e-6, atol=1e-7)
+    # two paths (== 0 and > 0); on aot_eager the first is compiled twice (the restart)
+    assert counter.graphs == {"eager": 2, "aot_eager": 3}[backend]

@@ -221,6 +221,14 @@ def _tensorify_hook(
         for symbol in ours:
             TensorifyState.specialize(str(symbol))
         raise TensorifyScalarRestartAnalysis from exc
+    # This compile's restarts are over.  torch clears the names of the floats a restart
+    # specialized only on other restarts or a reset (convert_frame.py), so they would leak
+    # into the next compile, whose floats reuse the same names (zf0, zf1, ...): a float
+    # whose first graph did not use it (label_smoothing starting at 0.0) would then be
+    # specialized in every later compile, one per value.
+    from torch._dynamo.symbolic_convert import TensorifyState
+
+    TensorifyState.clear()
     baked = sorted(
         {ours[s] for g in shape_env.guards[n_guards:] for s in g.expr.free_symbols if s in ours}
     )
