@@ -40,8 +40,8 @@ from .._spec import INT64_MAX, INT64_MIN, DynamicSpec
 from ._floats import ensure_aot_hooks, wrap_float
 from ._guards import guard_mark_state, guard_marks_epoch, guard_proxy
 from ._ints import wrap_int
-from ._overflow import overflow_reason
 from ._reports import instance_path, passthrough, user_location
+from ._restarts import restart_reason
 from ._sources import swapped_source
 
 log = logging.getLogger("dynscalar")
@@ -194,9 +194,9 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     if kind is int and not INT64_MIN <= plain <= INT64_MAX:
         reason = f"holds {plain}, outside the int64 range torch.compile can trace symbolically"
         return _compile_unmarked(wrapped, instance, value, spec, where, reason, "")
-    overflow = overflow_reason(str(instance.source.name)) if kind is int else None
-    if overflow is not None:  # this compile restarted because an expression of it overflowed
-        return _compile_unmarked(wrapped, instance, value, spec, where, overflow, "")
+    restart = restart_reason(str(instance.source.name)) if kind is int else None
+    if restart is not None:  # the AOT pass restarted this compile to specialize it
+        return _compile_unmarked(wrapped, instance, value, spec, where, restart, "")
     if kind is float and (spec.unbacked or spec.has_range):
         # unbacked and min/max describe ints: a float follows the proxy-arithmetic rule
         # (a float derived from a ranged or unbacked int is a backed dynamic float)
