@@ -216,6 +216,30 @@ def test_float_op_the_tensorify_pass_cannot_lower_on_a_marked_int(backend: str) 
     assert counter.graphs == 6
 
 
+def shifted_phase(x: torch.Tensor, n: Any) -> torch.Tensor:
+    y = x.clone()
+    n += 0.5
+    return y + n % 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_float_op_the_tensorify_pass_cannot_lower_on_an_int_argument(backend: str) -> None:
+    """The same for a `DynamicInt` argument (seed 0, index 1499 of the long profile): the
+    restarted trace folds `n += 0.5`, another path than the first trace took, which Dynamo
+    rejected (SpeculationLogDivergence) until the bridge cleared the speculation log."""
+    counter = CountingBackend(backend)
+    compiled = torch.compile(shifted_phase, backend=counter)
+    x = torch.tensor([-2.0, -1.5, -0.5, -0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.SpecializationWarning)
+        for n in (7, 8, 7):
+            got = compiled(x, DynamicInt(n))
+            torch.testing.assert_close(got, shifted_phase(x, n), rtol=0, atol=0)
+    # the eager backend runs no AOT pass: Python floats, symbolic, one graph; AOT backends:
+    # per new value the rejected symbolic attempt and the constant graph
+    assert counter.graphs == {"eager": 1, "aot_eager": 4}[backend]
+
+
 class Loop(Scale):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for _ in range(self.s % 3):

@@ -22,6 +22,8 @@ _EXPECTED_SIGNATURES: dict[str, tuple[str, ...]] = {
     # guards (_guards)
     "guards.install_guard": ("guards", "skip"),
     "GuardBuilder.TYPE_MATCH": ("self", "guard"),
+    "GuardBuilder.CONSTANT_MATCH": ("self", "guard"),  # _restarts: a constant after a restart
+    "ConstantVariable.create": ("value", "kwargs"),
     "GuardBuilder.ID_MATCH": ("self", "guard", "recompile_hint"),
     "GuardBuilder.EQUALS_MATCH": ("self", "guard", "recompile_hint"),
     "GuardBuilder.DICT_NOT_CONTAINS": ("self", "guard", "key"),
@@ -91,7 +93,7 @@ def _core_internals() -> dict[str, Any]:
         side_effects,
         symbolic_convert,
     )
-    from torch._dynamo.variables import builder, builtin, functions, tensor
+    from torch._dynamo.variables import builder, builtin, constant, functions, tensor
     from torch._dynamo.variables import torch as torch_variables
     from torch.fx.experimental import symbolic_shapes
 
@@ -105,6 +107,8 @@ def _core_internals() -> dict[str, Any]:
         "ShapeEnv.constrain_symbol_range": shape_env.constrain_symbol_range,
         "guards.install_guard": guards.install_guard,
         "GuardBuilder.TYPE_MATCH": guard_builder.TYPE_MATCH,
+        "GuardBuilder.CONSTANT_MATCH": guard_builder.CONSTANT_MATCH,
+        "ConstantVariable.create": constant.ConstantVariable.create,
         "GuardBuilder.ID_MATCH": guard_builder.ID_MATCH,
         "GuardBuilder.EQUALS_MATCH": guard_builder.EQUALS_MATCH,
         "GuardBuilder.DICT_NOT_CONTAINS": guard_builder.DICT_NOT_CONTAINS,

@@ -87,7 +87,25 @@ def specialize_ints_and_restart(
             for name in _source_names(shape_env, symbol):
                 _specialize_next[name] = reason
             log.info("%s %s; specializing it", state.backed[symbol][0], reason)
+    _clear_speculation_log()
     raise TensorifyScalarRestartAnalysis
+
+
+def _clear_speculation_log() -> None:
+    """The restarted trace takes another path (a constant where a SymInt was: ``n += 0.5``
+    is folded), which Dynamo reports as ``SpeculationLogDivergence`` unless the log of the
+    first trace is cleared first - as Dynamo does itself for ``UnspecializeRestartAnalysis``
+    (``convert_frame.py``).  The float path needs none of this: a float specialized by
+    torch's pass keeps its trace's path."""
+    from torch._dynamo.symbolic_convert import InstructionTranslator
+
+    try:
+        tx = InstructionTranslator.current_tx()
+    except AttributeError:  # no tracer on this thread (or the name moved): nothing to clear
+        return
+    speculation_log = getattr(tx, "speculation_log", None)
+    if speculation_log is not None and hasattr(speculation_log, "clear"):
+        speculation_log.clear()
 
 
 def guard_int64(gm: Any, shape_env: Any, state: CompileState) -> None:

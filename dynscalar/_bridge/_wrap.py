@@ -196,7 +196,7 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
         return _compile_unmarked(wrapped, instance, value, spec, where, reason, "")
     restart = restart_reason(str(instance.source.name)) if kind is int else None
     if restart is not None:  # the AOT pass restarted this compile to specialize it
-        return _compile_unmarked(wrapped, instance, value, spec, where, restart, "")
+        return _compile_unmarked(wrapped, instance, value, spec, where, restart, "", constant=True)
     if kind is float and (spec.unbacked or spec.has_range):
         # unbacked and min/max describe ints: a float follows the proxy-arithmetic rule
         # (a float derived from a ranged or unbacked int is a backed dynamic float)
@@ -229,6 +229,8 @@ def _compile_unmarked(
     where: str,
     reason: str,
     store: str,
+    *,
+    constant: bool = False,
 ) -> Any:
     """A marked value dynscalar cannot make symbolic, compiled like an unmarked value.
 
@@ -247,7 +249,26 @@ def _compile_unmarked(
     filename, lineno, _ = user_location()
     location = (filename, lineno) if lineno else None
     warn_once(("unmarked", where, type(value)), message, SpecializationWarning, location=location)
+    if constant:  # not stock's path: automatic dynamic would make a changing value a SymInt
+        return wrap_constant(builder, value)
     return wrap_plain(wrapped, builder, value)
+
+
+def wrap_constant(builder: Any, value: Any) -> Any:
+    """A constant guarded by value (``CONSTANT_MATCH``), as Dynamo builds for a static int;
+    a proxy is read through ``<source>.__wrapped__``, with its class and spec guarded."""
+    from torch._dynamo.guards import GuardBuilder
+    from torch._dynamo.source import AttrSource
+    from torch._dynamo.variables.constant import ConstantVariable
+
+    source = builder.source
+    if isinstance(value, DynamicScalar):
+        guard_proxy(source)
+        source = AttrSource(source, "__wrapped__")
+        value = value.__wrapped__
+    with swapped_source(builder, source):
+        builder.install_guards(GuardBuilder.CONSTANT_MATCH)
+    return ConstantVariable.create(value=value, source=source)
 
 
 def wrap_plain(wrapped: Any, builder: Any, value: Any) -> Any:
