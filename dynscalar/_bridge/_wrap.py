@@ -85,7 +85,7 @@ def _find_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
             spec = auto_spec(owner, name, value)
             why = "auto_dynamic saw its value change"
         if numeric:  # after auto_spec: the guards describe the marks as this graph saw them
-            guard_mark_state(source.base, owner, name)
+            guard_mark_state(builder.tx, source.base, owner, name)
         return _Found(spec, where, why)
     if not numeric:
         return None
@@ -94,9 +94,11 @@ def _find_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
         code, name = parameter
         self_obj = getattr(builder.tx, "f_locals", {}).get("self")
         if _is_module(self_obj):  # the instance's marks, then the function's (epoch)
-            guard_mark_state(LocalSource("self", is_input=True), self_obj, name, ARG_MARKS_KEY)
+            guard_mark_state(
+                builder.tx, LocalSource("self", is_input=True), self_obj, name, ARG_MARKS_KEY
+            )
         else:
-            guard_marks_epoch()
+            guard_marks_epoch(builder.tx)
         where = f"{getattr(code, 'co_qualname', code.co_name)}({name})"  # co_qualname: 3.11+
         spec = lookup_arg_mark(code, name, self_obj)
         return _Found(spec, where, "marked with mark_dynamic_args or @dynamic_args")
@@ -110,7 +112,7 @@ def _find_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
         optimizer = _resolve(builder, attribute.base)
         if not _is_optimizer(optimizer):
             return None
-        guard_mark_state(attribute.base, optimizer, source.index, GROUP_MARKS_KEY)
+        guard_mark_state(builder.tx, attribute.base, optimizer, source.index, GROUP_MARKS_KEY)
         where = f"{type(optimizer).__name__}.param_groups[{groups.index}][{source.index!r}]"
         spec = lookup_group_mark(optimizer, source.index)
         return _Found(spec, where, "marked with mark_dynamic_param_groups")
