@@ -37,7 +37,7 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
-from .._proxy import DynamicFloat, DynamicInt, DynamicScalar, _new
+from .._proxy import DynamicFloat, DynamicInt, DynamicScalar, _alloc, _set_wrapped
 from .._spec import DynamicSpec
 from ._state import Origin, peek_state
 
@@ -151,23 +151,40 @@ def eager_origin(
 
 
 # ----------------------------------------------------------------------------- run time
-_SPECS: dict[tuple[bool, int | None, int | None, bool], DynamicSpec] = {}
+# Every compiled call that assigns a proxy attribute runs ``rebox`` once per assigned value,
+# so it is kept to one Python frame: a dict hit for the class and canonical spec, then the
+# proxy built the way ``_proxy`` builds arithmetic results (allocate, store the value and
+# the spec through their descriptors).
+_KINDS: dict[str, type[DynamicScalar]] = {"DynamicInt": DynamicInt, "DynamicFloat": DynamicFloat}
+_MADE: dict[tuple[str, bool, int | None, int | None, bool], tuple[type, DynamicSpec]] = {}
 
 
-def rebox(
-    value: Any, kind: str, unbacked: bool, lo: int | None, hi: int | None, strict: bool
-) -> Any:
+def _made(key: tuple[str, bool, int | None, int | None, bool]) -> tuple[type, DynamicSpec]:
+    kind, unbacked, lo, hi, strict = key
+    made = _MADE[key] = (_KINDS[kind], DynamicSpec(unbacked, lo, hi, strict).canonical())
+    return made
+
+
+def rebox(value: Any, key: tuple[str, bool, int | None, int | None, bool]) -> Any:
     """Run time: the proxy eager would have stored for the plain ``value`` (called by
-    the code Dynamo generates; its arguments are constants of that code)."""
-    if isinstance(value, DynamicScalar):  # replayed from its source: the object itself
-        return value
-    key = (unbacked, lo, hi, strict)
-    spec = _SPECS.get(key)
-    if spec is None:
-        spec = _SPECS[key] = DynamicSpec(unbacked, lo, hi, strict).canonical()
-    cls = DynamicInt if kind == "DynamicInt" else DynamicFloat
-    plain = int(value) if cls is DynamicInt else float(value)
-    return _new(cls, plain, spec)
+    the code Dynamo generates; ``key`` - proxy class name and spec fields - is a constant
+    of that code)."""
+    made = _MADE.get(key)
+    cls, spec = made if made is not None else _made(key)
+    kind = type(value)
+    if cls is DynamicInt:
+        if kind is not int:
+            if issubclass(kind, DynamicScalar):  # replayed from its source: the object itself
+                return value
+            value = int(value)
+    elif kind is not float:
+        if issubclass(kind, DynamicScalar):
+            return value
+        value = float(value)
+    obj: DynamicScalar = _alloc(cls)
+    _set_wrapped(obj, value)
+    obj._self_spec = spec
+    return obj
 
 
 def _skip_rebox_tracing() -> None:
@@ -198,17 +215,11 @@ def _rebox_variable(inner: Any, origin: Origin) -> Any:
             def reconstruct(self, codegen: Any) -> None:
                 spec = self.origin.spec
                 assert self.origin.proxy is not None
+                key = (self.origin.proxy.__name__, spec.unbacked, spec.min, spec.max, spec.strict)
                 codegen.add_push_null(lambda: codegen.load_import_from(__name__, "rebox"))
                 codegen(self.inner)
-                for constant in (
-                    self.origin.proxy.__name__,
-                    spec.unbacked,
-                    spec.min,
-                    spec.max,
-                    spec.strict,
-                ):
-                    codegen.append_output(codegen.create_load_const(constant))
-                codegen.extend_output(create_call_function(6, False))
+                codegen.append_output(codegen.create_load_const(key))
+                codegen.extend_output(create_call_function(2, False))
 
         _rebox_variable_class = _Rebox
         _skip_rebox_tracing()
