@@ -36,6 +36,8 @@ they are built to be cheap there (benchmarks/bench_overhead.py measures it):
 from __future__ import annotations
 
 import functools
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 from .._registry import MARKS_KEY
@@ -57,10 +59,11 @@ def guard_mark_state(
     instance_dict = object.__getattribute__(owner, "__dict__")
     marks = instance_dict.get(key)
     if marks is None:
-        install_guard(
-            owner_source.make_guard(
+        _install_once(
+            ("absent", owner_source, key),
+            lambda: owner_source.make_guard(
                 functools.partial(GuardBuilder.NOT_PRESENT_IN_GENERIC_DICT, attr=key)
-            )
+            ),
         )
     else:
         marks_source = AttrSource(owner_source, key)
@@ -90,11 +93,39 @@ def _dynscalar_module_source(tx: Any) -> Any:
 
 def guard_marks_epoch(tx: Any) -> None:
     """Guard the counter bumped by class and function marks (one guard per graph)."""
-    from torch._dynamo.guards import GuardBuilder, install_guard
+    from torch._dynamo.guards import GuardBuilder
     from torch._dynamo.source import AttrSource
 
-    epoch = AttrSource(AttrSource(_dynscalar_module_source(tx), "_marks_epoch"), "value")
-    install_guard(epoch.make_guard(GuardBuilder.EQUALS_MATCH))
+    def build() -> Any:
+        epoch = AttrSource(AttrSource(_dynscalar_module_source(tx), "_marks_epoch"), "value")
+        return epoch.make_guard(GuardBuilder.EQUALS_MATCH)
+
+    _install_once(("epoch",), build)
+
+
+# The epoch guard is asked for by every unmarked int/float attribute a trace reads, an
+# instance's "no marks" guard by each of its attributes: hundreds of requests per compile
+# of a large model, each a Guard built and handed to Dynamo (``functools.partial`` guards
+# are not even deduplicated there: each is a separate check at run time).  So each is
+# installed once per guard set, and again whenever that set no longer holds it (Dynamo
+# builds a new set when it rolls a trace back, and can clear one).
+_installed: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
+
+
+def _install_once(key: Any, build: Callable[[], Any]) -> None:
+    from torch._dynamo.guards import install_guard
+    from torch._guards import TracingContext
+
+    guards = TracingContext.get().guards_context.dynamo_guards
+    memo = _installed.get(guards)
+    if memo is None:
+        memo = _installed[guards] = {}
+    guard = memo.get(key)
+    if guard is not None and guard in guards.inner:
+        return
+    guard = build()
+    install_guard(guard, skip=1)
+    memo[key] = guard
 
 
 def guard_proxy(source: Any) -> None:
