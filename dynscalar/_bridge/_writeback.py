@@ -31,13 +31,14 @@ written back plain.  Both keep eager's value; docs/behaves-like.md lists them.
 
 from __future__ import annotations
 
+import ast
 import dis
 import math
 import operator
 from collections.abc import Callable
 from typing import Any
 
-from .._proxy import DynamicFloat, DynamicInt, DynamicScalar, _alloc, _set_wrapped
+from .._proxy import DynamicFloat, DynamicInt, DynamicScalar, _alloc, _set_spec, _set_wrapped
 from .._spec import DynamicSpec
 from ._state import Origin, peek_state
 
@@ -152,23 +153,31 @@ def eager_origin(
 
 # ----------------------------------------------------------------------------- run time
 # Every compiled call that assigns a proxy attribute runs ``rebox`` once per assigned value,
-# so it is kept to one Python frame: a dict hit for the class and canonical spec, then the
-# proxy built the way ``_proxy`` builds arithmetic results (allocate, store the value and
-# the spec through their descriptors).
+# right after the graph ran - when little of what it touches is still in the CPU's caches,
+# so memory touched costs more than instructions (benchmarks/bench_overhead.py).  It is one
+# frame: a dict hit on one string constant (its hash is cached in the string) for the
+# class and canonical spec, then the proxy built as ``_proxy`` builds arithmetic results,
+# the spec stored through its slot descriptor (not through wrapt's ``__setattr__``).
 _KINDS: dict[str, type[DynamicScalar]] = {"DynamicInt": DynamicInt, "DynamicFloat": DynamicFloat}
-_MADE: dict[tuple[str, bool, int | None, int | None, bool], tuple[type, DynamicSpec]] = {}
+_MADE: dict[str, tuple[type, DynamicSpec]] = {}
 
 
-def _made(key: tuple[str, bool, int | None, int | None, bool]) -> tuple[type, DynamicSpec]:
-    kind, unbacked, lo, hi, strict = key
+def rebox_key(origin: Origin) -> str:
+    """The constant the generated code passes to :func:`rebox` for ``origin``."""
+    assert origin.proxy is not None
+    spec = origin.spec
+    return repr((origin.proxy.__name__, spec.unbacked, spec.min, spec.max, spec.strict))
+
+
+def _made(key: str) -> tuple[type, DynamicSpec]:
+    kind, unbacked, lo, hi, strict = ast.literal_eval(key)
     made = _MADE[key] = (_KINDS[kind], DynamicSpec(unbacked, lo, hi, strict).canonical())
     return made
 
 
-def rebox(value: Any, key: tuple[str, bool, int | None, int | None, bool]) -> Any:
-    """Run time: the proxy eager would have stored for the plain ``value`` (called by
-    the code Dynamo generates; ``key`` - proxy class name and spec fields - is a constant
-    of that code)."""
+def rebox(value: Any, key: str) -> Any:
+    """Run time: the proxy eager would have stored for the plain ``value`` (called by the
+    code Dynamo generates; ``key``, from :func:`rebox_key`, is a constant of that code)."""
     made = _MADE.get(key)
     cls, spec = made if made is not None else _made(key)
     kind = type(value)
@@ -183,7 +192,7 @@ def rebox(value: Any, key: tuple[str, bool, int | None, int | None, bool]) -> An
         value = float(value)
     obj: DynamicScalar = _alloc(cls)
     _set_wrapped(obj, value)
-    obj._self_spec = spec
+    _set_spec(obj, spec)
     return obj
 
 
@@ -213,9 +222,8 @@ def _rebox_variable(inner: Any, origin: Origin) -> Any:
                 self.origin = origin
 
             def reconstruct(self, codegen: Any) -> None:
-                spec = self.origin.spec
-                assert self.origin.proxy is not None
-                key = (self.origin.proxy.__name__, spec.unbacked, spec.min, spec.max, spec.strict)
+                key = rebox_key(self.origin)
+                _made(key)  # the first call finds it
                 codegen.add_push_null(lambda: codegen.load_import_from(__name__, "rebox"))
                 codegen(self.inner)
                 codegen.append_output(codegen.create_load_const(key))
