@@ -171,6 +171,16 @@ def stock_torch() -> Iterator[None]:
             setattr(owner, name, current)
 
 
+@contextlib.contextmanager
+def cold_caches() -> Iterator[None]:
+    """A first compile as in a fresh process: inductor's in-memory caches cleared and an
+    empty cache directory (``torch._inductor.utils.fresh_cache``, torch's own test helper)."""
+    from torch._inductor.utils import fresh_cache
+
+    with fresh_cache():
+        yield
+
+
 def fresh_class(cls: type, tag: str, **namespace: Any) -> type:
     """A subclass with its own copy of ``forward``'s code object.
 
@@ -836,6 +846,12 @@ def _aot_hook_targets() -> list[tuple[Any, str]]:
     ]
 
 
+@contextlib.contextmanager
+def _stock_stack() -> Iterator[None]:
+    with torch._dynamo.config.patch(specialize_float=False), _stock_sources("L['self'].step"):
+        yield
+
+
 def _compile_stack(depth: int, backend: str, tag: str, bridge: bool) -> dict[str, Any]:
     """First call of a fresh ``Stack``: marked (bridge) or with dynamic_sources (stock)."""
     from torch._dynamo.utils import compilation_time_metrics
@@ -845,8 +861,8 @@ def _compile_stack(depth: int, backend: str, tag: str, bridge: bool) -> dict[str
     if bridge:
         ds.mark_dynamic_attr(model, "step", "warm")
         context: Any = contextlib.nullcontext()
-    else:  # stock torch: the int via dynamic_sources; the float as torch compiles it
-        context = _stock_sources("L['self'].step")
+    else:  # stock torch: the int via dynamic_sources, the float via specialize_float=False
+        context = _stock_stack()
     counter = CountingBackend(backend)
     compiled = torch.compile(model, backend=counter)
     x = torch.randn(2, 16, 64)
@@ -970,7 +986,7 @@ def run_scaling(
             model, context = _scaling_model(how, k, depth, f"scale_{how}_{k}_{r}")
             counter = CountingBackend(backend)
             fn = torch.compile(model, backend=counter)
-            with context:
+            with cold_caches(), context:
                 start = time.perf_counter()
                 fn(x)
                 compile_s[key].append(time.perf_counter() - start)
@@ -1342,26 +1358,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: load average {result['machine']['loadavg_start']} - timings will be noisy")
     backends = [b for b in args.backends.split(",") if b]
     strategies = [s for s in args.strategies.split(",") if s]
+    loads = result["machine"]["loadavg_by_section"] = {}
     if "percall" in sections:
         print("per compiled call ...", flush=True)
+        loads["percall"] = [loadavg()]
         result["percall"] = run_percall(backends, strategies, args.rounds, args.number, args.warmup)
-        if args.callgrind:
-            if callgrind_available():
-                print("callgrind ...", flush=True)
-                result["callgrind"] = run_callgrind(
-                    backends,
-                    strategies,
-                    list(_EAGER_SPECS),
-                    args.callgrind_calls,
-                    args.callgrind_jobs,
-                )
-            else:
-                print("callgrind: valgrind not found, skipped")
+        loads["percall"].append(loadavg())
     if "eager" in sections:
         print("eager ...", flush=True)
+        loads["eager"] = [loadavg()]
         result["eager"] = run_eager(list(_EAGER_SPECS), args.eager_rounds, args.eager_scale)
+        loads["eager"].append(loadavg())
     if "compile" in sections:
         print("compile time ...", flush=True)
+        loads["compile"] = [loadavg()]
         share_backends = [b for b in args.share_backends.split(",") if b]
         result["compile"] = {
             "share": run_share(args.share_depth, share_backends, args.share_repeats),
@@ -1374,11 +1384,22 @@ def main(argv: list[str] | None = None) -> int:
                 max(1, args.number // 2),
             ),
         }
+        loads["compile"].append(loadavg())
     if "warm" in sections:
         print("warm restart ...", flush=True)
+        loads["warm"] = [loadavg()]
         variants = [v for v in args.warm_variants.split(",") if v]
         result["warm"] = run_warm(variants, args.warm_backend, args.timeout)
-    result["machine"]["loadavg_end"] = loadavg()
+        loads["warm"].append(loadavg())
+    result["machine"]["loadavg_end"] = loadavg()  # of the timed sections
+    if args.callgrind and "percall" in sections:  # last: counts do not depend on the load
+        if callgrind_available():
+            print("callgrind ...", flush=True)
+            result["callgrind"] = run_callgrind(
+                backends, strategies, list(_EAGER_SPECS), args.callgrind_calls, args.callgrind_jobs
+            )
+        else:
+            print("callgrind: valgrind not found, skipped")
     result["goals"] = goals(result)
     result["wall_s"] = round(time.perf_counter() - start, 1)
     result["plots"] = plot(result, args.out)

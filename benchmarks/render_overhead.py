@@ -36,10 +36,20 @@ def _machine(data: dict[str, Any]) -> str:
     m, c = data["machine"], data["config"]
     start, end = m.get("loadavg_start"), m.get("loadavg_end")
     load = (
-        f"load average (1, 5, 15 min) {start} at the start and {end} at the end"
+        f"load average (1, 5, 15 min) {start} at the start and {end} at the end of the timed "
+        "sections"
         if start and end
         else "load average not recorded"
     )
+    sections = m.get("loadavg_by_section") or {}
+    if sections:
+        load += (
+            " (1-minute load at the start and end of each: "
+            + ", ".join(
+                f"{name} {v[0][0]}-{v[1][0]}" for name, v in sections.items() if len(v) == 2
+            )
+            + ")"
+        )
     timer = "this thread's CPU time" if c.get("timer", "cpu") == "cpu" else "wall-clock time"
     return (
         f"{m['cpu']}, {m['cores']} cores, {m['torch_threads']} torch thread(s); torch "
@@ -167,8 +177,10 @@ def _compile(data: dict[str, Any]) -> list[str]:
         "`step` (int, incremented in `forward`) and `warm` (float) marked with",
         "`mark_dynamic_attr`; inference (`eval()`, `no_grad`). The bridge's time is the self",
         "time of every hook it installs in Dynamo (time in the hook minus time in what it",
-        "wraps), measured during the compile; the stock compile (the counter made dynamic by",
-        "`dynamic_sources`, the bridge taken out) alternates with it.",
+        "wraps, and than Dynamo realizing a lazy variable), measured during the compile. The",
+        "stock compile alternates with it: the bridge taken out, the counter made dynamic by",
+        "`dynamic_sources` and the float by `specialize_float=False`. Each compile starts with",
+        "empty inductor caches (`torch._inductor.utils.fresh_cache`).",
         "",
         "| backend | first call, marked (s) | first call, stock (s) | marked / stock "
         "| bridge share of the first call | bridge share of Dynamo's trace |",
