@@ -1,44 +1,55 @@
-"""Benchmark: ways of keeping a Python step counter dynamic under torch.compile, side by side.
+"""Benchmark: ways of keeping a Python scalar dynamic under torch.compile, side by side.
 
 Each (workload, strategy) pair runs in a fresh Python process with a fresh, empty
 ``TORCHINDUCTOR_CACHE_DIR``, so every compile is cold and no strategy profits from another's
 cache. The parent collects one JSON line per child, prints a Markdown table per workload and
-a PASS/MISS line per target, and writes ``<out>/<name>.json``, ``<out>/cumulative_time.png``
-and ``<out>/compiles.png``.
+a PASS/MISS line per target, and writes ``<out>/<name>.json``, ``<out>/total_time.png``,
+``<out>/cumulative_time.png`` (and ``<out>/schedule.png`` with the schedule workload).
 
-Strategies (see ``STRATEGIES``):
+Strategies (see ``STRATEGIES``; a workload lists the ones that do not apply to it):
 
 * ``eager``: no torch.compile.
 * ``stock``: ``torch.compile(model)``; the int attribute is a constant, one compile per value
   until ``recompile_limit`` (8), then eager for the rest of the run.
 * ``unspec_int``: ``torch._dynamo.config.allow_unspec_int_on_nn_module = True``.
-* ``dynamic_sources``: ``torch.compiler.config.dynamic_sources = "L['self'].step"``.
+* ``dynamic_sources``: ``torch.compiler.config.dynamic_sources = "L['self'].step"`` (the
+  workload's ``sources``).
 * ``torch_dynamicint``: ``model.step = torch.fx.experimental.sym_node.DynamicInt(0)``.
 * ``oracle``: the counter in a 0-d int64 buffer (``workloads.py``): updated in place for
   inference; reassigned (``self.step = self.step + 1``) for training, because the in-place
   form gets silently wrong gradients on torch 2.13 (opt-in strategy ``oracle_inplace``
   shows it). The ``step % k`` branch becomes a 0/1 mask with the same numerics.
 * ``ds_proxy`` / ``ds_registry`` / ``ds_decorator``: ``dynscalar.DynamicInt(0)``,
-  ``dynscalar.mark_dynamic_attr(model, "step")``, ``@dynscalar.dynamic_attrs("step")``.
+  ``dynscalar.mark_dynamic_attr(model, "step")``, ``@dynscalar.dynamic_attrs("step")`` (the
+  workload's ``dynamic`` attributes; on ``schedule`` the loop sets ``DynamicFloat`` values).
 
 Every child also runs the plain model eagerly on the same inputs after its timed loop and
 compares outputs (training: every loss, the final parameters and the counter);
-``equal_to_eager`` is false, and the report says so loudly, when they differ.
+``equal_to_eager`` is false, and the report says so loudly, when they differ. A stochastic
+workload (``schedule``: dropout in training) is checked three ways instead, since compiled
+dropout draws other masks than eager: an exact pass with the dropout in eval mode, its
+training-loss trajectory against ``REFERENCE_SEEDS`` eager runs (``loss_check``), and a
+dropout probe at fixed weights (``dropout_probe``).
 
-Timing: ``time.perf_counter`` around each call (training: forward, backward and the
-optimizer step when there is one). ``first_call_s`` is the first call (the cold compile);
-``steady_median_ms`` the median of the last half of the steps; ``total_s`` the sum.
+Timing: ``time.perf_counter`` around each call (training: the schedule, forward, backward
+and the optimizer step when there is one). ``first_call_s`` is the first call (the cold
+compile); ``steady_median_ms`` the median of the last half of the steps; ``total_s`` the
+sum. ``compiles`` counts the graphs Dynamo kept; ``restarts`` the graphs handed to the
+backend and then thrown away by torch's float-tensorify restart.
 
     python benchmarks/bench_strategies.py                      # full run: inductor, 200 steps
     python benchmarks/bench_strategies.py --backend aot_eager --steps 20
     python benchmarks/bench_strategies.py --workloads train --strategies stock,oracle,ds_registry
+    python benchmarks/bench_strategies.py --workloads schedule --threads 1
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
+import math
 import os
 import platform
 import statistics
@@ -56,7 +67,7 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from render_docs import NAMES, write_plots  # noqa: E402
+from render_docs import NAMES, label, write_plots  # noqa: E402
 from workloads import WORKLOADS, Workload  # noqa: E402
 
 import dynscalar  # noqa: E402  (installs the Dynamo bridge hook before Dynamo loads)
@@ -66,19 +77,30 @@ DEFAULT_OUT = HERE / "results" / "latest"
 RTOL, ATOL = 1e-4, 1e-5  # compiled vs eager: inductor reorders float math, nothing more
 UPDATE_RTOL = 1e-3  # training: each parameter's total update, relative to its size
 LR, MOMENTUM = 0.05, 0.9
+# Stochastic workloads (dropout in training): the loss check's eager ensemble and limit.
+REFERENCE_SEEDS, LOSS_WINDOWS, LOSS_Z, PROBE_DRAWS = 10, 4, 5.0, 64
 
 
 # --------------------------------------------------------------------------- strategies
 
 
+def _identity(value: float) -> Any:
+    return value
+
+
 @dataclass(frozen=True)
 class Strategy:
-    """How one strategy builds its model and configures torch in its child process."""
+    """How one strategy builds its model and configures torch in its child process.
+
+    ``wrap`` makes each value a workload's training loop sets (the ``schedule`` workload);
+    the proxy strategy sets ``DynamicFloat`` values, every other strategy plain floats.
+    """
 
     label: str
     compiled: bool = True
-    setup: Callable[[], None] | None = None
+    setup: Callable[[Workload], None] | None = None
     build: Callable[[Workload], torch.nn.Module] | None = None
+    wrap: Callable[[float], Any] = _identity
 
 
 def _seeded(make: Callable[[], torch.nn.Module]) -> torch.nn.Module:
@@ -98,10 +120,15 @@ def _oracle_inplace(w: Workload) -> torch.nn.Module:
     return _seeded(w.oracle_inplace)
 
 
-def _with_step(value: Callable[[int], Any]) -> Callable[[Workload], torch.nn.Module]:
+def _with_value(value: Callable[[Any], Any]) -> Callable[[Workload], torch.nn.Module]:
+    """Replace each dynamic attribute's value by ``value(old)`` (a proxy, torch's DynamicInt)."""
+
     def build(w: Workload) -> torch.nn.Module:
         model = _plain(w)
-        model.step = value(model.step)
+        for path, names in w.dynamic.items():
+            owner = model.get_submodule(path)
+            for attr in names:
+                setattr(owner, attr, value(getattr(owner, attr)))
         return model
 
     return build
@@ -114,23 +141,31 @@ def _torch_dynamicint(step: int) -> Any:
 
 
 def _registry(w: Workload) -> torch.nn.Module:
-    return dynscalar.mark_dynamic_attr(_plain(w), "step")
+    model = _plain(w)
+    for path, names in w.dynamic.items():
+        dynscalar.mark_dynamic_attr(model.get_submodule(path), *names)
+    return model
 
 
 def _decorator(w: Workload) -> torch.nn.Module:
+    if w.decorated is not None:  # the attributes live on submodules: the workload decorates
+        return _seeded(w.decorated)
     plain_cls = w.plain
-    cls = dynscalar.dynamic_attrs("step")(type(f"Dynamic{plain_cls.__name__}", (plain_cls,), {}))
+    cls = dynscalar.dynamic_attrs(*w.dynamic[""])(
+        type(f"Dynamic{plain_cls.__name__}", (plain_cls,), {})
+    )
     return _seeded(cls)
 
 
-def _unspec_int() -> None:
+def _unspec_int(w: Workload) -> None:
     torch._dynamo.config.allow_unspec_int_on_nn_module = True
 
 
-def _dynamic_sources() -> None:
-    # The source Dynamo gives the attribute when torch.compile(model) traces forward(self, ...)
-    # (TORCH_LOGS=guards on the seed model: source=L['self'].step, type guard, no value guard).
-    torch.compiler.config.dynamic_sources = "L['self'].step"
+def _dynamic_sources(w: Workload) -> None:
+    # The sources Dynamo gives the attributes when torch.compile(model) traces
+    # forward(self, ...) (TORCH_LOGS=guards on the seed model: source=L['self'].step, type
+    # guard, no value guard; on schedule: L['self']._modules['drop1'].p, ...).
+    torch.compiler.config.dynamic_sources = ",".join(w.sources)
 
 
 STRATEGIES: dict[str, Strategy] = {
@@ -139,10 +174,12 @@ STRATEGIES: dict[str, Strategy] = {
     "stock": Strategy(NAMES["stock"], build=_plain),
     "unspec_int": Strategy(NAMES["unspec_int"], setup=_unspec_int, build=_plain),
     "dynamic_sources": Strategy(NAMES["dynamic_sources"], setup=_dynamic_sources, build=_plain),
-    "torch_dynamicint": Strategy(NAMES["torch_dynamicint"], build=_with_step(_torch_dynamicint)),
+    "torch_dynamicint": Strategy(NAMES["torch_dynamicint"], build=_with_value(_torch_dynamicint)),
     "oracle": Strategy(NAMES["oracle"], build=_oracle),
     "oracle_inplace": Strategy(NAMES["oracle_inplace"], build=_oracle_inplace),
-    "ds_proxy": Strategy(NAMES["ds_proxy"], build=_with_step(dynscalar.DynamicInt)),
+    "ds_proxy": Strategy(
+        NAMES["ds_proxy"], build=_with_value(dynscalar.mark_dynamic), wrap=dynscalar.mark_dynamic
+    ),
     "ds_registry": Strategy(NAMES["ds_registry"], build=_registry),
     "ds_decorator": Strategy(NAMES["ds_decorator"], build=_decorator),
 }
@@ -186,12 +223,16 @@ def _run_loop(
     model: torch.nn.Module,
     workload: Workload,
     inputs: list[tuple[torch.Tensor, ...]],
+    wrap: Callable[[float], Any] = _identity,
 ) -> tuple[list[float], list[torch.Tensor]]:
-    """Run every step, timing each; training steps include backward and the optimizer."""
+    """Run every step, timing each; training steps include backward and the optimizer, and
+    a workload's schedule (the hyperparameters the loop sets before the step)."""
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM) if workload.train else None
     times, outputs = [], []
     for i, args in enumerate(inputs, start=1):
         start = time.perf_counter()
+        if workload.schedule is not None:
+            workload.schedule(model, i, len(inputs), wrap)
         out = call(*args)
         if opt is not None:
             out.backward()
@@ -221,32 +262,27 @@ def _update_rel_err(
     update by a large fraction but the parameters only by ``lr`` times that.
     """
     worst = 0.0
-    for got, want, start in zip(model.parameters(), reference.parameters(), initial, strict=True):
-        delta = (want.detach() - start).double()
-        scale = delta.abs().max().item()
+    for p, r, p0 in zip(model.parameters(), reference.parameters(), initial, strict=True):
+        want = (r.detach() - p0).double()
+        got = (p.detach() - p0).double()
+        scale = want.abs().max().item()
         if scale > 0:
-            worst = max(worst, ((got.detach() - start).double() - delta).abs().max().item() / scale)
+            worst = max(worst, (got - want).abs().max().item() / scale)
     return worst
 
 
-def run_child(
-    workload_name: str, strategy_name: str, steps: int, backend: str, threads: int = 0
+def _compare_with_eager(
+    model: torch.nn.Module,
+    outputs: list[torch.Tensor],
+    workload: Workload,
+    inputs: list[tuple[torch.Tensor, ...]],
+    prepare: Callable[[torch.nn.Module], None] | None = None,
 ) -> dict[str, Any]:
-    """Run one strategy on one workload in this process; return its result row."""
-    workload, strategy = WORKLOADS[workload_name], STRATEGIES[strategy_name]
-    if threads:
-        torch.set_num_threads(threads)
-    if strategy.setup is not None:
-        strategy.setup()
-    inputs = workload.make_inputs(steps)
-    model = strategy.build(workload)  # type: ignore[misc]
-    counter = CountingBackend(backend)
-    watch = RecompileLimitWatch()
-    logging.getLogger("torch._dynamo").addHandler(watch)
-    call = torch.compile(model, backend=counter) if strategy.compiled else model
-    times, outputs = _run_loop(call, model, workload, inputs)
-
+    """Run the plain model eagerly on the same inputs; compare every output, the final
+    parameters and (training) each parameter's total update."""
     reference = _plain(workload)
+    if prepare is not None:
+        prepare(reference)
     initial = [p.detach().clone() for p in reference.parameters()]
     _, want = _run_loop(reference, reference, workload, inputs)
     diff, close = _max_abs_diff(outputs, want)
@@ -254,33 +290,261 @@ def run_child(
         [p.detach() for p in model.parameters()], [p.detach() for p in reference.parameters()]
     )
     update_err = _update_rel_err(model, reference, initial)
-    final_step = int(model.step)
-    half = times[len(times) // 2 :]
+    equal = close and params_close and update_err <= UPDATE_RTOL
+    if workload.has_step:
+        equal &= int(model.step) == reference.step == len(inputs)
     return {
+        "max_abs_diff": max(diff, params_diff),
+        "update_rel_err": update_err,
+        "equal": bool(equal),
+    }
+
+
+def _graphs() -> int:
+    """Graphs Dynamo kept so far. A backend call that ends in a restart (torch's
+    float-tensorify pass restarts analysis to specialize a float or drop an unused one)
+    hands the backend a graph that is then thrown away: not counted here."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
+
+
+def _compiled_run(
+    strategy: Strategy,
+    workload: Workload,
+    model: torch.nn.Module,
+    inputs: list[tuple[torch.Tensor, ...]],
+    backend: str,
+) -> tuple[Callable[..., torch.Tensor], list[float], list[torch.Tensor], dict[str, Any]]:
+    """Compile (or not) and run the loop; the callable and the compile counts of this run."""
+    counter = CountingBackend(backend)
+    watch = RecompileLimitWatch()
+    logging.getLogger("torch._dynamo").addHandler(watch)
+    before = _graphs()
+    call = torch.compile(model, backend=counter) if strategy.compiled else model
+    try:
+        times, outputs = _run_loop(call, model, workload, inputs, strategy.wrap)
+    finally:
+        logging.getLogger("torch._dynamo").removeHandler(watch)
+    compiles = _graphs() - before
+    return (
+        call,
+        times,
+        outputs,
+        {
+            "compiles": compiles,
+            "restarts": counter.graphs - compiles,
+            "recompile_limit_hits": watch.hits,
+            "fell_back_to_eager": watch.hits > 0,
+        },
+    )
+
+
+def run_child(
+    workload_name: str, strategy_name: str, steps: int, backend: str, threads: int = 0
+) -> dict[str, Any]:
+    """Run one strategy on one workload in this process; return its result row.
+
+    Deterministic workloads: every output, the final parameters and each parameter's update
+    are compared with the plain model run eagerly (``equal_to_eager``). Stochastic workloads
+    (dropout in training) cannot be compared element-wise; their row carries the timed
+    run's losses for the parent's statistical check and an exact pass with the random ops
+    in eval mode (a fresh compile after ``torch._dynamo.reset()``; not timed).
+    """
+    workload, strategy = WORKLOADS[workload_name], STRATEGIES[strategy_name]
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    if threads:
+        torch.set_num_threads(threads)
+    if strategy.setup is not None:
+        strategy.setup(workload)
+    inputs = workload.make_inputs(steps)
+    model = strategy.build(workload)  # type: ignore[misc]
+    call, times, outputs, counts = _compiled_run(strategy, workload, model, inputs, backend)
+    half = times[len(times) // 2 :]
+    row = {
         "workload": workload_name,
         "strategy": strategy_name,
-        "label": strategy.label,
+        "label": label(strategy_name, workload_name),
         "backend": backend if strategy.compiled else "none",
         "steps": steps,
         "threads": torch.get_num_threads(),
-        "compiles": counter.graphs,
-        "recompile_limit_hits": watch.hits,
-        "fell_back_to_eager": watch.hits > 0,
+        "loadavg_start": load,  # 1-minute load average when this child started
+        **counts,
         "first_call_s": times[0],
         "total_s": sum(times),
         "steady_median_ms": 1e3 * statistics.median(half),
         "step_times_s": times,
-        "max_abs_diff": max(diff, params_diff),
-        "update_rel_err": update_err,
-        "final_step": final_step,
-        "step_type_after": type(model.step).__name__,
         "final_output": float(outputs[-1].double().sum()),
-        "equal_to_eager": bool(
-            close
-            and params_close
-            and update_err <= UPDATE_RTOL
-            and final_step == reference.step == steps
-        ),
+    }
+    if workload.has_step:
+        row["final_step"] = int(model.step)
+        row["step_type_after"] = type(model.step).__name__
+    row["value_types_after"] = {
+        f"{path}.{attr}".lstrip("."): type(getattr(model.get_submodule(path), attr)).__name__
+        for path, names in workload.dynamic.items()
+        for attr in names
+        if hasattr(model.get_submodule(path), attr)
+    }
+    if not workload.stochastic:
+        check = _compare_with_eager(model, outputs, workload, inputs)
+        row.update(
+            max_abs_diff=check["max_abs_diff"],
+            update_rel_err=check["update_rel_err"],
+            equal_to_eager=check["equal"],
+        )
+        return row
+
+    # Stochastic: the timed run's losses go to the parent's loss check (loss_check); the
+    # dropout probe compares loss distributions at identical parameters (dropout_probe).
+    row["losses"] = [float(o) for o in outputs]
+    row["dropout_probe"] = dropout_probe(call, model, strategy, workload, inputs)
+    # The exact pass: same loop and schedule with the random ops off, freshly compiled.
+    torch._dynamo.reset()
+    prepare = workload.derandomize
+    model = strategy.build(workload)  # type: ignore[misc]
+    if prepare is not None:
+        prepare(model)
+    _, _, outputs, counts = _compiled_run(strategy, workload, model, inputs, backend)
+    check = _compare_with_eager(model, outputs, workload, inputs, prepare)
+    row.update(
+        eval_compiles=counts["compiles"],
+        eval_restarts=counts["restarts"],
+        eval_fell_back_to_eager=counts["fell_back_to_eager"],
+        max_abs_diff=check["max_abs_diff"],
+        update_rel_err=check["update_rel_err"],
+        eval_equal=check["equal"],
+        # Set by the parent once the loss check ran; False until then.
+        equal_to_eager=False,
+    )
+    return row
+
+
+def _welch_z(a: list[float], b: list[float]) -> float:
+    """Welch's two-sample statistic for the difference of means (0 when both are constant)."""
+    se = math.sqrt(statistics.variance(a) / len(a) + statistics.variance(b) / len(b))
+    diff = statistics.fmean(a) - statistics.fmean(b)
+    return diff / se if se > 0 else (0.0 if diff == 0 else 1e9)
+
+
+def _spread_z(a: list[float], b: list[float]) -> float:
+    """Brown-Forsythe: Welch's statistic on the absolute deviations from each sample's
+    median, a test of equal spread that does not assume normal samples."""
+    ma, mb = statistics.median(a), statistics.median(b)
+    return _welch_z([abs(v - ma) for v in a], [abs(v - mb) for v in b])
+
+
+def dropout_probe(
+    call: Callable[..., torch.Tensor],
+    model: torch.nn.Module,
+    strategy: Strategy,
+    workload: Workload,
+    inputs: list[tuple[torch.Tensor, ...]],
+) -> dict[str, Any]:
+    """Does the compiled dropout use the value the loop set, with the right scaling?
+
+    At the parameters the timed run ended with, the model's training-mode loss on one batch
+    (the last) is drawn ``PROBE_DRAWS`` times through ``call`` (the compiled training
+    graph: parameters require grad; no backward, no update) and as many times through an
+    eager twin holding the same parameters, with the schedule at the first and at the last
+    step's values (p = 0.3 and 0.05). Only the masks differ, so the two samples come from
+    one distribution when the compiled dropout is right. Per value: Welch's z for the means
+    and the Brown-Forsythe z for the spreads; the probe passes when every ``|z| <= LOSS_Z``.
+    A dropout stuck at the other value shifts the spread by ~8 and the mean by ~7 standard
+    errors here; a missing ``1 / (1 - p)`` shifts the mean at p = 0.3 by ~13.
+    """
+    twin = _plain(workload)
+    with torch.no_grad():
+        for mine, theirs in zip(twin.parameters(), model.parameters(), strict=True):
+            mine.copy_(theirs)
+    args, steps = inputs[-1], len(inputs)
+    probes = []
+    for step in (1, steps):
+        samples = []
+        for seed, (run, target) in enumerate(((call, model), (twin, twin))):
+            workload.schedule(target, step, steps, strategy.wrap if run is call else _identity)  # type: ignore[misc]
+            torch.manual_seed(2000 + seed)
+            samples.append([float(run(*args).detach()) for _ in range(PROBE_DRAWS)])
+        got, want = samples
+        probes.append(
+            {
+                "step": step,
+                "mean": [statistics.fmean(got), statistics.fmean(want)],
+                "sd": [statistics.stdev(got), statistics.stdev(want)],
+                "mean_z": _welch_z(got, want),
+                "spread_z": _spread_z(got, want),
+            }
+        )
+    worst = max(max(abs(p["mean_z"]), abs(p["spread_z"])) for p in probes)
+    return {
+        "draws": PROBE_DRAWS,
+        "values": probes,
+        "max_abs_z": worst,
+        "limit": LOSS_Z,
+        "pass": worst <= LOSS_Z,
+    }
+
+
+def run_reference(workload_name: str, steps: int, threads: int = 0) -> dict[str, Any]:
+    """The eager ensemble for a stochastic workload's loss check: the plain model trained
+    eagerly ``REFERENCE_SEEDS`` times, each with another random stream for the dropout
+    masks (``torch.manual_seed(1000 + r)`` after the model is built)."""
+    workload = WORKLOADS[workload_name]
+    if threads:
+        torch.set_num_threads(threads)
+    inputs = workload.make_inputs(steps)
+    runs = []
+    for r in range(REFERENCE_SEEDS):
+        model = _plain(workload)
+        torch.manual_seed(1000 + r)
+        _, outputs = _run_loop(model, model, workload, inputs)
+        runs.append([float(o) for o in outputs])
+    return {"workload": workload_name, "steps": steps, "seeds": REFERENCE_SEEDS, "losses": runs}
+
+
+def _window_means(losses: list[float], windows: int) -> list[float]:
+    """Means of ``windows`` consecutive, near-equal chunks of the trajectory."""
+    n = len(losses)
+    bounds = [round(k * n / windows) for k in range(windows + 1)]
+    return [statistics.fmean(losses[a:b]) for a, b in itertools.pairwise(bounds)]
+
+
+def loss_check(losses: list[float], reference: list[list[float]]) -> dict[str, Any]:
+    """Is this training-loss trajectory one eager training could have produced?
+
+    The trajectory is cut into ``windows`` chunks (4; fewer for short runs, at least 3
+    steps each). For each chunk, the eager ensemble (``reference``: R runs with other
+    random streams) gives a mean and a standard deviation across runs;
+    ``z = (run - mean) / (sd * sqrt(1 + 1/R))`` is then t-distributed with R - 1 degrees of
+    freedom if the run is exchangeable with the eager runs. The check passes when every
+    ``|z| <= LOSS_Z``: with R = 10 and LOSS_Z = 5, a correct run fails with probability
+    < 0.1% per chunk (P(|t_9| > 5) = 0.07%), while a dropout probability stuck at its first
+    value or a missing ``1 / (1 - p)`` scale moves some chunk by 8-50 sd on this workload
+    (benchmarks/README.md).
+    """
+    windows = max(1, min(LOSS_WINDOWS, len(losses) // 3))
+    runs = len(reference)
+    got = _window_means(losses, windows)
+    per_run = [_window_means(r, windows) for r in reference]
+    means, sds, zs = [], [], []
+    for k in range(windows):
+        values = [r[k] for r in per_run]
+        mean, sd = statistics.fmean(values), statistics.stdev(values)
+        scale = sd * math.sqrt(1 + 1 / runs)
+        z = (got[k] - mean) / scale if scale > 0 else (0.0 if got[k] == mean else 1e9)
+        means.append(mean)
+        sds.append(sd)
+        zs.append(z)
+    worst = max(abs(z) for z in zs)
+    return {
+        "windows": windows,
+        "run": got,
+        "eager_mean": means,
+        "eager_sd": sds,
+        "z": zs,
+        "max_abs_z": worst,
+        "limit": LOSS_Z,
+        "reference_runs": runs,
+        "pass": worst <= LOSS_Z,
     }
 
 
@@ -309,11 +573,12 @@ def machine_info() -> dict[str, Any]:
     }
 
 
-def spawn_child(workload: str, strategy: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Run one pair in a fresh process with a fresh inductor cache; return its row."""
+def _spawn(cmd: list[str], args: argparse.Namespace) -> tuple[dict[str, Any] | None, str, float]:
+    """Run this script with ``cmd`` in a fresh process with a fresh inductor cache; return
+    its last stdout line parsed as JSON (or None and the error), and the wall time."""
     with tempfile.TemporaryDirectory(prefix="dynscalar-bench-") as cache:
         env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", workload, strategy]
+        cmd = [sys.executable, str(Path(__file__).resolve()), *cmd]
         cmd += ["--steps", str(args.steps), "--backend", args.backend]
         cmd += ["--threads", str(args.threads)]
         start = time.perf_counter()
@@ -322,21 +587,50 @@ def spawn_child(workload: str, strategy: str, args: argparse.Namespace) -> dict[
                 cmd, env=env, capture_output=True, text=True, timeout=args.timeout, check=False
             )
         except subprocess.TimeoutExpired:
-            return _failed(workload, strategy, f"timed out after {args.timeout:.0f} s")
+            return None, f"timed out after {args.timeout:.0f} s", time.perf_counter() - start
     wall = time.perf_counter() - start
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
-        return _failed(workload, strategy, proc.stderr[-3000:] or f"exit {proc.returncode}")
-    row = json.loads(lines[-1])
+        return None, proc.stderr[-3000:] or f"exit {proc.returncode}", wall
+    return json.loads(lines[-1]), "", wall
+
+
+def spawn_child(workload: str, strategy: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Run one pair in a fresh process with a fresh inductor cache; return its row."""
+    row, error, wall = _spawn(["--child", workload, strategy], args)
+    if row is None:
+        return _failed(workload, strategy, error)
     row["process_wall_s"] = wall
     return row
+
+
+def spawn_reference(workload: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The eager ensemble of a stochastic workload (run_reference), in its own process."""
+    result, error, wall = _spawn(["--reference", workload], args)
+    if result is None:
+        raise SystemExit(f"the eager reference runs of {workload} failed:\n{error}")
+    result["process_wall_s"] = wall
+    return result
+
+
+def apply_loss_checks(rows: list[dict[str, Any]], references: dict[str, dict[str, Any]]) -> None:
+    """Stochastic rows: the loss check against the eager ensemble; ``equal_to_eager`` is
+    the exact pass (random ops off), the loss check and the dropout probe together."""
+    for row in rows:
+        reference = references.get(row["workload"])
+        if reference is None or "error" in row:
+            continue
+        row["loss_check"] = loss_check(row["losses"], reference["losses"])
+        row["equal_to_eager"] = bool(
+            row["eval_equal"] and row["loss_check"]["pass"] and row["dropout_probe"]["pass"]
+        )
 
 
 def _failed(workload: str, strategy: str, error: str) -> dict[str, Any]:
     return {
         "workload": workload,
         "strategy": strategy,
-        "label": STRATEGIES[strategy].label,
+        "label": label(strategy, workload),
         "error": error,
         "equal_to_eager": False,
     }
@@ -403,7 +697,16 @@ def _fmt(value: float | None, spec: str = ".2f", suffix: str = "") -> str:
     return "—" if value is None else f"{value:{spec}}{suffix}"
 
 
-def format_table(rows: list[dict[str, Any]], workload: str) -> str:
+def _compiles_cell(r: dict[str, Any]) -> str:
+    text = str(r["compiles"])
+    if r.get("restarts"):
+        text += f" (+{r['restarts']} restart{'s' if r['restarts'] != 1 else ''})"
+    return text + (", then eager" if r["fell_back_to_eager"] else "")
+
+
+def format_table(
+    rows: list[dict[str, Any]], workload: str, not_applicable: dict[str, str] | None = None
+) -> str:
     """One Markdown table for one workload."""
     lines = [
         "| strategy | compiles | first call (s) | total (s) | steady median (ms/step) "
@@ -414,14 +717,21 @@ def format_table(rows: list[dict[str, Any]], workload: str) -> str:
         if "error" in r:
             lines.append(f"| {r['label']} | FAILED: {r['error'].splitlines()[-1][:80]} |||||||")
             continue
-        compiles = str(r["compiles"]) + (", then eager" if r["fell_back_to_eager"] else "")
+        equal = "yes" if r["equal_to_eager"] else "**NO: WRONG NUMBERS**"
+        if "loss_check" in r:
+            equal += (
+                f" (exact pass: {'yes' if r['eval_equal'] else 'NO'}, "
+                f"loss max |z| {r['loss_check']['max_abs_z']:.1f}, "
+                f"probe max |z| {r['dropout_probe']['max_abs_z']:.1f})"
+            )
         lines.append(
-            f"| {r['label']} | {compiles} | {r['first_call_s']:.2f} | {r['total_s']:.2f} "
+            f"| {r['label']} | {_compiles_cell(r)} | {r['first_call_s']:.2f} | {r['total_s']:.2f} "
             f"| {r['steady_median_ms']:.3f} | {_fmt(r.get('total_vs_oracle'), '.2f', 'x')} "
             f"| {_fmt(r.get('steady_median_vs_oracle'), '.2f', 'x')} "
-            f"| {_fmt(r.get('total_vs_stock'), '.2f', 'x')} "
-            f"| {'yes' if r['equal_to_eager'] else '**NO: WRONG NUMBERS**'} |"
+            f"| {_fmt(r.get('total_vs_stock'), '.2f', 'x')} | {equal} |"
         )
+    for strategy, why in (not_applicable or {}).items():
+        lines.append(f"| {label(strategy, workload)} | n/a: {why} ||||||||")
     return "\n".join(lines)
 
 
@@ -446,7 +756,8 @@ def _pyplot() -> Any:
 
 
 def plot(result: dict[str, Any], out: Path) -> list[Path]:
-    """``total_time.png`` and ``cumulative_time.png``: the docs' plots (render_docs.py)."""
+    """``total_time.png``, ``cumulative_time.png`` and ``<workload>.png`` for a stochastic
+    workload: the docs' plots (render_docs.py)."""
     _pyplot()
     ok = {**result, "results": [r for r in result["results"] if "error" not in r]}
     return write_plots(ok, out)
@@ -479,7 +790,14 @@ def run_parent(args: argparse.Namespace) -> int:
             flush=True,
         )
     rows, start = [], time.perf_counter()
-    pairs = [(w, s) for w in workloads for s in strategies]
+    skipped = {
+        w: {s: why for s, why in WORKLOADS[w].not_applicable.items() if s in strategies}
+        for w in workloads
+    }
+    for w, why in skipped.items():
+        for s, reason in why.items():
+            print(f"{w} / {s}: n/a ({reason})", flush=True)
+    pairs = [(w, s) for w in workloads for s in strategies if s not in skipped[w]]
     for i, (w, s) in enumerate(pairs, start=1):
         print(
             f"[{i}/{len(pairs)}] {w} / {s}: started at {_elapsed(time.perf_counter() - start)}",
@@ -490,13 +808,27 @@ def run_parent(args: argparse.Namespace) -> int:
         if "error" in row:
             print(f"[{i}/{len(pairs)}] {w} / {s}: FAILED\n{row['error']}", flush=True)
         else:
+            check = (
+                f"exact pass (dropout off): {row['eval_equal']}, loss check after the reference"
+                if "eval_equal" in row
+                else f"equal to eager: {row['equal_to_eager']}"
+            )
             print(
-                f"[{i}/{len(pairs)}] {w} / {s}: {row['compiles']} compile(s)"
-                f"{' then eager' if row['fell_back_to_eager'] else ''}, total "
-                f"{row['total_s']:.2f} s, process {row['process_wall_s']:.1f} s, equal to eager: "
-                f"{row['equal_to_eager']} (elapsed {_elapsed(time.perf_counter() - start)})",
+                f"[{i}/{len(pairs)}] {w} / {s}: {_compiles_cell(row)} compile(s), total "
+                f"{row['total_s']:.2f} s, process {row['process_wall_s']:.1f} s, {check} "
+                f"(elapsed {_elapsed(time.perf_counter() - start)})",
                 flush=True,
             )
+    references = {}
+    for w in workloads:
+        if WORKLOADS[w].stochastic and any(r["workload"] == w for r in rows):
+            print(
+                f"{w}: eager reference ({REFERENCE_SEEDS} runs with other random streams) "
+                f"started at {_elapsed(time.perf_counter() - start)}",
+                flush=True,
+            )
+            references[w] = spawn_reference(w, args)
+    apply_loss_checks(rows, references)
     add_ratios(rows)
     targets = check_targets(rows)
     info["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
@@ -507,7 +839,7 @@ def run_parent(args: argparse.Namespace) -> int:
             f"\n### {w}: {WORKLOADS[w].description} "
             f"({WORKLOADS[w].control_paths} control path(s))\n"
         )
-        print(format_table(rows, w))
+        print(format_table(rows, w, skipped[w]))
     wrong = [r for r in rows if not r["equal_to_eager"]]
     if wrong:
         print(
@@ -528,14 +860,20 @@ def run_parent(args: argparse.Namespace) -> int:
             "rtol": RTOL,
             "atol": ATOL,
             "update_rtol": UPDATE_RTOL,
+            "reference_seeds": REFERENCE_SEEDS,
+            "loss_windows": LOSS_WINDOWS,
+            "loss_z": LOSS_Z,
         },
         "workloads": {
             w: {
                 "description": WORKLOADS[w].description,
                 "control_paths": WORKLOADS[w].control_paths,
+                **({"stochastic": True} if WORKLOADS[w].stochastic else {}),
+                **({"not_applicable": skipped[w]} if skipped[w] else {}),
             }
             for w in workloads
         },
+        "references": references,
         "wall_s": wall,
         "results": rows,
         "targets": targets,
@@ -579,6 +917,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--child", nargs=2, metavar=("WORKLOAD", "STRATEGY"), help=argparse.SUPPRESS
     )
+    parser.add_argument("--reference", metavar="WORKLOAD", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.steps is None:
         args.steps = 12 if args.quick else 200
@@ -589,6 +928,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.reference:
+        print(json.dumps(run_reference(args.reference, args.steps, args.threads)), flush=True)
+        return 0
     if args.child:
         row = run_child(args.child[0], args.child[1], args.steps, args.backend, args.threads)
         print(json.dumps(row), flush=True)

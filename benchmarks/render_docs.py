@@ -1,13 +1,17 @@
-"""Write docs/benchmarks.md, docs/comparison.md and their plots from a bench_strategies.py JSON.
+"""Write docs/benchmarks.md, docs/comparison.md and their plots from bench_strategies.py JSONs.
 
-Every number on those pages comes from the JSON of one benchmark run, with the machine and
+Every number on those pages comes from the JSON of a benchmark run, with the machine and
 torch version beside it; the pages are never edited by hand (tests/test_docs.py checks that
-the committed pages are what this script writes):
+the committed pages are what this script writes). The first JSON is the main run; each
+further one (a workload measured in a separate run, such as ``schedule``) is rendered as
+its own section with its own machine line and targets:
 
-    python benchmarks/render_docs.py benchmarks/published/full-inductor-200.json
+    python benchmarks/render_docs.py        # the published runs (PUBLISHED)
+    python benchmarks/render_docs.py MAIN.json [SEPARATE.json ...]
 
-The plots (docs/img/total_time.png, docs/img/cumulative_time.png) are drawn from the per-step
-times in the same JSON; ``--no-plots`` skips them (no matplotlib needed).
+The plots (docs/img/total_time.png, docs/img/cumulative_time.png from the main run;
+docs/img/<workload>.png for a stochastic workload of a separate run) are drawn from the
+per-step times in the same JSONs; ``--no-plots`` skips them (no matplotlib needed).
 """
 
 from __future__ import annotations
@@ -20,6 +24,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 IMG = ROOT / "docs" / "img"
 PLOTS = ("total_time.png", "cumulative_time.png")
+# The published runs, main run first: what the committed pages are rendered from.
+PUBLISHED = (
+    ROOT / "benchmarks" / "published" / "full-inductor-200.json",
+    ROOT / "benchmarks" / "published" / "schedule-inductor-200.json",
+)
 
 # Reader-facing names of the strategies (bench_strategies.py labels its rows with these too).
 NAMES = {
@@ -35,6 +44,8 @@ NAMES = {
     "ds_decorator": "dynscalar: @dynamic_attrs",
 }
 DYNSCALAR = ("ds_proxy", "ds_registry", "ds_decorator")
+# Where a workload marks something else than a step counter, some names change.
+NAMES_BY_WORKLOAD = {"schedule": {"ds_proxy": "dynscalar: DynamicFloat values"}}
 
 # What each strategy is, in one line (independent of any measurement).
 WHAT = {
@@ -62,15 +73,46 @@ LIMITS = {
     "ds_decorator": "one decorator per class",
 }
 
+# What each strategy is on the schedule workload (the values are nn.Module floats the loop sets).
+WHAT_BY_WORKLOAD = {
+    "schedule": {
+        "eager": "the model without `torch.compile`",
+        "stock": "`torch.compile(model)`, nothing marked",
+        "dynamic_sources": "`torch.compiler.config.dynamic_sources` = the three attributes' "
+        "sources, `L['self']._modules['drop1'].p`, `...['drop2'].p`, "
+        "`...['criterion'].label_smoothing`",
+        "oracle": "`p` and `label_smoothing` in 0-d float64 buffers that the loop fills; "
+        "dropout written as `x * (rand_like(x) < 1 - p) / (1 - p)`, the label-smoothed "
+        "loss with the tensor (ATen's formula)",
+        "ds_proxy": "the loop sets `dynscalar.DynamicFloat(value)` instead of the float",
+        "ds_registry": '`mark_dynamic_attr(model.drop1, "p")`, the same for `drop2`, and '
+        '`mark_dynamic_attr(model.criterion, "label_smoothing")`',
+        "ds_decorator": '`@dynamic_attrs("p")` on an `nn.Dropout` subclass and '
+        '`@dynamic_attrs("label_smoothing")` on an `nn.CrossEntropyLoss` subclass, used '
+        "by the model",
+    }
+}
+
 WORKLOAD_TITLES = {
     "seed": "Seed model (inference)",
     "pointwise": "Pointwise-heavy block (inference)",
     "train": "Transformer block (training)",
+    "schedule": "Dropout and label-smoothing schedule (training)",
 }
+# What changes on every call, per workload (the summary's words).
+CHANGES = {"schedule": "whose dropout `p` and label smoothing change on every step"}
+
+
+def label(strategy: str, workload: str | None = None) -> str:
+    """The reader-facing name of a strategy on a workload."""
+    return NAMES_BY_WORKLOAD.get(workload or "", {}).get(strategy) or NAMES.get(strategy, strategy)
 
 
 def name(strategy: str, row: dict[str, Any] | None = None) -> str:
-    return NAMES.get(strategy, (row or {}).get("label", strategy))
+    workload = (row or {}).get("workload")
+    if strategy in NAMES or strategy in NAMES_BY_WORKLOAD.get(workload or "", {}):
+        return label(strategy, workload)
+    return (row or {}).get("label", strategy)
 
 
 def cell(strategy: str, row: dict[str, Any] | None = None) -> str:
@@ -80,11 +122,14 @@ def cell(strategy: str, row: dict[str, Any] | None = None) -> str:
 
 def _machine(data: dict[str, Any]) -> str:
     m, c = data["machine"], data["config"]
+    threads = c.get("threads") or m["torch_threads"]
     return (
-        f"{m['cpu']}, {m['cores']} cores ({m['torch_threads']} torch threads), torch "
+        f"{m['cpu']}, {m['cores']} cores ({threads} torch thread{'s' if threads != 1 else ''}), "
+        f"torch "
         f"{m['torch']}, Python {m['python']}; backend `{c['backend']}`, {c['steps']} steps per "
         f"run, one cold run per strategy, each in a fresh process with a fresh inductor cache; "
-        f"load average at start {m['loadavg_start'][0]:.2f}."
+        f"load average at start {m['loadavg_start'][0]:.2f}"
+        + (f", at the end {m['loadavg_end'][0]:.2f}." if m.get("loadavg_end") else ".")
     )
 
 
@@ -106,29 +151,50 @@ def _span(values: list[float], fmt: str = ".0f") -> str:
     return f"{lo:{fmt}}" if f"{lo:{fmt}}" == f"{hi:{fmt}}" else f"{lo:{fmt}}-{hi:{fmt}}"
 
 
-def summary(data: dict[str, Any]) -> list[str]:
-    """The plain-words findings, each number taken from the run."""
+def _workload_summary(data: dict[str, Any], workload: str, what: str, note: str = "") -> str | None:
     steps = data["config"]["steps"]
+    rows = _rows(data, workload)
+    stock, ours = rows.get("stock"), [rows[s] for s in DYNSCALAR if s in rows]
+    if not stock or not ours:
+        return None
+    totals = [r["total_s"] for r in ours]
+    compiles = sorted({r["compiles"] for r in ours})
+    per_path = compiles == [data["workloads"][workload]["control_paths"]]
+    changes = CHANGES.get(workload, "whose step counter changes on every call")
+    marked = "the values" if workload in CHANGES else "the counter"
+    return (
+        f"- **{what}** {changes} ({steps} steps{note}): stock "
+        f"`torch.compile` {_times(stock)} and took **{stock['total_s']:.0f} s**; with "
+        f"{marked} marked by dynscalar it compiled "
+        f"{'once' if compiles == [1] else ' or '.join(map(str, compiles)) + ' times'}"
+        f"{' (once per code path)' if per_path else ''} and took **{_span(totals)} s**, "
+        f"{stock['total_s'] / max(totals):.1f}-{stock['total_s'] / min(totals):.1f}x less."
+    )
+
+
+SUMMARY_WORKLOADS = (
+    ("train", "Training a transformer block"),
+    ("schedule", "Training with a dropout and label-smoothing schedule"),
+    ("pointwise", "A pointwise-heavy block (inference)"),
+)
+
+
+def _wrong(data: dict[str, Any]) -> list[str]:
+    return [
+        f"{name(r['strategy'], r)} on {r['workload']}"
+        for r in data["results"]
+        if not r["equal_to_eager"]
+    ]
+
+
+def summary(data: dict[str, Any], sections: tuple[dict[str, Any], ...] = ()) -> list[str]:
+    """The plain-words findings, each number taken from the run (or a separate run)."""
     out = []
-    for workload, what in (
-        ("train", "Training a transformer block"),
-        ("pointwise", "A pointwise-heavy block (inference)"),
-    ):
-        rows = _rows(data, workload)
-        stock, ours = rows.get("stock"), [rows[s] for s in DYNSCALAR if s in rows]
-        if not stock or not ours:
-            continue
-        totals = [r["total_s"] for r in ours]
-        compiles = sorted({r["compiles"] for r in ours})
-        per_path = compiles == [data["workloads"][workload]["control_paths"]]
-        out.append(
-            f"- **{what}** whose step counter changes on every call ({steps} steps): stock "
-            f"`torch.compile` {_times(stock)} and took **{stock['total_s']:.0f} s**; with the "
-            f"counter marked by dynscalar it compiled "
-            f"{'once' if compiles == [1] else ' or '.join(map(str, compiles)) + ' times'}"
-            f"{' (once per code path)' if per_path else ''} and took **{_span(totals)} s**, "
-            f"{stock['total_s'] / max(totals):.1f}-{stock['total_s'] / min(totals):.1f}x less."
-        )
+    for workload, what in SUMMARY_WORKLOADS:
+        for run, note in ((data, ""), *((d, ", separate run") for d in sections)):
+            line = _workload_summary(run, workload, what, note)
+            if line:
+                out.append(line)
     seed = _rows(data, "seed")
     compiled = [r for s, r in seed.items() if r["compiles"]]
     if compiled and "eager" in seed:
@@ -139,13 +205,20 @@ def summary(data: dict[str, Any]) -> list[str]:
             f"({seed['eager']['steady_median_ms']:.2f} ms) are faster than compiled ones here, so "
             "stock's fallback to eager costs nothing but its compiles."
         )
-    wrong = [
-        f"{name(r['strategy'], r)} on {r['workload']}"
-        for r in data["results"]
-        if not r["equal_to_eager"]
-    ]
+    wrong = _wrong(data) + [w for d in sections for w in _wrong(d)]
+    stochastic = any(
+        i.get("stochastic") for d in (data, *sections) for i in d["workloads"].values()
+    )
     out.append(
-        "- **Correctness:** every strategy returned the same losses, outputs and weights as eager."
+        (
+            "- **Correctness:** every strategy returned the same losses, outputs and weights as "
+            "eager"
+            + (
+                " (with dropout on, the same loss distribution: see the checks below)."
+                if stochastic
+                else "."
+            )
+        )
         if not wrong
         else "- **Wrong numbers:** " + ", ".join(wrong) + "."
     )
@@ -157,17 +230,32 @@ def summary(data: dict[str, Any]) -> list[str]:
     return out
 
 
-def _table(rows: dict[str, dict[str, Any]], strategies: list[str]) -> list[str]:
+def _compiles_cell(r: dict[str, Any]) -> str:
+    text = str(r["compiles"])
+    if r.get("restarts"):
+        text += f" (+{r['restarts']} restart{'s' if r['restarts'] != 1 else ''})"
+    return text + (", then eager" if r["fell_back_to_eager"] else "")
+
+
+def _table(
+    rows: dict[str, dict[str, Any]],
+    strategies: list[str],
+    not_applicable: dict[str, str] | None = None,
+    workload: str | None = None,
+) -> list[str]:
     out = [
         "| strategy | compiles | first call (s) | total (s) | steady (ms/step) | same as eager |",
         "|---|---:|---:|---:|---:|---|",
     ]
     for s in strategies:
+        if s in (not_applicable or {}):
+            out.append(f"| {cell(s, {'workload': workload})} | n/a | | | | |")
+            continue
         if s not in rows:
             continue
         r = rows[s]
         out.append(
-            f"| {cell(s, r)} | {_compiles(r)} | {r['first_call_s']:.1f} | {r['total_s']:.1f} "
+            f"| {cell(s, r)} | {_compiles_cell(r)} | {r['first_call_s']:.1f} | {r['total_s']:.1f} "
             f"| {r['steady_median_ms']:.3f} | {'yes' if r['equal_to_eager'] else '**NO**'} |"
         )
     return out
@@ -202,24 +290,148 @@ def _targets(data: dict[str, Any]) -> list[str]:
     return out
 
 
-def render_benchmarks(data: dict[str, Any], source: str) -> str:
+def _stochastic_checks(data: dict[str, Any], workload: str) -> list[str]:
+    """How a workload with dropout in training is checked, and each strategy's results."""
+    c = data["config"]
+    rows = _rows(data, workload)
+    probe = next((r["dropout_probe"] for r in rows.values() if "dropout_probe" in r), None)
+    draws = probe["draws"] if probe else 64
+    out = [
+        "Compiled dropout draws its masks from another random stream than eager (always, with",
+        "`torch.compile`), so a training run with dropout cannot be compared with eager element",
+        "by element. *Same as eager* means all three checks below passed:",
+        "",
+        "1. **Exact pass.** After the timed run, the strategy is compiled afresh and trains for",
+        f"   the same {c['steps']} steps with the same schedule, with every `nn.Dropout` in eval",
+        "   mode (label smoothing still scheduled). Every loss, the final weights and each",
+        f"   weight's total update are compared with eager like the other workloads "
+        f"(`rtol={c['rtol']:g}`,",
+        f"   `atol={c['atol']:g}`; updates within {c['update_rtol']:g} of their size).",
+        "2. **Loss trajectory.** The timed run's training losses, cut into "
+        f"{min(c['loss_windows'], max(1, c['steps'] // 3))} windows, against",
+        f"   {c['reference_seeds']} eager runs with other random streams: per window, "
+        "`z = (run - mean) / (sd * sqrt(1 + 1/R))`",
+        f"   (t-distributed with {c['reference_seeds'] - 1} degrees of freedom for a run like "
+        f"eager's); passes when every `|z| <= {c['loss_z']:g}`.",
+        "3. **Dropout probe.** At the weights the timed run ended with, the loss of the last",
+        f"   batch drawn {draws} times through the compiled training graph and {draws} times "
+        "eagerly with the",
+        "   same weights, at the first and the last step's `p` (0.3 and 0.05): Welch's z for the",
+        f"   means and the Brown-Forsythe z for the spreads, each within {c['loss_z']:g}. "
+        "This is the check",
+        "   that sees a dropout using a stale `p` or a wrong scale; the trajectory check alone",
+        "   does not (see `benchmarks/README.md` for what each check detects).",
+        "",
+        "| strategy | exact pass: largest difference | loss trajectory: max \\|z\\| "
+        "| dropout probe: max \\|z\\| |",
+        "|---|---:|---:|---:|",
+    ]
+    for s in data["config"]["strategies"]:
+        r = rows.get(s)
+        if r is None or "loss_check" not in r:
+            continue
+        exact = f"{r['max_abs_diff']:.1e}" + ("" if r["eval_equal"] else " **(NO)**")
+        out.append(
+            f"| {cell(s, r)} | {exact} | {r['loss_check']['max_abs_z']:.1f} "
+            f"| {r['dropout_probe']['max_abs_z']:.1f} |"
+        )
+    return out
+
+
+def _loads(data: dict[str, Any], workload: str) -> list[str]:
+    """The load average each strategy's process started under, when the run recorded it."""
+    rows = [r for r in data["results"] if r["workload"] == workload and "loadavg_start" in r]
+    if not rows:
+        return []
+    return [
+        "Load average (1 minute) when each strategy's process started: "
+        + ", ".join(f"{name(r['strategy'], r)} {r['loadavg_start']:.1f}" for r in rows)
+        + ".",
+        "",
+    ]
+
+
+def _section(data: dict[str, Any], source: str, workload: str) -> list[str]:
+    """A workload measured in a separate run: its own machine line, table, checks, targets."""
+    info = data["workloads"][workload]
+    strategies = data["config"]["strategies"]
+    na = info.get("not_applicable", {})
+    what = WHAT_BY_WORKLOAD.get(workload, {})
+    rows = _rows(data, workload)
+    lines = [
+        f"## {WORKLOAD_TITLES.get(workload, workload)}",
+        "",
+        f"`{workload}`: {info['description']}; {info['control_paths']} control path(s), the "
+        "compiles a perfectly dynamic value needs.",
+        "",
+        f"**Separate run:** {_machine(data)} Compare these numbers with each other, not with "
+        f"the sections above. Generated from `{source}`.",
+        "",
+        *_loads(data, workload),
+        "| strategy | what it is here |",
+        "|---|---|",
+        *(
+            f"| {cell(s, {'workload': workload})} | "
+            + (f"n/a: {na[s]}" if s in na else what.get(s, WHAT.get(s, "")))
+            + " |"
+            for s in strategies
+        ),
+        "",
+        *_table(rows, strategies, na, workload),
+        "",
+    ]
+    if any(r.get("restarts") for r in rows.values()):
+        restarted = ", ".join(
+            f"{name(s, r)} {r['restarts']}" for s, r in rows.items() if r.get("restarts")
+        )
+        lines += [
+            "*Compiles* counts the graphs Dynamo kept. A *restart* is a graph torch's",
+            "float-tensorify pass threw away to trace again with a float specialized or an unused",
+            f"one dropped (trace time, not a graph that runs): {restarted}.",
+            "",
+        ]
+    if info.get("stochastic"):
+        lines += [*_stochastic_checks(data, workload), ""]
+        lines += [
+            f"![{WORKLOAD_TITLES.get(workload, workload)}: cumulative time and the training loss "
+            f"against eager runs with other random streams](img/{workload}.png)",
+            "",
+        ]
+    lines += [
+        "Targets for the dynscalar strategies (issue 6), met by how many of the three:",
+        "",
+        *_targets(data),
+        "",
+    ]
+    return lines
+
+
+def render_benchmarks(
+    data: dict[str, Any], source: str, sections: tuple[tuple[dict[str, Any], str], ...] = ()
+) -> str:
     strategies = data["config"]["strategies"]
     lines = [
         "# Benchmarks",
         "",
         "How much a step counter that changes on every call costs under `torch.compile`, and "
-        "what each way of keeping it dynamic saves.",
+        "what each way of keeping it dynamic saves"
+        + (
+            "; and the same for float hyperparameters of torch.nn modules that a training loop "
+            "schedules."
+            if sections
+            else "."
+        ),
         "",
         "## Summary",
         "",
-        *summary(data),
+        *summary(data, tuple(d for d, _ in sections)),
         "",
         "**Machine:** " + _machine(data),
         "",
         "Reproduce the training numbers with `python -m dynscalar demo --workload train`, or",
         "the whole page with `python benchmarks/bench_strategies.py` (about 25 minutes; see",
         "`benchmarks/README.md`). This page is generated by `benchmarks/render_docs.py` from",
-        f"`{source}`.",
+        f"`{source}`" + "".join(f" and `{src}`" for _, src in sections) + ".",
         "",
         "![Total time per strategy and workload: the first, cold compile and everything after "
         "it](img/total_time.png)",
@@ -247,9 +459,12 @@ def render_benchmarks(data: dict[str, Any], source: str) -> str:
             f"`{workload}`: {info['description']}; {info['control_paths']} control path(s), "
             "the compiles a perfectly dynamic counter needs.",
             "",
-            *_table(_rows(data, workload), strategies),
+            *_table(_rows(data, workload), strategies, info.get("not_applicable"), workload),
             "",
         ]
+        if info.get("stochastic"):
+            lines += [*_stochastic_checks(data, workload), ""]
+            lines += [f"![{WORKLOAD_TITLES.get(workload, workload)}](img/{workload}.png)", ""]
     firsts = [r["first_call_s"] for r in data["results"] if r["compiles"]]
     lines += [
         "## Targets",
@@ -267,10 +482,15 @@ def render_benchmarks(data: dict[str, Any], source: str) -> str:
         "static one (pointwise: symbolic sin/cos kernels).",
         "",
     ]
+    for extra, extra_source in sections:
+        for workload in extra["workloads"]:
+            lines += _section(extra, extra_source, workload)
     return "\n".join(lines)
 
 
-def render_comparison(data: dict[str, Any], source: str) -> str:
+def render_comparison(
+    data: dict[str, Any], source: str, sections: tuple[tuple[dict[str, Any], str], ...] = ()
+) -> str:
     names = list(data["workloads"])
     by = {(r["workload"], r["strategy"]): r for r in data["results"]}
     strategies = [s for s in data["config"]["strategies"] if s != "eager"]
@@ -304,6 +524,11 @@ def render_comparison(data: dict[str, Any], source: str) -> str:
         "([pytorch#197039](https://github.com/pytorch/pytorch/issues/197039); see the",
         "[FAQ](faq.md#why-not-keep-the-counter-in-a-tensor-buffer)).",
         "",
+    ]
+    for extra, extra_source in sections:
+        for workload, info in extra["workloads"].items():
+            lines += _comparison_section(extra, extra_source, workload, info)
+    lines += [
         "dynscalar also covers what the knobs do not: floats (including floats written inside",
         "forward, exact on inductor where stock torch 2.13 is not,",
         "[pytorch#194976](https://github.com/pytorch/pytorch/issues/194976)), per-value marks",
@@ -315,6 +540,52 @@ def render_comparison(data: dict[str, Any], source: str) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def _comparison_section(
+    data: dict[str, Any], source: str, workload: str, info: dict[str, Any]
+) -> list[str]:
+    rows = _rows(data, workload)
+    na = info.get("not_applicable", {})
+    lines = [
+        f"## {WORKLOAD_TITLES.get(workload, workload)}",
+        "",
+        f"`{workload}` ({info['control_paths']} control path): {info['description']}. "
+        f"From a separate run ({data['config']['steps']} steps, backend "
+        f"`{data['config']['backend']}`, `{source}`; details on the "
+        f"[Benchmarks](benchmarks.md) page).",
+        "",
+        "| strategy | compiles | notes |",
+        "|---|---|---|",
+    ]
+    for s in data["config"]["strategies"]:
+        if s == "eager":
+            continue
+        if s in na:
+            lines.append(f"| {cell(s, {'workload': workload})} | n/a | {na[s]} |")
+        elif s in rows:
+            r = rows[s]
+            note = SCHEDULE_NOTES.get(s, "") if workload == "schedule" else LIMITS.get(s, "")
+            if not r["equal_to_eager"]:
+                note = "**wrong numbers**; " + note
+            lines.append(f"| {cell(s, r)} | {_compiles_cell(r)} | {note} |")
+    lines.append("")
+    return lines
+
+
+# What each strategy amounts to when the values are float hyperparameters of torch.nn modules.
+SCHEDULE_NOTES = {
+    "stock": "a float the loop changes becomes symbolic after one recompile, but `dropout` and "
+    "`cross_entropy` take `float` parameters, so torch specializes it again: one compile per "
+    "value",
+    "dynamic_sources": "applies to ints only in torch 2.13 (a float source in the list is not "
+    "made dynamic): the same as stock",
+    "oracle": "changes the model: a hand-written dropout and loss; torch treats the 0-d float64 "
+    "buffers as float inputs (`.item()`, a NaN guard each)",
+    "ds_proxy": "the loop wraps every value it sets in `DynamicFloat` (a proxy in eager code)",
+    "ds_registry": "three lines, one per module attribute; values stay plain floats",
+    "ds_decorator": "needs subclasses of `nn.Dropout` and `nn.CrossEntropyLoss`",
+}
 
 
 # ----------------------------------------------------------------------------- plots
@@ -451,12 +722,95 @@ def plot_cumulative(data: dict[str, Any], path: Path, workload: str | None = Non
     plt.close(fig)
 
 
+def plot_schedule(data: dict[str, Any], path: Path, workload: str = "schedule") -> None:
+    """A stochastic workload: cumulative time per strategy, and each strategy's training loss
+    (moving mean) over the eager runs with other random streams."""
+    plt = _pyplot()
+    rows = _rows(data, workload)
+    steps = data["config"]["steps"]
+    fig, (timing, losses) = plt.subplots(1, 2, figsize=(8, 4.2))
+    shown = [s for s in data["config"]["strategies"] if s in rows and s != "eager"]
+    for s in shown:
+        r = rows[s]
+        total, points = 0.0, [0.0]
+        for t in r["step_times_s"]:
+            total += t
+            points.append(total)
+        plural = "" if r["compiles"] == 1 else "s"
+        then = ", then eager" if r["fell_back_to_eager"] else ""
+        timing.plot(
+            range(len(points)),
+            points,
+            color=COLORS.get(s, "#4c72b0"),
+            linewidth=2,
+            linestyle="--" if s == "stock" else "-",
+            label=f"{name(s, r)}: {r['compiles']} compile{plural}{then}",
+        )
+    timing.set(xlim=(0, steps), xlabel="step", ylabel="cumulative wall time (s)")
+    timing.set_ylim(bottom=0)
+    timing.set_title("time", fontsize=10)
+    timing.legend(fontsize=7, loc="center right")
+    width = max(1, steps // 20)
+
+    def smooth(values: list[float]) -> list[float]:
+        return [
+            sum(values[max(0, i - width + 1) : i + 1]) / len(values[max(0, i - width + 1) : i + 1])
+            for i in range(len(values))
+        ]
+
+    for i, run in enumerate(data.get("references", {}).get(workload, {}).get("losses", [])):
+        losses.plot(
+            range(1, len(run) + 1),
+            smooth(run),
+            color="#bbbbbb",
+            linewidth=1,
+            label="eager, other random streams" if i == 0 else None,
+        )
+    for s in shown:
+        if "losses" in rows[s]:
+            losses.plot(
+                range(1, len(rows[s]["losses"]) + 1),
+                smooth(rows[s]["losses"]),
+                color=COLORS.get(s, "#4c72b0"),
+                linewidth=1.2,
+            )
+    losses.set(xlim=(1, steps), xlabel="step", ylabel=f"training loss ({width}-step mean)")
+    losses.set_title("training loss: compiled runs among eager runs", fontsize=10)
+    losses.legend(fontsize=7, loc="upper right")
+    for ax in (timing, losses):
+        ax.grid(alpha=0.3)
+    fig.suptitle(
+        f"{WORKLOAD_TITLES.get(workload, workload)}, one cold run per strategy; "
+        f"{data['config']['backend']}, torch {data['machine']['torch']}",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
+
+
 def write_plots(data: dict[str, Any], folder: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     total, cumulative = folder / PLOTS[0], folder / PLOTS[1]
     plot_total_time(data, total)
     plot_cumulative(data, cumulative)
-    return [total, cumulative]
+    return [total, cumulative, *write_section_plots(data, folder)]
+
+
+def write_section_plots(data: dict[str, Any], folder: Path) -> list[Path]:
+    """``<workload>.png`` for each stochastic workload of a run."""
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for workload, info in data["workloads"].items():
+        if info.get("stochastic"):
+            plot_schedule(data, folder / f"{workload}.png", workload)
+            written.append(folder / f"{workload}.png")
+    return written
+
+
+def load_runs(paths: list[Path]) -> list[tuple[dict[str, Any], str]]:
+    """Each JSON with the name the pages cite it by."""
+    return [(json.loads(p.read_text()), source_name(p)) for p in paths]
 
 
 def source_name(result: Path) -> str:
@@ -466,17 +820,25 @@ def source_name(result: Path) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("result", type=Path, help="JSON written by bench_strategies.py")
+    parser.add_argument(
+        "results",
+        type=Path,
+        nargs="*",
+        help="JSONs written by bench_strategies.py: the main run, then separate runs "
+        "(default: the published ones)",
+    )
     parser.add_argument("--no-plots", action="store_true", help="only write the pages")
     args = parser.parse_args()
-    data = json.loads(args.result.read_text())
-    source = source_name(args.result)
+    (data, source), *sections = load_runs(args.results or list(PUBLISHED))
     docs = ROOT / "docs"
-    (docs / "benchmarks.md").write_text(render_benchmarks(data, source))
-    (docs / "comparison.md").write_text(render_comparison(data, source))
+    (docs / "benchmarks.md").write_text(render_benchmarks(data, source, tuple(sections)))
+    (docs / "comparison.md").write_text(render_comparison(data, source, tuple(sections)))
     written = ["docs/benchmarks.md", "docs/comparison.md"]
     if not args.no_plots:
-        written += [str(p.relative_to(ROOT)) for p in write_plots(data, IMG)]
+        plots = write_plots(data, IMG)
+        for extra, _ in sections:
+            plots += write_section_plots(extra, IMG)
+        written += [str(p.relative_to(ROOT)) for p in plots]
     print("wrote " + ", ".join(written))
 
 

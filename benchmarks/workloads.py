@@ -13,15 +13,23 @@ Every workload has two model classes with identical parameters (both are built a
 
 Control paths (distinct graphs a perfectly dynamic counter needs): ``seed`` and ``pointwise``
 have one, ``train`` has two (accumulation boundary or not).
+
+The ``schedule`` workload has no counter: its training loop sets two float hyperparameters of
+torch.nn modules every step (``nn.Dropout.p`` and ``nn.CrossEntropyLoss.label_smoothing``);
+its oracle keeps both in 0-d tensor buffers (:class:`ScheduledClassifierOracle`). One
+control path.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.nn.functional as F
+
+import dynscalar
 
 # The seed and train models are also the demo's (python -m dynscalar demo --workload train).
 from dynscalar._demo import SeedModel, TrainBlock
@@ -121,13 +129,182 @@ class TrainBlockOracleInPlace(TrainBlockOracle):
         return self.step.add_(1)
 
 
+# ----------------------------------------------------------------------------- schedule
+# The loop sets two float hyperparameters of torch.nn modules every step: the dropout
+# probability of every nn.Dropout (annealed P_START -> P_END over the run) and the label
+# smoothing of an nn.CrossEntropyLoss (warmed up linearly to SMOOTHING over the first half of
+# the run, then held). No counter in the model: the values come from the loop.
+P_START, P_END, SMOOTHING, CLASSES = 0.3, 0.05, 0.1, 10
+
+
+def schedule(step: int, steps: int) -> tuple[float, float]:
+    """``(dropout p, label smoothing)`` for step ``step`` (1-based) of ``steps``.
+
+    ``p`` is new on every step; the smoothing warms up like the train workload's factor,
+    ``SMOOTHING * min(1, step / warm)`` with ``warm = steps // 2``, so it is never 0.0 and
+    ``cross_entropy``'s ``if label_smoothing > 0`` takes one path throughout (one control
+    path). A warm-up that starts at exactly 0.0 is a second path.
+    """
+    p = P_START + (P_END - P_START) * (step - 1) / max(steps - 1, 1)
+    return p, SMOOTHING * min(1.0, step / max(steps // 2, 1))
+
+
+class ScheduledClassifier(torch.nn.Module):
+    """The train workload's transformer block (dim 64, 4 heads, MLP 256) as a classifier.
+
+    Pre-norm attention (its output through an ``nn.Dropout``, ``drop1``) and MLP, then
+    mean-pooled over the sequence, through a second ``nn.Dropout`` (``drop2``, classifier
+    dropout) into a ``Linear(64, 10)`` head; ``forward(x, y)`` returns the
+    ``nn.CrossEntropyLoss`` (``criterion``) of the logits. :meth:`set_schedule` is what the
+    training loop calls before every step. ``dropout_cls``/``criterion_cls`` let a subclass
+    build the modules from decorated classes (the ``@dynamic_attrs`` strategy).
+    """
+
+    dropout_cls: type[torch.nn.Module] = torch.nn.Dropout
+    criterion_cls: type[torch.nn.Module] = torch.nn.CrossEntropyLoss
+
+    def __init__(self, dim: int = 64, heads: int = 4, hidden: int = 256) -> None:
+        super().__init__()
+        self.heads = heads
+        self.norm1 = torch.nn.LayerNorm(dim)
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+        self.proj = torch.nn.Linear(dim, dim)
+        self.drop1 = self.dropout_cls(P_START)
+        self.norm2 = torch.nn.LayerNorm(dim)
+        self.mlp = torch.nn.Sequential(
+            torch.nn.Linear(dim, hidden), torch.nn.GELU(), torch.nn.Linear(hidden, dim)
+        )
+        self.drop2 = self.dropout_cls(P_START)
+        self.norm3 = torch.nn.LayerNorm(dim)
+        self.head = torch.nn.Linear(dim, CLASSES)
+        self.criterion = self.criterion_cls(label_smoothing=0.0)
+
+    def set_schedule(self, p: float, smoothing: float) -> None:
+        """What the training loop does every step: set ``p`` and ``label_smoothing``."""
+        for module in self.modules():
+            if isinstance(module, torch.nn.Dropout):
+                module.p = p
+        self.criterion.label_smoothing = smoothing
+
+    def dropout(self, module: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+        return module(x)  # type: ignore[no-any-return]
+
+    def loss(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.criterion(logits, y)  # type: ignore[no-any-return]
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).chunk(3, dim=-1)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        attn = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.dropout(self.drop1, self.proj(attn.transpose(1, 2).reshape(b, t, d)))
+        x = x + self.mlp(self.norm2(x))
+        logits = self.head(self.dropout(self.drop2, self.norm3(x).mean(dim=1)))
+        return self.loss(logits, y)
+
+
+class ScheduledClassifierOracle(ScheduledClassifier):
+    """Both hyperparameters in 0-d float64 buffers, used as tensors.
+
+    Dropout: ``x * (rand_like(x) < 1 - p) / (1 - p)`` while the module is in training mode,
+    the identity otherwise: ATen's algorithm (keep with probability ``1 - p``, scale by
+    ``1 / (1 - p)``) with a uniform draw instead of ``bernoulli_`` -- the same distribution,
+    another random stream (as any compiled dropout). Not kept: ATen's check that
+    ``0 <= p <= 1`` (a tensor has no Python value to check without a sync).
+
+    Loss: ATen's label-smoothed cross-entropy for class indices (LossNLL.cpp) written with
+    the tensor: ``nll * (1 - s) + smooth * (s / classes)``, the scalars rounded to float32
+    as ATen rounds a ``double`` Scalar. ATen skips the smoothing term when ``s == 0``; here
+    it is multiplied by 0.0 (``nll * 1.0 + x * 0.0 == nll`` for a finite ``x``), so one graph
+    covers both cases -- the same trick as the train workload's 0/1 mask.
+    """
+
+    def __init__(self, dim: int = 64, heads: int = 4, hidden: int = 256) -> None:
+        super().__init__(dim, heads, hidden)
+        self.register_buffer("drop_p", torch.tensor(P_START, dtype=torch.float64))
+        self.register_buffer("smoothing", torch.tensor(0.0, dtype=torch.float64))
+
+    def set_schedule(self, p: float, smoothing: float) -> None:
+        with torch.no_grad():
+            self.drop_p.fill_(p)
+            self.smoothing.fill_(smoothing)
+
+    def dropout(self, module: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
+        if not module.training:
+            return x
+        keep = 1 - self.drop_p
+        return x * ((torch.rand_like(x) < keep).to(x.dtype) / keep.to(x.dtype))
+
+    def loss(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        logp = torch.log_softmax(logits, 1)
+        nll = F.nll_loss(logp, y)
+        smooth = -logp.sum(1)
+        smooth = smooth.sum() / (y != -100).sum()
+        s = self.smoothing
+        return nll * (1 - s).to(nll.dtype) + smooth * (s / logits.shape[1]).to(nll.dtype)
+
+
+def decorated_classifier() -> torch.nn.Module:
+    """The ``@dynamic_attrs`` form: the model built from decorated Dropout/CrossEntropyLoss
+    subclasses (the decorator goes on a class; ``p`` and ``label_smoothing`` live on
+    torch.nn's own classes, so a user decorates a subclass of each)."""
+    dropout = dynscalar.dynamic_attrs("p")(type("ScheduledDropout", (torch.nn.Dropout,), {}))
+    criterion = dynscalar.dynamic_attrs("label_smoothing")(
+        type("ScheduledCrossEntropyLoss", (torch.nn.CrossEntropyLoss,), {})
+    )
+    cls = type(
+        "DecoratedScheduledClassifier",
+        (ScheduledClassifier,),
+        {"dropout_cls": dropout, "criterion_cls": criterion},
+    )
+    return cls()
+
+
+def set_schedule(
+    model: torch.nn.Module, step: int, steps: int, wrap: Callable[[float], Any] = float
+) -> None:
+    """The training loop's per-step schedule (``wrap``: how each value is made)."""
+    p, smoothing = schedule(step, steps)
+    model.set_schedule(wrap(p), wrap(smoothing))  # type: ignore[operator]
+
+
+def eval_dropout(model: torch.nn.Module) -> None:
+    """Put every ``nn.Dropout`` in eval mode (the rest of the model stays in training)."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.eval()
+
+
+def classification_inputs(steps: int) -> list[tuple[torch.Tensor, ...]]:
+    """Batches of 8 sequences (32 x 64) with a class label each: Gaussian noise plus a small
+    class-dependent offset (``0.1 * centre[label]`` on every token) that the model can learn
+    within a few hundred steps; deterministic (fixed seeds)."""
+    centres = torch.randn(CLASSES, 64, generator=torch.Generator().manual_seed(99))
+    gen = torch.Generator().manual_seed(1234)
+    out = []
+    for _ in range(steps):
+        y = torch.randint(0, CLASSES, (8,), generator=gen)
+        x = torch.randn(8, 32, 64, generator=gen) + 0.1 * centres[y][:, None, :]
+        out.append((x, y))
+    return out
+
+
 @dataclass(frozen=True)
 class Workload:
     """One benchmark workload.
 
     ``make_inputs(steps)`` returns one argument tuple per step (deterministic, seeded);
     ``train`` workloads return a loss that the loop backpropagates, with an optimizer step
-    every ``accum`` steps.
+    every ``accum`` steps. ``dynamic`` names the scalars a strategy keeps dynamic: submodule
+    path (``""``: the model) -> attribute names; ``sources`` are the same attributes as
+    Dynamo names them under ``torch.compile(model)`` (for ``dynamic_sources``).
+
+    ``schedule(model, step, steps, wrap)``, when set, is what the training loop does before
+    every step (set hyperparameters; ``wrap`` makes each value, e.g. ``DynamicFloat``).
+    ``stochastic`` workloads use random ops in training mode (dropout), so their outputs
+    cannot be compared element-wise with eager: ``bench_strategies.py`` checks them in two
+    passes instead; ``derandomize(model)`` turns the random ops off for the exact pass.
+    ``not_applicable``: strategy -> why it does not apply to this workload.
     """
 
     name: str
@@ -139,6 +316,14 @@ class Workload:
     control_paths: int
     train: bool = False
     accum: int = 1
+    dynamic: dict[str, tuple[str, ...]] = field(default_factory=lambda: {"": ("step",)})
+    sources: tuple[str, ...] = ("L['self'].step",)
+    decorated: Callable[[], torch.nn.Module] | None = None
+    schedule: Callable[[torch.nn.Module, int, int, Callable[[float], Any]], None] | None = None
+    stochastic: bool = False
+    derandomize: Callable[[torch.nn.Module], None] | None = None
+    not_applicable: dict[str, str] = field(default_factory=dict)
+    has_step: bool = True
 
 
 def _seeded(make: Callable[[torch.Generator], list[tuple[torch.Tensor, ...]]]) -> Callable:
@@ -184,6 +369,38 @@ WORKLOADS: dict[str, Workload] = {
             control_paths=2,
             train=True,
             accum=4,
+        ),
+        Workload(
+            name="schedule",
+            description="the transformer block as a 10-class classifier trained with SGD; every "
+            f"step the loop sets both nn.Dropout modules' p ({P_START} -> {P_END}, annealed "
+            f"over the run) and nn.CrossEntropyLoss's label_smoothing (warm-up "
+            f"{SMOOTHING} * min(1, step / (steps // 2)))",
+            plain=ScheduledClassifier,
+            oracle=ScheduledClassifierOracle,
+            oracle_inplace=ScheduledClassifierOracle,
+            make_inputs=classification_inputs,
+            control_paths=1,
+            train=True,
+            dynamic={"drop1": ("p",), "drop2": ("p",), "criterion": ("label_smoothing",)},
+            sources=(
+                "L['self']._modules['drop1'].p",
+                "L['self']._modules['drop2'].p",
+                "L['self']._modules['criterion'].label_smoothing",
+            ),
+            decorated=decorated_classifier,
+            schedule=set_schedule,
+            stochastic=True,
+            derandomize=eval_dropout,
+            not_applicable={
+                "unspec_int": "ints only: the flag changes how int attributes of nn modules "
+                "are wrapped; p and label_smoothing are floats",
+                "torch_dynamicint": "ints only: DynamicInt is an int subclass (DynamicInt(0.3) "
+                "is refused) and torch 2.13 has no float counterpart",
+                "oracle_inplace": "the oracle's buffers are set outside forward; nothing to "
+                "update in place inside it",
+            },
+            has_step=False,
         ),
     )
 }

@@ -695,13 +695,13 @@ def format_report(report: DoctorReport) -> str:
             lines.append(f"      {_relative(filename)}:{lineno}: {code}")
     notes = [
         f"{function} reached torch._dynamo.config.{limit_type}"
-        f"{'' if limit is None else f' ({limit})'}: calls that need a new compile run eagerly."
+        f"{'' if limit is None else f' ({limit})'}:\n  calls that need a new compile run eagerly."
         for function, (limit_type, limit) in report.limits.items()
     ]
     if report.other_recompiles:
         notes.append(
             f"{_plural(report.other_recompiles, 'more recompile')} had other causes "
-            "(tensor shapes or other guards); TORCH_LOGS=recompiles shows them."
+            "(tensor shapes or other guards);\n  TORCH_LOGS=recompiles shows them."
         )
     if notes:
         lines += ["", *notes]
@@ -709,7 +709,7 @@ def format_report(report: DoctorReport) -> str:
         for block in fix_blocks(report):
             lines += ["", f"Fix: {block.placement}:", ""]
             lines += [f"    {line}" for line in block.code]
-        lines += ["", f"Then run the doctor again to check: {report.rerun}"]
+        lines += ["", "Then run the doctor again to check:", f"    {report.rerun}"]
     if report.notes:
         more = f" (and {len(report.notes) - 1} more)" if len(report.notes) > 1 else ""
         lines += ["", f"dynscalar doctor could not read everything: {report.notes[0]}{more}"]

@@ -33,7 +33,8 @@ def mark_dynamic_param_groups(
     Examples:
         >>> import torch, dynscalar
         >>> model = torch.nn.Linear(2, 2)
-        >>> opt = dynscalar.mark_dynamic_param_groups(torch.optim.SGD(model.parameters(), lr=0.1))
+        >>> opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        >>> opt = dynscalar.mark_dynamic_param_groups(opt)
         >>> sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda epoch: 0.9**epoch)
         >>> step = torch.compile(opt.step, backend="eager")  # one compile for every lr
     """

@@ -1,15 +1,21 @@
 """The strategy benchmark and the demo's plot: a tiny run of each, checked for shape and truth.
 
 These run the real scripts in subprocesses (each strategy in its own fresh process) on the
-``eager``/``aot_eager`` backends, so they check plumbing and correctness, not speed.
+``eager``/``aot_eager`` backends, so they check plumbing and correctness, not speed. The
+schedule workload's statistical checks are also tested in-process: they must pass for a
+correct dropout and fail for broken ones (a check that cannot fail checks nothing).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import random
 import subprocess
 import sys
+import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +35,18 @@ def run(*args: str) -> str:
 
 def is_png(path: Path) -> bool:
     return path.is_file() and path.read_bytes()[:8] == PNG_MAGIC
+
+
+def bench() -> types.ModuleType:
+    """benchmarks/bench_strategies.py as a module (it puts benchmarks/ on sys.path)."""
+    if "bench_strategies" not in sys.modules:
+        path = ROOT / "benchmarks" / "bench_strategies.py"
+        spec = importlib.util.spec_from_file_location("bench_strategies", path)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["bench_strategies"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["bench_strategies"]
 
 
 def test_quick_benchmark_run(tmp_path: Path) -> None:
@@ -69,6 +87,123 @@ def test_quick_benchmark_run(tmp_path: Path) -> None:
     assert "| dynscalar: mark_dynamic_attr | 2 |" in out
     assert is_png(tmp_path / "cumulative_time.png")
     assert is_png(tmp_path / "total_time.png")
+
+
+def test_quick_schedule_run(tmp_path: Path) -> None:
+    """Dropout p and label smoothing set by the loop every step: stock compiles once per
+    value, every dynscalar form once (one control path), and all pass the three checks."""
+    out = run(
+        "benchmarks/bench_strategies.py",
+        "--backend",
+        "aot_eager",
+        "--steps",
+        "6",
+        "--threads",
+        "1",
+        "--workloads",
+        "schedule",
+        "--strategies",
+        "stock,unspec_int,oracle,ds_proxy,ds_registry,ds_decorator",
+        "--out",
+        str(tmp_path),
+        "--name",
+        "sched",
+    )
+    result = json.loads((tmp_path / "sched.json").read_text())
+    info = result["workloads"]["schedule"]
+    assert info["control_paths"] == 1 and info["stochastic"]
+    assert info["not_applicable"]["unspec_int"].startswith("ints only")
+    assert len(result["references"]["schedule"]["losses"]) == 10
+    rows = {r["strategy"]: r for r in result["results"]}
+    assert set(rows) == {"stock", "oracle", "ds_proxy", "ds_registry", "ds_decorator"}
+    for row in rows.values():
+        assert "error" not in row, row.get("error")
+        assert row["equal_to_eager"], row["strategy"]
+        assert row["eval_equal"] and row["max_abs_diff"] <= 1e-5
+        assert row["loss_check"]["pass"] and row["loss_check"]["windows"] == 2
+        assert row["dropout_probe"]["pass"] and row["dropout_probe"]["draws"] == 64
+        assert len(row["losses"]) == len(row["step_times_s"]) == 6
+        assert not row["fell_back_to_eager"]
+    # A new p on every step: stock compiles once per value, in the timed and the exact pass.
+    assert rows["stock"]["compiles"] == rows["stock"]["eval_compiles"] == 6
+    for name in ("ds_proxy", "ds_registry", "ds_decorator"):
+        assert rows[name]["compiles"] == rows[name]["eval_compiles"] == 1, name
+        assert rows[name]["restarts"] == 0, name
+    assert rows["oracle"]["compiles"] == 1
+    assert set(rows["ds_proxy"]["value_types_after"].values()) == {"DynamicFloat"}
+    assert set(rows["ds_registry"]["value_types_after"].values()) == {"float"}
+    statuses = [t for t in result["targets"] if t["target"] == "compiles == control paths"]
+    assert [t["status"] for t in statuses] == ["PASS"] * 3
+    assert "| torch: allow_unspec_int_on_nn_module | n/a: ints only" in out
+    assert "| dynscalar: DynamicFloat values | 1 |" in out
+    assert is_png(tmp_path / "schedule.png")
+
+
+def _stand_in(bench: types.ModuleType, trained: Any, kind: str) -> Any:
+    """An eager copy of ``trained`` whose dropout is broken in one way (``ok``: not)."""
+    import torch
+
+    workload = bench.WORKLOADS["schedule"]
+    plain = workload.plain  # ScheduledClassifier
+    model = bench._plain(workload)
+    with torch.no_grad():
+        for mine, theirs in zip(model.parameters(), trained.parameters(), strict=True):
+            mine.copy_(theirs)
+    if kind in ("stale 0.3", "stale 0.05"):  # the value of one step baked in
+        stale = float(kind.split()[1])
+        model.set_schedule = types.MethodType(
+            lambda self, p, s: plain.set_schedule(self, stale, s), model
+        )
+    elif kind == "unscaled":  # no 1 / (1 - p)
+        model.dropout = types.MethodType(
+            lambda self, m, x: x * (torch.rand_like(x) >= m.p) if m.training else x, model
+        )
+    elif kind == "off":  # no dropout at all
+        model.dropout = types.MethodType(lambda self, m, x: x, model)
+    return model
+
+
+def test_dropout_probe_passes_a_right_dropout_and_catches_broken_ones() -> None:
+    import torch
+
+    b = bench()
+    workload = b.WORKLOADS["schedule"]
+    inputs = workload.make_inputs(60)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        trained = b._plain(workload)
+        torch.manual_seed(3)
+        b._run_loop(trained, trained, workload, inputs)
+        eager = b.STRATEGIES["eager"]
+        results = {}
+        for kind in ("ok", "stale 0.3", "stale 0.05", "unscaled", "off"):
+            model = _stand_in(b, trained, kind)
+            results[kind] = b.dropout_probe(model, model, eager, workload, inputs)
+    finally:
+        torch.set_num_threads(threads)
+    assert results["ok"]["pass"], results["ok"]
+    for kind in ("stale 0.3", "stale 0.05", "unscaled", "off"):
+        assert not results[kind]["pass"], (kind, results[kind]["max_abs_z"])
+
+
+def test_loss_check_windows_and_limits() -> None:
+    b = bench()
+    rng = random.Random(0)
+    curve = [2.3 - 1.5 * i / 200 for i in range(200)]
+
+    def run(shift: float = 0.0) -> list[float]:
+        offset = rng.gauss(0, 0.02)  # a run's own trajectory
+        return [c + offset + shift + rng.gauss(0, 0.1) for c in curve]
+
+    reference = [run() for _ in range(10)]
+    same = b.loss_check(run(), reference)
+    assert same["pass"] and same["windows"] == 4 and same["reference_runs"] == 10
+    assert same["max_abs_z"] == max(abs(z) for z in same["z"])
+    shifted = b.loss_check(run(shift=0.2), reference)
+    assert not shifted["pass"] and shifted["max_abs_z"] > b.LOSS_Z
+    assert b.loss_check(run()[:6], [r[:6] for r in reference])["windows"] == 2
+    assert b.loss_check(run()[:4], [r[:4] for r in reference])["windows"] == 1
 
 
 def test_demo_plot(tmp_path: Path) -> None:

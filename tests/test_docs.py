@@ -57,19 +57,36 @@ def mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
 
 def test_benchmark_pages_are_what_render_docs_writes(tmp_path: Path) -> None:
     render = load(ROOT / "benchmarks" / "render_docs.py")
-    data = json.loads(PUBLISHED.read_text())
-    source = render.source_name(PUBLISHED)
-    regenerate = "python benchmarks/render_docs.py " + source
-    assert (ROOT / "docs/benchmarks.md").read_text() == render.render_benchmarks(data, source), (
-        f"docs/benchmarks.md differs from its script's output: run {regenerate}"
-    )
-    assert (ROOT / "docs/comparison.md").read_text() == render.render_comparison(data, source), (
-        f"docs/comparison.md differs from its script's output: run {regenerate}"
-    )
+    (data, source), *sections = render.load_runs(list(render.PUBLISHED))
+    regenerate = "python benchmarks/render_docs.py"
+    assert (ROOT / "docs/benchmarks.md").read_text() == render.render_benchmarks(
+        data, source, tuple(sections)
+    ), f"docs/benchmarks.md differs from its script's output: run {regenerate}"
+    assert (ROOT / "docs/comparison.md").read_text() == render.render_comparison(
+        data, source, tuple(sections)
+    ), f"docs/comparison.md differs from its script's output: run {regenerate}"
     pytest.importorskip("matplotlib")
-    for png in render.write_plots(data, tmp_path):
+    plots = render.write_plots(data, tmp_path)
+    for extra, _ in sections:
+        plots += render.write_section_plots(extra, tmp_path)
+    assert {p.name for p in plots} >= {"total_time.png", "cumulative_time.png", "schedule.png"}
+    for png in plots:
         committed = ROOT / "docs" / "img" / png.name
         assert png_size(committed) == png_size(png), f"{committed} is stale: run {regenerate}"
+
+
+def test_published_runs_are_what_the_pages_cite() -> None:
+    render = load(ROOT / "benchmarks" / "render_docs.py")
+    assert [p.name for p in render.PUBLISHED] == [PUBLISHED.name, "schedule-inductor-200.json"]
+    schedule = json.loads(render.PUBLISHED[1].read_text())
+    assert list(schedule["workloads"]) == ["schedule"]
+    rows = {r["strategy"]: r for r in schedule["results"]}
+    assert all(r["equal_to_eager"] and "error" not in r for r in rows.values())
+    for name in ("ds_proxy", "ds_registry", "ds_decorator"):
+        assert rows[name]["compiles"] == schedule["workloads"]["schedule"]["control_paths"]
+    text = (ROOT / "docs/benchmarks.md").read_text()
+    assert "## Dropout and label-smoothing schedule (training)" in text
+    assert "![Dropout and label-smoothing schedule" in text and "(img/schedule.png)" in text
 
 
 def test_benchmark_page_opens_with_a_summary_in_plain_words() -> None:

@@ -82,21 +82,25 @@ dynscalar doctor: 2 Python scalars caused recompiles:
   Net.temperature (float, model.temperature): 1 recompile of Net.forward
       training/mymodel.py:17: return self.head(h) / self.temperature
 
-Net.forward reached torch._dynamo.config.recompile_limit (8): calls that need a new compile run eagerly.
-1 more recompile had other causes (tensor shapes or other guards); TORCH_LOGS=recompiles shows them.
+Net.forward reached torch._dynamo.config.recompile_limit (8):
+  calls that need a new compile run eagerly.
+1 more recompile had other causes (tensor shapes or other guards);
+  TORCH_LOGS=recompiles shows them.
 
 Fix: after `model` is created, before the first call, add:
 
     import dynscalar
     dynscalar.mark_dynamic_attr(model, "step", "temperature")
 
-Then run the doctor again to check: python -m dynscalar doctor -o report.txt training/train.py --epochs 3
+Then run the doctor again to check:
+    python -m dynscalar doctor -o report.txt training/train.py --epochs 3
 """  # noqa: E501
 
 ONLY_SHAPES_REPORT = """\
 dynscalar doctor: no recompiles were caused by Python scalars.
 
-1 more recompile had other causes (tensor shapes or other guards); TORCH_LOGS=recompiles shows them.
+1 more recompile had other causes (tensor shapes or other guards);
+  TORCH_LOGS=recompiles shows them.
 """
 
 
@@ -130,7 +134,8 @@ Fix: after `model` and `seq` are created, before the first call, add:
     dynscalar.mark_dynamic_attr(seq[1], "calls")
     dynscalar.mark_dynamic_attr(model.gates["main"], "open")
 
-Then run the doctor again to check: python -m dynscalar doctor -o report.txt nested/run.py
+Then run the doctor again to check:
+    python -m dynscalar doctor -o report.txt nested/run.py
 """
 
 
@@ -165,7 +170,8 @@ Fix: after `shift` is created, before the first call, add:
     import dynscalar
     dynscalar.mark_dynamic_args(shift, "offset")
 
-Then run the doctor again to check: python -m dynscalar doctor -o report.txt functions/run.py
+Then run the doctor again to check:
+    python -m dynscalar doctor -o report.txt functions/run.py
 """
 
 
@@ -251,7 +257,8 @@ Fix: after `model` is created, before the first call, add:
     import dynscalar
     dynscalar.mark_dynamic_attr(model, "step")
 
-Then run the doctor again to check: python -m dynscalar doctor -o report.txt crash/main.py raise
+Then run the doctor again to check:
+    python -m dynscalar doctor -o report.txt crash/main.py raise
 """
 
 

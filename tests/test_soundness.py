@@ -136,6 +136,81 @@ def test_int_outside_int64_in_a_marked_attribute_is_compiled_like_unmarked() -> 
         torch.compile(strict, backend="eager")(torch.ones(2))
 
 
+class Doubled(Scale):
+    """An int expression of the marked int (`2 * s + 1`) reaches a tensor op."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * (self.s * 2 + 1)
+
+
+def overflow_run(backend: str, values: list[int], quiet: bool = True) -> int:
+    class Overflow(Doubled):  # a class per run: the warning is once per attribute and type
+        pass
+
+    Overflow.__name__ = f"Overflow_{backend}_{'_'.join(map(str, values))}"
+
+    model = ds.mark_dynamic_attr(Overflow(values[0]), "s")
+    eager = copy.deepcopy(model)
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    with warnings.catch_warnings():
+        if quiet:
+            warnings.simplefilter("ignore", ds.SpecializationWarning)
+        for value in values:
+            for m in (model, eager):
+                m.s = value
+            x = torch.tensor([0.25, -2.0], dtype=torch.float64)
+            torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+            same_scalar(model.s, eager.s)
+    return counter.graphs
+
+
+@pytest.mark.parametrize(
+    "backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.inductor)]
+)
+def test_int_expression_leaving_int64_is_compiled_as_a_constant(backend: str) -> None:
+    """Found by the fuzzer: `2 * s + 1` with s = 2**62 wrapped around in inductor's int64
+    kernel argument (the sign flipped, no error).  The symbolic graph is guarded to keep
+    the expression in int64; a value that leaves it compiles as a constant, exactly."""
+    with pytest.warns(ds.SpecializationWarning, match=r"computes 92233720368547758\d\d \(outside"):
+        overflow_run(backend, [2**62], quiet=False)
+    # 4 and 5 share the symbolic graph; 2**62 and 2**62 + 7 (the second guard fails) each
+    # compile a constant graph after one restart (the backend saw the symbolic attempt too)
+    graphs = overflow_run(backend, [4, 5, 2**62, 6, 2**62 + 7, 7])
+    assert graphs == {"aot_eager": 5, "inductor": 5}[backend]
+
+
+def test_int_expression_leaving_int64_on_the_eager_backend_stays_symbolic() -> None:
+    """The eager backend runs the graph with Python ints: nothing overflows, no guard."""
+    assert overflow_run("eager", [4, 2**62, 5]) == 1
+
+
+class Loop(Scale):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(self.s % 3):
+            x = x + 1
+        return x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_range_of_a_dynamic_float_raises_like_eager(backend: str) -> None:
+    """Found by the fuzzer: Dynamo guards a SymFloat passed to `range` to its value and
+    loops `int(value)` times; Python raises TypeError, and so does the compiled call."""
+    counter = CountingBackend(backend)
+    for value in (-2, DynamicFloat(-1.25)):
+        model, eager = Loop(value), Loop(value)
+        compiled = torch.compile(model, backend=counter)
+        x = torch.ones(2)
+        if isinstance(value, int):
+            torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+            continue
+        with pytest.raises(TypeError, match="'float' object cannot be interpreted as an integer"):
+            eager(x)
+        with pytest.raises(TypeError, match="'float' object cannot be interpreted as an integer"):
+            compiled(x)
+    assert counter.graphs == 1  # the int's; the float's trace raises before any graph
+
+
 @pytest.mark.parametrize("value", ["3", True, None], ids=["str", "bool", "None"])
 def test_non_number_in_a_marked_attribute_is_a_clear_error(value: Any) -> None:
     model = ds.mark_dynamic_attr(Scale(3), "s")

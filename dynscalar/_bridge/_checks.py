@@ -41,6 +41,9 @@ _EXPECTED_SIGNATURES: dict[str, tuple[str, ...]] = {
     "UserFunctionVariable.__init__": ("self", "fn", "is_constant", "kwargs"),
     "TensorVariable.call_method": ("self", "tx", "name", "args", "kwargs"),
     "BuiltinVariable.call_function": ("self", "tx", "args", "kwargs"),
+    # range(float) (_builtins)
+    "BuiltinVariable.call_range": ("self", "tx", "args"),
+    "exc.raise_observed_exception": ("exc_type", "tx", "args", "kwargs"),
     # write-back (_writeback)
     "SideEffects.codegen_update_mutated": ("self", "cg", "log_side_effects"),
     "InstructionTranslatorBase.BINARY_OP": ("self", "inst"),
@@ -86,6 +89,7 @@ def _core_internals() -> dict[str, Any]:
         bytecode_transformation,
         codegen,
         eval_frame,
+        exc,
         guards,
         output_graph,
         side_effects,
@@ -120,6 +124,8 @@ def _core_internals() -> dict[str, Any]:
         "UserFunctionVariable.__init__": functions.UserFunctionVariable.__init__,
         "TensorVariable.call_method": tensor.TensorVariable.call_method,
         "BuiltinVariable.call_function": builtin.BuiltinVariable.call_function,
+        "BuiltinVariable.call_range": builtin.BuiltinVariable.call_range,
+        "exc.raise_observed_exception": exc.raise_observed_exception,
         "SideEffects.codegen_update_mutated": side_effects.SideEffects.codegen_update_mutated,
         # Python 3.10 has one INPLACE_* handler per operator instead (same signature)
         "InstructionTranslatorBase.BINARY_OP": getattr(tracer, "BINARY_OP", tracer.INPLACE_ADD),

@@ -23,19 +23,22 @@ from .._proxy import DynamicFloat, DynamicScalar
 from .._spec import DynamicSpec
 from ._checks import check_float_internals
 from ._guards import guard_proxy
+from ._overflow import forget_overflows, guard_int64
 from ._reports import passthrough, remember, user_location
 from ._sources import swapped_source
 from ._state import CompileState, Origin, compile_state, lock, peek_state
 
 log = logging.getLogger("dynscalar")
 
-__all__ = ["wrap_float"]
+__all__ = ["ensure_aot_hooks", "wrap_float"]
 
 _float_hooks: BridgeError | bool = False
 
 
-def _ensure_float_hooks(where: str) -> None:
-    """Patch the AOT pipeline for dynamic floats, once, at the first float Dynamo meets."""
+def ensure_aot_hooks() -> bool:
+    """Patch the AOT pipeline, once, at the first marked value Dynamo meets; False when
+    its internals moved (floats then refuse to compile, ints compile without the int64
+    guards of ``_overflow``)."""
     global _float_hooks
     with lock:
         if _float_hooks is False:
@@ -52,7 +55,13 @@ def _ensure_float_hooks(where: str) -> None:
                 )
                 _install_cache_hook(autograd_cache)
                 _float_hooks = True
-        if isinstance(_float_hooks, BridgeError):
+        return _float_hooks is True
+
+
+def _ensure_float_hooks(where: str) -> None:
+    """The AOT patches, or a clear error: a dynamic float needs them to compile exactly."""
+    with lock:
+        if not ensure_aot_hooks():
             # The stock float path can bake a written value into inductor code
             # (pytorch#194976): refuse rather than risk wrong numbers.
             raise passthrough(
@@ -192,9 +201,13 @@ def _tensorify_hook(
 
     gm, shape_env, fake_mode = split(*args, **kwargs)
     state = peek_state(shape_env)
+    if state is not None:
+        guard_int64(gm, shape_env, state)  # may restart with an overflowing int specialized
     ours = state.floats if state is not None else None
     if not ours:
-        return wrapped(*args, **kwargs)
+        result = wrapped(*args, **kwargs)
+        forget_overflows()
+        return result
     from torch._dynamo.exc import TensorifyScalarRestartAnalysis
 
     _scalar_tensor_prepass(gm, shape_env, fake_mode)
@@ -230,6 +243,7 @@ def _tensorify_hook(
     from torch._dynamo.symbolic_convert import TensorifyState
 
     TensorifyState.clear()
+    forget_overflows()
     baked = sorted(
         {ours[s] for g in shape_env.guards[n_guards:] for s in g.expr.free_symbols if s in ours}
     )

@@ -56,7 +56,7 @@ def tensor_method_hook(
         # the Tensor_Tensor one (the exponent as a 0-d tensor of x's dtype) is
         from torch._dynamo.variables.functions import UserFunctionVariable
 
-        exponent = _tensor_exponent_ if name == "pow_" else _tensor_exponent
+        exponent: Any = _tensor_exponent_ if name == "pow_" else _tensor_exponent
         return tx.inline_user_function_return(
             UserFunctionVariable(exponent), [instance, call_args[0]], {}
         )

@@ -29,14 +29,21 @@ from typing import Any, NamedTuple
 
 from .._args import ARG_MARKS_KEY, lookup_arg_mark, wrapped_parameter
 from .._auto import auto_spec
-from .._diagnostics import DynscalarError, SpecializationError, SpecializationWarning, warn_once
+from .._diagnostics import (
+    BridgeUnavailableWarning,
+    DynscalarError,
+    SpecializationError,
+    SpecializationWarning,
+    warn_once,
+)
 from .._optim import GROUP_MARKS_KEY, lookup_group_mark
 from .._proxy import DynamicScalar
 from .._registry import check_marked_value, lookup_mark
 from .._spec import INT64_MAX, INT64_MIN, DynamicSpec
-from ._floats import wrap_float
+from ._floats import ensure_aot_hooks, wrap_float
 from ._guards import guard_mark_state, guard_marks_epoch, guard_proxy
 from ._ints import wrap_int
+from ._overflow import overflow_reason
 from ._reports import instance_path, passthrough, user_location
 from ._sources import swapped_source
 from ._state import resolved
@@ -239,6 +246,9 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     if kind is int and not INT64_MIN <= plain <= INT64_MAX:
         reason = f"holds {plain}, outside the int64 range torch.compile can trace symbolically"
         return _compile_unmarked(wrapped, instance, value, spec, where, reason, "")
+    overflow = overflow_reason(str(instance.source.name)) if kind is int else None
+    if overflow is not None:  # this compile restarted because an expression of it overflowed
+        return _compile_unmarked(wrapped, instance, value, spec, where, overflow, "")
     if kind is float and (spec.unbacked or spec.has_range):
         # unbacked and min/max describe ints: a float follows the proxy-arithmetic rule
         # (a float derived from a ranged or unbacked int is a backed dynamic float)
@@ -252,6 +262,14 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     log.info("%s (value %r) becomes a symbolic graph input: %s", label, plain, why)
     if isinstance(plain, float):
         return wrap_float(instance, value, spec, where, label)
+    if not spec.unbacked and not ensure_aot_hooks():
+        warn_once(
+            ("no-int64-guards",),
+            "dynscalar: the AOT pass that guards int expressions against int64 overflow could "
+            "not be installed on this torch; with inductor, marked ints near the int64 limits "
+            "may overflow in compiled code.",
+            BridgeUnavailableWarning,
+        )
     return wrap_int(instance, value, spec, where, label)
 
 
