@@ -94,7 +94,7 @@ Fix: after `model` is created, before the first call, add:
 
 Then run the doctor again to check:
     python -m dynscalar doctor -o report.txt training/train.py --epochs 3
-"""  # noqa: E501
+"""
 
 ONLY_SHAPES_REPORT = """\
 dynscalar doctor: no recompiles were caused by Python scalars.
