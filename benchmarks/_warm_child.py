@@ -14,9 +14,14 @@ import copy
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import torch
+
+# this checkout's dynscalar, not whichever one the environment has installed (the script's
+# own folder, benchmarks/, is what Python puts first on sys.path)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 STOCK = {"dynamic_sources", "args_dynamic_sources", "float_stock"}
 
