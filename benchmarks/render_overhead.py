@@ -17,7 +17,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
 PLOTS = ("overhead_percall.png", "overhead_eager.png", "overhead_scaling.png")
 
 
@@ -73,30 +74,44 @@ def _percall(data: dict[str, Any]) -> list[str]:
         "out of Dynamo for that compile. The argument strategies pass the counter in and get",
         "`step + 1` back; their reference is `dynamic_sources` on the argument. Strategies take",
         f"turns, {c['rounds']} rounds of {c['number']} calls, the order rotated every round;",
-        "ratios are paired per round. Instructions per call come from callgrind (valgrind), one",
-        "strategy per process, and do not depend on the machine's load.",
+        "ratios are paired per round. "
+        + (
+            "Instructions per call come from callgrind (valgrind), one strategy per process,"
+            " and do not depend on the machine's load."
+            if cg
+            else "No instruction counts: this run was made without `--callgrind`."
+        ),
         "",
     ]
     for backend, section in percall.items():
         counts = cg.get(backend, {})
+        # timings and instruction counts in two tables: one would not fit the page
         lines += [
             f"### {backend}",
             "",
-            "| strategy | compiles | equal to eager | us per call | time / reference "
-            "| instructions per call | instructions / reference |",
-            "|---|---:|---|---:|---:|---:|---:|",
+            "| strategy | compiles | equal to eager | us per call | time / reference |",
+            "|---|---:|---|---:|---:|",
         ]
+        instructions = []
         for r in section["rows"]:
-            count = counts.get(r["strategy"])
-            instr = f"{count['instructions']:,}" if count else "-"
-            instr_ratio = f"{count['ratio']:.4f}x" if count and count["ratio"] else "-"
             ref = "" if r["reference"] == "dynamic_sources" else f" (vs {r['reference']})"
             lines.append(
                 f"| {r['label']}{ref} | {r['compiles']} | "
                 f"{'yes' if r['equal_to_eager'] else '**NO**'} | {_q(r['us'], '', 1)} | "
-                f"{_q(r['ratio'])} | {instr} | {instr_ratio} |"
+                f"{_q(r['ratio'])} |"
             )
+            count = counts.get(r["strategy"])
+            if count:
+                ratio = f"{count['ratio']:.4f}x" if count["ratio"] else "-"
+                instructions.append(f"| {r['label']}{ref} | {count['instructions']:,} | {ratio} |")
         lines.append("")
+        if instructions:
+            lines += [
+                "| strategy | instructions per call | instructions / reference |",
+                "|---|---:|---:|",
+                *instructions,
+                "",
+            ]
     lines += ["![Per compiled call, against dynamic_sources](img/overhead_percall.png)", ""]
     return lines
 
@@ -111,19 +126,28 @@ def _eager(data: dict[str, Any]) -> list[str]:
         "## Eager",
         "",
         "Plain value and proxy take turns (" + str(eager["rounds"]) + " samples each); "
-        "overhead and ratio are paired per sample. Instructions: callgrind, per call.",
+        "overhead and ratio are paired per sample."
+        + (" Instructions: callgrind, per call." if counts else ""),
         "",
-        "| case | plain (ns) | proxy (ns) | proxy - plain (ns) | proxy / plain "
-        "| instructions plain | instructions proxy |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| case | plain (ns) | proxy (ns) | proxy - plain (ns) | proxy / plain |",
+        "|---|---:|---:|---:|---:|",
     ]
+    instructions = []
     for r in eager["rows"]:
-        n = counts.get(r["case"])
-        plain_n, proxy_n = (f"{n['plain']:,}", f"{n['proxy']:,}") if n else ("-", "-")
         lines.append(
             f"| {r['label']} | {_q(r['plain_ns'], '', 0)} | {_q(r['proxy_ns'], '', 0)} | "
-            f"{_q(r['overhead_ns'], '', 0)} | {_q(r['ratio'])} | {plain_n} | {proxy_n} |"
+            f"{_q(r['overhead_ns'], '', 0)} | {_q(r['ratio'])} |"
         )
+        n = counts.get(r["case"])
+        if n:
+            instructions.append(f"| {r['label']} | {n['plain']:,} | {n['proxy']:,} |")
+    if instructions:
+        lines += [
+            "",
+            "| case | instructions plain | instructions proxy |",
+            "|---|---:|---:|",
+            *instructions,
+        ]
     lines += ["", "![Eager: proxy minus plain](img/overhead_eager.png)", ""]
     floor = cg.get("floor")
     add = counts.get("add")
@@ -249,24 +273,37 @@ def _warm(data: dict[str, Any]) -> list[str]:
         "are torch's (`torch._dynamo.utils.counters`) in the second process. torch's own rows",
         "never import dynscalar.",
         "",
-        "| variant | first call, cold (s) | first call, warm (s) | FX graph cache hit / miss "
-        "| AOTAutograd cache hit / miss / bypass | compiles | equal to eager (cold, warm) |",
-        "|---|---:|---:|---:|---:|---:|---|",
+        "| variant | first call, cold (s) | first call, warm (s) | compiles (warm) "
+        "| equal to eager (cold, warm) |",
+        "|---|---:|---:|---:|---|",
+    ]
+    caches = [
+        "| variant | FX graph cache hit / miss | AOTAutograd cache hit / miss / bypass |",
+        "|---|---:|---:|",
     ]
     for r in warm["rows"]:
         cold, hot = r["cold"], r["warm"]
         if "error" in cold or "error" in hot:
-            lines.append(f"| {r['label']} | error | error | - | - | - | - |")
+            lines.append(f"| {r['label']} | error | error | - | - |")
+            caches.append(f"| {r['label']} | - | - |")
             continue
         fx, aot = hot["fxgraph"], hot["aot_autograd"]
         eq = ", ".join("yes" if x["equal_to_eager"] else "**NO**" for x in (cold, hot))
         lines.append(
             f"| {r['label']} | {cold['first_call_s']:.2f} | {hot['first_call_s']:.2f} | "
+            f"{hot['compiles']} | {eq} |"
+        )
+        caches.append(
+            f"| {r['label']} | "
             f"{fx.get('fxgraph_cache_hit', 0)} / {fx.get('fxgraph_cache_miss', 0)} | "
             f"{aot.get('autograd_cache_hit', 0)} / {aot.get('autograd_cache_miss', 0)} / "
-            f"{aot.get('autograd_cache_bypass', 0)} | {hot['compiles']} | {eq} |"
+            f"{aot.get('autograd_cache_bypass', 0)} |"
         )
     lines += [
+        "",
+        "Torch's cache counters in the second (warm) process:",
+        "",
+        *caches,
         "",
         "Graphs with a dynamic float get an AOTAutograd cache key of their own (torch's key",
         "plus a dynscalar component, `dynscalar/_bridge/_floats.py`): they never read an entry",
@@ -279,13 +316,50 @@ def _warm(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _command(config: dict[str, Any]) -> str:
+    """The bench_overhead.py command line of a run: its options that differ from the
+    defaults (``--quick`` runs name only ``--quick``)."""
+    if config.get("quick"):
+        return "python benchmarks/bench_overhead.py --quick"
+    parts = ["python benchmarks/bench_overhead.py"]
+    for name, value in config.items():
+        default = _defaults().get(name, value)
+        if name in ("quick", "name", "child_callgrind", "out") or value == default:
+            continue
+        flag = "--" + name.replace("_", "-")
+        parts.append(flag if value is True else f"{flag} {value}")
+    return " ".join(parts)
+
+
+def _defaults() -> dict[str, Any]:
+    import importlib.util
+    import sys
+
+    global _DEFAULTS
+    if _DEFAULTS is None:
+        name = "_bench_overhead_defaults"
+        spec = importlib.util.spec_from_file_location(name, HERE / "bench_overhead.py")
+        assert spec is not None and spec.loader is not None
+        bench = importlib.util.module_from_spec(spec)
+        sys.modules[name] = bench  # its dataclasses look their module up
+        try:
+            spec.loader.exec_module(bench)
+            _DEFAULTS = vars(bench.parse_args([]))
+        finally:
+            del sys.modules[name]
+    return _DEFAULTS
+
+
+_DEFAULTS: dict[str, Any] | None = None
+
+
 def render(data: dict[str, Any], source: str) -> str:
     lines = [
         "# Overhead",
         "",
         "What dynscalar costs against the best torch can do: per compiled call, in eager code,",
         "in compile time and on a warm restart. Generated by `benchmarks/render_overhead.py`",
-        f"from `{source}`, written by `python benchmarks/bench_overhead.py --callgrind`.",
+        f"from `{source}`, written by `{_command(data['config'])}`.",
         "",
         "**Machine:** " + _machine(data),
         "",
