@@ -87,8 +87,9 @@ class Row:
     # compile to drop the unused float input on AOT backends (one more graph, first call)
     unused: bool = False
     # backends on which torch forces the value to a constant (no decomposition keeps it
-    # symbolic): exact, one graph per value, warned; on AOT backends the first compile
-    # restarts once to specialize it
+    # symbolic): exact, one graph per value, warned; on AOT backends every compile first
+    # tries the value symbolically, then restarts to specialize it (the pass's list of
+    # specialized floats is forgotten after each compile: it leaked into unrelated ones)
     specialized: tuple[str, ...] = ()
     note: str = ""
 
@@ -100,7 +101,7 @@ class Row:
         """The graphs ``backend`` compiles for this row's 4 values."""
         restart = backend != "eager"
         if backend in self.specialized:
-            return len(self.values) + restart
+            return len(self.values) * (1 + restart)
         return self.compiles + (self.unused and restart)
 
 

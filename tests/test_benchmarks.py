@@ -139,6 +139,95 @@ def test_quick_schedule_run(tmp_path: Path) -> None:
     assert is_png(tmp_path / "schedule.png")
 
 
+ARGUMENT_STRATEGIES = ("stock", "dynamic_true", "ds_value", "ds_args", "ds_decorator")
+
+
+def test_quick_arguments_run(tmp_path: Path) -> None:
+    """A compiled function called with 4 values of its scalar argument: every dynscalar
+    form compiles once per control path from the first call (arith 1, branch 2, float 1),
+    stock once more (the first value is a constant), and every call equals eager exactly."""
+    result_path = tmp_path / "arguments.json"
+    out = run(
+        "benchmarks/bench_arguments.py",
+        "--quick",
+        "--backend",
+        "eager",
+        "--strategies",
+        ",".join(ARGUMENT_STRATEGIES),
+        "--out",
+        str(result_path),
+    )
+    result = json.loads(result_path.read_text())
+    assert result["kind"] == "arguments"
+    assert {"machine", "config", "cases", "results", "what", "names"} <= set(result)
+    assert result["machine"]["torch"] and result["machine"]["loadavg_start"]
+    assert result["config"]["values"] == 4 and result["config"]["rounds"] == 2
+    assert {c: i["control_paths"] for c, i in result["cases"].items()} == {
+        "arith": 1,
+        "branch": 2,
+        "float": 1,
+    }
+    rows = {(r["case"], r["strategy"]): r for r in result["results"]}
+    assert set(rows) == {(c, s) for c in result["cases"] for s in ARGUMENT_STRATEGIES}
+    for (case, strategy), row in rows.items():
+        assert "error" not in row, (case, strategy, row.get("error"))
+        assert row["equal_to_eager"] and row["max_abs_diff"] == 0, (case, strategy)
+        assert row["calls"] == len(row["call_times_s"]) == 8
+        assert row["first_call_s"] > 0 and row["steady_median_us"] > 0
+        assert not row["fell_back_to_eager"] and row["restarts"] == 0, (case, strategy)
+    compiles = {k: r["compiles"] for k, r in rows.items()}
+    for strategy in ("dynamic_true", "ds_value", "ds_args", "ds_decorator"):
+        for case, info in result["cases"].items():
+            assert compiles[(case, strategy)] == info["control_paths"], (case, strategy)
+    assert [compiles[(c, "stock")] for c in ("arith", "branch", "float")] == [2, 3, 2]
+    assert rows[("float", "ds_value")]["values"] == [0.15, 0.25, 0.35, 0.45]
+    assert "| dynscalar: mark_dynamic_args |" in out
+
+    render = _load("render_docs", ROOT / "benchmarks" / "render_docs.py")
+    page = "\n".join(render._arguments_section(result, "arguments.json"))
+    assert "## Marking function arguments" in page
+    table: dict[str, str] = {}  # the first table: compiles per case
+    for line in page.splitlines():
+        if line.startswith("| "):
+            table.setdefault(line.split(" | ")[0], line)
+    assert table["| stock torch.compile"].endswith("| 2 | 3 | 2 | yes |")
+    assert table["| dynscalar: mark_<wbr>dynamic_<wbr>args"].endswith("| 1 | 2 | 1 | yes |")
+
+
+def test_arguments_render_says_wrong_numbers_and_errors() -> None:
+    """The section must not hide a strategy that returned other numbers than eager or
+    failed: a check that cannot fail checks nothing."""
+    render = _load("render_docs", ROOT / "benchmarks" / "render_docs.py")
+    good = {"torch": "2.13.0", "compiles": 1, "restarts": 0, "fell_back_to_eager": False}
+    good |= {"equal_to_eager": True, "first_call_s": 0.1, "steady_median_us": 50.0}
+    data = {
+        "kind": "arguments",
+        "machine": {"cpu": "cpu", "cores": 2, "python": "3.11", "loadavg_start": [1.0]},
+        "config": {"values": 2, "rounds": 1, "shape": [4, 4], "backend": "eager"},
+        "cases": {"arith": {"description": "d", "arg": "n", "control_paths": 1, "values": [2]}},
+        "names": {"ds_args": "dynscalar: mark_dynamic_args", "stock": "stock torch.compile"},
+        "what": {"ds_args": "a", "stock": "b"},
+        "results": [
+            {**good, "case": "arith", "strategy": "ds_args", "equal_to_eager": False},
+            {"case": "arith", "strategy": "stock", "error": "Boom: broken (unhinted: x)"},
+        ],
+    }
+    data["config"]["strategies"] = ["ds_args", "stock"]
+    page = "\n".join(render._arguments_section(data, "x.json"))
+    assert "| 1 **wrong** | **NO** |" in page
+    assert "**Wrong numbers:** dynscalar: mark_dynamic_args on arith." in page
+    assert "| stock torch.compile | ? | error | - |" in page
+    assert "`Boom: broken`" in page
+
+
+def _load(name: str, path: Path) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def _stand_in(bench: types.ModuleType, trained: Any, kind: str) -> Any:
     """An eager copy of ``trained`` whose dropout is broken in one way (``ok``: not)."""
     import torch

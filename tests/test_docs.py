@@ -77,7 +77,11 @@ def test_benchmark_pages_are_what_render_docs_writes(tmp_path: Path) -> None:
 
 def test_published_runs_are_what_the_pages_cite() -> None:
     render = load(ROOT / "benchmarks" / "render_docs.py")
-    assert [p.name for p in render.PUBLISHED] == [PUBLISHED.name, "schedule-inductor-200.json"]
+    assert [p.name for p in render.PUBLISHED] == [
+        PUBLISHED.name,
+        "schedule-inductor-200.json",
+        "arguments-aot_eager.json",
+    ]
     schedule = json.loads(render.PUBLISHED[1].read_text())
     assert list(schedule["workloads"]) == ["schedule"]
     rows = {r["strategy"]: r for r in schedule["results"]}
@@ -86,7 +90,26 @@ def test_published_runs_are_what_the_pages_cite() -> None:
         assert rows[name]["compiles"] == schedule["workloads"]["schedule"]["control_paths"]
     text = (ROOT / "docs/benchmarks.md").read_text()
     assert "## Dropout and label-smoothing schedule (training)" in text
+    assert "Marking function arguments" not in text  # the arguments run is the comparison's
     assert "![Dropout and label-smoothing schedule" in text and "(img/schedule.png)" in text
+
+
+def test_published_arguments_run_is_what_the_comparison_shows() -> None:
+    """Function arguments: every dynscalar mark compiles once per control path, exactly
+    equal to eager; the page shows the run's counts."""
+    render = load(ROOT / "benchmarks" / "render_docs.py")
+    run = json.loads(render.PUBLISHED[2].read_text())
+    assert run["kind"] == "arguments" and run["config"]["values"] >= 8
+    rows = {(r["case"], r["strategy"]): r for r in run["results"]}
+    for case, info in run["cases"].items():
+        for strategy in ("ds_value", "ds_args", "ds_decorator"):
+            row = rows[(case, strategy)]
+            assert row["equal_to_eager"] and row["compiles"] == info["control_paths"], row
+        assert rows[(case, "stock")]["compiles"] > info["control_paths"], case
+    text = (ROOT / "docs/comparison.md").read_text()
+    section = text[text.index("## Marking function arguments") :]
+    assert f"`{render.source_name(render.PUBLISHED[2])}`" in section
+    assert "| dynscalar: mark_<wbr>dynamic_<wbr>args | 2.13.0 | 1 | 2 | 1 | yes |" in section
 
 
 def test_benchmark_page_opens_with_a_summary_in_plain_words() -> None:

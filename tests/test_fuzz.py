@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -244,6 +245,28 @@ def test_a_difference_stock_torch_shows_too_is_torchs_own() -> None:
                 assert all(e.cause == "torch" for e in verdict.events), verdict.events
     finally:
         worker.close()
+
+
+def test_a_torch_bug_behind_a_refused_call_is_torchs_own() -> None:
+    """Found by the long profile (seed 0, index 4419): a marked str makes compiled code raise
+    (DynscalarTypeError; eager raises TypeError too), then a numpy int meets
+    ``self.s += 0.5``, which stock torch's fake tensors cannot trace.  In the stock re-run the
+    first call's TypeError made torch give up on the frame, so the bug was hidden there; the
+    re-run without the refused call shows it."""
+    marked_str = Instance("m1", "MD", (Value("str", "3"),))  # MD: @dynamic_attrs("s")
+    numpy_float = Instance("m2", "M", (Value("np.float64", -1.25),))
+    steps = [Call("m1"), Assign("m2", "s", Value("np.int64", -2)), Call("m2")]
+    p = replace(
+        program(["{a} += 0.5"], marked_str, numpy_float, steps=steps),
+        class_mark=(("s",), Spec()),
+    )
+    worker = runner.StockWorker()
+    try:
+        verdict = runner.check_program(p, "aot_eager", worker)
+    finally:
+        worker.close()
+    assert [(e.cause, e.mismatch.call) for e in verdict.events] == [("torch", 1)], verdict.events
+    assert "without the calls refused by the contract" in (verdict.events[0].torch_kind or "")
 
 
 def test_the_shrinker_keeps_only_what_the_failure_needs(monkeypatch: pytest.MonkeyPatch) -> None:

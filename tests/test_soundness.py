@@ -185,6 +185,61 @@ def test_int_expression_leaving_int64_on_the_eager_backend_stays_symbolic() -> N
     assert overflow_run("eager", [4, 2**62, 5]) == 1
 
 
+class Phase(Scale):
+    """A float derived from the marked int, then a float `%` (a cyclic schedule)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * ((self.s + 0.5) % 1.5)
+
+
+@pytest.mark.parametrize(
+    "backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.inductor)]
+)
+def test_float_op_the_tensorify_pass_cannot_lower_on_a_marked_int(backend: str) -> None:
+    """Found by the fuzzer: torch 2.13's float-tensorify pass has no float `%` (python_mod)
+    and failed the compile with AttributeError for `(step + 0.5) % 1.5` of a marked int.
+    The int is compiled as a constant instead: exact, one graph per value, warned."""
+
+    class PhaseOf(Phase):  # a class per backend: the warning is once per attribute and type
+        pass
+
+    PhaseOf.__name__ = f"Phase_{backend}"
+    model = ds.mark_dynamic_attr(PhaseOf(1), "s")
+    eager = copy.deepcopy(model)
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    with pytest.warns(ds.SpecializationWarning, match=r"float-tensorify pass cannot compile"):
+        step_both(compiled, model, eager)
+    for value in (2, 3, 2):
+        step_both(compiled, model, eager, s=value)
+    # per new value: the symbolic attempt the pass rejects, then the constant graph
+    assert counter.graphs == 6
+
+
+def shifted_phase(x: torch.Tensor, n: Any) -> torch.Tensor:
+    y = x.clone()
+    n += 0.5
+    return y + n % 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_float_op_the_tensorify_pass_cannot_lower_on_an_int_argument(backend: str) -> None:
+    """The same for a `DynamicInt` argument (seed 0, index 1499 of the long profile): the
+    restarted trace folds `n += 0.5`, another path than the first trace took, which Dynamo
+    rejected (SpeculationLogDivergence) until the bridge cleared the speculation log."""
+    counter = CountingBackend(backend)
+    compiled = torch.compile(shifted_phase, backend=counter)
+    x = torch.tensor([-2.0, -1.5, -0.5, -0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.SpecializationWarning)
+        for n in (7, 8, 7):
+            got = compiled(x, DynamicInt(n))
+            torch.testing.assert_close(got, shifted_phase(x, n), rtol=0, atol=0)
+    # the eager backend runs no AOT pass: Python floats, symbolic, one graph; AOT backends:
+    # per new value the rejected symbolic attempt and the constant graph
+    assert counter.graphs == {"eager": 1, "aot_eager": 4}[backend]
+
+
 class Loop(Scale):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         for _ in range(self.s % 3):

@@ -6,6 +6,8 @@ the range anyway: with a dynamic float (``range(self.t % 3)`` where ``t`` is a
 ``DynamicFloat``, or a plain float that automatic dynamic made symbolic) compiled code
 loops ``int(t % 3)`` times where eager raises.  The hook raises eager's ``TypeError`` inside
 the traced program (an observed exception: the frame runs eagerly and raises it).
+Installed only on torch 2.13's ``call_range(self, tx, *args)``: torch 2.14 converts the
+arguments with ``pynumber_index``, which raises the same ``TypeError``.
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ _EXPECTED_SIGNATURES: dict[str, tuple[str, ...]] = {
     # guards (_guards)
     "guards.install_guard": ("guards", "skip"),
     "GuardBuilder.TYPE_MATCH": ("self", "guard"),
+    "GuardBuilder.CONSTANT_MATCH": ("self", "guard"),  # _restarts: a constant after a restart
+    "ConstantVariable.create": ("value", "kwargs"),
     "GuardBuilder.ID_MATCH": ("self", "guard", "recompile_hint"),
     "GuardBuilder.EQUALS_MATCH": ("self", "guard", "recompile_hint"),
     "GuardBuilder.DICT_NOT_CONTAINS": ("self", "guard", "key"),
@@ -41,9 +43,6 @@ _EXPECTED_SIGNATURES: dict[str, tuple[str, ...]] = {
     "UserFunctionVariable.__init__": ("self", "fn", "is_constant", "kwargs"),
     "TensorVariable.call_method": ("self", "tx", "name", "args", "kwargs"),
     "BuiltinVariable.call_function": ("self", "tx", "args", "kwargs"),
-    # range(float) (_builtins)
-    "BuiltinVariable.call_range": ("self", "tx", "args"),
-    "exc.raise_observed_exception": ("exc_type", "tx", "args", "kwargs"),
     # write-back (_writeback)
     "SideEffects.codegen_update_mutated": ("self", "cg", "log_side_effects"),
     "InstructionTranslatorBase.BINARY_OP": ("self", "inst"),
@@ -89,13 +88,12 @@ def _core_internals() -> dict[str, Any]:
         bytecode_transformation,
         codegen,
         eval_frame,
-        exc,
         guards,
         output_graph,
         side_effects,
         symbolic_convert,
     )
-    from torch._dynamo.variables import builder, builtin, functions, tensor
+    from torch._dynamo.variables import builder, builtin, constant, functions, tensor
     from torch._dynamo.variables import torch as torch_variables
     from torch.fx.experimental import symbolic_shapes
 
@@ -109,6 +107,8 @@ def _core_internals() -> dict[str, Any]:
         "ShapeEnv.constrain_symbol_range": shape_env.constrain_symbol_range,
         "guards.install_guard": guards.install_guard,
         "GuardBuilder.TYPE_MATCH": guard_builder.TYPE_MATCH,
+        "GuardBuilder.CONSTANT_MATCH": guard_builder.CONSTANT_MATCH,
+        "ConstantVariable.create": constant.ConstantVariable.create,
         "GuardBuilder.ID_MATCH": guard_builder.ID_MATCH,
         "GuardBuilder.EQUALS_MATCH": guard_builder.EQUALS_MATCH,
         "GuardBuilder.DICT_NOT_CONTAINS": guard_builder.DICT_NOT_CONTAINS,
@@ -124,8 +124,6 @@ def _core_internals() -> dict[str, Any]:
         "UserFunctionVariable.__init__": functions.UserFunctionVariable.__init__,
         "TensorVariable.call_method": tensor.TensorVariable.call_method,
         "BuiltinVariable.call_function": builtin.BuiltinVariable.call_function,
-        "BuiltinVariable.call_range": builtin.BuiltinVariable.call_range,
-        "exc.raise_observed_exception": exc.raise_observed_exception,
         "SideEffects.codegen_update_mutated": side_effects.SideEffects.codegen_update_mutated,
         # Python 3.10 has one INPLACE_* handler per operator instead (same signature)
         "InstructionTranslatorBase.BINARY_OP": getattr(tracer, "BINARY_OP", tracer.INPLACE_ADD),

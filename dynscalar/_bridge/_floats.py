@@ -23,8 +23,8 @@ from .._proxy import DynamicFloat, DynamicScalar
 from .._spec import DynamicSpec
 from ._checks import check_float_internals
 from ._guards import guard_proxy
-from ._overflow import forget_overflows, guard_int64
 from ._reports import passthrough, remember, user_location
+from ._restarts import forget_restarts, guard_int64, ints_in_floats, specialize_ints_and_restart
 from ._sources import swapped_source
 from ._state import CompileState, Origin, compile_state, lock, peek_state
 
@@ -38,7 +38,7 @@ _float_hooks: BridgeError | bool = False
 def ensure_aot_hooks() -> bool:
     """Patch the AOT pipeline, once, at the first marked value Dynamo meets; False when
     its internals moved (floats then refuse to compile, ints compile without the int64
-    guards of ``_overflow``)."""
+    guards of ``_restarts``)."""
     global _float_hooks
     with lock:
         if _float_hooks is False:
@@ -204,11 +204,28 @@ def _tensorify_hook(
     if state is not None:
         guard_int64(gm, shape_env, state)  # may restart with an overflowing int specialized
     ours = state.floats if state is not None else None
-    if not ours:
-        result = wrapped(*args, **kwargs)
-        forget_overflows()
-        return result
     from torch._dynamo.exc import TensorifyScalarRestartAnalysis
+
+    if not ours:
+        try:
+            result = wrapped(*args, **kwargs)
+        except TensorifyScalarRestartAnalysis:
+            raise
+        except Exception as exc:
+            # e.g. `(step + 0.5) % 1.0` of a marked int: the pass cannot lower the float `%`
+            # either; compile the ints such floats come from as constants (_restarts)
+            involved = ints_in_floats(gm, state) if state is not None else set()
+            if state is None or not involved:
+                raise
+            specialize_ints_and_restart(
+                shape_env,
+                state,
+                involved,
+                "is turned into a float used by an operation torch's float-tensorify pass "
+                f"cannot compile symbolically ({type(exc).__name__}: {exc})",
+            )
+        forget_restarts()
+        return result
 
     _scalar_tensor_prepass(gm, shape_env, fake_mode)
     ops = _unsupported_uses(gm, ours)
@@ -243,7 +260,7 @@ def _tensorify_hook(
     from torch._dynamo.symbolic_convert import TensorifyState
 
     TensorifyState.clear()
-    forget_overflows()
+    forget_restarts()
     baked = sorted(
         {ours[s] for g in shape_env.guards[n_guards:] for s in g.expr.free_symbols if s in ours}
     )

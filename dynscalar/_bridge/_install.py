@@ -48,7 +48,6 @@ def _patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     """(owner, attribute, wrapper) for every function the bridge wraps with wrapt."""
     from torch._dynamo import side_effects
     from torch._dynamo.variables import builder
-    from torch._dynamo.variables.builtin import BuiltinVariable
     from torch._dynamo.variables.tensor import TensorVariable
     from torch._dynamo.variables.torch import TorchInGraphFunctionVariable
     from torch.fx.experimental import symbolic_shapes
@@ -56,12 +55,27 @@ def _patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     return [
         (TorchInGraphFunctionVariable, "call_function", in_graph_call_hook),
         (TensorVariable, "call_method", tensor_method_hook),
-        (BuiltinVariable, "call_range", range_hook),
         (builder.VariableBuilder, "_wrap", wrap_hook),
         (symbolic_shapes.ShapeEnv, "_make_data_dependent_error", data_dependent_hook),
         (symbolic_shapes.ShapeEnv, "evaluate_sym_node", evaluate_sym_node_hook),
         (side_effects.SideEffects, "codegen_update_mutated", codegen_update_mutated_hook),
     ]
+
+
+def _version_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
+    """Patches for bugs of one torch version, applied only where that version's code is.
+
+    ``range(SymFloat)`` (``_builtins``): torch 2.13's ``call_range(self, tx, *args)``; from
+    2.14 on it takes ``**kwargs`` too and converts with ``pynumber_index``, which raises.
+    """
+    from torch._dynamo import exc
+    from torch._dynamo.variables.builtin import BuiltinVariable
+
+    patches: list[tuple[Any, str, Callable[..., Any]]] = []
+    call_range = inspect.signature(inspect.unwrap(BuiltinVariable.call_range)).parameters
+    if tuple(call_range) == ("self", "tx", "args") and hasattr(exc, "raise_observed_exception"):
+        patches.append((BuiltinVariable, "call_range", range_hook))
+    return patches
 
 
 def _patch_inplace_handlers(undo: list[Callable[[], None]]) -> None:
@@ -145,7 +159,7 @@ def install() -> None:
         check_internals()
         undo: list[Callable[[], None]] = []
         try:
-            for owner, name, hook in _patches():
+            for owner, name, hook in _patches() + _version_patches():
                 original = owner.__dict__[name]
                 wrapt.wrap_function_wrapper(owner, name, hook)
                 undo.append(functools.partial(setattr, owner, name, original))

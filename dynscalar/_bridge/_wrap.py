@@ -43,8 +43,8 @@ from .._spec import INT64_MAX, INT64_MIN, DynamicSpec
 from ._floats import ensure_aot_hooks, wrap_float
 from ._guards import guard_mark_state, guard_marks_epoch, guard_proxy
 from ._ints import wrap_int
-from ._overflow import overflow_reason
 from ._reports import instance_path, passthrough, user_location
+from ._restarts import restart_reason
 from ._sources import swapped_source
 from ._state import resolved
 
@@ -246,9 +246,9 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     if kind is int and not INT64_MIN <= plain <= INT64_MAX:
         reason = f"holds {plain}, outside the int64 range torch.compile can trace symbolically"
         return _compile_unmarked(wrapped, instance, value, spec, where, reason, "")
-    overflow = overflow_reason(str(instance.source.name)) if kind is int else None
-    if overflow is not None:  # this compile restarted because an expression of it overflowed
-        return _compile_unmarked(wrapped, instance, value, spec, where, overflow, "")
+    restart = restart_reason(str(instance.source.name)) if kind is int else None
+    if restart is not None:  # the AOT pass restarted this compile to specialize it
+        return _compile_unmarked(wrapped, instance, value, spec, where, restart, "", constant=True)
     if kind is float and (spec.unbacked or spec.has_range):
         # unbacked and min/max describe ints: a float follows the proxy-arithmetic rule
         # (a float derived from a ranged or unbacked int is a backed dynamic float)
@@ -281,6 +281,8 @@ def _compile_unmarked(
     where: str,
     reason: str,
     store: str,
+    *,
+    constant: bool = False,
 ) -> Any:
     """A marked value dynscalar cannot make symbolic, compiled like an unmarked value.
 
@@ -299,7 +301,26 @@ def _compile_unmarked(
     filename, lineno, _ = user_location()
     location = (filename, lineno) if lineno else None
     warn_once(("unmarked", where, type(value)), message, SpecializationWarning, location=location)
+    if constant:  # not stock's path: automatic dynamic would make a changing value a SymInt
+        return wrap_constant(builder, value)
     return wrap_plain(wrapped, builder, value)
+
+
+def wrap_constant(builder: Any, value: Any) -> Any:
+    """A constant guarded by value (``CONSTANT_MATCH``), as Dynamo builds for a static int;
+    a proxy is read through ``<source>.__wrapped__``, with its class and spec guarded."""
+    from torch._dynamo.guards import GuardBuilder
+    from torch._dynamo.source import AttrSource
+    from torch._dynamo.variables.constant import ConstantVariable
+
+    source = builder.source
+    if isinstance(value, DynamicScalar):
+        guard_proxy(source)
+        source = AttrSource(source, "__wrapped__")
+        value = value.__wrapped__
+    with swapped_source(builder, source):
+        builder.install_guards(GuardBuilder.CONSTANT_MATCH)
+    return ConstantVariable.create(value=value, source=source)
 
 
 def wrap_plain(wrapped: Any, builder: Any, value: Any) -> Any:

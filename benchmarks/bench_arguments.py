@@ -1,0 +1,475 @@
+"""Benchmark: a compiled *function* called with a changing scalar argument, per strategy.
+
+``f(x, n)`` is compiled once and called with ``--values`` distinct values of its scalar
+argument (``--rounds`` passes over them), in three cases (``CASES``):
+
+* ``arith``: an int used arithmetically, ``x * n + n`` (1 control path);
+* ``branch``: an int with a branch, ``if n % 2: ... else: ...`` (2 control paths);
+* ``float``: a float, ``x * p`` (1 control path).
+
+Strategies (``STRATEGIES``), each in a fresh Python process with a fresh inductor cache:
+
+* ``stock``: ``torch.compile(f)``, plain ints/floats passed;
+* ``dynamic_true``: ``torch.compile(f, dynamic=True)``;
+* ``ds_value``: the caller passes ``dynscalar.DynamicInt(n)`` / ``DynamicFloat(p)``;
+* ``ds_args``: ``torch.compile(dynscalar.mark_dynamic_args(f, "n"))``, plain values passed;
+* ``ds_decorator``: ``@dynscalar.dynamic_args("n")`` on ``f``, plain values passed;
+* ``torch_dynamic_spec``: torch 2.14's ``torch.compile(f, dynamic_shapes={"n": IntVar("n")})``
+  (``torch.fx.experimental.dynamic_spec``). Run with ``--torch-2-14 PYTHON`` (a Python whose
+  torch has it; the row records that torch's version), or in this process's Python when
+  its torch has it. Only stock torch is imported in those children (and in ``stock`` and
+  ``dynamic_true``'s): dynscalar's bridge is not installed there.
+
+Every call's output is compared with ``f`` run eagerly on the same plain value, exactly
+(``torch.testing.assert_close(rtol=0, atol=0)``); ``equal_to_eager`` is true when all are.
+``compiles`` counts the graphs Dynamo kept (``restarts``: graphs handed to the backend
+and thrown away by a restart); ``fell_back_to_eager`` says Dynamo hit ``recompile_limit``.
+Timing (secondary; wall clock on a shared machine): ``first_call_s`` is the first call
+(the cold compile), ``steady_median_us`` the median call of the last round.
+
+    python benchmarks/bench_arguments.py --out arguments.json      # aot_eager, 8 values
+    python benchmarks/bench_arguments.py --torch-2-14 /path/to/venv/bin/python --out a.json
+    python benchmarks/bench_arguments.py --quick --backend eager --out /tmp/q.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+SHAPE = (64, 64)
+
+
+# --------------------------------------------------------------------------- cases
+
+
+def arith(x: torch.Tensor, n: int) -> torch.Tensor:
+    return x * n + n
+
+
+def branch(x: torch.Tensor, n: int) -> torch.Tensor:
+    if n % 2:
+        return x * n + 1
+    return x - n
+
+
+def scale(x: torch.Tensor, p: float) -> torch.Tensor:
+    return x * p
+
+
+@dataclass(frozen=True)
+class Case:
+    """One function, the name of its scalar parameter and the values it is called with."""
+
+    function: Callable[[torch.Tensor, Any], torch.Tensor]
+    arg: str
+    kind: str  # "int" or "float"
+    control_paths: int
+    description: str
+
+    def values(self, count: int) -> list[int | float]:
+        # From 2: Dynamo specializes 0 and 1 whatever the marks (torch's 0/1 rule).
+        if self.kind == "int":
+            return [2 + i for i in range(count)]
+        return [round(0.15 + 0.1 * i, 2) for i in range(count)]
+
+
+CASES = {
+    "arith": Case(arith, "n", "int", 1, "an int used arithmetically, `x * n + n`"),
+    "branch": Case(branch, "n", "int", 2, "an int with a branch, `x * n + 1 if n % 2 else x - n`"),
+    "float": Case(scale, "p", "float", 1, "a float, `x * p`"),
+}
+
+
+# --------------------------------------------------------------------------- strategies
+
+# Reader-facing names (render_docs.py uses them too) and what each strategy is.
+NAMES = {
+    "stock": "stock torch.compile",
+    "dynamic_true": "torch.compile(dynamic=True)",
+    "ds_value": "dynscalar: DynamicInt / DynamicFloat value",
+    "ds_args": "dynscalar: mark_dynamic_args",
+    "ds_decorator": "dynscalar: @dynamic_args",
+    "torch_dynamic_spec": "torch 2.14: dynamic_shapes IntVar",
+}
+WHAT = {
+    "stock": "`torch.compile(f)`, plain values",
+    "dynamic_true": "`torch.compile(f, dynamic=True)`, plain values",
+    "ds_value": "`f(x, dynscalar.DynamicInt(n))` (`DynamicFloat(p)` for the float)",
+    "ds_args": '`torch.compile(dynscalar.mark_dynamic_args(f, "n"))`, plain values',
+    "ds_decorator": '`@dynscalar.dynamic_args("n")` on `def f`, plain values',
+    "torch_dynamic_spec": '`torch.compile(f, dynamic_shapes={"n": IntVar("n")})`',
+}
+DYNSCALAR = ("ds_value", "ds_args", "ds_decorator")
+TORCH_2_14 = "torch_dynamic_spec"
+STRATEGIES = ("stock", "dynamic_true", *DYNSCALAR, TORCH_2_14)
+
+
+def has_dynamic_spec() -> bool:
+    """Whether this torch has ``torch.fx.experimental.dynamic_spec`` (added in torch 2.14)."""
+    import importlib.util
+
+    return importlib.util.find_spec("torch.fx.experimental.dynamic_spec") is not None
+
+
+def build(strategy: str, case: Case, backend: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """The compiled callable, and how a plain value is passed to it."""
+
+    def plain(value: Any) -> Any:
+        return value
+
+    f = case.function
+    if strategy == "stock":
+        return torch.compile(f, backend=backend), plain
+    if strategy == "dynamic_true":
+        return torch.compile(f, backend=backend, dynamic=True), plain
+    if strategy == TORCH_2_14:
+        # added in torch 2.14: a spec per parameter; IntVar is its only scalar variable
+        from torch.fx.experimental.dynamic_spec import IntVar
+
+        spec = {case.arg: IntVar(case.arg)}
+        compile_: Any = torch.compile  # dynamic_shapes=: torch 2.14's signature, not 2.13's
+        return compile_(f, backend=backend, dynamic_shapes=spec), plain
+    import dynscalar  # only dynscalar's strategies install its bridge
+
+    if strategy == "ds_value":
+        return torch.compile(f, backend=backend), dynscalar.mark_dynamic
+    if strategy == "ds_args":
+        return torch.compile(dynscalar.mark_dynamic_args(f, case.arg), backend=backend), plain
+    if strategy == "ds_decorator":
+        return torch.compile(_decorated(case), backend=backend), plain
+    raise SystemExit(f"unknown strategy {strategy!r}; choose from {list(STRATEGIES)}")
+
+
+def _decorated(case: Case) -> Callable[..., Any]:
+    """The case's function written with ``@dynscalar.dynamic_args`` (same body as above)."""
+    import dynscalar
+
+    if case.function is arith:
+
+        @dynscalar.dynamic_args("n")
+        def arith_(x: torch.Tensor, n: int) -> torch.Tensor:
+            return x * n + n
+
+        return arith_
+    if case.function is branch:
+
+        @dynscalar.dynamic_args("n")
+        def branch_(x: torch.Tensor, n: int) -> torch.Tensor:
+            if n % 2:
+                return x * n + 1
+            return x - n
+
+        return branch_
+
+    @dynscalar.dynamic_args("p")
+    def scale_(x: torch.Tensor, p: float) -> torch.Tensor:
+        return x * p
+
+    return scale_
+
+
+# --------------------------------------------------------------------------- child process
+
+
+class CountingBackend:
+    """A torch.compile backend that counts the graphs handed to the real backend."""
+
+    def __init__(self, name: str) -> None:
+        from torch._dynamo.backends.registry import lookup_backend
+
+        self.real = lookup_backend(name)
+        self.graphs = 0
+
+    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+        self.graphs += 1
+        return self.real(gm, example_inputs)
+
+
+class RecompileLimitWatch(logging.Handler):
+    """Counts Dynamo's "hit config.recompile_limit" warnings (the frame then runs eager)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.hits = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "recompile_limit" in record.getMessage():
+            self.hits += 1
+
+
+def _unique_graphs() -> int:
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
+
+
+def run_child(
+    case_name: str, strategy: str, values: int, rounds: int, backend: str
+) -> dict[str, Any]:
+    """Compile ``f`` with one strategy, call it on every value ``rounds`` times, compare
+    each output with eager exactly; return the result row."""
+    case = CASES[case_name]
+    torch.manual_seed(0)
+    x = torch.randn(*SHAPE)
+    plain_values = case.values(values)
+    row: dict[str, Any] = {
+        "case": case_name,
+        "strategy": strategy,
+        "label": NAMES[strategy],
+        "torch": torch.__version__,
+        "backend": backend,
+        "values": plain_values,
+    }
+    counter = CountingBackend(backend)
+    watch = RecompileLimitWatch()
+    logging.getLogger("torch._dynamo").addHandler(watch)
+    before = _unique_graphs()
+    try:
+        call, wrap = build(strategy, case, counter)
+        times, mismatches, max_diff = [], [], 0.0
+        for _ in range(rounds):
+            for v in plain_values:
+                arg = wrap(v)
+                start = time.perf_counter()
+                out = call(x, arg)
+                times.append(time.perf_counter() - start)
+                want = case.function(x, v)
+                max_diff = max(max_diff, (out.double() - want.double()).abs().max().item())
+                try:
+                    torch.testing.assert_close(out, want, rtol=0, atol=0)
+                except AssertionError:
+                    mismatches.append(v)
+    except Exception as exc:  # noqa: BLE001 - a strategy that fails is a result to report
+        row.update(error=f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}")
+        row.update(equal_to_eager=False, compiles=_unique_graphs() - before)
+        return row
+    finally:
+        logging.getLogger("torch._dynamo").removeHandler(watch)
+    compiles = _unique_graphs() - before
+    last = times[-len(plain_values) :]
+    row.update(
+        compiles=compiles,
+        restarts=counter.graphs - compiles,
+        recompile_limit_hits=watch.hits,
+        fell_back_to_eager=watch.hits > 0,
+        equal_to_eager=not mismatches,
+        mismatched_values=sorted(set(mismatches)),
+        max_abs_diff=max_diff,
+        calls=len(times),
+        first_call_s=times[0],
+        steady_median_us=statistics.median(last) * 1e6,
+        call_times_s=times,
+    )
+    return row
+
+
+# --------------------------------------------------------------------------- parent process
+
+
+def machine_info() -> dict[str, Any]:
+    """CPU model, cores, torch and Python versions, load average."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    import dynscalar
+
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "dynscalar": dynscalar.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "loadavg_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+    }
+
+
+def spawn_child(python: str, case: str, strategy: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Run one (case, strategy) pair in a fresh process with a fresh inductor cache."""
+    cmd = [python, str(Path(__file__).resolve()), "--child", case, strategy]
+    cmd += ["--values", str(args.values), "--rounds", str(args.rounds), "--backend", args.backend]
+    with tempfile.TemporaryDirectory(prefix="dynscalar-bench-") as cache:
+        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
+        # Another Python (torch 2.14) may have its own dynscalar installed: use this tree's.
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(
+                cmd, env=env, capture_output=True, text=True, timeout=args.timeout, check=False
+            )
+        except subprocess.TimeoutExpired:
+            proc = None
+        wall = time.perf_counter() - start
+    lines = proc.stdout.strip().splitlines() if proc else []
+    if proc is None or proc.returncode != 0 or not lines:
+        why = f"timed out after {args.timeout:.0f} s" if proc is None else proc.stderr[-2000:]
+        return {
+            "case": case,
+            "strategy": strategy,
+            "label": NAMES[strategy],
+            "error": why or f"exit {proc.returncode if proc else '?'}",
+            "equal_to_eager": False,
+        }
+    row: dict[str, Any] = json.loads(lines[-1])
+    row["process_wall_s"] = wall
+    return row
+
+
+def _compiles_cell(r: dict[str, Any]) -> str:
+    if "error" in r:
+        return "error"
+    text = str(r["compiles"])
+    if r.get("restarts"):
+        text += f" (+{r['restarts']} restart{'s' if r['restarts'] != 1 else ''})"
+    return text + (", then eager" if r["fell_back_to_eager"] else "")
+
+
+def format_table(rows: list[dict[str, Any]], cases: list[str]) -> str:
+    """Compiles per strategy (rows) and case (columns), and equality with eager."""
+    strategies = list(dict.fromkeys(r["strategy"] for r in rows))
+    by = {(r["case"], r["strategy"]): r for r in rows}
+    lines = [
+        "| strategy | torch | " + " | ".join(cases) + " | same as eager |",
+        "|---|---|" + "---:|" * len(cases) + "---|",
+    ]
+    for s in strategies:
+        mine = [by[(c, s)] for c in cases if (c, s) in by]
+        version = next((r["torch"] for r in mine if "torch" in r), "?")
+        cells = [_compiles_cell(by[(c, s)]) if (c, s) in by else "-" for c in cases]
+        wrong = [r["case"] for r in mine if not r["equal_to_eager"] and "error" not in r]
+        same = "yes" if not wrong else "**NO** (" + ", ".join(wrong) + ")"
+        lines.append(f"| {NAMES[s]} | {version} | " + " | ".join(cells) + f" | {same} |")
+    return "\n".join(lines)
+
+
+def run_parent(args: argparse.Namespace) -> int:
+    """Run every pair, print the table, write the JSON; exit 1 on wrong numbers."""
+    cases = _split(args.cases, list(CASES))
+    strategies = _split(args.strategies, [s for s in STRATEGIES if s != TORCH_2_14])
+    python_2_14 = args.torch_2_14 or (sys.executable if has_dynamic_spec() else None)
+    if python_2_14 and TORCH_2_14 not in strategies and not args.strategies:
+        strategies.append(TORCH_2_14)
+    if TORCH_2_14 in strategies and not python_2_14:
+        raise SystemExit(f"{TORCH_2_14} needs --torch-2-14 PYTHON (this torch has no dynamic_spec)")
+    info = machine_info()
+    print(
+        f"dynscalar argument benchmark: backend={args.backend}, {args.values} values x "
+        f"{args.rounds} rounds, torch {info['torch']}, {info['cores']} cores, "
+        f"load {info['loadavg_start']}",
+        flush=True,
+    )
+    rows, start = [], time.perf_counter()
+    for case in cases:
+        for s in strategies:
+            python = python_2_14 if s == TORCH_2_14 else sys.executable
+            row = spawn_child(python or sys.executable, case, s, args)
+            rows.append(row)
+            state = row.get("error", "").splitlines()[-1:] or [
+                f"{_compiles_cell(row)} compile(s), equal to eager: {row['equal_to_eager']}"
+            ]
+            print(f"{case} / {s}: {state[0]}", flush=True)
+    info["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    print("\n" + format_table(rows, cases))
+    result = {
+        "kind": "arguments",
+        "machine": info,
+        "config": {
+            "backend": args.backend,
+            "values": args.values,
+            "rounds": args.rounds,
+            "shape": list(SHAPE),
+            "strategies": strategies,
+            "cases": cases,
+            "torch_2_14_python": args.torch_2_14,
+        },
+        "cases": {
+            c: {
+                "description": CASES[c].description,
+                "arg": CASES[c].arg,
+                "kind": CASES[c].kind,
+                "control_paths": CASES[c].control_paths,
+                "values": CASES[c].values(args.values),
+            }
+            for c in cases
+        },
+        "what": {s: WHAT[s] for s in strategies},
+        "names": {s: NAMES[s] for s in strategies},
+        "wall_s": time.perf_counter() - start,
+        "results": rows,
+    }
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"\nwrote {out}")
+    wrong = [r for r in rows if not r["equal_to_eager"] and "error" not in r]
+    return 1 if wrong else 0
+
+
+def _split(value: str | None, default: list[str]) -> list[str]:
+    names = default if not value else [v.strip() for v in value.split(",") if v.strip()]
+    known = {*CASES, *STRATEGIES}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"unknown name(s) {unknown}; cases {list(CASES)}, strategies {STRATEGIES}")
+    return names
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Command-line options."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--backend", default="aot_eager", help="torch.compile backend")
+    parser.add_argument("--values", type=int, default=None, help="distinct values (default 8)")
+    parser.add_argument("--rounds", type=int, default=None, help="passes over them (default 5)")
+    parser.add_argument("--cases", help=f"comma list of {list(CASES)} (default all)")
+    parser.add_argument("--strategies", help=f"comma list of {list(STRATEGIES)}")
+    parser.add_argument(
+        "--torch-2-14",
+        metavar="PYTHON",
+        help="a Python whose torch has dynamic_spec (2.14): runs the torch_dynamic_spec strategy",
+    )
+    parser.add_argument("--quick", action="store_true", help="tiny run for tests: 4 values x 2")
+    parser.add_argument("--out", default="arguments.json", help="the JSON to write")
+    parser.add_argument("--timeout", type=float, default=900, help="seconds per child process")
+    parser.add_argument("--child", nargs=2, metavar=("CASE", "STRATEGY"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.values = args.values or (4 if args.quick else 8)
+    args.rounds = args.rounds or (2 if args.quick else 5)
+    if args.values < 2:
+        parser.error("--values must be at least 2")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.child:
+        row = run_child(args.child[0], args.child[1], args.values, args.rounds, args.backend)
+        print(json.dumps(row), flush=True)
+        return 0
+    return run_parent(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""Marked ints the AOT pass compiles as constants, after one restart of the analysis.
+
+A marked int is a SymInt; what the code computes from it (``self.s * 2 + 1``,
+``(self.s + 0.5) % 1.0``) is an expression of that symbol.  Two kinds of expression cannot
+be compiled exactly, and both are found in the AOT pass (``tensorify_python_scalars``,
+which runs for every backend but ``eager``, whose graph computes with Python ints and
+floats):
+
+* **int64 overflow.**  Eager Python ints never overflow.  Inductor passes an int
+  expression to its kernels as a C ``int64``: with ``s = 2**62`` the compiled
+  ``x * (s * 2 + 1)`` wrapped around and returned numbers of the wrong sign, with no
+  error.  Every int expression of a marked int whose current value fits int64 gets a guard
+  that it still does (``-2**63 <= 2*s0 + 1 <= 2**63 - 1``), evaluated in Python on every
+  call; when it does not fit (the guard failed and this is the recompile, or the first
+  value already overflows), the analysis restarts.
+* **Float ops the tensorify pass cannot lower** on a float derived from a marked int
+  (``(step + 0.5) % 1.0``: torch 2.13's ``TensorReferenceAnalysis`` has no ``python_mod``,
+  and the pass failed with ``AttributeError``).  For a marked *float* the float path
+  already specializes it (``_floats``); for an int the analysis restarts.
+
+On the restart the marked ints involved are compiled like unmarked values for that one
+compile: a constant guarded by value, exact, with a ``SpecializationWarning``
+(``strict=True``: ``SpecializationError``).  The restart is torch's own
+``TensorifyScalarRestartAnalysis``.  Expressions with an unbacked symbol are left alone
+(no current value to check).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any, NoReturn
+
+from .._spec import INT64_MAX, INT64_MIN
+from ._state import CompileState, lock
+
+log = logging.getLogger("dynscalar")
+
+__all__ = ["forget_restarts", "guard_int64", "restart_reason", "specialize_ints_and_restart"]
+
+#: source name of a marked int (without ``.__wrapped__``) -> why the restarted trace reads
+#: it as a constant; filled before a restart, taken by that trace (an AOT cache hit skips
+#: the pass that would otherwise empty it)
+_specialize_next: dict[str, str] = {}
+
+
+def restart_reason(source_name: str) -> str | None:
+    """Why the marked int read through ``source_name`` is compiled as a constant in this
+    trace, if it is (taken: the next compile reads it symbolically again)."""
+    with lock:
+        return _specialize_next.pop(source_name, None)
+
+
+def forget_restarts() -> None:
+    with lock:
+        _specialize_next.clear()
+
+
+def _hints(shape_env: Any) -> Any:
+    """symbol -> current value (``backed_var_to_val`` from torch 2.13 on)."""
+    hints = getattr(shape_env, "backed_var_to_val", None)
+    return shape_env.var_to_val if hints is None else hints
+
+
+def _source_names(shape_env: Any, symbol: Any) -> list[str]:
+    suffix = ".__wrapped__"
+    names = []
+    for source in shape_env.var_to_sources.get(symbol, ()):
+        name = source.name() if callable(source.name) else source.name
+        names.append(name[: -len(suffix)] if name.endswith(suffix) else name)
+    return names
+
+
+def marked_ints(state: CompileState) -> set[Any]:
+    """The backed int symbols the bridge made in this compile."""
+    return {s for s in state.backed if s not in state.floats}
+
+
+def specialize_ints_and_restart(
+    shape_env: Any, state: CompileState, symbols: Iterable[Any], reason: str
+) -> NoReturn:
+    """Restart the analysis with the marked ints ``symbols`` compiled as constants."""
+    from torch._dynamo.exc import TensorifyScalarRestartAnalysis
+
+    with lock:
+        for symbol in symbols:
+            for name in _source_names(shape_env, symbol):
+                _specialize_next[name] = reason
+            log.info("%s %s; specializing it", state.backed[symbol][0], reason)
+    _clear_speculation_log()
+    raise TensorifyScalarRestartAnalysis
+
+
+def _clear_speculation_log() -> None:
+    """The restarted trace takes another path (a constant where a SymInt was: ``n += 0.5``
+    is folded), which Dynamo reports as ``SpeculationLogDivergence`` unless the log of the
+    first trace is cleared first - as Dynamo does itself for ``UnspecializeRestartAnalysis``
+    (``convert_frame.py``).  The float path needs none of this: a float specialized by
+    torch's pass keeps its trace's path."""
+    from torch._dynamo.symbolic_convert import InstructionTranslator
+
+    try:
+        tx = InstructionTranslator.current_tx()
+    except AttributeError:  # no tracer on this thread (or the name moved): nothing to clear
+        return
+    speculation_log = getattr(tx, "speculation_log", None)
+    if speculation_log is not None and hasattr(speculation_log, "clear"):
+        speculation_log.clear()
+
+
+def guard_int64(gm: Any, shape_env: Any, state: CompileState) -> None:
+    """Guard every int expression of our backed int symbols in ``gm`` to fit int64; restart
+    with the symbols specialized when one does not fit now."""
+    import sympy
+    import torch
+
+    ints = marked_ints(state)
+    if not ints:
+        return
+    seen: set[Any] = set()
+    for node in gm.graph.nodes:
+        value = node.meta.get("val")
+        if not isinstance(value, torch.SymInt):
+            continue
+        expr = value.node.expr
+        free = expr.free_symbols
+        if isinstance(expr, sympy.Symbol) or expr in seen or not free or not free <= ints:
+            continue  # the symbols themselves are int64 (checked when the call starts)
+        seen.add(expr)
+        current = int(expr.xreplace(_hints(shape_env)))
+        if INT64_MIN <= current <= INT64_MAX:
+            shape_env.evaluate_expr(sympy.Le(expr, INT64_MAX))
+            shape_env.evaluate_expr(sympy.Ge(expr, INT64_MIN))
+            continue
+        specialize_ints_and_restart(
+            shape_env,
+            state,
+            free,
+            f"holds a value for which the compiled code computes {current} (outside int64, "
+            "where compiled code would overflow)",
+        )
+
+
+def ints_in_floats(gm: Any, state: CompileState) -> set[Any]:
+    """Our backed int symbols that float values of ``gm`` are computed from."""
+    import torch
+
+    ints = marked_ints(state)
+    found: set[Any] = set()
+    if not ints:
+        return found
+    for node in gm.graph.nodes:
+        value = node.meta.get("val")
+        if isinstance(value, torch.SymFloat):
+            found |= value.node.expr.free_symbols & ints
+    return found
