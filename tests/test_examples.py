@@ -90,4 +90,16 @@ def test_training_loop_example_prints_its_recorded_output() -> None:
 def test_stock_vs_marked_example_prints_its_recorded_output() -> None:
     """docs/faq.md includes examples/output/stock_vs_marked.txt: it must stay true."""
     out = run("examples/stock_vs_marked.py")
-    assert out == (ROOT / "examples/output/stock_vs_marked.txt").read_text()
+    recorded = (ROOT / "examples/output/stock_vs_marked.txt").read_text()
+    if out.splitlines()[0] == recorded.splitlines()[0]:  # the torch it was recorded with
+        assert out == recorded
+        return
+    # Another torch (scripts/compat.sh): stock torch's counts are that torch's own business
+    # (2.15 compiles the float attribute written in forward 9 times, not 8); the rows and
+    # dynscalar's column must not change.
+    assert _rows_and_dynscalar_column(out) == _rows_and_dynscalar_column(recorded)
+
+
+def _rows_and_dynscalar_column(text: str) -> list[tuple[str, str]]:
+    rows = [line for line in text.splitlines() if "  " in line and not line.startswith(" ")]
+    return [(line[:40].strip(), line[64:].strip()) for line in rows[2:]]

@@ -233,10 +233,23 @@ def hardshrink(input: Tensor, lambd: Any = 0.5) -> Tensor:
     return torch.where((input >= -lam) & (input <= lam), torch.zeros_like(input), input)
 
 
+def _softshrink_rounds_lambd() -> bool:
+    """Whether the installed softshrink_kernel casts lambd to a half/bfloat16 input's dtype
+    before computing in float32 (torch 2.14 and later do; 2.13 computes with the float).
+    Asked of the kernel once, at import: bfloat16 rounds 0.3 up to 0.30078125."""
+    x = torch.tensor([0.30078125], dtype=torch.bfloat16)
+    return bool(torch.nn.functional.softshrink(x, 0.3).item() == 0.0)
+
+
+_SOFTSHRINK_ROUNDS_LAMBD = _softshrink_rounds_lambd()
+
+
 def softshrink(input: Tensor, lambd: Any = 0.5) -> Tensor:
     # softshrink_kernel: x > lambd ? x - lambd : (x < -lambd ? x + lambd : x * 0), in the
     # op math type (x * 0 keeps nan and the sign of zero, as ATen does)
     x = _upcast(input)
+    if x is not input and _SOFTSHRINK_ROUNDS_LAMBD:
+        lambd = _scalar_like(input, lambd).float()
     out = _like(torch.where(x > lambd, x - lambd, torch.where(x < -lambd, x + lambd, x * 0)), input)
     if x is not input:
         # shrink_backward_kernel compares in the input's dtype (lambd cast to it): for half
