@@ -321,9 +321,10 @@ def _report_value_guards(shape_env: Any, state: CompileState, ops: list[str]) ->
 # (pytorch#194976), and a hit would skip the tensorify pass and _tensorify_hook.
 #
 # So such graphs get a key of their own: torch's key plus a component that only the bridge
-# adds (a hash of this file, which holds the passes run on them, and of dynscalar's
-# version).  A stock graph never computes that key, so it never reads an entry the bridge
-# stored, and the bridge never reads one stock torch stored; an entry under the bridge's key
+# adds (a hash of the bridge's files, which hold the passes run on them and the guards
+# they add, e.g. _restarts' int64 guards, and of dynscalar's version).  A stock graph never
+# computes that key, so it never reads an entry the bridge stored, and the bridge never
+# reads one stock torch stored; an entry under the bridge's key
 # was written by a compile that went through _tensorify_hook (a compile that would bake a
 # value raises there and stores nothing).  Inductor's FX graph cache is keyed after the
 # pass and needs nothing.  Where torch's key function is not the one this was written for,
@@ -350,7 +351,8 @@ def _cache_key_component() -> str:
         from .. import __version__
 
         digest = hashlib.sha256(__version__.encode())
-        digest.update(pathlib.Path(__file__).read_bytes())
+        for path in sorted(pathlib.Path(__file__).parent.glob("*.py")):  # the whole bridge
+            digest.update(path.read_bytes())
         _key_component = f"-dynscalar-floats-{digest.hexdigest()[:20]}"
     return _key_component
 
