@@ -45,13 +45,15 @@ __all__ = ["DynamicFloat", "DynamicInt", "DynamicScalar", "is_dynamic_scalar"]
 #   that: allocate it, store the value through the ``__wrapped__`` descriptor and the spec
 #   through its slot descriptor.
 # * Reading: a Python subclass of wrapt's C proxy inherits ``__getattr__``, so CPython gives it
-#   the slow ``slot_tp_getattr_hook`` for *every* attribute read (``self.__wrapped__`` costs
-#   several times a plain attribute).  Hot paths call the descriptors' ``__get__`` directly.
+#   ``slot_tp_getattr_hook`` for every attribute read.  That hook is fast only when the
+#   class's ``__getattribute__`` is ``object.__getattribute__``; with wrapt's own C
+#   ``__getattribute__`` every read (``self.__wrapped__``, Dynamo's guards on
+#   ``_self_spec``, torch's lookup of ``__torch_function__``) builds and calls a
+#   method-wrapper.  ``DynamicScalar`` therefore uses ``object.__getattribute__``; names not
+#   found on the proxy still go to wrapt's ``__getattr__`` (the wrapped value), exactly as
+#   wrapt's hook does.  See ``DynamicScalar.__getattribute__`` for the two names wrapt's
+#   hook treated specially.
 #
-# Where the value lives depends on wrapt's implementation: a C getset (C extension), a slot
-# (pure Python, wrapt < 2.5) or the instance ``__dict__`` (pure Python, wrapt >= 2.5, whose
-# ``__init__`` also records ``__init_called__``).  Without a descriptor, fall back to the
-# public path.
 _WRAPPED = next(
     (
         k.__dict__["__wrapped__"]
@@ -61,13 +63,10 @@ _WRAPPED = next(
     None,
 )
 _alloc = wrapt.BaseObjectProxy.__new__
-_get_wrapped: Callable[[Any], Any]
 _set_wrapped: Callable[[Any, Any], None]
 if _WRAPPED is not None and hasattr(_WRAPPED, "__set__"):
-    _get_wrapped = _WRAPPED.__get__
     _set_wrapped = _WRAPPED.__set__
 else:
-    _get_wrapped = operator.attrgetter("__wrapped__")
     _set_wrapped = wrapt.BaseObjectProxy.__init__
 
 
@@ -75,7 +74,7 @@ def _new(cls: type[DynamicScalar], value: int | float, spec: DynamicSpec) -> Any
     """Build a proxy without validation (values derived from an already valid proxy)."""
     obj = _alloc(cls)
     _set_wrapped(obj, value)
-    _set_spec(obj, spec)
+    obj._self_spec = spec
     return obj
 
 
@@ -91,40 +90,75 @@ def _derive(result: Any, spec: DynamicSpec, same_variable: bool = False) -> Any:
     return result
 
 
-# Binary operators inline ``_derive``'s common case (an int or float result): each Python
-# call saved is a measurable share of the cost (benchmarks/bench_eager.py).
-def _binary(op: Callable[[Any, Any], Any], reflected: bool = False) -> Callable[[Any, Any], Any]:
+# Operators inline ``_derive``'s common case (an int or float result) and read the proxy
+# with plain attribute syntax (fast, see above): each Python call saved is a measurable
+# share of the cost (benchmarks/bench_overhead.py, eager section).
+def _binary(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     def method(self: DynamicScalar, other: Any) -> Any:
         if type(other) in _PROXY_TYPES:
-            other = _get_wrapped(other)
-        result = op(other, _get_wrapped(self)) if reflected else op(_get_wrapped(self), other)
+            other = other.__wrapped__
+        result = op(self.__wrapped__, other)
         kind = type(result)
-        if kind is int or kind is float:
-            spec = _get_spec(self)
-            if kind is float:
-                if spec.unbacked or spec.min is not None or spec.max is not None:
-                    spec = spec.for_float()
-            elif spec.min is not None or spec.max is not None:
+        obj: DynamicScalar
+        if kind is int:
+            spec = self._self_spec
+            if spec.min is not None or spec.max is not None:
                 spec = spec.without_range()
-            obj = _alloc(DynamicInt if kind is int else DynamicFloat)
-            _set_wrapped(obj, result)
-            _set_spec(obj, spec)
-            return obj
-        return _derive(result, _get_spec(self))
+            obj = _alloc(DynamicInt)
+        elif kind is float:
+            spec = self._self_spec
+            if spec.unbacked or spec.min is not None or spec.max is not None:
+                spec = spec.for_float()
+            obj = _alloc(DynamicFloat)
+        else:
+            return _derive(result, self._self_spec)
+        _set_wrapped(obj, result)
+        obj._self_spec = spec
+        return obj
 
-    method.__name__ = f"__{'r' if reflected else ''}{op.__name__.strip('_')}__"
+    method.__name__ = f"__{op.__name__.strip('_')}__"
     return method
 
 
 def _reflected(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    return _binary(op, reflected=True)
+    def method(self: DynamicScalar, other: Any) -> Any:
+        if type(other) in _PROXY_TYPES:
+            other = other.__wrapped__
+        result = op(other, self.__wrapped__)
+        kind = type(result)
+        obj: DynamicScalar
+        if kind is int:
+            spec = self._self_spec
+            if spec.min is not None or spec.max is not None:
+                spec = spec.without_range()
+            obj = _alloc(DynamicInt)
+        elif kind is float:
+            spec = self._self_spec
+            if spec.unbacked or spec.min is not None or spec.max is not None:
+                spec = spec.for_float()
+            obj = _alloc(DynamicFloat)
+        else:
+            return _derive(result, self._self_spec)
+        _set_wrapped(obj, result)
+        obj._self_spec = spec
+        return obj
+
+    method.__name__ = f"__r{op.__name__.strip('_')}__"
+    return method
 
 
 def _inplace(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     def method(self: DynamicScalar, other: Any) -> Any:
         if type(other) in _PROXY_TYPES:
-            other = _get_wrapped(other)
-        return _derive(op(_get_wrapped(self), other), _get_spec(self), same_variable=True)
+            other = other.__wrapped__
+        result = op(self.__wrapped__, other)
+        kind = type(result)
+        if kind is int:  # the same variable: the whole spec stays
+            obj = _alloc(DynamicInt)
+            _set_wrapped(obj, result)
+            obj._self_spec = self._self_spec
+            return obj
+        return _derive(result, self._self_spec, same_variable=True)
 
     method.__name__ = f"__i{op.__name__.strip('_')}__"
     return method
@@ -132,7 +166,7 @@ def _inplace(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
 
 def _unary(op: Callable[[Any], Any]) -> Callable[[Any], Any]:
     def method(self: DynamicScalar) -> Any:
-        return _derive(op(_get_wrapped(self)), _get_spec(self))
+        return _derive(op(self.__wrapped__), self._self_spec)
 
     method.__name__ = f"__{op.__name__.strip('_')}__"
     return method
@@ -149,6 +183,13 @@ class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[type-arg]
 
     __slots__ = ("_self_spec",)
     _self_spec: DynamicSpec
+
+    # CPython's fast attribute path for classes with ``__getattr__`` (see the comment at the
+    # top of this module).  Names the proxy does not have still reach wrapt's ``__getattr__``
+    # and so the wrapped value.  wrapt's C hook also forwarded ``__doc__`` (kept: see
+    # ``_InstanceDoc``) and ``__module__``, which now reads the proxy class's module where an
+    # int raised AttributeError.  With wrapt's pure-Python proxy this changes nothing.
+    __getattribute__ = object.__getattribute__
 
     # wrapt calls this hook after ``__wrapped__`` is assigned, and looks it up on every
     # assignment (when it is missing, the lookup raises and swallows two AttributeErrors).
@@ -221,29 +262,29 @@ class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[type-arg]
 
     def __pow__(self, other: Any, modulo: Any = None) -> Any:
         if type(other) in _PROXY_TYPES:
-            other = _get_wrapped(other)
+            other = other.__wrapped__
         if modulo is None:
-            result = pow(_get_wrapped(self), other)
+            result = pow(self.__wrapped__, other)
         else:
-            result = pow(_get_wrapped(self), other, operator.index(modulo))
-        return _derive(result, _get_spec(self))
+            result = pow(self.__wrapped__, other, operator.index(modulo))
+        return _derive(result, self._self_spec)
 
     def __rpow__(self, other: Any, modulo: Any = None) -> Any:
         # Before Python 3.14, three-argument ``pow(2, proxy, 5)`` never calls __rpow__ (it
         # only asks the base), see docs/behaves-like.md; 3.14 passes ``modulo`` here.
         if modulo is None:
-            result = pow(other, _get_wrapped(self))
+            result = pow(other, self.__wrapped__)
         else:
-            result = pow(other, _get_wrapped(self), operator.index(modulo))
-        return _derive(result, _get_spec(self))
+            result = pow(other, self.__wrapped__, operator.index(modulo))
+        return _derive(result, self._self_spec)
 
     def __ipow__(self, other: Any) -> Any:  # type: ignore[override,misc]  # as wrapt's stub
         if type(other) in _PROXY_TYPES:
-            other = _get_wrapped(other)
-        return _derive(pow(_get_wrapped(self), other), _get_spec(self), same_variable=True)
+            other = other.__wrapped__
+        return _derive(pow(self.__wrapped__, other), self._self_spec, same_variable=True)
 
     def __round__(self, ndigits: SupportsIndex | None = None) -> Any:
-        return _derive(round(_get_wrapped(self), ndigits), _get_spec(self))
+        return _derive(round(self.__wrapped__, ndigits), self._self_spec)
 
     # ------------------------------------------------------------------ identity-ish
     def __bytes__(self) -> bytes:
@@ -285,9 +326,20 @@ class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[type-arg]
         # Number/float/int (``torch.full(size, x)``, ``t.pow(x)``, ``clamp(max=x)``), but
         # it hands any argument that defines __torch_function__ to this hook: call the
         # function again with the plain values.
+        # Every torch call that receives a proxy pays for this: ``_unwrap_items`` inlined.
+        plain = []
+        for item in args:
+            kind = type(item)
+            if kind in _PROXY_TYPES:
+                item = item.__wrapped__
+            elif kind is tuple or kind is list or kind is dict:
+                item = _unwrap(item)
+            elif kind not in _LEAF_TYPES and issubclass(kind, DynamicScalar):
+                item = item.__wrapped__
+            plain.append(item)
         if kwargs:
-            return func(*_unwrap_items(args), **{k: _unwrap(v) for k, v in kwargs.items()})
-        return func(*_unwrap_items(args))
+            return func(*plain, **{k: _unwrap(v) for k, v in kwargs.items()})
+        return func(*plain)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> Any:
         import numpy
@@ -376,7 +428,31 @@ class DynamicFloat(FloatLike):
 
 
 _PROXY_TYPES: frozenset[type] = frozenset({DynamicInt, DynamicFloat})
-_get_spec: Callable[[Any], DynamicSpec] = DynamicScalar.__dict__["_self_spec"].__get__
+
+
+class _InstanceDoc:
+    """``__doc__`` of a proxy class: its docstring on the class, the wrapped value's on an
+    instance (what wrapt's C ``__getattribute__`` returned; its pure-Python proxy does the
+    same with a property its metaclass installs).  A data descriptor, so it is found before
+    the class's docstring by ``object.__getattribute__``."""
+
+    __slots__ = ("doc",)
+
+    def __init__(self, doc: str | None) -> None:
+        self.doc = doc
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        if instance is None:
+            return self.doc
+        return instance.__wrapped__.__doc__
+
+    def __set__(self, instance: Any, value: Any) -> None:
+        instance.__wrapped__.__doc__ = value  # as wrapt: forwarded (an int refuses it)
+
+
+if type(DynamicScalar) is type:  # wrapt's C extension (the pure-Python proxy has a metaclass)
+    for _cls in (DynamicScalar, DynamicInt, DynamicFloat):
+        _cls.__doc__ = _InstanceDoc(_cls.__doc__)  # type: ignore[assignment]
 _set_spec: Callable[[Any, DynamicSpec], None] = DynamicScalar.__dict__["_self_spec"].__set__
 
 
@@ -451,13 +527,13 @@ def _unwrap(value: Any) -> Any:
     """Replace proxies (also inside lists, tuples and dicts) by their plain values."""
     kind = type(value)
     if kind in _PROXY_TYPES:
-        return _get_wrapped(value)
+        return value.__wrapped__
     if kind is tuple or kind is list:
         return kind(_unwrap_items(value))
     if kind is dict:
         return {key: _unwrap(item) for key, item in value.items()}
     if kind not in _LEAF_TYPES and issubclass(kind, DynamicScalar):
-        return _get_wrapped(value)
+        return value.__wrapped__
     return value
 
 
@@ -467,11 +543,11 @@ def _unwrap_items(values: tuple[Any, ...] | list[Any]) -> list[Any]:
     for item in values:
         kind = type(item)
         if kind in _PROXY_TYPES:
-            item = _get_wrapped(item)
+            item = item.__wrapped__
         elif kind is tuple or kind is list or kind is dict:
             item = _unwrap(item)
         elif kind not in _LEAF_TYPES and issubclass(kind, DynamicScalar):
-            item = _get_wrapped(item)
+            item = item.__wrapped__
         out.append(item)
     return out
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 import logging
 import math
+import pathlib
 from typing import Any
 
 import wrapt
@@ -50,9 +53,7 @@ def ensure_aot_hooks() -> bool:
                 wrapt.wrap_function_wrapper(
                     graph_compile, "tensorify_python_scalars", _tensorify_hook
                 )
-                wrapt.wrap_function_wrapper(
-                    autograd_cache, "check_cacheable", _check_cacheable_hook
-                )
+                _install_cache_hook(autograd_cache)
                 _float_hooks = True
         return _float_hooks is True
 
@@ -312,13 +313,53 @@ def _report_value_guards(shape_env: Any, state: CompileState, ops: list[str]) ->
         )
 
 
-# AOTAutograd cache bypass for graphs with a dynscalar float input.  The AOTAutograd cache
-# key is computed on the Dynamo graph with placeholder names normalized
+# The AOTAutograd cache and graphs with a dynscalar float input.  The AOTAutograd cache key
+# is computed on the Dynamo graph with placeholder names normalized
 # (autograd_cache.py, sanitize_gm_for_cache / normalize_placeholder_names), so a marked
 # float's graph has the same key as stock torch's automatic-dynamic graph for the same
 # unmarked float.  Stock torch can store an entry with the value baked in there
-# (pytorch#194976), and a hit would skip the tensorify pass and _tensorify_hook.  Inductor's
-# FX graph cache is keyed after the pass and stays on.
+# (pytorch#194976), and a hit would skip the tensorify pass and _tensorify_hook.
+#
+# So such graphs get a key of their own: torch's key plus a component that only the bridge
+# adds (a hash of the bridge's files, which hold the passes run on them and the guards
+# they add, e.g. _restarts' int64 guards, and of dynscalar's version).  A stock graph never
+# computes that key, so it never reads an entry the bridge stored, and the bridge never
+# reads one stock torch stored; an entry under the bridge's key
+# was written by a compile that went through _tensorify_hook (a compile that would bake a
+# value raises there and stores nothing).  Inductor's FX graph cache is keyed after the
+# pass and needs nothing.  Where torch's key function is not the one this was written for,
+# such graphs bypass the AOTAutograd cache instead (the safe fallback: a cold AOT compile).
+_CACHE_KEY_PARAMS = ("mod", "example_inputs", "config", "compiler_config_extra")
+
+
+def _install_cache_hook(autograd_cache: Any) -> None:
+    key_fn = getattr(autograd_cache, "autograd_cache_key", None)
+    try:
+        params = tuple(inspect.signature(inspect.unwrap(key_fn)).parameters) if key_fn else ()
+    except (TypeError, ValueError):
+        params = ()
+    if params == _CACHE_KEY_PARAMS:
+        wrapt.wrap_function_wrapper(autograd_cache, "autograd_cache_key", _cache_key_hook)
+    else:
+        log.info("AOTAutograd cache: %s moved; graphs with dynamic floats bypass it", key_fn)
+        wrapt.wrap_function_wrapper(autograd_cache, "check_cacheable", _check_cacheable_hook)
+
+
+def _cache_key_component() -> str:
+    global _key_component
+    if _key_component is None:
+        from .. import __version__
+
+        digest = hashlib.sha256(__version__.encode())
+        for path in sorted(pathlib.Path(__file__).parent.glob("*.py")):  # the whole bridge
+            digest.update(path.read_bytes())
+        _key_component = f"-dynscalar-floats-{digest.hexdigest()[:20]}"
+    return _key_component
+
+
+_key_component: str | None = None
+
+
 def _has_dynamic_float_input(gm: Any) -> bool:
     """A placeholder whose fake tensor's .item() is one of the bridge's float symbols."""
     for node in gm.graph.nodes:
@@ -332,6 +373,22 @@ def _has_dynamic_float_input(gm: Any) -> bool:
         if state is not None and any(s in state.floats for s in memo.node.expr.free_symbols):
             return True
     return False
+
+
+def _cache_key_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Around ``autograd_cache_key(mod, ...)``: a key of the bridge's own for its graphs."""
+    mod = args[0] if args else kwargs["mod"]
+    ours = _has_dynamic_float_input(getattr(mod, "gm", mod))  # a GmWrapper holds .gm
+    key, debug_lines = wrapped(*args, **kwargs)
+    if not ours:
+        return key, debug_lines
+    component = _cache_key_component()
+    return key + component, [
+        *debug_lines,
+        f"[dynscalar] graph with a dynamic float input: key component {component}",
+    ]
 
 
 def _check_cacheable_hook(

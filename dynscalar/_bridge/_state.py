@@ -15,7 +15,15 @@ from typing import Any
 
 from .._spec import DynamicSpec
 
-__all__ = ["CompileState", "Origin", "compile_state", "is_dynamic_float", "lock", "peek_state"]
+__all__ = [
+    "CompileState",
+    "Origin",
+    "compile_state",
+    "is_dynamic_float",
+    "lock",
+    "peek_state",
+    "resolved",
+]
 
 lock = threading.RLock()
 
@@ -84,3 +92,19 @@ def is_dynamic_float(tx: Any, variable: Any) -> bool:
         return False
     state = peek_state(getattr(tx.output, "shape_env", None))
     return state is not None and any(s in state.floats for s in sym.node.expr.free_symbols)
+
+
+_resolved: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
+
+
+def resolved(shape_env: Any) -> dict[Any, Any]:
+    """Source -> object, for the compile ``shape_env`` belongs to.
+
+    Filled by ``_wrap`` while it looks up the owners of attributes; dropped with the
+    compile (the ``OutputGraph`` itself is unhashable, its ``ShapeEnv`` is not).
+    """
+    with lock:
+        cache = _resolved.get(shape_env)
+        if cache is None:
+            cache = _resolved[shape_env] = {}
+        return cache

@@ -19,9 +19,12 @@ holds a proxy uses the proxy's spec.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
 import numbers
 import warnings
+import weakref
 from typing import Any, NamedTuple
 
 from .._args import ARG_MARKS_KEY, lookup_arg_mark, wrapped_parameter
@@ -43,6 +46,7 @@ from ._ints import wrap_int
 from ._reports import instance_path, passthrough, user_location
 from ._restarts import restart_reason
 from ._sources import swapped_source
+from ._state import resolved
 
 log = logging.getLogger("dynscalar")
 
@@ -62,10 +66,56 @@ class _Found(NamedTuple):
 
 
 def _resolve(builder: Any, source: Any) -> Any:
+    """The object ``source`` points to in the frame being traced (None if it has none).
+
+    What ``OutputGraph.resolve_source_value`` returns, without its cost: that evaluates
+    the source's whole chain anew with ``eval`` (one per level, ``L['self']._modules[
+    'blocks']._modules['47']...``), for every attribute of every module.  Here objects are
+    remembered (weakly) for the compile (``_state.resolved``: a trace never replaces the
+    objects its frame reaches; it records mutations as side effects), and the usual levels
+    - an attribute, a dict item, a module wrapper - are one ``getattr`` or subscript on the
+    remembered parent.
+    """
+    output = builder.tx.output
     try:
-        return builder.tx.output.resolve_source_value(source)
+        return _value_of(source, resolved(output.shape_env), output)
+    except Exception:  # noqa: BLE001 - then as Dynamo resolves it
+        pass
+    try:
+        return output.resolve_source_value(source)
     except Exception:  # noqa: BLE001 - any source Dynamo cannot resolve is simply not ours
         return None
+
+
+def _value_of(source: Any, cache: dict[Any, Any], output: Any) -> Any:
+    ref = cache.get(source)
+    value = ref() if ref is not None else None
+    if value is not None:
+        return value
+    from torch._dynamo import source as sources
+
+    kind = type(source)
+    if kind is sources.AttrSource and "." not in source.member:
+        value = getattr(_value_of(source.base, cache, output), source.member)
+    elif kind is sources.DictGetItemSource and type(source.index) in (str, int):
+        value = _value_of(source.base, cache, output)[source.index]
+    elif kind in _module_wrappers():  # same object, another guard source
+        value = _value_of(source.base, cache, output)
+    else:  # as Dynamo evaluates it
+        value = output.resolve_source_value(source)
+    # weakly: the compile's state outlives the trace, the user's modules must not; a value
+    # without weakrefs (a module's ``_modules`` dict) is found again from its owner
+    with contextlib.suppress(TypeError):
+        cache[source] = weakref.ref(value)
+    return value
+
+
+@functools.cache
+def _module_wrappers() -> frozenset[type]:
+    from torch._dynamo import source as sources
+
+    names = ("NNModuleSource", "UnspecializedNNModuleSource", "UnspecializedBuiltinNNModuleSource")
+    return frozenset(getattr(sources, name) for name in names if hasattr(sources, name))
 
 
 def _find_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
@@ -92,7 +142,7 @@ def _find_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
             spec = auto_spec(owner, name, value)
             why = "auto_dynamic saw its value change"
         if numeric:  # after auto_spec: the guards describe the marks as this graph saw them
-            guard_mark_state(source.base, owner, name)
+            guard_mark_state(builder.tx, source.base, owner, name)
         return _Found(spec, where, why)
     if not numeric:
         return None
@@ -101,9 +151,11 @@ def _find_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
         code, name = parameter
         self_obj = getattr(builder.tx, "f_locals", {}).get("self")
         if _is_module(self_obj):  # the instance's marks, then the function's (epoch)
-            guard_mark_state(LocalSource("self", is_input=True), self_obj, name, ARG_MARKS_KEY)
+            guard_mark_state(
+                builder.tx, LocalSource("self", is_input=True), self_obj, name, ARG_MARKS_KEY
+            )
         else:
-            guard_marks_epoch()
+            guard_marks_epoch(builder.tx)
         where = f"{getattr(code, 'co_qualname', code.co_name)}({name})"  # co_qualname: 3.11+
         spec = lookup_arg_mark(code, name, self_obj)
         return _Found(spec, where, "marked with mark_dynamic_args or @dynamic_args")
@@ -117,7 +169,7 @@ def _find_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
         optimizer = _resolve(builder, attribute.base)
         if not _is_optimizer(optimizer):
             return None
-        guard_mark_state(attribute.base, optimizer, source.index, GROUP_MARKS_KEY)
+        guard_mark_state(builder.tx, attribute.base, optimizer, source.index, GROUP_MARKS_KEY)
         where = f"{type(optimizer).__name__}.param_groups[{groups.index}][{source.index!r}]"
         spec = lookup_group_mark(optimizer, source.index)
         return _Found(spec, where, "marked with mark_dynamic_param_groups")

@@ -31,13 +31,14 @@ written back plain.  Both keep eager's value; docs/behaves-like.md lists them.
 
 from __future__ import annotations
 
+import ast
 import dis
 import math
 import operator
 from collections.abc import Callable
 from typing import Any
 
-from .._proxy import DynamicFloat, DynamicInt, DynamicScalar, _new
+from .._proxy import DynamicFloat, DynamicInt, DynamicScalar, _alloc, _set_spec, _set_wrapped
 from .._spec import DynamicSpec
 from ._state import Origin, peek_state
 
@@ -151,23 +152,48 @@ def eager_origin(
 
 
 # ----------------------------------------------------------------------------- run time
-_SPECS: dict[tuple[bool, int | None, int | None, bool], DynamicSpec] = {}
+# Every compiled call that assigns a proxy attribute runs ``rebox`` once per assigned value,
+# right after the graph ran - when little of what it touches is still in the CPU's caches,
+# so memory touched costs more than instructions (benchmarks/bench_overhead.py).  It is one
+# frame: a dict hit on one string constant (its hash is cached in the string) for the
+# class and canonical spec, then the proxy built as ``_proxy`` builds arithmetic results,
+# the spec stored through its slot descriptor (not through wrapt's ``__setattr__``).
+_KINDS: dict[str, type[DynamicScalar]] = {"DynamicInt": DynamicInt, "DynamicFloat": DynamicFloat}
+_MADE: dict[str, tuple[type, DynamicSpec]] = {}
 
 
-def rebox(
-    value: Any, kind: str, unbacked: bool, lo: int | None, hi: int | None, strict: bool
-) -> Any:
-    """Run time: the proxy eager would have stored for the plain ``value`` (called by
-    the code Dynamo generates; its arguments are constants of that code)."""
-    if isinstance(value, DynamicScalar):  # replayed from its source: the object itself
-        return value
-    key = (unbacked, lo, hi, strict)
-    spec = _SPECS.get(key)
-    if spec is None:
-        spec = _SPECS[key] = DynamicSpec(unbacked, lo, hi, strict).canonical()
-    cls = DynamicInt if kind == "DynamicInt" else DynamicFloat
-    plain = int(value) if cls is DynamicInt else float(value)
-    return _new(cls, plain, spec)
+def rebox_key(origin: Origin) -> str:
+    """The constant the generated code passes to :func:`rebox` for ``origin``."""
+    assert origin.proxy is not None
+    spec = origin.spec
+    return repr((origin.proxy.__name__, spec.unbacked, spec.min, spec.max, spec.strict))
+
+
+def _made(key: str) -> tuple[type, DynamicSpec]:
+    kind, unbacked, lo, hi, strict = ast.literal_eval(key)
+    made = _MADE[key] = (_KINDS[kind], DynamicSpec(unbacked, lo, hi, strict).canonical())
+    return made
+
+
+def rebox(value: Any, key: str) -> Any:
+    """Run time: the proxy eager would have stored for the plain ``value`` (called by the
+    code Dynamo generates; ``key``, from :func:`rebox_key`, is a constant of that code)."""
+    made = _MADE.get(key)
+    cls, spec = made if made is not None else _made(key)
+    kind = type(value)
+    if cls is DynamicInt:
+        if kind is not int:
+            if issubclass(kind, DynamicScalar):  # replayed from its source: the object itself
+                return value
+            value = int(value)
+    elif kind is not float:
+        if issubclass(kind, DynamicScalar):
+            return value
+        value = float(value)
+    obj: DynamicScalar = _alloc(cls)
+    _set_wrapped(obj, value)
+    _set_spec(obj, spec)
+    return obj
 
 
 def _skip_rebox_tracing() -> None:
@@ -196,19 +222,12 @@ def _rebox_variable(inner: Any, origin: Origin) -> Any:
                 self.origin = origin
 
             def reconstruct(self, codegen: Any) -> None:
-                spec = self.origin.spec
-                assert self.origin.proxy is not None
+                key = rebox_key(self.origin)
+                _made(key)  # the first call finds it
                 codegen.add_push_null(lambda: codegen.load_import_from(__name__, "rebox"))
                 codegen(self.inner)
-                for constant in (
-                    self.origin.proxy.__name__,
-                    spec.unbacked,
-                    spec.min,
-                    spec.max,
-                    spec.strict,
-                ):
-                    codegen.append_output(codegen.create_load_const(constant))
-                codegen.extend_output(create_call_function(6, False))
+                codegen.append_output(codegen.create_load_const(key))
+                codegen.extend_output(create_call_function(2, False))
 
         _rebox_variable_class = _Rebox
         _skip_rebox_tracing()
