@@ -26,6 +26,7 @@ round) and reported as medians with the p10-p90 spread, so that noise shows:
     python benchmarks/bench_overhead.py --quick               # seconds: a plumbing check
     python benchmarks/bench_overhead.py --sections percall --backends aot_eager --rounds 40
     python benchmarks/bench_overhead.py --callgrind           # + instruction counts
+    python benchmarks/bench_overhead.py --callgrind --callgrind-scope eager  # eager ones only
     python benchmarks/render_overhead.py benchmarks/results/overhead/overhead.json
 
 Writes ``<out>/overhead.json`` and ``<out>/overhead_*.png`` (default out:
@@ -474,7 +475,8 @@ def child_callgrind(kind: str, name: str, backend: str, number: int) -> None:
 def run_callgrind(
     backends: list[str], strategies: list[str], eager_cases: list[str], number: int, jobs: int
 ) -> dict[str, Any]:
-    """Instructions per call of every per-call strategy and eager case (``jobs`` at once)."""
+    """Instructions per call of every per-call strategy (none when ``strategies`` is empty)
+    and eager case, and the pieces of the eager floor (``jobs`` processes at once)."""
     from concurrent.futures import ThreadPoolExecutor
 
     tasks = [("percall", s, b) for b in backends for s in strategies]
@@ -1308,6 +1310,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--warm-variants", default=",".join(WARM_VARIANTS))
     p.add_argument("--warm-backend", default="inductor")
     p.add_argument("--callgrind", action="store_true", help="instruction counts (valgrind)")
+    p.add_argument(
+        "--callgrind-scope",
+        choices=("all", "eager"),
+        default="all",
+        help="eager: instruction counts of the eager cases and the eager floor only",
+    )
     p.add_argument("--callgrind-calls", type=int, default=200)
     p.add_argument("--callgrind-jobs", type=int, default=2)
     p.add_argument("--threads", type=int, default=1, help="torch threads (default 1: steadier)")
@@ -1392,11 +1400,17 @@ def main(argv: list[str] | None = None) -> int:
         result["warm"] = run_warm(variants, args.warm_backend, args.timeout)
         loads["warm"].append(loadavg())
     result["machine"]["loadavg_end"] = loadavg()  # of the timed sections
-    if args.callgrind and "percall" in sections:  # last: counts do not depend on the load
+    # Last: counts do not depend on the load.  Per-call children compile under valgrind (slow:
+    # an inductor compile takes many minutes there); ``--callgrind-scope eager`` leaves them out.
+    if args.callgrind and ("percall" in sections or "eager" in sections):
         if callgrind_available():
             print("callgrind ...", flush=True)
             result["callgrind"] = run_callgrind(
-                backends, strategies, list(_EAGER_SPECS), args.callgrind_calls, args.callgrind_jobs
+                backends,
+                strategies if args.callgrind_scope == "all" and "percall" in sections else [],
+                list(_EAGER_SPECS),
+                args.callgrind_calls,
+                args.callgrind_jobs,
             )
         else:
             print("callgrind: valgrind not found, skipped")
