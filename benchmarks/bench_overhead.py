@@ -442,7 +442,13 @@ def run_callgrind_child(args: list[str], workdir: Path, timeout: float) -> int:
         "--child-callgrind",
         *args,
     ]
-    result = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    # Its own inductor cache: under valgrind the CPU reports AVX2 (no AVX-512), and kernels
+    # inductor compiles there, loaded later from a shared cache by a native process, crashed
+    # it ("double free or corruption", torch 2.13, in stock torch's dynamic_sources graph).
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(workdir / "inductor-cache")}
+    result = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout, check=False, env=env
+    )
     if result.returncode != 0:
         raise RuntimeError(f"callgrind child {args} failed:\n{result.stderr[-3000:]}")
     return _callgrind_total(out_file)
