@@ -184,6 +184,21 @@ def _eager(data: dict[str, Any]) -> list[str]:
             "operator that returns a wrapt proxy from Python code.",
             "",
         ]
+        spent = add["proxy"] - base
+        timed = {r["case"]: r for r in eager["rows"]}.get("add")
+        if timed and spent > 0:
+            ns = timed["proxy_ns"]["median"] * total / spent
+            lines += [
+                f"The floor is {total / spent:.0%} of the instructions of `x + 1`; in proportion,",
+                f"about {ns:.0f} ns of this run's {timed['proxy_ns']['median']:.0f} ns. "
+                + (
+                    "The eager goal of 300 ns is below that floor: only a proxy that is not a "
+                    "wrapt object built by Python code (a C extension) could reach it."
+                    if ns > 300
+                    else "The floor alone is within the eager goal of 300 ns."
+                ),
+                "",
+            ]
     return lines
 
 
