@@ -557,7 +557,27 @@ def _floor_read() -> Callable[[], Any]:
     return lambda: p.__wrapped__
 
 
-#: Pieces of ``DynamicInt + 1`` measured alone under callgrind (the eager floor):
+def _floor_torch_function() -> Callable[[], Any]:
+    t = torch.ones(8, 8)
+    result = t * 2
+
+    class Hooked:
+        """Not a number to torch: torch.mul hands it to a hook that returns at once."""
+
+        __slots__ = ()
+
+        @classmethod
+        def __torch_function__(
+            cls, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
+            return result
+
+    h = Hooked()
+    return lambda: torch.mul(t, h)
+
+
+#: Pieces of ``DynamicInt + 1`` measured alone under callgrind (the eager floor), and the
+#: floor of a torch call receiving an object that is not a number to torch's C parser:
 #: name -> (what it is, factory of the measured call)
 FLOOR_CASES: dict[str, tuple[str, Callable[[], Callable[[], Any]]]] = {
     "call": ("the measuring loop and an empty call (subtracted from the others)", _floor_call),
@@ -566,6 +586,10 @@ FLOOR_CASES: dict[str, tuple[str, Callable[[], Callable[[], Any]]]] = {
     "alloc": ("allocating and freeing a wrapt proxy (`BaseObjectProxy.__new__`)", _floor_alloc),
     "store_value": ("storing the value through wrapt's `__wrapped__` setter", _floor_store_value),
     "store_spec": ("storing the spec slot", _floor_store_spec),
+    "torch_function": (
+        "`torch.mul(t, h)` where `h` has a `__torch_function__` that returns at once",
+        _floor_torch_function,
+    ),
 }
 
 

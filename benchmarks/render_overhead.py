@@ -199,6 +199,23 @@ def _eager(data: dict[str, Any]) -> list[str]:
                 ),
                 "",
             ]
+    mul = counts.get("torch_mul")
+    if floor and mul and "torch_function" in floor:
+        base = floor["call"]
+        extra = mul["proxy"] - mul["plain"]
+        hook = floor["torch_function"] - base
+        lines += [
+            "### Where `torch.mul(t, x)` goes",
+            "",
+            f"`torch.mul(t, x)` with a `DynamicInt` costs {extra:,} instructions more than with "
+            f"an int. Torch's C argument parser does not take the proxy as a number: it gives "
+            f"up, finds `__torch_function__` and calls it, and the hook calls `torch.mul` "
+            f"again with the plain value. Torch's part alone, measured with an object whose "
+            f"`__torch_function__` returns at once (no second call): {hook:,} instructions, "
+            f"{hook / extra:.0%} of the difference; dynscalar's hook (unwrapping the "
+            f"arguments) is the remaining {extra - hook:,}.",
+            "",
+        ]
     return lines
 
 
