@@ -1254,28 +1254,18 @@ def plot(result: dict[str, Any], out: Path) -> list[str]:
         ):
             rows = [r for r in scaling["rows"] if r["how"] == how]
             ks = [r["k"] for r in rows]
-            left.errorbar(
-                ks,
-                [r["compile_s"]["median"] for r in rows],
-                yerr=[
-                    [r["compile_s"]["median"] - r["compile_s"]["p10"] for r in rows],
-                    [r["compile_s"]["p90"] - r["compile_s"]["median"] for r in rows],
-                ],
-                marker="o",
-                capsize=3,
-                label=label,
-            )
-            right.errorbar(
-                ks,
-                [r["call_us"]["median"] for r in rows],
-                yerr=[
-                    [r["call_us"]["median"] - r["call_us"]["p10"] for r in rows],
-                    [r["call_us"]["p90"] - r["call_us"]["median"] for r in rows],
-                ],
-                marker="o",
-                capsize=3,
-                label=label,
-            )
+            for ax, key in ((left, "compile_s"), (right, "call_us")):
+                ax.errorbar(
+                    ks,
+                    [r[key]["median"] for r in rows],
+                    yerr=[
+                        [r[key]["median"] - r[key]["p10"] for r in rows],
+                        [r[key]["p90"] - r[key]["median"] for r in rows],
+                    ],
+                    marker="o",
+                    capsize=3,
+                    label=label,
+                )
         left.axhline(static["compile_s"]["median"], color="gray", ls=":", label="nothing dynamic")
         right.axhline(static["call_us"]["median"], color="gray", ls=":", label="nothing dynamic")
         for ax in (left, right):
