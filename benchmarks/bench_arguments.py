@@ -285,18 +285,11 @@ def run_child(
 
 def machine_info() -> dict[str, Any]:
     """CPU model, cores, torch and Python versions, load average."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     import dynscalar
+    from dynscalar._demo import cpu_model
 
     return {
-        "cpu": cpu,
+        "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,

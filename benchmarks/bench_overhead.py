@@ -63,7 +63,7 @@ DEFAULT_OUT = HERE / "results" / "overhead"
 sys.path.insert(0, str(ROOT))
 
 import dynscalar as ds  # noqa: E402  (installs the bridge hook before Dynamo loads)
-from dynscalar._demo import SeedModel, import_pyplot  # noqa: E402
+from dynscalar._demo import SeedModel, cpu_model, import_pyplot  # noqa: E402
 
 REFERENCE = "dynamic_sources"
 GOAL_PERCALL = 1.02
@@ -123,15 +123,9 @@ def loadavg() -> list[float] | None:
 def machine_info() -> dict[str, Any]:
     import wrapt
 
-    cpu = platform.processor() or platform.machine()
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
     c_ext = type(wrapt.BaseObjectProxy).__module__ == "builtins"
     return {
-        "cpu": cpu,
+        "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "torch": torch.__version__,
         "python": platform.python_version(),

@@ -71,7 +71,7 @@ from render_docs import NAMES, label, write_plots  # noqa: E402
 from workloads import WORKLOADS, Workload  # noqa: E402
 
 import dynscalar  # noqa: E402  (installs the Dynamo bridge hook before Dynamo loads)
-from dynscalar._demo import import_pyplot  # noqa: E402
+from dynscalar._demo import cpu_model, import_pyplot  # noqa: E402
 
 DEFAULT_OUT = HERE / "results" / "latest"
 RTOL, ATOL = 1e-4, 1e-5  # compiled vs eager: inductor reorders float math, nothing more
@@ -553,16 +553,8 @@ def loss_check(losses: list[float], reference: list[list[float]]) -> dict[str, A
 
 def machine_info() -> dict[str, Any]:
     """CPU model, cores, torch and Python versions, load average."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     return {
-        "cpu": cpu,
+        "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,

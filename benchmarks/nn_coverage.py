@@ -50,6 +50,7 @@ from torch import Tensor, nn
 
 import dynscalar
 from dynscalar._bridge._nn import TOLERANCES
+from dynscalar._demo import cpu_model
 
 ROOT = Path(__file__).resolve().parents[1]
 JSON_PATH = ROOT / "benchmarks" / "published" / "nn-coverage.json"
@@ -1202,14 +1203,8 @@ def run_table(
 
 
 def machine_info() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
     return {
-        "cpu": cpu,
+        "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "torch": torch.__version__,

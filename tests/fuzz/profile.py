@@ -16,7 +16,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -174,14 +173,6 @@ def _examples(
 
 
 def _machine() -> dict[str, Any]:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     try:
         commit = subprocess.run(
             ["git", "describe", "--always", "--dirty", "--exclude", "*"],
@@ -195,8 +186,10 @@ def _machine() -> dict[str, Any]:
         commit = ""
     import numpy
 
+    from dynscalar._demo import cpu_model
+
     return {
-        "cpu": cpu,
+        "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "torch": torch.__version__,
         "numpy": numpy.__version__,
