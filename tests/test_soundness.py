@@ -537,6 +537,103 @@ def test_write_back_equals_eager_on_other_objects(kind: type, form: str, backend
     assert counter.graphs == (2 if form == "arithmetic" else 1)  # arithmetic drops the range
 
 
+class Swaps(torch.nn.Module):
+    """Assigns proxies it read, unchanged: Dynamo replays them from their sources."""
+
+    def __init__(self, a: Any, b: Any) -> None:
+        super().__init__()
+        self.a, self.b = a, b
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.a, self.b = self.b, self.a
+        self.c = self.a + 1  # computed by the graph: a new proxy
+        return x * self.a
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_write_back_of_a_proxy_read_unchanged_stores_that_object(backend: str) -> None:
+    """Eager stores the very object; the compiled replay must too (not an equal copy)."""
+    a, b = DynamicInt(2, max=100), DynamicInt(5, strict=True)
+    model = Swaps(a, b)
+    eager = Swaps(a, b)
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    for _ in range(3):
+        step_both(compiled, model, eager)
+        assert model.a is eager.a and model.b is eager.b
+    assert model.a is b and model.b is a
+    assert counter.graphs == 2  # the specs trade places: one graph per arrangement
+
+
+class Counts(torch.nn.Module):
+    """Increments a marked counter it never uses in a tensor op (the seed model's shape)."""
+
+    def __init__(self, step: Any) -> None:
+        super().__init__()
+        self.step = step
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.step += 1
+        return x + 1
+
+
+INT64_MAX = 2**63 - 1
+
+
+@pytest.mark.parametrize(
+    "backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.inductor)]
+)
+@pytest.mark.parametrize("how", ["DynamicInt", "registry"])
+def test_int_expression_only_written_back_gets_no_int64_guard(how: str, backend: str) -> None:
+    """`step + 1` only reaches the outputs: the graph's Python code computes it with Python
+    ints, so it is not guarded to stay in int64 (that guard is a Python function Dynamo
+    calls on every call).  Past int64 it is still exact, as eager, with the same graph."""
+    model = Counts(DynamicInt(1) if how == "DynamicInt" else 1)
+    if how == "registry":
+        ds.mark_dynamic_attr(model, "step")
+    eager = copy.deepcopy(model)
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    step_both(compiled, model, eager)
+    start = DynamicInt(INT64_MAX - 1) if how == "DynamicInt" else INT64_MAX - 1
+    step_both(compiled, model, eager, step=start)
+    step_both(compiled, model, eager)  # step = INT64_MAX: step + 1 leaves int64
+    assert model.step == INT64_MAX + 1
+    assert counter.graphs == 1
+    guards = [g for entry in _cache_entries(model) for g in _guard_code(entry)]
+    assert not [g for g in guards if "9223372036854775807" in g], guards
+
+
+def test_int_expression_written_back_is_guarded_under_cpp_wrapper() -> None:
+    """Inductor's C++ wrapper computes int outputs as int64: there the guard stays (read
+    from inductor's config by the AOT pass, so aot_eager shows it too)."""
+    import torch._inductor.config as inductor_config
+
+    model = ds.mark_dynamic_attr(Counts(1), "step")
+    eager = copy.deepcopy(model)
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter)
+    with inductor_config.patch(cpp_wrapper=True), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.SpecializationWarning)
+        step_both(compiled, model, eager)
+        step_both(compiled, model, eager, step=INT64_MAX - 1)  # fits: same graph
+        assert counter.graphs == 1
+        step_both(compiled, model, eager)  # step + 1 leaves int64: the guard fails
+    assert counter.graphs > 1
+    assert model.step == INT64_MAX + 1
+
+
+def _cache_entries(model: torch.nn.Module) -> list[Any]:
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    return list(_debug_get_cache_entry_list(type(model).forward.__code__))
+
+
+def _guard_code(entry: Any) -> list[str]:
+    """The text of every guard of a compiled entry (torch's guard manager printout)."""
+    return str(entry.guard_manager).splitlines() if hasattr(entry, "guard_manager") else []
+
+
 def test_proxy_arithmetic_rule_is_the_write_back_rule() -> None:
     """One rule (dynscalar/_proxy.py): in-place keeps the spec, other operators drop the range."""
     a = DynamicInt(1, min=0, max=5, strict=True)

@@ -12,7 +12,9 @@ floats):
   error.  Every int expression of a marked int whose current value fits int64 gets a guard
   that it still does (``-2**63 <= 2*s0 + 1 <= 2**63 - 1``), evaluated in Python on every
   call; when it does not fit (the guard failed and this is the recompile, or the first
-  value already overflows), the analysis restarts.
+  value already overflows), the analysis restarts.  Expressions that only reach the
+  graph's outputs (``self.step += 1``) are left unguarded: the graph's Python code computes
+  them with Python ints (not under inductor's ``cpp_wrapper``, where they are guarded too).
 * **Float ops the tensorify pass cannot lower** on a float derived from a marked int
   (``(step + 0.5) % 1.0``: torch 2.13's ``TensorReferenceAnalysis`` has no ``python_mod``,
   and the pass failed with ``AttributeError``).  For a marked *float* the float path
@@ -118,9 +120,10 @@ def guard_int64(gm: Any, shape_env: Any, state: CompileState) -> None:
     if not ints:
         return
     seen: set[Any] = set()
+    exact = _returned_only(gm)
     for node in gm.graph.nodes:
         value = node.meta.get("val")
-        if not isinstance(value, torch.SymInt):
+        if not isinstance(value, torch.SymInt) or node in exact:
             continue
         expr = value.node.expr
         free = expr.free_symbols
@@ -139,6 +142,30 @@ def guard_int64(gm: Any, shape_env: Any, state: CompileState) -> None:
             f"holds a value for which the compiled code computes {current} (outside int64, "
             "where compiled code would overflow)",
         )
+
+
+def _returned_only(gm: Any) -> set[Any]:
+    """Int expressions whose value only reaches the graph's outputs, through int arithmetic
+    at most (``self.step += 1``).  The generated Python code computes them with Python ints,
+    exact at any size, so they need no int64 guard - a Python guard function that cost about
+    1 us per call (benchmarks/bench_overhead.py).  Not under inductor's C++ wrapper
+    (``cpp_wrapper``), which computes them as int64, nor while exporting."""
+    import sys
+
+    import torch
+
+    inductor_config = sys.modules.get("torch._inductor.config")
+    if getattr(inductor_config, "cpp_wrapper", False) or torch.compiler.is_exporting():
+        return set()
+    found: set[Any] = set()
+    for node in reversed(list(gm.graph.nodes)):
+        if node.op != "call_function" or not isinstance(
+            node.meta.get("val"), (torch.SymInt, torch.SymBool)
+        ):
+            continue
+        if node.users and all(user.op == "output" or user in found for user in node.users):
+            found.add(node)
+    return found
 
 
 def ints_in_floats(gm: Any, state: CompileState) -> set[Any]:

@@ -19,7 +19,8 @@ replay code (``SideEffects.codegen_update_mutated``):
   operator; in-place operators are tagged when traced (:func:`inplace_op_handler`),
   because Dynamo desugars ``+=`` on ints to ``operator.add``;
 * when the rule says "proxy", the assigned value is wrapped in :class:`_Rebox`, whose
-  reconstruction calls :func:`rebox` on the plain result at run time.
+  reconstruction builds the proxy from the plain result at run time with C calls only
+  (:func:`_inline_rebox`; a proxy assigned unchanged is reloaded from where it was read).
 
 It applies to every replay path - a module's instance dict, ``__slots__``, objects with
 ``__setattr__``, globals - because they all reconstruct the value the same way.  Two
@@ -152,12 +153,11 @@ def eager_origin(
 
 
 # ----------------------------------------------------------------------------- run time
-# Every compiled call that assigns a proxy attribute runs ``rebox`` once per assigned value,
-# right after the graph ran - when little of what it touches is still in the CPU's caches,
-# so memory touched costs more than instructions (benchmarks/bench_overhead.py).  It is one
-# frame: a dict hit on one string constant (its hash is cached in the string) for the
-# class and canonical spec, then the proxy built as ``_proxy`` builds arithmetic results,
-# the spec stored through its slot descriptor (not through wrapt's ``__setattr__``).
+# A compiled call that assigns a proxy attribute builds the proxy right after the graph ran
+# (``_inline_rebox``: no Python frame).  ``rebox`` is the same as one Python call, for values
+# replayed from a source other than the proxy's ``__wrapped__``: a dict hit on one string
+# constant (its hash is cached in the string) for the class and canonical spec, then the
+# proxy built as ``_proxy`` builds arithmetic results.
 _KINDS: dict[str, type[DynamicScalar]] = {"DynamicInt": DynamicInt, "DynamicFloat": DynamicFloat}
 _MADE: dict[str, tuple[type, DynamicSpec]] = {}
 
@@ -196,6 +196,45 @@ def rebox(value: Any, key: str) -> Any:
     return obj
 
 
+def _inline_rebox(codegen: Any, inner: Any, cls: type, spec: DynamicSpec) -> None:
+    """Emit what :func:`rebox` does, for a value the graph computed, as C calls only::
+
+        obj = _alloc(cls); _set_wrapped(obj, int(<inner>)); obj._self_spec = spec; push obj
+
+    (``float`` for a ``DynamicFloat``; ``int()``/``float()`` of an exact int/float returns
+    it unchanged).  A call to ``rebox`` is a Python frame entered through Dynamo's frame
+    callback; this is none.  ``__wrapped__`` is stored through its descriptor: wrapt's
+    ``__setattr__`` would search every class of the proxy's MRO for the name first.
+    """
+    from torch._dynamo.bytecode_transformation import (
+        create_call_function,
+        create_dup_top,
+        create_instruction,
+        create_rot_n,
+        create_swap,
+    )
+
+    def load(value: Any) -> Any:  # an object in co_consts, as Dynamo loads its own helpers
+        return codegen.create_load_const_unchecked(value)
+
+    convert = int if cls is DynamicInt else float
+    codegen.add_push_null(lambda: codegen.append_output(load(_set_wrapped)))  # [set]
+    codegen.add_push_null(lambda: codegen.append_output(load(_alloc)))
+    codegen.append_output(load(cls))
+    codegen.extend_output(create_call_function(1, False))  # [set, obj]
+    codegen.append_output(create_dup_top())
+    codegen.extend_output(create_rot_n(4))  # [obj, set, obj] (set: callable and NULL)
+    codegen.add_push_null(lambda: codegen.append_output(load(convert)))
+    codegen(inner)
+    codegen.extend_output(create_call_function(1, False))  # [obj, set, obj, value]
+    codegen.extend_output(create_call_function(2, False))  # [obj, None]
+    codegen.append_output(create_instruction("POP_TOP"))  # [obj]
+    codegen.append_output(create_dup_top())
+    codegen.append_output(load(spec))
+    codegen.extend_output(create_swap(2))  # [obj, spec, obj]
+    codegen.append_output(codegen.create_store_attr("_self_spec"))  # [obj]
+
+
 def _skip_rebox_tracing() -> None:
     # rebox runs inside the code Dynamo generates, with Dynamo's frame callback active:
     # skip_code marks the code object once so Dynamo never traces it.
@@ -223,11 +262,22 @@ def _rebox_variable(inner: Any, origin: Origin) -> Any:
 
             def reconstruct(self, codegen: Any) -> None:
                 key = rebox_key(self.origin)
-                _made(key)  # the first call finds it
-                codegen.add_push_null(lambda: codegen.load_import_from(__name__, "rebox"))
-                codegen(self.inner)
-                codegen.append_output(codegen.create_load_const(key))
-                codegen.extend_output(create_call_function(2, False))
+                cls, spec = _made(key)
+                source: Any = getattr(self.inner, "source", None)
+                if getattr(source, "member", None) == "__wrapped__":
+                    # A proxy assigned unchanged (`self.a, self.b = self.b, self.a`): its
+                    # value's source is `<proxy>.__wrapped__`.  Eager stores the very
+                    # object: reload the proxy itself, not a copy.
+                    codegen(source.base)
+                    return
+                if source is not None:
+                    # Any other source: rebox returns a proxy found there unchanged.
+                    codegen.add_push_null(lambda: codegen.load_import_from(__name__, "rebox"))
+                    codegen(self.inner)
+                    codegen.append_output(codegen.create_load_const(key))
+                    codegen.extend_output(create_call_function(2, False))
+                    return
+                _inline_rebox(codegen, self.inner, cls, spec)
 
         _rebox_variable_class = _Rebox
         _skip_rebox_tracing()
