@@ -50,6 +50,12 @@ _EXPECTED_SIGNATURES: dict[str, tuple[str, ...]] = {
     "PyCodegen.create_load_const": ("self", "value"),
     "PyCodegen.add_push_null": ("self", "gen_fn", "call_function_ex"),
     "bytecode_transformation.create_call_function": ("nargs", "push_null"),
+    "PyCodegen.create_load_const_unchecked": ("self", "value"),
+    "PyCodegen.create_store_attr": ("self", "name"),
+    "bytecode_transformation.create_dup_top": (),
+    "bytecode_transformation.create_rot_n": ("n",),
+    "bytecode_transformation.create_swap": ("n",),
+    "bytecode_transformation.create_instruction": ("name", "arg", "argval", "target"),
     "eval_frame.skip_code": ("code",),
 }
 
@@ -133,6 +139,12 @@ def _core_internals() -> dict[str, Any]:
         "bytecode_transformation.create_call_function": (
             bytecode_transformation.create_call_function
         ),
+        "PyCodegen.create_load_const_unchecked": codegen.PyCodegen.create_load_const_unchecked,
+        "PyCodegen.create_store_attr": codegen.PyCodegen.create_store_attr,
+        "bytecode_transformation.create_dup_top": bytecode_transformation.create_dup_top,
+        "bytecode_transformation.create_rot_n": bytecode_transformation.create_rot_n,
+        "bytecode_transformation.create_swap": bytecode_transformation.create_swap,
+        "bytecode_transformation.create_instruction": bytecode_transformation.create_instruction,
         "eval_frame.skip_code": eval_frame.skip_code,
     }
 
