@@ -67,6 +67,10 @@ def process_group(rank: int, world: int, port: int) -> Iterator[None]:
     dist.init_process_group("gloo", rank=rank, world_size=world)
     try:
         yield
+        # Both ranks reach here before either tears down: rank 0 hosts the TCPStore, and
+        # rank 1 once aborted ("terminate called without an active exception") when rank 0
+        # exited first on a loaded 2-core machine.
+        dist.barrier()
     finally:
         dist.destroy_process_group()
 
