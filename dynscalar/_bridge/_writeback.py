@@ -261,8 +261,6 @@ def _rebox_variable(inner: Any, origin: Origin) -> Any:
                 self.origin = origin
 
             def reconstruct(self, codegen: Any) -> None:
-                key = rebox_key(self.origin)
-                cls, spec = _made(key)
                 source: Any = getattr(self.inner, "source", None)
                 if getattr(source, "member", None) == "__wrapped__":
                     # A proxy assigned unchanged (`self.a, self.b = self.b, self.a`): its
@@ -272,12 +270,15 @@ def _rebox_variable(inner: Any, origin: Origin) -> Any:
                     return
                 if source is not None:
                     # Any other source: rebox returns a proxy found there unchanged.
+                    key = rebox_key(self.origin)
+                    _made(key)  # the first call finds it
                     codegen.add_push_null(lambda: codegen.load_import_from(__name__, "rebox"))
                     codegen(self.inner)
                     codegen.append_output(codegen.create_load_const(key))
                     codegen.extend_output(create_call_function(2, False))
                     return
-                _inline_rebox(codegen, self.inner, cls, spec)
+                assert self.origin.proxy is not None
+                _inline_rebox(codegen, self.inner, self.origin.proxy, self.origin.spec.canonical())
 
         _rebox_variable_class = _Rebox
         _skip_rebox_tracing()
