@@ -71,16 +71,40 @@ def _unwrapped(function: Any) -> types.FunctionType | None:
     return innermost
 
 
+def _closure_target(code: types.CodeType, closure: Any) -> types.FunctionType | None:
+    """For a forwarding wrapper made by a closure (``def inner(*args, **kwargs): return
+    fn(*args, **kwargs)``: torch.compile's ``wrap_inline`` around ``@torch.no_grad()``
+    functions, most decorators), the marked function its cell ``fn`` leads to."""
+    if not closure or code.co_argcount or code.co_kwonlyargcount:
+        return None
+    for cell in closure:
+        try:
+            content = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if not callable(content) or isinstance(content, type):
+            continue
+        inner = _unwrapped(content)
+        if inner is not None and inner.__code__ in _FUNCTION_MARKS:
+            return inner
+    return None
+
+
 def wrapped_parameter(
-    code: types.CodeType, position: int | None = None, keyword: str | None = None
+    code: types.CodeType,
+    position: int | None = None,
+    keyword: str | None = None,
+    closure: Any = None,
 ) -> tuple[types.CodeType, str] | None:
     """In a wrapper's frame, the wrapped function's parameter behind ``args[position]`` or
     ``kwargs[keyword]``: ``(the wrapped function's code, parameter name)``.
 
     The wrapper is assumed to pass its named parameters first, then ``*args`` in order
-    (``def wrapper(self, *args, **kwargs): return fn(self, *args, **kwargs)``).
+    (``def wrapper(self, *args, **kwargs): return fn(self, *args, **kwargs)``); it is
+    found through the ``__wrapped__`` chain of what was marked, or, for a ``(*args,
+    **kwargs)`` wrapper, through its ``closure`` (the frame's cells).
     """
-    inner = _WRAPPERS.get(code)
+    inner = _WRAPPERS.get(code) or _closure_target(code, closure)
     if inner is None:
         return None
     if keyword is not None:
@@ -106,10 +130,14 @@ def _function_of(target: object, api: str) -> types.FunctionType:
 
 
 def _check_parameters(function: Callable[..., Any], names: tuple[str, ...], what: str) -> None:
-    """Each name must be a named parameter (positional or keyword) of ``function``."""
+    """Each name must be a named parameter (positional or keyword) of ``function``, or
+    arrive through its ``**kwargs`` (Hugging Face forwards take most arguments that way)."""
+    signature = inspect.signature(function).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature):
+        return
     parameters = [
         p.name
-        for p in inspect.signature(function).parameters.values()
+        for p in signature
         if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
     ]
     for name in names:
@@ -119,7 +147,7 @@ def _check_parameters(function: Callable[..., Any], names: tuple[str, ...], what
             raise DynscalarTypeError(
                 f"dynscalar: {what} has no parameter {name!r} to mark dynamic.{hint} Its "
                 f"parameters are {', '.join(p for p in parameters if p != 'self') or 'none'}; "
-                "values passed through *args/**kwargs cannot be marked by name."
+                "values passed through *args cannot be marked by name."
             )
 
 

@@ -64,11 +64,13 @@ class SpecializationError(DynscalarValueError):
     made with ``strict=True``."""
 
 
-class DynamicFloatSpecializedError(DynscalarError, RuntimeError):
-    """A dynamic float reaches an op torch cannot keep symbolic: torch would bake its value in.
+class DynamicFloatSpecializedError(SpecializationError, RuntimeError):
+    """A ``strict=True`` dynamic float reaches an op torch cannot keep symbolic.
 
-    Raised while compiling (torch.compile reports it inside ``BackendCompilerFailed``) rather
-    than letting compiled code return numbers computed with a stale value (pytorch#194976).
+    Without ``strict``, such a float is compiled as a constant, as stock torch does (exact,
+    one compile per value, one :class:`SpecializationWarning`).  Raised while compiling
+    (torch.compile reports it inside ``BackendCompilerFailed``); torch 2.13/2.14 would
+    otherwise bake the value into the compiled code (pytorch#194976).
     """
 
 

@@ -28,7 +28,9 @@ def mark_dynamic_param_groups(
     optimizer: OptimizerT, *keys: str, strict: bool = False
 ) -> OptimizerT:
     """Trace the float hyperparameters ``keys`` (default ``"lr"``) of every param group
-    symbolically when ``optimizer.step`` is compiled.  Returns ``optimizer``.
+    symbolically when ``optimizer.step`` is compiled.  A tuple hyperparameter (Adam's
+    ``betas``, which OneCycleLR and CyclicLR cycle) has each of its floats traced
+    symbolically.  Returns ``optimizer``.
 
     Examples:
         >>> import torch, dynscalar
@@ -48,12 +50,13 @@ def mark_dynamic_param_groups(
     for index, group in enumerate(optimizer.param_groups):
         for key in checked:
             value = group.get(key)
-            if isinstance(value, bool) or not isinstance(value, (int, float)):
+            items = value if isinstance(value, (tuple, list)) and value else (value,)
+            if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in items):
                 raise DynscalarTypeError(
                     f"dynscalar.mark_dynamic_param_groups: {type(optimizer).__name__}."
                     f"param_groups[{index}][{key!r}] is {type(value).__name__} ({value!r}), "
-                    "not a float; only Python float hyperparameters can be marked (a tensor "
-                    "learning rate is already a graph input)."
+                    "not a float or a tuple of floats; only Python float hyperparameters can "
+                    "be marked (a tensor learning rate is already a graph input)."
                 )
     edit_marks(
         optimizer.__dict__,

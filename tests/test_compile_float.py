@@ -11,7 +11,6 @@ import torch
 
 import dynscalar as ds
 from dynscalar import DynamicFloat, DynamicInt
-from dynscalar._compat import TENSORIFY_RESTARTS_INSTEAD_OF_BAKING
 
 from .conftest import CountingBackend
 
@@ -226,51 +225,55 @@ class Clamp(Read):
         return x.clamp(max=self.scale) * self.scale
 
 
-@pytest.mark.skipif(TENSORIFY_RESTARTS_INSTEAD_OF_BAKING, reason="torch>=2.15 does not bake")
+class Fmod(Read):
+    """``fmod`` takes a Python float that no dynscalar decomposition covers."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.fmod(self.scale) * self.scale
+
+
 @pytest.mark.parametrize(
-    "backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.inductor)]
+    "backend", ["eager", "aot_eager", pytest.param("inductor", marks=pytest.mark.inductor)]
 )
-def test_op_that_would_bake_the_value_is_refused(backend: str) -> None:
-    """torch 2.13/2.14: clamp(max=float) next to other uses would be baked in: refuse."""
-    model = ds.mark_dynamic_attr(Clamp(), "scale")
-    compiled = torch.compile(model, backend=backend, fullgraph=True)
-    with (
-        torch.no_grad(),
-        pytest.raises(Exception, match=r"Clamp\.scale is used by aten\.clamp") as info,
-    ):
+def test_clamp_with_a_dynamic_bound_stays_dynamic(backend: str) -> None:
+    """clamp(max=float) next to other uses of the float: decomposed (_nn.clamp), one graph."""
+    model = Clamp()
+    eager = copy.deepcopy(model)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("error", ds.DynscalarWarning)
+        graphs = run(ds.mark_dynamic_attr(model, "scale"), eager, backend, True, [0.3, 0.5, 0.9])
+    assert graphs == 1
+
+
+def test_op_torch_specializes_falls_back_to_stock() -> None:
+    """A float op without a decomposition: specialized as stock torch does (exact, warned
+    once), never refused.  torch 2.13/2.14 would bake the value into the compiled code
+    (pytorch#194976); the bridge restarts the analysis with it specialized, as torch 2.15
+    does itself.  aot_eager: the first value is tried symbolically and restarted (2 graphs),
+    later values are remembered as forced (1 graph each), as stock remembers its floats."""
+    model = Fmod()
+    eager = copy.deepcopy(model)
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = run(ds.mark_dynamic_attr(model, "scale"), eager, "aot_eager", True, [0.3, 0.5, 0.7])
+    assert got == 4
+    warned = [str(w.message) for w in caught if issubclass(w.category, ds.SpecializationWarning)]
+    assert len(warned) == 1 and "Fmod.scale" in warned[0] and "fmod" in warned[0], warned
+
+
+def test_op_torch_specializes_is_refused_for_a_strict_mark() -> None:
+    model = ds.mark_dynamic_attr(Fmod(), "scale", strict=True)
+    compiled = torch.compile(model, backend="aot_eager", fullgraph=True)
+    with torch.no_grad(), pytest.raises(Exception, match=r"Fmod\.scale.*strict=True") as info:
         compiled(torch.randn(3, 4))
     chain = []
     exc: BaseException | None = info.value
     while exc is not None:
         chain.append(type(exc))
         exc = exc.__cause__ or exc.__context__
-    assert ds.DynamicFloatSpecializedError in chain or "DynamicFloatSpecializedError" in str(
-        info.value
+    assert any(issubclass(c, ds.SpecializationError) for c in chain) or "SpecializationError" in (
+        str(info.value)
     )
-
-
-@pytest.mark.skipif(not TENSORIFY_RESTARTS_INSTEAD_OF_BAKING, reason="torch<2.15 bakes: refused")
-@pytest.mark.parametrize(
-    ("backend", "graphs"),
-    # aot_eager: for each new value the symbolic graph reaches the backend, then the
-    # tensorify pass restarts and specializes it: two graphs per value (4 values -> 8).
-    # The bridge clears torch's TensorifyState after each compile (its float names are
-    # reused by the next frame's compile, see _floats._tensorify_hook), so the next value
-    # is tried symbolically again - as PairwiseDistance.norm in docs/nn-coverage.md.
-    [("aot_eager", 8), pytest.param("inductor", 1, marks=pytest.mark.inductor)],
-)
-def test_op_torch_specializes_stays_exact(backend: str, graphs: int) -> None:
-    """torch>=2.15 specializes such a float through a restart (exact, warned) or lowers it."""
-    torch.manual_seed(0)
-    model = Clamp()
-    eager = copy.deepcopy(model)
-    values = [0.3, 0.5, 0.7, 0.9]
-    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        got = run(ds.mark_dynamic_attr(model, "scale"), eager, backend, True, values)
-    assert got == graphs
-    warned = [w for w in caught if issubclass(w.category, ds.SpecializationWarning)]
-    assert bool(warned) is (graphs > 1)
 
 
 def test_float_torch_keeps_constant_is_reported() -> None:

@@ -57,7 +57,16 @@ _EXPECTED_SIGNATURES: dict[str, tuple[str, ...]] = {
     "bytecode_transformation.create_swap": ("n",),
     "bytecode_transformation.create_instruction": ("name", "arg", "argval", "target"),
     "eval_frame.skip_code": ("code",),
+    # automatic dynamic sees a proxy's value (_sources.record_for_automatic_dynamic)
+    "pgo.process_automatic_dynamic": ("tx", "name", "entry", "is_unspecialized_nn_module"),
+    "FrameStateSizeEntry.make_scalar": ("x",),
 }
+
+# Other private names the int path reads (checked for existence only).
+_NAMES = (
+    # _wrap._resumed: a resume function's original code, where argument marks live
+    "torch._dynamo.resume_execution.ContinueExecutionCache.generated_code_metadata",
+)
 
 # Sources the bridge builds, with the dataclass fields it passes.
 _EXPECTED_SOURCES: dict[str, tuple[str, ...]] = {
@@ -82,6 +91,7 @@ _FLOAT_NAMES = (
     "torch._functorch._aot_autograd.autograd_cache.BypassAOTAutogradCache",
     "torch._dynamo.exc.TensorifyScalarRestartAnalysis",
     "torch._dynamo.symbolic_convert.TensorifyState",
+    "torch._guards.CompileContext",  # _forced: the names one compile's restarts keep
     "torch.fx.passes._tensorify_python_scalars.SUPPORTED_OPS",
     "torch.fx.passes._tensorify_python_scalars.SUPPORTED_METHOD_OPS",
     "torch._dynamo.config.specialize_float",
@@ -96,6 +106,7 @@ def _core_internals() -> dict[str, Any]:
         eval_frame,
         guards,
         output_graph,
+        pgo,
         side_effects,
         symbolic_convert,
     )
@@ -146,6 +157,8 @@ def _core_internals() -> dict[str, Any]:
         "bytecode_transformation.create_swap": bytecode_transformation.create_swap,
         "bytecode_transformation.create_instruction": bytecode_transformation.create_instruction,
         "eval_frame.skip_code": eval_frame.skip_code,
+        "pgo.process_automatic_dynamic": pgo.process_automatic_dynamic,
+        "FrameStateSizeEntry.make_scalar": pgo.FrameStateSizeEntry.make_scalar,
     }
 
 
@@ -182,6 +195,7 @@ def check_internals() -> None:
     except (ImportError, AttributeError) as exc:
         raise BridgeError(f"dynscalar: a torch._dynamo internal moved: {exc}") from exc
     _check_signatures(found, _EXPECTED_SIGNATURES)
+    _check_names(_NAMES)
     from torch._dynamo import source
 
     for name, expected in _EXPECTED_SOURCES.items():
@@ -201,11 +215,22 @@ def check_float_internals() -> None:
     except (ImportError, AttributeError) as exc:
         raise BridgeError(f"dynscalar: a torch internal for dynamic floats moved: {exc}") from exc
     _check_signatures(found, _FLOAT_SIGNATURES)
-    for dotted in _FLOAT_NAMES:
-        module_name, _, attr = dotted.rpartition(".")
-        try:
-            owner = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise BridgeError(f"dynscalar: torch {TORCH_VERSION} has no {module_name}") from exc
-        if not hasattr(owner, attr):
+    _check_names(_FLOAT_NAMES)
+
+
+def _check_names(dotted_names: tuple[str, ...]) -> None:
+    """Each dotted name exists: a module, then attributes (``module.Class.attribute``)."""
+    for dotted in dotted_names:
+        parts = dotted.split(".")
+        for split in range(len(parts) - 1, 0, -1):  # the longest importable module prefix
+            try:
+                owner: Any = importlib.import_module(".".join(parts[:split]))
+            except ImportError:
+                continue
+            break
+        else:
             raise BridgeError(f"dynscalar: torch {TORCH_VERSION} has no {dotted}")
+        for attr in parts[split:]:
+            if not hasattr(owner, attr):
+                raise BridgeError(f"dynscalar: torch {TORCH_VERSION} has no {dotted}")
+            owner = getattr(owner, attr)

@@ -19,16 +19,18 @@ An op without a decomposition keeps torch's behaviour: exact, specialized, warne
 from __future__ import annotations
 
 import logging
+import operator
 import types
 from typing import Any
 
+from . import _nn
 from ._methods import FOREACH_DECOMPOSITIONS
 from ._nn import DECOMPOSITIONS
 from ._state import is_dynamic_float
 
 log = logging.getLogger("dynscalar")
 
-__all__ = ["in_graph_call_hook"]
+__all__ = ["builtin_call_hook", "in_graph_call_hook"]
 
 
 def _our_float(tx: Any, args: Any, kwargs: Any) -> bool:
@@ -78,3 +80,31 @@ def in_graph_call_hook(
     return tx.inline_user_function_return(
         UserFunctionVariable(target), list(call_args), dict(call_kwargs)
     )
+
+
+#: Python operators on (dynamic float, tensor) that ATen computes with a Scalar operand the
+#: float-tensorify pass cannot lower: ``beta1 ** step`` (Adam's bias correction) is
+#: ``pow.Scalar``.  Traced as ``_nn``'s decomposition instead.
+_BUILTINS: dict[Any, Any] = {operator.pow: _nn.pow}
+
+
+def builtin_call_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Around ``BuiltinVariable.call_function(tx, args, kwargs)``."""
+    replacement = _BUILTINS.get(instance.fn)
+    if replacement is None:
+        return wrapped(*args, **kwargs)
+
+    def split(tx: Any, args: Any, kwargs: Any) -> tuple[Any, Any, Any]:
+        return tx, args, kwargs
+
+    tx, call_args, call_kwargs = split(*args, **kwargs)
+    if call_kwargs or len(call_args) != 2 or not is_dynamic_float(tx, call_args[0]):
+        return wrapped(*args, **kwargs)
+    from torch._dynamo.variables.functions import UserFunctionVariable
+    from torch._dynamo.variables.tensor import TensorVariable
+
+    if not isinstance(call_args[1], TensorVariable):
+        return wrapped(*args, **kwargs)
+    return tx.inline_user_function_return(UserFunctionVariable(replacement), list(call_args), {})

@@ -22,6 +22,7 @@ from .._diagnostics import (
 from .._proxy import DynamicFloat, DynamicScalar
 from .._spec import DynamicSpec
 from ._checks import check_float_internals
+from ._forced import ForcedFloats, used_float_symbols
 from ._guards import guard_proxy
 from ._reports import passthrough, remember, user_location
 from ._restarts import forget_restarts, guard_int64, ints_in_floats, specialize_ints_and_restart
@@ -33,6 +34,16 @@ log = logging.getLogger("dynscalar")
 __all__ = ["ensure_aot_hooks", "wrap_float"]
 
 _float_hooks: BridgeError | bool = False
+
+#: what torch's tensorify pass forced of the bridge's floats, remembered as stock remembers
+_forced_floats = ForcedFloats()
+
+
+def _memory_key(builder: Any, source: Any) -> str:
+    """A marked float's identity across compiles: the compiled frame's code and its source."""
+    code = builder.tx.output.root_tx.f_code
+    name = source.name() if callable(source.name) else source.name
+    return f"dynscalar-forced:{code.co_filename}:{code.co_firstlineno}:{code.co_name}:{name}"
 
 
 def ensure_aot_hooks() -> bool:
@@ -107,6 +118,7 @@ def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: s
             state.floats[s] = where
             state.read_at[s] = read_at
             remember(shape_env, s, where, spec, label)
+            _forced_floats.on_wrap(s, _memory_key(builder, source))
         state.origins[var.as_proxy().node] = Origin(
             where, value.spec if proxied else spec, DynamicFloat if proxied else None
         )
@@ -229,20 +241,23 @@ def _tensorify_hook(
 
     _scalar_tensor_prepass(gm, shape_env, fake_mode)
     ops = _unsupported_uses(gm, ours)
+    used = used_float_symbols(gm, shape_env)
     n_guards = len(shape_env.guards)
+    from torch._dynamo.symbolic_convert import TensorifyState
+
     try:
         result = wrapped(*args, **kwargs)
     except TensorifyScalarRestartAnalysis:
         # Not a specialization by itself: torch also restarts to drop a float input the graph
         # never uses (FreeU-style `if self.a and self.b:`).  The compile after the restart
-        # tells, by its guards; reported below.
+        # tells, by its guards; reported below.  What it forced while the graph used it is
+        # remembered for later compiles, as torch remembers its own floats (_forced).
+        _forced_floats.on_restart(ours, used, ops)
         raise
     except Exception as exc:
         # e.g. a float `%` (TensorReferenceAnalysis has no python_mod in torch 2.13): do what
         # the pass does for a float it cannot lower - specialize it and restart the analysis.
         # Exact results, one compile per value; the next compile reports the value guard.
-        from torch._dynamo.symbolic_convert import TensorifyState
-
         log.info(
             "float-tensorify failed (%s: %s); specializing %s",
             type(exc).__name__,
@@ -251,30 +266,43 @@ def _tensorify_hook(
         )
         for symbol in ours:
             TensorifyState.specialize(str(symbol))
+        _forced_floats.on_restart(ours, set(ours), ops)
         raise TensorifyScalarRestartAnalysis from exc
-    # This compile's restarts are over.  torch clears the names of the floats a restart
-    # specialized only on other restarts or a reset (convert_frame.py), so they would leak
-    # into the next compile, whose floats reuse the same names (zf0, zf1, ...): a float
-    # whose first graph did not use it (label_smoothing starting at 0.0) would then be
-    # specialized in every later compile, one per value.
-    from torch._dynamo.symbolic_convert import TensorifyState
-
-    TensorifyState.clear()
-    forget_restarts()
-    baked = sorted(
-        {ours[s] for g in shape_env.guards[n_guards:] for s in g.expr.free_symbols if s in ours}
-    )
+    baked = {s for g in shape_env.guards[n_guards:] for s in g.expr.free_symbols if s in ours}
     if baked:
-        raise DynamicFloatSpecializedError(
-            f"dynscalar: dynamic float {', '.join(baked)} is used by "
-            f"{', '.join(ops) or 'an operation'}, which torch.compile cannot keep symbolic "
-            "together with its other uses; torch would bake the current value into the compiled "
-            "code (pytorch#194976: wrong results with inductor). Pass the value as a 0-d tensor "
-            "for that op (e.g. x.clamp(max=torch.tensor(scale))), or unmark it."
-        )
+        # torch 2.13/2.14 guard such a value inside the pass and keep the compiled code
+        # (pytorch#194976: inductor bakes the value in).  Do what torch >= 2.15 does and
+        # what stock torch does for a float it sees change: specialize and restart the
+        # analysis, so the value is a constant Dynamo guards.  strict=True refuses.
+        _refuse_if_strict(state, baked, ops)
+        for symbol in baked:
+            TensorifyState.specialize(str(symbol))
+        _forced_floats.on_restart(baked, set(baked), ops)
+        raise TensorifyScalarRestartAnalysis
+    # This compile's restarts are over: the names torch keeps for them are ours to manage
+    # (_forced), torch's own are left as they are.
+    _forced_floats.on_success(ours)
+    forget_restarts()
     assert state is not None  # `ours` came from it
     _report_value_guards(shape_env, state, ops)
     return result
+
+
+def _refuse_if_strict(state: Any, baked: set[Any], ops: list[str]) -> None:
+    """A ``strict=True`` mark torch would bake in: :class:`DynamicFloatSpecializedError`."""
+    strict = sorted(
+        state.floats[s]
+        for s in baked
+        if (spec := state.backed.get(s, ("", None))[1]) and spec.strict
+    )
+    if strict:
+        raise DynamicFloatSpecializedError(
+            f"dynscalar: dynamic float {', '.join(strict)} is used by "
+            f"{', '.join(ops) or 'an operation'}, which torch.compile cannot keep symbolic "
+            "together with its other uses; it would be compiled as a constant (one compile per "
+            "value) and the mark says strict=True. Pass the value as a 0-d tensor for that op "
+            "(e.g. x.clamp(max=torch.tensor(scale))), or drop strict=True."
+        )
 
 
 def _report_value_guards(shape_env: Any, state: CompileState, ops: list[str]) -> None:
@@ -296,8 +324,9 @@ def _report_value_guards(shape_env: Any, state: CompileState, ops: list[str]) ->
         filename, lineno, line = state.read_at.get(s, ("<unknown>", 0, ""))
         at = f" (read at {filename}:{lineno}: `{line}`)" if lineno else ""
         log.info("%s specialized by torch after the float-tensorify pass", label)
+        forced_by = ops or _forced_floats.ops(s)  # after a restart: what the first try saw
         message = (
-            f"dynscalar: {label}{at} is used by {', '.join(ops) or 'an op'}, which "
+            f"dynscalar: {label}{at} is used by {', '.join(forced_by) or 'an op'}, which "
             "torch.compile cannot keep symbolic and dynscalar has no decomposition for; torch "
             "specializes it (exact results, one compile per value). Unmark it if it rarely "
             "changes, or pass that op a 0-d tensor if the call is in your code."
@@ -306,7 +335,7 @@ def _report_value_guards(shape_env: Any, state: CompileState, ops: list[str]) ->
         if spec is not None and spec.strict:
             raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
         warn_once(
-            ("tensorify", label, filename, lineno, *ops),
+            ("tensorify", label, filename, lineno, *forced_by),
             message,
             SpecializationWarning,
             location=(filename, lineno) if lineno else None,

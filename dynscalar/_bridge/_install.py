@@ -23,7 +23,7 @@ from .._diagnostics import BridgeError, BridgeUnavailableWarning, warn_once
 from .._proxy import DynamicScalar
 from ._builtins import range_hook
 from ._checks import check_internals
-from ._decompositions import in_graph_call_hook
+from ._decompositions import builtin_call_hook, in_graph_call_hook
 from ._ints import data_dependent_hook
 from ._methods import tensor_method_hook
 from ._reports import evaluate_sym_node_hook
@@ -48,6 +48,7 @@ def _patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     """(owner, attribute, wrapper) for every function the bridge wraps with wrapt."""
     from torch._dynamo import side_effects
     from torch._dynamo.variables import builder
+    from torch._dynamo.variables.builtin import BuiltinVariable
     from torch._dynamo.variables.tensor import TensorVariable
     from torch._dynamo.variables.torch import TorchInGraphFunctionVariable
     from torch.fx.experimental import symbolic_shapes
@@ -55,6 +56,7 @@ def _patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     return [
         (TorchInGraphFunctionVariable, "call_function", in_graph_call_hook),
         (TensorVariable, "call_method", tensor_method_hook),
+        (BuiltinVariable, "call_function", builtin_call_hook),
         (builder.VariableBuilder, "_wrap", wrap_hook),
         (symbolic_shapes.ShapeEnv, "_make_data_dependent_error", data_dependent_hook),
         (symbolic_shapes.ShapeEnv, "evaluate_sym_node", evaluate_sym_node_hook),

@@ -11,8 +11,13 @@ which the pass turns into a graph input:
 * ``t.addcmul(t1, t2, value=v)`` -> ``t.add(t1 * v * t2)``;
 * ``t.addcdiv(t1, t2, value=v)`` -> ``t.add(t1 * v / t2)``;
 * ``t.pow(p)`` -> ``torch.pow(t, <0-d tensor p>)`` (LocalResponseNorm's ``beta``, LPPool);
+* ``t.clamp(lo, hi)`` (and ``clip``, ``clamp_min``/``clamp_max``, in-place forms) and
+  ``t.bernoulli_(p)``: ``_nn.METHOD_DECOMPOSITIONS``;
 * ``torch._foreach_add(_)(xs, ys, alpha=a)`` and ``torch._foreach_addcmul(_)/addcdiv(_)``
-  with a Scalar ``value``: the same, per tensor.
+  with a Scalar ``value``: the same, per tensor;
+* ``torch._foreach_mul(_)/div(_)(xs, s)``, ``torch._foreach_pow(s, steps)`` and
+  ``torch._foreach_lerp(_)(xs, ys, w)`` (Adam's ``lr`` and ``betas``): per tensor, with the
+  Scalar as a 0-d tensor of the tensor's dtype, which is how ATen casts it.
 
 ATen evaluates ``self + alpha * other`` in one kernel, which may fuse the multiply-add
 (FMA): results can differ from eager in the last bit (``TOLERANCES`` in ``_nn``: 1e-6).
@@ -25,6 +30,7 @@ from typing import Any
 
 import torch
 
+from ._nn import METHOD_DECOMPOSITIONS
 from ._state import is_dynamic_float
 
 __all__ = ["FOREACH_DECOMPOSITIONS", "tensor_method_hook"]
@@ -51,6 +57,17 @@ def tensor_method_hook(
         return tx, name, args, kwargs
 
     tx, name, call_args, call_kwargs = split(*args, **kwargs)
+    replacement = METHOD_DECOMPOSITIONS.get(name)
+    if replacement is not None and any(
+        is_dynamic_float(tx, a) for a in (*call_args, *call_kwargs.values())
+    ):
+        # `x.clamp(1 - eps, 1 + eps)`, `x.new_empty(s).bernoulli_(keep)` (timm's DropPath):
+        # the float would be forced to a constant; trace _nn's decomposition instead
+        from torch._dynamo.variables.functions import UserFunctionVariable
+
+        return tx.inline_user_function_return(
+            UserFunctionVariable(replacement), [instance, *call_args], dict(call_kwargs)
+        )
     if name in ("pow", "pow_") and call_args and is_dynamic_float(tx, call_args[0]):
         # `x.pow(p)`: ATen's Tensor_Scalar overload is not lowered by the tensorify pass;
         # the Tensor_Tensor one (the exponent as a 0-d tensor of x's dtype) is
@@ -130,6 +147,48 @@ def _foreach_addcdiv_(self: Any, tensor1: Any, tensor2: Any, value: Any = 1) -> 
         s.add_(a * v / b)
 
 
+def _as_operand(like: Any, value: Any) -> Any:
+    """A Scalar as a 0-d tensor of ``like``'s dtype (ATen casts it so for float32/64)."""
+    return value if isinstance(value, torch.Tensor) else like.new_zeros(()) + value
+
+
+def _foreach_mul(self: Any, other: Any) -> Any:
+    return [s * o for s, o in zip(self, _each(other, len(self)), strict=True)]
+
+
+def _foreach_mul_(self: Any, other: Any) -> None:
+    for s, o in zip(self, _each(other, len(self)), strict=True):
+        s.mul_(o)
+
+
+def _foreach_div(self: Any, other: Any) -> Any:
+    return [s / o for s, o in zip(self, _each(other, len(self)), strict=True)]
+
+
+def _foreach_div_(self: Any, other: Any) -> None:
+    for s, o in zip(self, _each(other, len(self)), strict=True):
+        s.div_(o)
+
+
+def _foreach_pow(self: Any, exponent: Any) -> Any:
+    # Adam's bias corrections: torch._foreach_pow(beta1, steps) (a Scalar base) - ATen's
+    # pow(Scalar, Tensor) computes with the base cast to the exponent's dtype
+    if not isinstance(self, (list, tuple)):
+        return [torch.pow(_as_operand(e, self), e) for e in exponent]
+    exponents = _each(exponent, len(self))
+    return [torch.pow(s, _as_operand(s, e)) for s, e in zip(self, exponents, strict=True)]
+
+
+def _foreach_lerp(self: Any, tensors1: Any, weight: Any) -> Any:
+    weights = _each(weight, len(self))
+    return [s.lerp(e, _as_operand(s, w)) for s, e, w in zip(self, tensors1, weights, strict=True)]
+
+
+def _foreach_lerp_(self: Any, tensors1: Any, weight: Any) -> None:
+    for s, e, w in zip(self, tensors1, _each(weight, len(self)), strict=True):
+        s.lerp_(e, _as_operand(s, w))
+
+
 #: foreach op -> the per-tensor function traced in its place (see _decompositions)
 FOREACH_DECOMPOSITIONS: dict[Any, Any] = {
     torch._foreach_add: _foreach_add,
@@ -138,4 +197,11 @@ FOREACH_DECOMPOSITIONS: dict[Any, Any] = {
     torch._foreach_addcmul_: _foreach_addcmul_,
     torch._foreach_addcdiv: _foreach_addcdiv,
     torch._foreach_addcdiv_: _foreach_addcdiv_,
+    torch._foreach_mul: _foreach_mul,
+    torch._foreach_mul_: _foreach_mul_,
+    torch._foreach_div: _foreach_div,
+    torch._foreach_div_: _foreach_div_,
+    torch._foreach_pow: _foreach_pow,
+    torch._foreach_lerp: _foreach_lerp,
+    torch._foreach_lerp_: _foreach_lerp_,
 }

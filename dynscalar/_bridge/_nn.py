@@ -14,8 +14,9 @@ Every function has the Python signature of the op it replaces and follows ATen's
 algorithm operation by operation (the comments name the ATen source), so the result is
 bit-identical to eager where ATen computes the same expression element by element, and
 equal within the tolerance ``TOLERANCES`` states where ATen uses a fused kernel with a
-different rounding order.  Random ops (dropout) draw from a different random stream than
-eager, as compiled dropout always does: the same distribution and the same scaling.
+different rounding order.  Random ops (dropout, bernoulli) consume the default generator
+as ATen's CPU kernel does (one double uniform per element), so eager and aot_eager draw
+the same numbers for the same seed; inductor draws from its own stream, as it always does.
 
 This module uses public torch API only; it is plain Python and runs eagerly too (the
 tests compare each function with its op in eager mode).
@@ -29,7 +30,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["DECOMPOSITIONS", "TOLERANCES"]
+__all__ = ["DECOMPOSITIONS", "METHOD_DECOMPOSITIONS", "TOLERANCES"]
 
 Tensor = torch.Tensor
 
@@ -81,14 +82,39 @@ def _reduce(loss: Tensor, reduction: int) -> Tensor:
 _ALPHA = 1.7580993408473766
 
 
+def _bernoulli_draw(like: Tensor, p: Any, generator: Any = None) -> Tensor:
+    """ATen's CPU ``bernoulli_(double p)``: one double uniform per element, in memory order
+    (``bernoulli_distribution<double>``: ``uniform < p``), stored in ``like``'s dtype.
+
+    Same generator use as eager's kernel, so the same numbers for the same seed, where
+    torch runs that kernel (``BERNOULLI_MATCHES_EAGER``; builds that draw bernoulli through
+    MKL on Intel CPUs use another stream, and inductor always draws its own).
+    """
+    if not 0 <= p <= 1:  # the message only on failure: formatting p would force it
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+    uniform = torch.rand_like(like, dtype=torch.float64) if generator is None else None
+    if uniform is None:
+        uniform = torch.empty_like(like, dtype=torch.float64).uniform_(generator=generator)
+    keep: Tensor = uniform < p
+    return keep.to(like.dtype)
+
+
+def bernoulli_(input: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
+    # aten/src/ATen/native/cpu/DistributionKernels.cpp, bernoulli_scalar_kernel_default
+    return input.copy_(_bernoulli_draw(input, p, generator))
+
+
+def bernoulli(input: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
+    # Distributions.cpp, bernoulli(self, double p): empty_like(self).bernoulli_(p)
+    return _bernoulli_draw(input, p, generator)
+
+
 def _noise(input: Tensor, p: Any, feature: bool) -> Tensor:
+    # _dropout_impl: at::empty(shape, input.options()).bernoulli_(1 - p)
     if feature:
         shape = (input.shape[0], input.shape[1]) + (1,) * (input.dim() - 2)
-        uniform = torch.rand(shape, dtype=input.dtype, device=input.device)
-    else:
-        uniform = torch.rand_like(input)
-    keep: Tensor = uniform < 1 - p
-    return keep.to(input.dtype)
+        return _bernoulli_draw(input.new_empty(shape), 1 - p)
+    return _bernoulli_draw(torch.empty_like(input, memory_format=torch.contiguous_format), 1 - p)
 
 
 def _dropout_impl(input: Tensor, p: Any, train: bool, feature: bool, alpha: bool) -> Tensor:
@@ -130,6 +156,93 @@ def _inplace(fn: Any) -> Any:
 
     inplace.__name__ = fn.__name__ + "_"
     return inplace
+
+
+# ----------------------------------------------------------------------------- clamp
+# aten/src/ATen/native/TensorCompare.cpp and cpu/TensorCompareKernel.cpp: the Scalar bounds
+# are cast to the input's dtype, NaN propagates, max wins if min > max; the gradient passes
+# where min <= x <= max (clamp_backward).  clamp.Tensor with 0-d bounds of the input's
+# dtype computes and differentiates the same, and the tensorify pass lowers the bounds.
+def _bound(input: Tensor, value: Any) -> Any:
+    if value is None or isinstance(value, torch.Tensor):
+        return value
+    return _scalar_like(input, value)
+
+
+def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    if not input.is_floating_point():  # an int tensor with a float bound promotes: as torch
+        return torch.clamp(input, min, max)
+    return torch.clamp(input, _bound(input, min), _bound(input, max))
+
+
+def clamp_(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
+    if not input.is_floating_point():
+        return input.clamp_(min, max)
+    return input.clamp_(_bound(input, min), _bound(input, max))
+
+
+def clamp_min(input: Tensor, min: Any) -> Tensor:
+    return clamp(input, min, None)
+
+
+def clamp_min_(input: Tensor, min: Any) -> Tensor:
+    return clamp_(input, min, None)
+
+
+def clamp_max(input: Tensor, max: Any) -> Tensor:
+    return clamp(input, None, max)
+
+
+def clamp_max_(input: Tensor, max: Any) -> Tensor:
+    return clamp_(input, None, max)
+
+
+# ----------------------------------------------------------------------------- lerp, pow
+# BinaryOps.cpp / Lerp.cpp / Pow.cpp: a Scalar weight, base or exponent is cast to the
+# tensor's dtype (float32/float64: also the op math type), so the same op with the value as
+# a 0-d tensor of that dtype computes the same numbers.  Half and bfloat16 compute in
+# float32 with a float32 Scalar: those keep torch's op (specialized, warned).
+def _exact_dtype(x: Any) -> bool:
+    return isinstance(x, torch.Tensor) and x.dtype in (torch.float32, torch.float64)
+
+
+def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
+    if isinstance(weight, torch.Tensor) or not _exact_dtype(input):
+        return torch.lerp(input, end, weight)
+    return torch.lerp(input, end, _scalar_like(input, weight))
+
+
+def lerp_(input: Tensor, end: Tensor, weight: Any) -> Tensor:
+    if isinstance(weight, torch.Tensor) or not _exact_dtype(input):
+        return input.lerp_(end, weight)
+    return input.lerp_(end, _scalar_like(input, weight))
+
+
+def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - torch.pow's name
+    # Adam's bias correction `beta1 ** step`: pow(Scalar, Tensor)
+    if not isinstance(input, torch.Tensor) and _exact_dtype(exponent):
+        return torch.pow(_scalar_like(exponent, input), exponent)
+    if _exact_dtype(input) and not isinstance(exponent, torch.Tensor):
+        return torch.pow(input, _scalar_like(input, exponent))
+    return torch.pow(input, exponent)
+
+
+#: Tensor method -> the function traced in its place (self first), see _methods
+METHOD_DECOMPOSITIONS: dict[str, Any] = {
+    "clamp": clamp,
+    "clip": clamp,
+    "clamp_": clamp_,
+    "clip_": clamp_,
+    "clamp_min": clamp_min,
+    "clamp_min_": clamp_min_,
+    "clamp_max": clamp_max,
+    "clamp_max_": clamp_max_,
+    "bernoulli": bernoulli,
+    "bernoulli_": bernoulli_,
+    "lerp": lerp,
+    "lerp_": lerp_,
+    "__rpow__": lambda exponent, base: pow(base, exponent),
+}
 
 
 # ----------------------------------------------------------------------------- activations
@@ -702,6 +815,17 @@ _close(
 def _table() -> dict[Any, Any]:
     nn = torch._C._nn
     table: dict[Any, Any] = {
+        torch.clamp: clamp,
+        torch.clip: clamp,
+        torch.clamp_: clamp_,
+        torch.clip_: clamp_,
+        torch.clamp_min: clamp_min,
+        torch.clamp_min_: clamp_min_,
+        torch.clamp_max: clamp_max,
+        torch.clamp_max_: clamp_max_,
+        torch.bernoulli: bernoulli,
+        torch.lerp: lerp,
+        torch.pow: pow,
         torch.dropout: dropout,
         torch.feature_dropout: feature_dropout,
         torch.alpha_dropout: alpha_dropout,

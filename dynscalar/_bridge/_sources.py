@@ -6,7 +6,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["swapped_source"]
+__all__ = ["record_for_automatic_dynamic", "swapped_source"]
 
 
 @contextlib.contextmanager
@@ -25,3 +25,23 @@ def swapped_source(builder: Any, source: Any) -> Iterator[None]:
     finally:
         builder.source = original
         builder.name = original.name
+
+
+def record_for_automatic_dynamic(builder: Any, plain: int | float) -> None:
+    """Record ``plain`` as the value last seen at the builder's own source, as Dynamo does
+    for a plain int/float it wraps (``pgo.process_automatic_dynamic``).
+
+    A proxy is read through ``<source>.__wrapped__``, so Dynamo's record of the frame's
+    values (its automatic dynamic) would have nothing for ``<source>``: when a plain value
+    arrives there later (``fn(DynamicInt(1))``, then ``fn(2)``), stock torch's rule - a
+    value that changed is compiled dynamic - could not see the change, and the plain value
+    would cost one static compile more than stock.
+    """
+    from torch._dynamo.pgo import FrameStateSizeEntry, process_automatic_dynamic
+
+    process_automatic_dynamic(
+        builder.tx,
+        builder.name,
+        FrameStateSizeEntry.make_scalar(plain),  # type: ignore[arg-type]  # floats too
+        is_unspecialized_nn_module=builder.source.guard_source.is_unspecialized_nn_module(),
+    )

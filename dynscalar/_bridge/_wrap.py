@@ -45,7 +45,7 @@ from ._guards import guard_mark_state, guard_marks_epoch, guard_proxy
 from ._ints import wrap_int
 from ._reports import instance_path, passthrough, user_location
 from ._restarts import restart_reason
-from ._sources import swapped_source
+from ._sources import record_for_automatic_dynamic, swapped_source
 from ._state import resolved
 
 log = logging.getLogger("dynscalar")
@@ -159,21 +159,35 @@ def _find_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
         where = f"{getattr(code, 'co_qualname', code.co_name)}({name})"  # co_qualname: 3.11+
         spec = lookup_arg_mark(code, name, self_obj)
         return _Found(spec, where, "marked with mark_dynamic_args or @dynamic_args")
+    if kind is GetItemSource and type(source.base) is DictGetItemSource:
+        key = source.base  # an element of a tuple hyperparameter: group["betas"][0]
+        if isinstance(key.index, str) and isinstance(source.index, int):
+            found = _param_group_mark(builder, key)
+            if found is not None:
+                return found._replace(where=f"{found.where}[{source.index}]")
+        return None
     if kind is DictGetItemSource and isinstance(source.index, str):
-        groups = source.base
-        if not (isinstance(groups, GetItemSource) and isinstance(groups.index, int)):
-            return None
-        attribute = groups.base
-        if type(attribute) is not AttrSource or attribute.member != "param_groups":
-            return None
-        optimizer = _resolve(builder, attribute.base)
-        if not _is_optimizer(optimizer):
-            return None
-        guard_mark_state(builder.tx, attribute.base, optimizer, source.index, GROUP_MARKS_KEY)
-        where = f"{type(optimizer).__name__}.param_groups[{groups.index}][{source.index!r}]"
-        spec = lookup_group_mark(optimizer, source.index)
-        return _Found(spec, where, "marked with mark_dynamic_param_groups")
+        return _param_group_mark(builder, source)
     return None
+
+
+def _param_group_mark(builder: Any, source: Any) -> _Found | None:
+    """The mark of ``optimizer.param_groups[i][key]`` (``source``), guards installed."""
+    from torch._dynamo.source import AttrSource, GetItemSource
+
+    groups = source.base
+    if not (isinstance(groups, GetItemSource) and isinstance(groups.index, int)):
+        return None
+    attribute = groups.base
+    if type(attribute) is not AttrSource or attribute.member != "param_groups":
+        return None
+    optimizer = _resolve(builder, attribute.base)
+    if not _is_optimizer(optimizer):
+        return None
+    guard_mark_state(builder.tx, attribute.base, optimizer, source.index, GROUP_MARKS_KEY)
+    where = f"{type(optimizer).__name__}.param_groups[{groups.index}][{source.index!r}]"
+    spec = lookup_group_mark(optimizer, source.index)
+    return _Found(spec, where, "marked with mark_dynamic_param_groups")
 
 
 _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08  # inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
@@ -182,12 +196,16 @@ _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08  # inspect.CO_VARARGS, inspect.CO_VARK
 def _parameter(builder: Any, source: Any) -> tuple[Any, str] | None:
     """For an argument of the compiled frame: (code of the function it is a parameter of,
     parameter name).  Reads through a decorator's ``wrapper(self, *args, **kwargs)`` frame
-    to the function it wraps (``_args.wrapped_parameter``)."""
+    to the function it wraps (``_args.wrapped_parameter``), takes ``kwargs['name']`` of a
+    function with ``**kwargs`` as its parameter ``name``, and reads a resume function
+    (Dynamo's frame after a graph break) as the function it resumes."""
     from torch._dynamo.source import DictGetItemSource, GetItemSource, LocalSource
 
-    code = getattr(builder.tx, "f_code", None)
+    tx = builder.tx
+    code = getattr(tx, "f_code", None)
     if code is None:
         return None
+    code = _resumed(code)
     named = code.co_argcount + code.co_kwonlyargcount
     kind = type(source)
     if kind is LocalSource:
@@ -200,11 +218,34 @@ def _parameter(builder: Any, source: Any) -> tuple[Any, str] | None:
     varargs = code.co_varnames[named] if code.co_flags & _CO_VARARGS else None
     varkw_index = named + (1 if varargs else 0)
     varkw = code.co_varnames[varkw_index] if code.co_flags & _CO_VARKEYWORDS else None
+    closure = getattr(tx, "closure", None)
     if kind is GetItemSource and base.local_name == varargs and isinstance(source.index, int):
-        return wrapped_parameter(code, position=source.index)
+        return wrapped_parameter(code, position=source.index, closure=closure)
     if kind is DictGetItemSource and base.local_name == varkw and isinstance(source.index, str):
-        return wrapped_parameter(code, keyword=source.index)
+        found = wrapped_parameter(code, keyword=source.index, closure=closure)
+        return found if found is not None else (code, source.index)
     return None
+
+
+def _resumed(code: Any) -> Any:
+    """The code a Dynamo resume function (``__resume_at_N``) continues, else ``code``.
+
+    After a graph break, Dynamo compiles the rest of the frame as a new function whose
+    parameters are the live locals under their own names: a marked argument keeps its mark
+    there (the mark is on the original code)."""
+    if not code.co_name.startswith("__resume_at_"):
+        return code
+    from torch._dynamo.resume_execution import ContinueExecutionCache
+
+    meta = ContinueExecutionCache.generated_code_metadata.get(code)
+    return getattr(meta, "code", None) or code
+
+
+def _is_argument(source: Any) -> bool:
+    """A value the compiled frame receives: ``L['n']``, ``L['args'][0]``, ``L['kwargs']['n']``."""
+    from torch._dynamo.source import LocalSource
+
+    return isinstance(source, LocalSource) or isinstance(getattr(source, "base", None), LocalSource)
 
 
 def _is_number_subclass(kind: type) -> bool:
@@ -260,6 +301,8 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     path = instance_path(instance.source.name)
     label = f"{path} ({where})" if path != where else where
     log.info("%s (value %r) becomes a symbolic graph input: %s", label, plain, why)
+    if proxied and _is_argument(instance.source):
+        record_for_automatic_dynamic(instance, plain)
     if isinstance(plain, float):
         return wrap_float(instance, value, spec, where, label)
     if not spec.unbacked and not ensure_aot_hooks():
