@@ -206,6 +206,29 @@ CASES: list[tuple[str, Callable[..., Any], Callable[..., Any], Any, str | None]]
         "huber_loss",
     ),
     (
+        "clamp",
+        lambda x: torch.clamp(x, 0.9, 1.1),
+        lambda x: _nn.clamp(x, 0.9, 1.1),
+        _inputs((64, 9), scale=0.2),
+        None,
+    ),
+    ("clamp_min", lambda x: x.clamp_min(-0.3), lambda x: _nn.clamp_min(x, -0.3), ACT, None),
+    ("clamp_max", lambda x: x.clamp_max(0.7), lambda x: _nn.clamp_max(x, 0.7), ACT, None),
+    (
+        "lerp",
+        lambda a, b: torch.lerp(a, b, 0.13),
+        lambda a, b: _nn.lerp(a, b, 0.13),
+        _inputs((64, 9), (64, 9)),
+        None,
+    ),
+    (
+        "lerp_large_weight",
+        lambda a, b: torch.lerp(a, b, 0.7),
+        lambda a, b: _nn.lerp(a, b, 0.7),
+        _inputs((64, 9), (64, 9)),
+        None,
+    ),
+    (
         "sdpa",
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, scale=0.3),
         lambda q, k, v: _nn.scaled_dot_product_attention(q, k, v, scale=0.3),
@@ -225,6 +248,9 @@ REDUCED_EXACT = {
     "threshold",
     "hardshrink",
     "softshrink",
+    "clamp",
+    "clamp_min",
+    "clamp_max",
 }
 
 
@@ -317,3 +343,91 @@ def test_sdpa_fully_masked_row_is_zero_with_zero_gradient() -> None:
     torch.testing.assert_close(got, want, rtol=rtol, atol=atol)
     torch.testing.assert_close(got_grads, want_grads, rtol=rtol, atol=atol)
     assert not math.isnan(float(sum(g.sum() for g in got_grads)))
+
+
+def test_clamp_gradient_passes_at_the_bounds_and_max_wins() -> None:
+    """clamp_backward passes the gradient where min <= x <= max; min > max gives max."""
+    x = torch.tensor([0.5, 0.9, 1.0, 1.1, 1.5])
+    (want, want_grad), (got, got_grad) = (
+        _run(lambda t: torch.clamp(t, 0.9, 1.1), [x]),
+        _run(lambda t: _nn.clamp(t, 0.9, 1.1), [x]),
+    )
+    assert torch.equal(got, want) and torch.equal(got_grad[0], want_grad[0])
+    assert torch.equal(_nn.clamp(x, 1.2, 0.8), torch.clamp(x, 1.2, 0.8))
+    nan = torch.tensor([float("nan"), 2.0])
+    torch.testing.assert_close(_nn.clamp(nan, 0.0, 1.0), torch.clamp(nan, 0.0, 1.0), equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+def test_pow_of_a_scalar_base_matches_aten(dtype: torch.dtype) -> None:
+    """Adam's ``beta ** step``: the same values; a differentiable exponent keeps torch's op
+    (ATen's exponent gradient takes log of the double Scalar)."""
+    e = torch.linspace(-4.0, 9.0, 27, dtype=dtype)
+    assert torch.equal(_nn.pow(0.999, e), torch.pow(0.999, e))
+    grad_e = e.clone().requires_grad_()
+    (want, want_grad), (got, got_grad) = (
+        _run(lambda t: torch.pow(0.999, t), [grad_e]),
+        _run(lambda t: _nn.pow(0.999, t), [grad_e]),
+    )
+    assert torch.equal(got, want) and torch.equal(got_grad[0], want_grad[0])
+
+
+def test_clamp_of_an_int_tensor_promotes_like_torch() -> None:
+    x = torch.arange(-3, 4)
+    assert torch.equal(_nn.clamp(x, -1.5, 1.5), torch.clamp(x, -1.5, 1.5))
+
+
+# --------------------------------------------------------------------------- random ops
+#: where torch's CPU kernel draws bernoulli(p) from one double uniform per element (not
+#: through MKL's stream), the decompositions draw exactly eager's numbers
+ATEN_BERNOULLI_DRAWS_DOUBLES = _nn.bernoulli_matches_eager()
+
+
+def _drawn(fn: Callable[[], torch.Tensor], seed: int = 3) -> torch.Tensor:
+    torch.manual_seed(seed)
+    return fn()
+
+
+RANDOM_CASES: list[tuple[str, Callable[[torch.Tensor], Any], Callable[[torch.Tensor], Any]]] = [
+    ("bernoulli_", lambda x: x.clone().bernoulli_(0.3), lambda x: _nn.bernoulli_(x.clone(), 0.3)),
+    ("bernoulli", lambda x: torch.bernoulli(x, 0.7), lambda x: _nn.bernoulli(x, 0.7)),
+    ("dropout", lambda x: F.dropout(x, 0.3), lambda x: _nn.dropout(x, 0.3, True)),
+    (
+        "dropout2d",
+        lambda x: F.dropout2d(x, 0.3),
+        lambda x: _nn.feature_dropout(x, 0.3, True),
+    ),
+    (
+        "alpha_dropout",
+        lambda x: F.alpha_dropout(x, 0.3, True),
+        lambda x: _nn.alpha_dropout(x, 0.3, True),
+    ),
+    (
+        "feature_alpha_dropout",
+        lambda x: F.feature_alpha_dropout(x, 0.3, True),
+        lambda x: _nn.feature_alpha_dropout(x, 0.3, True),
+    ),
+]
+
+
+@pytest.mark.skipif(
+    not ATEN_BERNOULLI_DRAWS_DOUBLES,
+    reason="this torch build draws bernoulli through MKL on this CPU (docs/how-it-works.md)",
+)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("case", RANDOM_CASES, ids=lambda c: c[0])
+def test_random_decomposition_draws_eagers_numbers(case: Any, dtype: torch.dtype) -> None:
+    _, op, dec = case
+    x = torch.randn(6, 5, 4, 3).to(dtype)
+    assert torch.equal(_drawn(lambda: dec(x)), _drawn(lambda: op(x)))
+
+
+def test_bernoulli_in_place_on_a_transposed_tensor_draws_in_memory_order() -> None:
+    if not ATEN_BERNOULLI_DRAWS_DOUBLES:
+        pytest.skip("this torch build draws bernoulli through MKL on this CPU")
+    x = torch.empty(8, 6).t()
+    assert torch.equal(
+        _drawn(lambda: _nn.bernoulli_(x.clone(), 0.4)), _drawn(lambda: x.clone().bernoulli_(0.4))
+    )
+    want = _drawn(lambda: x.bernoulli_(0.4).clone())
+    assert torch.equal(_drawn(lambda: _nn.bernoulli_(x, 0.4).clone()), want)

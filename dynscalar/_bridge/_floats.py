@@ -325,11 +325,17 @@ def _report_value_guards(shape_env: Any, state: CompileState, ops: list[str]) ->
         at = f" (read at {filename}:{lineno}: `{line}`)" if lineno else ""
         log.info("%s specialized by torch after the float-tensorify pass", label)
         forced_by = ops or _forced_floats.ops(s)  # after a restart: what the first try saw
+        used = (
+            f"is used by {', '.join(forced_by)}, which torch.compile cannot keep symbolic "
+            "and dynscalar has no decomposition for"
+            if forced_by
+            else "is used where torch.compile needs a constant (a size, such as topk's k, or "
+            "an op that takes a Python float and has no dynscalar decomposition)"
+        )
         message = (
-            f"dynscalar: {label}{at} is used by {', '.join(forced_by) or 'an op'}, which "
-            "torch.compile cannot keep symbolic and dynscalar has no decomposition for; torch "
-            "specializes it (exact results, one compile per value). Unmark it if it rarely "
-            "changes, or pass that op a 0-d tensor if the call is in your code."
+            f"dynscalar: {label}{at} {used}; torch specializes it (exact results, one compile "
+            "per value). Unmark it if it rarely changes, or pass that op a 0-d tensor if the "
+            "call is in your code."
         )
         spec = state.backed.get(s, ("", None))[1]
         if spec is not None and spec.strict:

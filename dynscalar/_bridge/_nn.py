@@ -99,6 +99,18 @@ def _bernoulli_draw(like: Tensor, p: Any, generator: Any = None) -> Tensor:
     return keep.to(like.dtype)
 
 
+def bernoulli_matches_eager() -> bool:
+    """Whether ``_bernoulli_draw`` gives eager's numbers on this build and CPU (asked of the
+    kernel with a private generator: the default generator is not touched).  torch's CPU
+    ``bernoulli_(float)`` draws through MKL's own stream on Intel CPUs in MKL builds, and
+    from one double uniform per element everywhere else."""
+    g = torch.Generator().manual_seed(0)
+    want = torch.empty(256).bernoulli_(0.5, generator=g)
+    g.manual_seed(0)
+    got = (torch.empty(256, dtype=torch.float64).uniform_(generator=g) < 0.5).float()
+    return bool(torch.equal(got, want))
+
+
 def bernoulli_(input: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
     # aten/src/ATen/native/cpu/DistributionKernels.cpp, bernoulli_scalar_kernel_default
     return input.copy_(_bernoulli_draw(input, p, generator))
@@ -219,12 +231,16 @@ def lerp_(input: Tensor, end: Tensor, weight: Any) -> Tensor:
 
 
 def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - torch.pow's name
-    # Adam's bias correction `beta1 ** step`: pow(Scalar, Tensor)
-    if not isinstance(input, torch.Tensor) and _exact_dtype(exponent):
+    # Adam's bias correction `beta1 ** step`: pow(Scalar, Tensor).  Same values; the
+    # gradient with respect to the exponent multiplies by log(base), which ATen takes of
+    # the double Scalar: a differentiable exponent keeps torch's op (specialized, warned).
+    if (
+        not isinstance(input, torch.Tensor)
+        and _exact_dtype(exponent)
+        and not exponent.requires_grad
+    ):
         return torch.pow(_scalar_like(exponent, input), exponent)
-    if _exact_dtype(input) and not isinstance(exponent, torch.Tensor):
-        return torch.pow(input, _scalar_like(input, exponent))
-    return torch.pow(input, exponent)
+    return torch.pow(input, exponent)  # a tensor base: Tensor.pow's rule (_methods)
 
 
 #: Tensor method -> the function traced in its place (self first), see _methods

@@ -1,0 +1,330 @@
+"""Programs shaped like real training code, run stock, imported-unmarked and marked.
+
+Each scenario is the pattern of a real library (named in its docstring) written out so it
+runs without that library.  ``run(name, mark)`` compiles it with a counting backend, runs
+an eager twin beside it on the same inputs (outputs, gradients and parameters must match)
+and returns the number of graphs handed to the backend (restarts included) and the
+compiled outputs.  ``mark=None`` touches nothing of dynscalar, so
+
+    python -m tests.harm_scenarios OUT.pt
+
+runs every scenario in a process that never imports dynscalar (stock torch) and saves the
+results for ``tests/test_do_no_harm.py`` to compare with.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch._dynamo.testing import CompileCounterWithBackend
+
+Outcome = tuple[int, list[torch.Tensor]]
+
+
+def _ds() -> Any:
+    import dynscalar
+
+    return dynscalar
+
+
+#: undo actions of the marks the running scenario made (function marks outlive it: they
+#: are keyed by the code object, which the next run of the scenario shares)
+_undo: list[Callable[[], Any]] = []
+
+
+def _mark_args(fn: Any, names: str) -> None:
+    ds = _ds()
+    ds.mark_dynamic_args(fn, *names.split(","))
+    _undo.append(lambda: ds.unmark_dynamic_args(fn, *names.split(",")))
+
+
+def _same(got: Any, want: Any, exact: bool, what: str) -> None:
+    tol = {"rtol": 0.0, "atol": 0.0} if exact else {"rtol": 1e-4, "atol": 1e-6}
+    torch.testing.assert_close(got, want, **tol, msg=lambda m: f"{what}: {m}")
+
+
+def clamp_bounds(mark: str | None) -> Outcome:
+    """``torch.clamp(x, 1 - eps, 1 + eps) * a`` with both floats changing every call."""
+
+    def f(x: torch.Tensor, eps: float, a: float) -> torch.Tensor:
+        return torch.clamp(x, 1 - eps, 1 + eps).sum() * a
+
+    counter = CompileCounterWithBackend("aot_eager")
+    compiled = torch.compile(f, backend=counter)
+    if mark is not None:
+        _mark_args(compiled, mark)
+    x = torch.linspace(0.5, 1.5, 8)
+    outs = []
+    for i in range(5):
+        eps, a = 0.1 + 0.01 * i, 1.5 + 0.1 * i
+        got = compiled(x, eps, a)
+        _same(got, f(x, eps, a), True, f"call {i}")
+        outs.append(got)
+    return counter.frame_count, outs
+
+
+def top_k_sampling(mark: str | None) -> Outcome:
+    """x-transformers' ``top_k`` filter (``k = ceil(frac_num_tokens * num_tokens)``) and a
+    sampling temperature, both changing per call."""
+
+    def sample(logits: torch.Tensor, frac: float, temperature: float) -> torch.Tensor:
+        k = math.ceil(frac * logits.shape[-1])
+        val, ind = torch.topk(logits, k)
+        filtered = torch.full_like(logits, float("-inf")).scatter_(-1, ind, val)
+        return (filtered / temperature).softmax(dim=-1)
+
+    counter = CompileCounterWithBackend("aot_eager")
+    compiled = torch.compile(sample, backend=counter)
+    if mark is not None:
+        _mark_args(compiled, mark)
+    logits = torch.linspace(-2.0, 2.0, 40).reshape(2, 20)
+    outs = []
+    for i, (frac, temperature) in enumerate([(0.1, 1.0), (0.2, 0.9), (0.25, 0.8), (0.3, 0.7)]):
+        got = compiled(logits, frac, temperature)
+        _same(got, sample(logits, frac, temperature), True, f"call {i}")
+        outs.append(got)
+    return counter.frame_count, outs
+
+
+def adamw_one_cycle(mark: str | None) -> Outcome:
+    """AdamW (foreach) with OneCycleLR, which also cycles beta1 every step; ``mark`` is
+    ``"lr"`` or ``"lr,betas"`` (``mark_dynamic_param_groups``)."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 4)
+    twin = copy.deepcopy(model)
+
+    def make(m: torch.nn.Module) -> tuple[Any, Any]:
+        opt = torch.optim.AdamW(m.parameters(), lr=0.01, foreach=True)
+        return opt, torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=20)
+
+    (opt, sched), (opt2, sched2) = make(model), make(twin)
+    if mark is not None:
+        _ds().mark_dynamic_param_groups(opt, *mark.split(","))
+    counter = CompileCounterWithBackend("aot_eager")
+    step = torch.compile(opt.step, backend=counter)
+    x = torch.linspace(-1.0, 1.0, 12).reshape(3, 4)
+    for i in range(6):
+        for m, o in ((model, opt), (twin, opt2)):
+            o.zero_grad()
+            (m(x * (i + 1)) ** 2).sum().backward()
+        step()
+        opt2.step()
+        sched.step()
+        sched2.step()
+        # compiled AdamW rounds differently from eager in the last bits (stock torch too)
+        for p, q in zip(model.parameters(), twin.parameters(), strict=True):
+            _same(p, q, False, f"step {i}")
+    return counter.frame_count, [p.detach().clone() for p in model.parameters()]
+
+
+def ppo_clipped_loss(mark: str | None) -> Outcome:
+    """PPO's clipped surrogate loss, ``clamp(ratio, 1 - clip_eps, 1 + clip_eps)``, with a
+    clip range that anneals and inputs that require grad."""
+
+    def loss(ratio: torch.Tensor, adv: torch.Tensor, clip_eps: float) -> torch.Tensor:
+        clipped = torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps)
+        return -torch.min(ratio * adv, clipped * adv).mean()
+
+    counter = CompileCounterWithBackend("aot_eager")
+    compiled = torch.compile(loss, backend=counter)
+    if mark is not None:
+        _mark_args(compiled, mark)
+    outs = []
+    for i in range(5):
+        clip_eps = 0.2 - 0.02 * i
+        base = torch.linspace(0.6, 1.4, 8)
+        adv = torch.linspace(-1.0, 1.0, 8)
+        r1, r2 = base.clone().requires_grad_(), base.clone().requires_grad_()
+        got, want = compiled(r1, adv, clip_eps), loss(r2, adv, clip_eps)
+        got.backward()
+        want.backward()
+        _same(got, want, True, f"call {i}")
+        _same(r1.grad, r2.grad, True, f"grad {i}")
+        outs += [got.detach(), r1.grad]
+    return counter.frame_count, outs
+
+
+def drop_path(x: torch.Tensor, drop_prob: float = 0.0, training: bool = False) -> torch.Tensor:
+    """timm.layers.drop.drop_path as timm 1.0 writes it (stochastic depth)."""
+    if drop_prob == 0.0 or not training:
+        return x
+    keep_prob = 1 - drop_prob
+    shape = (x.shape[0],) + (1,) * (x.ndim - 1)
+    random_tensor = x.new_empty(shape).bernoulli_(keep_prob)
+    if keep_prob > 0.0:
+        random_tensor.div_(keep_prob)
+    return x * random_tensor
+
+
+def _scheduled_module(mark: str | None, module: torch.nn.Module, backend: str) -> Outcome:
+    """A module whose ``drop_prob``/``p`` attribute follows a schedule; the same seed
+    before each compiled and eager call: the same random numbers."""
+    twin = copy.deepcopy(module)
+    if mark is not None:
+        _ds().mark_dynamic_attr(module, mark)
+    counter = CompileCounterWithBackend(backend)
+    compiled = torch.compile(module, backend=counter)
+    name = mark or ("drop_prob" if hasattr(module, "drop_prob") else "p")
+    x = torch.linspace(-1.0, 1.0, 48).reshape(6, 8)
+    outs = []
+    for i, value in enumerate([0.1, 0.2, 0.3, 0.4, 0.5]):
+        setattr(module, name, value)
+        setattr(twin, name, value)
+        torch.manual_seed(i)
+        got = compiled(x)
+        torch.manual_seed(i)
+        _same(got, twin(x), True, f"call {i}")
+        outs.append(got)
+    return counter.frame_count, outs
+
+
+class DropPath(torch.nn.Module):
+    """timm.layers.DropPath."""
+
+    def __init__(self, drop_prob: float = 0.0) -> None:
+        super().__init__()
+        self.drop_prob = drop_prob
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return drop_path(x, self.drop_prob, self.training)
+
+
+def timm_drop_path(mark: str | None) -> Outcome:
+    return _scheduled_module(mark, DropPath(0.1), "aot_eager")
+
+
+def dropout_schedule(mark: str | None) -> Outcome:
+    """``nn.Dropout`` whose ``p`` follows a schedule (eager's random numbers, aot_eager)."""
+    return _scheduled_module(mark, torch.nn.Dropout(0.1), "aot_eager")
+
+
+def dropout_sgd_steps(mark: str | None) -> Outcome:
+    """A few SGD steps of an MLP with a scheduled dropout ``p`` (eager backend): weights
+    after training equal eager's bit for bit."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Dropout(0.1), torch.nn.Linear(16, 1)
+    )
+    twin = copy.deepcopy(model)
+    if mark is not None:
+        _ds().mark_dynamic_attr(model[2], "p")
+    counter = CompileCounterWithBackend("eager")
+    compiled = torch.compile(model, backend=counter)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (model, twin)]
+    x = torch.linspace(-1.0, 1.0, 32).reshape(4, 8)
+    for i, p in enumerate([0.1, 0.2, 0.3, 0.4]):
+        model[2].p = twin[2].p = p
+        for fn, opt in ((compiled, opts[0]), (twin, opts[1])):
+            torch.manual_seed(i)
+            opt.zero_grad()
+            fn(x).pow(2).mean().backward()
+            opt.step()
+        for a, b in zip(model.parameters(), twin.parameters(), strict=True):
+            _same(a, b, True, f"step {i}")
+    return counter.frame_count, [p.detach().clone() for p in model.parameters()]
+
+
+def ema_no_grad(mark: str | None) -> Outcome:
+    """timm's ModelEmaV3.update pattern: a ``@torch.no_grad()`` function whose decay warms
+    up with the step number (torch.compile wraps it in ``wrap_inline``'s ``inner``)."""
+
+    @torch.no_grad()
+    def update(ema: torch.Tensor, param: torch.Tensor, step: int) -> None:
+        decay = 1 - (1 + step) ** -0.75
+        ema.lerp_(param, 1 - decay)
+
+    if mark is not None:
+        _mark_args(update, mark)
+    counter = CompileCounterWithBackend("aot_eager")
+    compiled = torch.compile(update, backend=counter)
+    ema, ema2 = torch.zeros(4), torch.zeros(4)
+    param = torch.linspace(1.0, 2.0, 4)
+    for step in range(6):
+        compiled(ema, param, step)
+        update(ema2, param, step)
+        _same(ema, ema2, True, f"step {step}")
+    return counter.frame_count, [ema]
+
+
+class KeywordForward(torch.nn.Module):
+    """A Hugging Face style forward: extra arguments arrive through ``**kwargs``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor, **kwargs: Any) -> torch.Tensor:
+        n = kwargs.get("num_items_in_batch")
+        loss = self.lin(x).pow(2).sum()
+        return loss / n if n is not None else loss
+
+
+def keyword_argument(mark: str | None) -> Outcome:
+    torch.manual_seed(0)
+    model = KeywordForward()
+    if mark is not None:
+        _mark_args(model, mark)
+    counter = CompileCounterWithBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter)
+    x = torch.linspace(-1.0, 1.0, 8).reshape(2, 4)
+    outs = []
+    for n in range(3, 8):
+        got = compiled(x, num_items_in_batch=n)
+        _same(got, model(x, num_items_in_batch=n), True, f"n={n}")
+        outs.append(got.detach())
+    return counter.frame_count, outs
+
+
+def int_after_proxy(mark: str | None) -> Outcome:
+    """PyTorch's own ``test_dynamic_int_basic_compile`` (test/test_dynamic_shapes.py): the
+    first call passes dynamic ints (``mark="DynamicInt"``), later calls plain ints."""
+
+    def fn(a: int, b: int, c: int) -> torch.Tensor:
+        return torch.ones(3) * a * b + c
+
+    counter = CompileCounterWithBackend("aot_eager")
+    compiled = torch.compile(fn, backend=counter)
+    first: tuple[Any, ...] = (1, 1, 3)
+    if mark is not None:
+        first = tuple(_ds().DynamicInt(v) for v in first)
+    outs = []
+    for args in (first, (2, 2, 0), (-1, -1, 2)):
+        got = compiled(*args)
+        _same(got, fn(*(int(a) for a in args)), True, f"{args}")
+        outs.append(got)
+    return counter.frame_count, outs
+
+
+SCENARIOS: dict[str, Callable[[str | None], Outcome]] = {
+    "clamp_bounds": clamp_bounds,
+    "top_k_sampling": top_k_sampling,
+    "adamw_one_cycle": adamw_one_cycle,
+    "ppo_clipped_loss": ppo_clipped_loss,
+    "timm_drop_path": timm_drop_path,
+    "dropout_schedule": dropout_schedule,
+    "dropout_sgd_steps": dropout_sgd_steps,
+    "ema_no_grad": ema_no_grad,
+    "keyword_argument": keyword_argument,
+    "int_after_proxy": int_after_proxy,
+}
+
+
+def run(name: str, mark: str | None) -> Outcome:
+    torch._dynamo.reset()
+    try:
+        return SCENARIOS[name](mark)
+    finally:
+        while _undo:
+            _undo.pop()()
+        torch._dynamo.reset()
+
+
+if __name__ == "__main__":
+    results = {name: run(name, None) for name in SCENARIOS}
+    assert "dynscalar" not in sys.modules, "the stock run imported dynscalar"
+    torch.save(results, sys.argv[1])

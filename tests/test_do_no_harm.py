@@ -1,0 +1,106 @@
+"""Do no harm: the same programs run three ways.
+
+1. **stock**: in a process that never imports dynscalar (``python -m tests.harm_scenarios``);
+2. **imported, unmarked**: here, with dynscalar's bridge installed and nothing marked;
+3. **marked**: here, with one value marked.
+
+The unmarked run must equal stock: the same number of graphs and bit-identical outputs.
+The marked run must compile no more often than stock (here: an exact count, each at or
+below stock's), raise nothing stock does not, and equal its eager twin (every scenario
+compares each call with eager, gradients and parameters included).  The scenarios are the
+patterns of real libraries (x-transformers' top-k sampling, AdamW with OneCycleLR, PPO's
+clipped loss, timm's DropPath, dropout schedules, timm's EMA update, a Hugging Face
+forward taking ``**kwargs``, PyTorch's own dynamic-int test), written out in
+``tests/harm_scenarios.py``; ``tests/test_real_libraries.py`` runs the libraries themselves.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import dynscalar as ds
+
+from . import harm_scenarios
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: scenario -> {mark: graphs compiled with that mark}; the note says what changed.
+MARKED: dict[str, dict[str, int]] = {
+    # the marked bound is decomposed; the other float, unmarked, is forced by clamp and
+    # remembered as stock remembers it (mark "a": as stock)
+    "clamp_bounds": {"eps": 2, "a": 6},
+    # ceil(frac * n) specializes frac in any case (k is a size); temperature stays dynamic
+    "top_k_sampling": {"temperature": 5, "frac": 5},
+    # lr alone: beta1 (unmarked, cycled too) still recompiles as in stock
+    "adamw_one_cycle": {"lr": 7, "lr,betas": 1},
+    "ppo_clipped_loss": {"clip_eps": 1},
+    "timm_drop_path": {"drop_prob": 1},
+    "dropout_schedule": {"p": 1},
+    "dropout_sgd_steps": {"p": 1},
+    "ema_no_grad": {"step": 1},
+    "keyword_argument": {"num_items_in_batch": 1},
+    "int_after_proxy": {"DynamicInt": 2},
+}
+
+
+#: marks torch specializes anyway (exact, one compile per value, one SpecializationWarning)
+SPECIALIZED = {("top_k_sampling", "frac")}
+
+
+@pytest.fixture(scope="module")
+def stock(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Every scenario's (graphs, outputs) from a process that never imports dynscalar."""
+    out = tmp_path_factory.mktemp("stock") / "stock.pt"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.harm_scenarios", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    loaded: dict[str, Any] = torch.load(out)
+    return loaded
+
+
+@pytest.mark.parametrize("name", sorted(harm_scenarios.SCENARIOS))
+def test_imported_and_unmarked_equals_stock(name: str, stock: dict[str, Any]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.DynscalarWarning)
+        graphs, outputs = harm_scenarios.run(name, None)
+    stock_graphs, stock_outputs = stock[name]
+    assert graphs == stock_graphs
+    assert len(outputs) == len(stock_outputs)
+    for got, want in zip(outputs, stock_outputs, strict=True):
+        assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize(
+    ("name", "mark", "graphs"),
+    [(name, mark, graphs) for name, marks in MARKED.items() for mark, graphs in marks.items()],
+)
+def test_a_mark_never_compiles_more_than_stock(
+    name: str, mark: str, graphs: int, stock: dict[str, Any]
+) -> None:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got, _ = harm_scenarios.run(name, mark)  # each call compared with eager inside
+    warned = [w for w in caught if issubclass(w.category, ds.DynscalarWarning)]
+    assert len(warned) == ((name, mark) in SPECIALIZED), [str(w.message) for w in warned]
+    assert got == graphs
+    assert graphs <= stock[name][0], f"stock compiled {stock[name][0]} graphs"
+
+
+def test_every_scenario_is_marked_somewhere() -> None:
+    assert set(MARKED) == set(harm_scenarios.SCENARIOS)
