@@ -215,3 +215,82 @@ def test_inductor_module_arguments() -> None:
     for step in range(4):
         torch.testing.assert_close(compiled(x, step, scale=0.5 * step), eager(x, step, 0.5 * step))
     assert counter.graphs == 1
+
+
+def _wrapped_like_transformers(forward: Callable[..., Any]) -> Callable[..., Any]:
+    """transformers' ``deprecate_kwarg``: a ``wrapped_func(*args, **kwargs)`` around forward."""
+    import functools
+
+    @functools.wraps(forward)
+    def wrapped_func(*args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("old_name", None)
+        return forward(*args, **kwargs)
+
+    return wrapped_func
+
+
+class KeywordsOnly(torch.nn.Module):
+    """A Hugging Face forward: the value arrives in ``**kwargs`` through a decorator whose
+    frame holds the module in ``args[0]``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(4, 4)
+
+    @_wrapped_like_transformers
+    def forward(self, x: torch.Tensor, **kwargs: Any) -> torch.Tensor:
+        return self.layer(x).sum() / kwargs["num_items_in_batch"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_argument_arriving_through_kwargs_can_be_marked(backend: str) -> None:
+    model = ds.mark_dynamic_args(KeywordsOnly(), "num_items_in_batch")
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    x = torch.randn(2, 4)
+    for n in range(3, 9):
+        same(compiled, model, x, num_items_in_batch=n)
+    assert counter.graphs == 1
+    other = KeywordsOnly()  # unmarked instance of the class: stock (static, then dynamic)
+    counter_other = CountingBackend(backend)
+    compiled_other = torch.compile(other, backend=counter_other)
+    for n in range(3, 9):
+        same(compiled_other, other, x, num_items_in_batch=n)
+    assert counter_other.graphs == 2
+
+
+def test_a_typo_is_still_caught_without_kwargs() -> None:
+    with pytest.raises(ds.DynscalarTypeError, match=r"Did you mean 'timestep'"):
+        ds.mark_dynamic_args(Denoiser(), "timestpe")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_marked_argument_stays_marked_after_a_graph_break(backend: str) -> None:
+    """The frame after a graph break is Dynamo's resume function; the mark follows it."""
+
+    def f(x: torch.Tensor, n: int) -> torch.Tensor:
+        y = x * n
+        torch._dynamo.graph_break()
+        return y + n
+
+    counter = CountingBackend(backend)
+    compiled = ds.mark_dynamic_args(torch.compile(f, backend=counter), "n")
+    for n in range(2, 8):
+        same(compiled, f, torch.ones(2), n)
+    assert counter.graphs == 2  # one graph before the break, one after: for every n
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_marks_see_through_torch_decorators(backend: str) -> None:
+    """torch.compile of a ``@torch.no_grad()`` function compiles ``wrap_inline``'s
+    ``inner(*args, **kwargs)``, whose closure holds the marked function."""
+
+    @torch.no_grad()
+    def update(ema: torch.Tensor, p: torch.Tensor, step: int) -> torch.Tensor:
+        return ema.lerp(p, 1 / (step + 1))
+
+    counter = CountingBackend(backend)
+    compiled = torch.compile(ds.mark_dynamic_args(update, "step"), backend=counter)
+    for step in range(5):
+        same(compiled, update, torch.zeros(3), torch.ones(3), step)
+    assert counter.graphs == 1

@@ -100,3 +100,13 @@ def test_marking_a_tensor_learning_rate_is_refused() -> None:
     optimizer = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=torch.tensor(0.1))
     with pytest.raises(ds.DynscalarTypeError, match=r"SGD\.param_groups\[0\]\['lr'\] is Tensor"):
         ds.mark_dynamic_param_groups(optimizer)
+
+
+def test_tuple_hyperparameters_are_marked_element_by_element() -> None:
+    """Adam's betas: OneCycleLR cycles beta1 every step."""
+    optimizer = torch.optim.Adam(torch.nn.Linear(2, 2).parameters(), lr=0.1)
+    assert ds.mark_dynamic_param_groups(optimizer, "lr", "betas") is optimizer
+    bad = torch.optim.Adam(torch.nn.Linear(2, 2).parameters())
+    bad.param_groups[0]["betas"] = (0.9, "0.99")
+    with pytest.raises(ds.DynscalarTypeError, match=r"Adam\.param_groups\[0\]\['betas'\] is tuple"):
+        ds.mark_dynamic_param_groups(bad, "betas")

@@ -126,7 +126,7 @@ def _find_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
     (``mark_dynamic_args``) and an optimizer's param-group keys
     (``mark_dynamic_param_groups``).  None when the value is read from none of them.
     """
-    from torch._dynamo.source import AttrSource, DictGetItemSource, GetItemSource, LocalSource
+    from torch._dynamo.source import AttrSource, DictGetItemSource, GetItemSource
 
     source = builder.source
     kind = type(source)
@@ -149,11 +149,9 @@ def _find_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
     parameter = _parameter(builder, source)
     if parameter is not None:
         code, name = parameter
-        self_obj = getattr(builder.tx, "f_locals", {}).get("self")
+        self_obj, self_source = _frame_self(builder.tx)
         if _is_module(self_obj):  # the instance's marks, then the function's (epoch)
-            guard_mark_state(
-                builder.tx, LocalSource("self", is_input=True), self_obj, name, ARG_MARKS_KEY
-            )
+            guard_mark_state(builder.tx, self_source, self_obj, name, ARG_MARKS_KEY)
         else:
             guard_marks_epoch(builder.tx)
         where = f"{getattr(code, 'co_qualname', code.co_name)}({name})"  # co_qualname: 3.11+
@@ -193,6 +191,24 @@ def _param_group_mark(builder: Any, source: Any) -> _Found | None:
 _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08  # inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
 
 
+def _frame_self(tx: Any) -> tuple[Any, Any]:
+    """The compiled frame's ``self`` and its source: ``L['self']``, or ``L['args'][0]`` in
+    a decorator's ``wrapper(*args, **kwargs)`` around a method (transformers wraps its
+    forwards so: ``deprecate_kwarg``'s ``wrapped_func``)."""
+    from torch._dynamo.source import GetItemSource, LocalSource
+
+    f_locals = getattr(tx, "f_locals", {})
+    if "self" in f_locals:
+        return f_locals["self"], LocalSource("self", is_input=True)
+    code = tx.f_code
+    if code.co_flags & _CO_VARARGS and not code.co_argcount:
+        args = f_locals.get(code.co_varnames[code.co_kwonlyargcount])
+        if isinstance(args, tuple) and args and _is_module(args[0]):
+            base = LocalSource(code.co_varnames[code.co_kwonlyargcount], is_input=True)
+            return args[0], GetItemSource(base, 0)
+    return None, None
+
+
 def _parameter(builder: Any, source: Any) -> tuple[Any, str] | None:
     """For an argument of the compiled frame: (code of the function it is a parameter of,
     parameter name).  Reads through a decorator's ``wrapper(self, *args, **kwargs)`` frame
@@ -228,13 +244,12 @@ def _parameter(builder: Any, source: Any) -> tuple[Any, str] | None:
 
 
 def _resumed(code: Any) -> Any:
-    """The code a Dynamo resume function (``__resume_at_N``) continues, else ``code``.
+    """The code a Dynamo resume function (``torch_dynamo_resume_in_f_at_N``) continues,
+    else ``code``.
 
     After a graph break, Dynamo compiles the rest of the frame as a new function whose
     parameters are the live locals under their own names: a marked argument keeps its mark
     there (the mark is on the original code)."""
-    if not code.co_name.startswith("__resume_at_"):
-        return code
     from torch._dynamo.resume_execution import ContinueExecutionCache
 
     meta = ContinueExecutionCache.generated_code_metadata.get(code)
