@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import copy
 import math
+import sys
+import types
+from typing import Any
 
 import pytest
 import torch
@@ -20,8 +23,138 @@ from .conftest import CountingBackend
 pytestmark = pytest.mark.reallib
 
 
+def _import_vision(name: str) -> Any:
+    """timm or torchvision.  The registry's torchvision wheel is a CUDA build whose C ops do
+    not load next to a CPU torch; its fake-op registrations are skipped (no test here uses a
+    torchvision C op: DropPath and StochasticDepth are Python)."""
+    sys.modules.setdefault(
+        "torchvision._meta_registrations", types.ModuleType("torchvision._meta_registrations")
+    )
+    return pytest.importorskip(name, reason="needs the reallib extra")
+
+
+def _same_draws(compiled: Any, eager: Any, x: torch.Tensor, seed: int) -> None:
+    torch.manual_seed(seed)
+    got = compiled(x)
+    torch.manual_seed(seed)
+    torch.testing.assert_close(got, eager(x), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(("mark", "graphs"), [(False, 5), (True, 1)])
+def test_timm_vit_stochastic_depth_schedule(mark: bool, graphs: int) -> None:
+    """timm's DropPath (``bernoulli_(keep_prob)``) with a drop-path rate that ramps up:
+    stock 5 graphs for 5 rates, marked 1; eager's random numbers either way."""
+    timm = _import_vision("timm")
+    torch.manual_seed(0)
+    model = timm.models.VisionTransformer(
+        img_size=16,
+        patch_size=8,
+        embed_dim=32,
+        depth=2,
+        num_heads=2,
+        num_classes=4,
+        drop_path_rate=0.1,
+    ).train()
+    eager = copy.deepcopy(model)
+
+    def paths(m: torch.nn.Module) -> list[Any]:
+        return [x for x in m.modules() if type(x).__name__ == "DropPath"]
+
+    if mark:
+        for path in paths(model):
+            ds.mark_dynamic_attr(path, "drop_prob")
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter)
+    x = torch.randn(2, 3, 16, 16)
+    for i, rate in enumerate([0.1, 0.15, 0.2, 0.25, 0.3]):
+        for m in (model, eager):
+            for j, path in enumerate(paths(m)):
+                path.drop_prob = rate * (j + 1) / 2
+        _same_draws(compiled, eager, x, i)
+    assert counter.graphs == graphs
+
+
+@pytest.mark.parametrize(("mark", "graphs"), [(False, 5), (True, 1)])
+def test_torchvision_stochastic_depth_schedule(mark: bool, graphs: int) -> None:
+    torchvision = _import_vision("torchvision")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(8, 8), torchvision.ops.StochasticDepth(0.1, "row")
+    ).train()
+    eager = copy.deepcopy(model)
+    if mark:
+        ds.mark_dynamic_attr(model[1], "p")
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter)
+    x = torch.randn(6, 8)
+    for i, p in enumerate([0.1, 0.2, 0.3, 0.4, 0.5]):
+        model[1].p = eager[1].p = p
+        _same_draws(compiled, eager, x, i)
+    assert counter.graphs == graphs
+
+
+@pytest.mark.parametrize(("mark", "graphs"), [(False, 3), (True, 2)])
+def test_timm_model_ema_v3_warmup_step(mark: bool, graphs: int) -> None:
+    """ModelEmaV3.update is ``@torch.no_grad()``; its decay warms up with ``step`` (two
+    paths: ``step <= 0`` returns 0.0)."""
+    timm_utils = _import_vision("timm.utils")
+    net = torch.nn.Linear(4, 4)
+    ema = timm_utils.ModelEmaV3(net, decay=0.999, use_warmup=True)
+    twin = timm_utils.ModelEmaV3(net, decay=0.999, use_warmup=True)
+    update = ema.update
+    if mark:
+        ds.mark_dynamic_args(update, "step")
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(update, backend=counter)
+    try:
+        for step in range(6):
+            with torch.no_grad():
+                for p in net.parameters():
+                    p.add_(0.1)
+            compiled(net, step=step)
+            twin.update(net, step=step)
+            for a, b in zip(ema.module.parameters(), twin.module.parameters(), strict=True):
+                torch.testing.assert_close(a, b, rtol=0, atol=0)
+    finally:
+        if mark:
+            ds.unmark_dynamic_args(update, "step")  # the mark is on the method's code
+    assert counter.graphs == graphs
+
+
+@pytest.mark.parametrize(("how", "graphs"), [("stock", 2), ("mark", 1), ("DynamicInt", 1)])
+def test_transformers_loss_takes_num_items_in_batch_as_a_keyword(how: str, graphs: int) -> None:
+    """LlamaForCausalLM.forward(**kwargs) hands ``num_items_in_batch`` to its loss; the
+    forward is wrapped by transformers' decorators (``wrapped_func(*args, **kwargs)``)."""
+    _import_vision("torchvision")
+    transformers = pytest.importorskip("transformers", reason="needs the reallib extra")
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=64,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
+    model = transformers.LlamaForCausalLM(config).eval()
+    eager = copy.deepcopy(model)
+    if how == "mark":
+        ds.mark_dynamic_args(model, "num_items_in_batch")
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter)
+    ids = torch.randint(0, 64, (2, 8))
+    for n in range(5, 10):
+        value = ds.DynamicInt(n) if how == "DynamicInt" else n
+        got = compiled(input_ids=ids, labels=ids, num_items_in_batch=value).loss
+        want = eager(input_ids=ids, labels=ids, num_items_in_batch=n).loss
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert counter.graphs == graphs
+
+
 def test_transformers_llama_attention_dropout_schedule_compiles_once() -> None:
     """LlamaAttention.attention_dropout (a float read in training) follows a schedule."""
+    _import_vision("torchvision")  # transformers imports it when installed
     transformers = pytest.importorskip("transformers", reason="needs the reallib extra")
     config = transformers.LlamaConfig(
         vocab_size=64,
