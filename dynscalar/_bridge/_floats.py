@@ -14,7 +14,6 @@ import wrapt
 from .._diagnostics import (
     BridgeError,
     DynamicFloatSpecializedError,
-    DynscalarError,
     SpecializationError,
     SpecializationWarning,
     warn_once,
@@ -31,7 +30,7 @@ from ._state import CompileState, Origin, compile_state, lock, peek_state
 
 log = logging.getLogger("dynscalar")
 
-__all__ = ["ensure_aot_hooks", "wrap_float"]
+__all__ = ["ensure_aot_hooks", "float_hooks_problem", "wrap_float"]
 
 _float_hooks: BridgeError | bool = False
 
@@ -69,22 +68,9 @@ def ensure_aot_hooks() -> bool:
         return _float_hooks is True
 
 
-def _ensure_float_hooks(where: str) -> None:
-    """The AOT patches, or a clear error: a dynamic float needs them to compile exactly."""
-    with lock:
-        if not ensure_aot_hooks():
-            # The stock float path can bake a written value into inductor code
-            # (pytorch#194976): refuse rather than risk wrong numbers.
-            raise passthrough(
-                _FloatsUnavailableError(
-                    f"{_float_hooks} {where} is a dynamic float, which cannot be compiled "
-                    "exactly on this torch; unmark it or pass float(value)."
-                )
-            )
-
-
-class _FloatsUnavailableError(DynscalarError, NotImplementedError):
-    """The float path's internals moved: a dynamic float cannot be compiled exactly."""
+def float_hooks_problem() -> str | None:
+    """Why dynamic floats cannot be compiled exactly on this torch (None: they can)."""
+    return None if ensure_aot_hooks() else str(_float_hooks)
 
 
 def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: str) -> Any:
@@ -93,7 +79,6 @@ def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: s
     import torch._dynamo.config as dynamo_config
     from torch._dynamo.source import AttrSource
 
-    _ensure_float_hooks(where)
     proxied = isinstance(value, DynamicScalar)
     plain = float(value.__wrapped__) if proxied else float(value)
     source = builder.source

@@ -40,7 +40,7 @@ from .._optim import GROUP_MARKS_KEY, lookup_group_mark
 from .._proxy import DynamicScalar
 from .._registry import check_marked_value, lookup_mark
 from .._spec import INT64_MAX, INT64_MIN, DynamicSpec
-from ._floats import ensure_aot_hooks, wrap_float
+from ._floats import ensure_aot_hooks, float_hooks_problem, wrap_float
 from ._guards import guard_mark_state, guard_marks_epoch, guard_proxy
 from ._ints import wrap_int
 from ._reports import instance_path, passthrough, user_location
@@ -319,6 +319,12 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     if proxied and _is_argument(instance.source):
         record_for_automatic_dynamic(instance, plain)
     if isinstance(plain, float):
+        problem = float_hooks_problem()
+        if problem is not None:
+            # The stock float path can bake a written value into inductor code
+            # (pytorch#194976): compiled as an unmarked float is, with one warning.
+            reason = f"the float path's torch internals moved ({problem})"
+            return _compile_unmarked(wrapped, instance, value, spec, where, reason, "")
         return wrap_float(instance, value, spec, where, label)
     if not spec.unbacked and not ensure_aot_hooks():
         warn_once(
