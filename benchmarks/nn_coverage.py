@@ -8,8 +8,9 @@ the compiled model and on an eager twin between calls) and record
   ``aot_eager`` for the same row unmarked (the baseline);
 * the largest difference from eager for outputs, gradients (inputs and parameters) and
   buffers, and whether every one is within the row's tolerance;
-* for random rows, a distribution check instead of element-wise equality (compiled dropout
-  never draws eager's random numbers): the dropped fraction within 6 binomial standard
+* for random rows, a distribution check instead of element-wise equality (inductor draws
+  from its own random stream; on eager/aot_eager the tests compare draws bit for bit): the
+  dropped fraction within 6 binomial standard
   deviations of ``p`` with kept (and, for alpha dropout, dropped) values equal to eager's
   where both kept them; or per-element means over many calls within 6 standard errors.
 
@@ -1364,8 +1365,11 @@ def render(data: dict[str, Any], source: str = "benchmarks/published/nn-coverage
         "- *max |Δ|*: the largest difference from eager over the 4 calls, for outputs / "
         "gradients (inputs and parameters) / buffers (when the module has buffers: running "
         "statistics are compared after every call).",
-        "- Random rows cannot draw eager's random numbers (compiled dropout never does): "
-        "dropout rows compare the values of elements (or channels) that both kept (alpha "
+        "- Random rows are compared by distribution, which holds on every backend: on "
+        "`eager` and `aot_eager` the decompositions draw eager's own random numbers where the "
+        "CPU kernel draws one double per element (`tests/test_nn_coverage.py` compares them "
+        "bit for bit), inductor draws from its own stream (marked or not). Dropout rows "
+        "compare the values of elements (or channels) that both kept (alpha "
         f"dropout: and both dropped) and check the dropped fraction is within {SIGMAS:g} "
         "binomial standard deviations of `p` on a large input (*sd*: the worst deviation); "
         "attention rows (and RReLU) in training compare per-element means of outputs and "
