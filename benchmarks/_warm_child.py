@@ -73,7 +73,7 @@ def _bypass_like_before() -> None:
 
     from dynscalar._bridge import _floats
 
-    _floats._ensure_float_hooks("bench")
+    assert _floats.ensure_aot_hooks()
     current = autograd_cache.autograd_cache_key
     if isinstance(current, wrapt.FunctionWrapper):  # undo the cache-key hook
         autograd_cache.autograd_cache_key = current.__wrapped__

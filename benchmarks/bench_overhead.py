@@ -893,9 +893,9 @@ def _compile_stack(depth: int, backend: str, tag: str, bridge: bool) -> dict[str
     compiled = torch.compile(model, backend=counter)
     x = torch.randn(2, 16, 64)
     if bridge:  # the float path's AOT hooks are wrapped at the first dynamic float: now
-        from dynscalar._bridge._floats import _ensure_float_hooks
+        from dynscalar._bridge._floats import ensure_aot_hooks
 
-        _ensure_float_hooks("bench_overhead")
+        assert ensure_aot_hooks()
     compilation_time_metrics.clear()
     timer = HookTimer()
     with torch.no_grad(), context, timer.installed() if bridge else contextlib.nullcontext():

@@ -23,6 +23,7 @@ in which case the measured stock difference is the tolerance (the table says whi
     python benchmarks/nn_coverage.py                         # every row, all three backends
     python benchmarks/nn_coverage.py --backends eager,aot_eager --rows dropout,layernorm-eps
     python benchmarks/nn_coverage.py --render-only           # docs/nn-coverage.md from the JSON
+    python benchmarks/nn_coverage.py --rows clamp-bounds --merge   # re-measure rows into it
 
 The JSON goes to ``benchmarks/published/nn-coverage.json`` (``--out``) and the page to
 ``docs/nn-coverage.md``; ``tests/test_nn_coverage.py`` runs the same rows.
@@ -89,9 +90,9 @@ class Row:
     # compile to drop the unused float input on AOT backends (one more graph, first call)
     unused: bool = False
     # backends on which torch forces the value to a constant (no decomposition keeps it
-    # symbolic): exact, one graph per value, warned; on AOT backends every compile first
-    # tries the value symbolically, then restarts to specialize it (the pass's list of
-    # specialized floats is forgotten after each compile: it leaked into unrelated ones)
+    # symbolic): exact, one graph per value, warned; on AOT backends the first compile
+    # tries the value symbolically, then restarts to specialize it, and later compiles
+    # specialize it at once (forced floats are remembered, as stock torch remembers them)
     specialized: tuple[str, ...] = ()
     note: str = ""
 
@@ -103,7 +104,9 @@ class Row:
         """The graphs ``backend`` compiles for this row's 4 values."""
         restart = backend != "eager"
         if backend in self.specialized:
-            return len(self.values) * (1 + restart)
+            # the first value tried symbolically, then restarted; torch remembers the forced
+            # float, so each later value compiles once
+            return len(self.values) + restart
         return self.compiles + (self.unused and restart)
 
 
@@ -131,6 +134,17 @@ class SDPA(nn.Module):
     def forward(self, q: Tensor, k: Tensor, v: Tensor) -> Tensor:
         p = self.dropout_p if self.training else 0.0
         return F.scaled_dot_product_attention(q, k, v, dropout_p=p, scale=self.scale)
+
+
+class ClipRange(nn.Module):
+    """PPO's clipped ratio, ``torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps)``."""
+
+    def __init__(self, clip_eps: float = 0.2) -> None:
+        super().__init__()
+        self.clip_eps = clip_eps
+
+    def forward(self, ratio: Tensor) -> Tensor:
+        return torch.clamp(ratio, 1 - self.clip_eps, 1 + self.clip_eps)
 
 
 def _bn(cls: type[nn.Module], c: int) -> Callable[[], nn.Module]:
@@ -367,6 +381,14 @@ def catalogue() -> list[Row]:
             (-2.0, -1.5, -1.0, -0.5),
             lambda: nn.Hardtanh(-1.0, 1.0),
             ACT,
+        ),
+        Row(
+            "clamp-clip-range",
+            "torch.clamp (PPO clip range)",
+            ("clip_eps",),
+            (0.1, 0.15, 0.2, 0.3),
+            ClipRange,
+            lambda g: (_positive(g, 64, 16),),
         ),
         Row(
             "threshold",
@@ -1289,6 +1311,13 @@ def render(data: dict[str, Any], source: str = "benchmarks/published/nn-coverage
         "",
         f"**Machine:** {m['cpu']}, {m['cores']} cores, torch threads: {m['torch_threads']}, "
         f"torch {m['torch']}, dynscalar {m['dynscalar']}, Python {m['python']}.",
+        *[
+            f"Re-measured later with `--merge` ({', '.join(run['backends'])}, "
+            f"{run['machine']['cpu']}, torch {run['machine']['torch']}): "
+            + ", ".join(f"`{r}`" for r in run["rows"])
+            + "."
+            for run in data.get("partial_runs", [])
+        ],
         "",
         "## Summary",
         "",
@@ -1447,6 +1476,26 @@ def write_page(data: dict[str, Any], page: Path = PAGE_PATH, json_path: Path = J
 # --------------------------------------------------------------------------- command line
 
 
+def _merged(
+    published: dict[str, Any], run: dict[str, Any], entries: list[dict[str, Any]], wall_s: float
+) -> dict[str, Any]:
+    """``published`` with ``entries`` in place of (or beside) its rows of the same ids."""
+    by_id = {e["id"]: e for e in published["rows"]}
+    by_id.update({e["id"]: e for e in entries})
+    order = [row.id for row in catalogue()]
+    published["rows"] = [by_id[i] for i in order if i in by_id]
+    published["tolerances"] = run["tolerances"]
+    published.setdefault("partial_runs", []).append(
+        {
+            "rows": [e["id"] for e in entries],
+            "backends": run["config"]["backends"],
+            "machine": run["machine"],
+            "wall_s": wall_s,
+        }
+    )
+    return published
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backends", default=",".join(BACKENDS))
@@ -1455,6 +1504,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--page", type=Path, default=PAGE_PATH)
     parser.add_argument("--no-stock", action="store_true", help="skip the unmarked baselines")
     parser.add_argument("--render-only", action="store_true", help="re-render --page from --out")
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="with --rows: re-measure those rows into the existing --out (new rows are "
+        "placed in catalogue order); the JSON records which rows each partial run measured",
+    )
     parser.add_argument(
         "--threads",
         type=int,
@@ -1472,6 +1527,8 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [s for s in ids if s not in ROWS]
     if unknown:
         parser.error(f"unknown rows {unknown}; known: {', '.join(ROWS)}")
+    if args.merge and not ids:
+        parser.error("--merge re-measures the rows named by --rows")
     rows = [ROWS[s] for s in ids] if ids else catalogue()
     backends = [b for b in args.backends.split(",") if b]
     start = time.perf_counter()
@@ -1487,12 +1544,17 @@ def main(argv: list[str] | None = None) -> int:
         },
         "tolerances": {op: list(v) for op, v in sorted(TOLERANCES.items())},
     }
-    data.update(run_table(rows, backends, stock=not args.no_stock))
-    data["wall_s"] = round(time.perf_counter() - start, 1)
+    measured = run_table(rows, backends, stock=not args.no_stock)
+    wall_s = round(time.perf_counter() - start, 1)
+    if args.merge:
+        data = _merged(json.loads(args.out.read_text()), data, measured["rows"], wall_s)
+    else:
+        data.update(measured)
+        data["wall_s"] = wall_s
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
     write_page(data, args.page, args.out)
-    print(f"wrote {args.out} and {args.page} in {data['wall_s']:.0f} s")
+    print(f"wrote {args.out} and {args.page} in {wall_s:.0f} s")
     bad = [e["id"] for e in data["rows"] if e["status"] in ("NOT EQUAL", "error")]
     if bad:
         print(f"NOT EQUAL or error: {', '.join(bad)}", file=sys.stderr)
