@@ -249,6 +249,107 @@ def test_cached_property(mark: bool, graphs: int) -> None:
     assert counter.graphs == graphs
 
 
+class _Total:
+    def __init__(self) -> None:
+        self.completed = 0
+
+
+class _Tracker:
+    def __init__(self) -> None:
+        self.total = _Total()
+
+
+class _OptimizerLoop:
+    def __init__(self) -> None:
+        self.step = _Tracker()
+
+    @property
+    def optimizer_steps(self) -> int:
+        return self.step.total.completed
+
+
+class _EpochLoop:
+    def __init__(self, trainer: _Trainer) -> None:
+        self.trainer = trainer
+        self.optimizer = _OptimizerLoop()
+
+    @property
+    def global_step(self) -> int:
+        module = self.trainer.lightning_module
+        if module is None or module.automatic_optimization:
+            return self.optimizer.optimizer_steps
+        return 0
+
+
+class _FitLoop:
+    def __init__(self, trainer: _Trainer) -> None:
+        self.epoch_loop = _EpochLoop(trainer)
+        self.epoch_progress = _Tracker()
+
+
+class _Trainer:
+    """Lightning's shape without Lightning: Trainer -> fit_loop -> ... -> completed."""
+
+    def __init__(self) -> None:
+        self.fit_loop = _FitLoop(self)
+        self.lightning_module: LightningShaped | None = None
+
+    @property
+    def global_step(self) -> int:
+        return self.fit_loop.epoch_loop.global_step
+
+    @property
+    def current_epoch(self) -> int:
+        return self.fit_loop.epoch_progress.total.completed
+
+
+class LightningShaped(torch.nn.Module):
+    """LightningModule.global_step/current_epoch: properties reading the trainer's loops."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 1)
+        self._trainer: _Trainer | None = None
+        self.automatic_optimization = True
+
+    @property
+    def global_step(self) -> int:
+        return self._trainer.global_step if self._trainer else 0
+
+    @property
+    def current_epoch(self) -> int:
+        return self._trainer.current_epoch if self._trainer else 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        warm = min(1.0, (self.global_step + 1) / 4) * 0.5**self.current_epoch
+        return self.lin(x) * warm
+
+
+# stock: one graph per step until recompile_limit (8), then eager for the 9th step
+@pytest.mark.parametrize(("mark", "graphs"), [(False, 8), (True, 1)])
+def test_lightning_shaped_trainer_counters(mark: bool, graphs: int) -> None:
+    """The Lightning case without Lightning: 3 epochs of 3 steps (9 distinct step values)."""
+    model = LightningShaped()
+    if mark:
+        ds.mark_dynamic_attr(model, "global_step", "current_epoch")
+    compiled, eager, counter = compiled_twin(model)
+    for twin in (model, eager):
+        twin._trainer = _Trainer()
+        twin._trainer.lightning_module = twin
+    x = torch.randn(2, 4)
+    for epoch in range(3):
+        for _ in range(3):
+            torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+            for twin in (model, eager):
+                assert twin._trainer is not None
+                twin._trainer.fit_loop.epoch_loop.optimizer.step.total.completed += 1
+        for twin in (model, eager):
+            assert twin._trainer is not None
+            twin._trainer.fit_loop.epoch_progress.total.completed = epoch + 1
+    assert counter.graphs == graphs
+    assert model.global_step == eager.global_step == 9
+
+
 # ----------------------------------------------------------------------------- guards
 def test_guards_hold_for_other_types_instances_unmarking_and_unmarked_instances() -> None:
     """Every value a user can put behind the property gets eager's numbers."""

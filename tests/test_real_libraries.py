@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import copy
 import math
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -18,6 +22,26 @@ import dynscalar as ds
 from .conftest import CountingBackend
 
 pytestmark = pytest.mark.reallib
+
+
+@pytest.fixture(autouse=True)
+def _restore_torch_configs() -> Iterator[None]:
+    """Libraries change torch's global configs on import or use (k-diffusion sets
+    ``suppress_errors``, after which failed compiles run eagerly and look "equal"): each
+    test gets them back as they were."""
+    import torch._dynamo.config
+    import torch._functorch.config
+    import torch._inductor.config
+
+    configs = [torch._dynamo.config, torch._functorch.config, torch._inductor.config]
+    with warnings.catch_warnings():  # (re)setting deprecated entries warns
+        warnings.simplefilter("ignore", FutureWarning)
+        saved = [config.save_config() for config in configs]
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        for config, state in zip(configs, saved, strict=True):
+            config.load_config(state)
 
 
 def test_transformers_llama_attention_dropout_schedule_compiles_once() -> None:
@@ -98,3 +122,80 @@ def test_diffusers_unet_freeu_factors_and_timestep_argument() -> None:
     # one graph; aot_eager compiles it twice because torch's float-tensorify pass restarts
     # once to drop FreeU factors the graph does not use (s2/b2 of a skipped branch)
     assert counter.graphs == 2
+
+
+def _lightning_fit(tmp_path: Path, *, compiled: bool, mark: bool) -> tuple[Any, Any, int]:
+    """A LightningModule whose forward scales by a warm-up factor from ``global_step`` and
+    ``current_epoch`` (both properties over the trainer's progress counters), trained by
+    ``Trainer.fit`` on CPU for 3 epochs of 3 steps with ``torch.compile(model)``."""
+    lightning = pytest.importorskip("lightning", reason="needs the reallib extra")
+
+    class Warmup(lightning.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 1)
+            self.losses: list[float] = []
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            warm = min(1.0, (self.global_step + 1) / 4) * 0.5**self.current_epoch
+            return self.lin(x) * warm
+
+        def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+            x, y = batch
+            return torch.nn.functional.mse_loss(self(x), y)
+
+        def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
+            self.losses.append(outputs["loss"].item())
+
+        def configure_optimizers(self) -> torch.optim.Optimizer:
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    torch.manual_seed(0)
+    module = Warmup()
+    if mark:
+        ds.mark_dynamic_attr(module, "global_step", "current_epoch")
+    counter = CountingBackend("aot_eager")
+    data = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.randn(12, 4), torch.randn(12, 1)), batch_size=4
+    )
+    trainer = lightning.Trainer(
+        max_epochs=3,
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Lightning's own advice (num_workers, ...)
+        warnings.simplefilter("error", ds.DynscalarWarning)
+        trainer.fit(torch.compile(module, backend=counter) if compiled else module, data)
+    assert trainer.global_step == 9 and trainer.current_epoch == 3
+    return module, trainer, counter.graphs
+
+
+@pytest.mark.parametrize(("mark", "graphs"), [(False, 9), (True, 1)])
+def test_lightning_global_step_and_current_epoch_warmup(
+    tmp_path: Path, mark: bool, graphs: int
+) -> None:
+    """Lightning's ``global_step``/``current_epoch`` are properties that read counters on
+    the trainer's loops.  Stock: Lightning compiles ``training_step`` (``forward`` inlined)
+    once per step, 8 times, hits ``recompile_limit`` and from then on compiles ``forward``
+    alone once per step (the 9th graph); marked, the properties are followed to those
+    counters: one graph for the whole run.  Losses and weights equal eager's."""
+    eager, _, _ = _lightning_fit(tmp_path / "eager", compiled=False, mark=False)
+    torch._dynamo.reset()
+    module, _, compiled_graphs = _lightning_fit(tmp_path / "compiled", compiled=True, mark=mark)
+    assert compiled_graphs == graphs
+    torch.testing.assert_close(torch.tensor(module.losses), torch.tensor(eager.losses))
+    torch.testing.assert_close(module.lin.weight, eager.lin.weight)
+    torch.testing.assert_close(module.lin.bias, eager.lin.bias)
+    if mark:
+        reads = {r.attribute: r.reads for r in ds.explain(module, show=False)}
+        assert reads == {
+            "current_epoch": "property -> self._trainer.fit_loop.epoch_progress.current.completed",
+            "global_step": "property -> self._trainer.fit_loop.epoch_loop.automatic_optimization"
+            ".optim_progress.optimizer.step.total.completed",
+        }
