@@ -8,6 +8,7 @@ exact number of compiled graphs.
 from __future__ import annotations
 
 import copy
+import importlib.util
 import math
 import warnings
 from collections.abc import Iterator
@@ -124,11 +125,29 @@ def test_diffusers_unet_freeu_factors_and_timestep_argument() -> None:
     assert counter.graphs == 2
 
 
+def _import_lightning() -> Any:
+    """``import lightning``, or skip.  lightning imports torchmetrics, which imports
+    torchvision when it is installed; the registry's torchvision wheel is a CUDA build whose
+    C extension does not load next to the CPU torch, and its Python part then fails
+    registering fakes for two ops it did not define (``torchvision::nms``, ``qnms``).
+    Their schemas (never called here) are defined first."""
+    if importlib.util.find_spec("torchvision") is not None:
+        for op in ("nms", "qnms"):
+            try:
+                getattr(torch.ops.torchvision, op)
+            except (AttributeError, RuntimeError):
+                torch.library.define(
+                    f"torchvision::{op}",
+                    "(Tensor dets, Tensor scores, float iou_threshold) -> Tensor",
+                )
+    return pytest.importorskip("lightning", reason="needs the reallib extra")
+
+
 def _lightning_fit(tmp_path: Path, *, compiled: bool, mark: bool) -> tuple[Any, Any, int]:
     """A LightningModule whose forward scales by a warm-up factor from ``global_step`` and
     ``current_epoch`` (both properties over the trainer's progress counters), trained by
     ``Trainer.fit`` on CPU for 3 epochs of 3 steps with ``torch.compile(model)``."""
-    lightning = pytest.importorskip("lightning", reason="needs the reallib extra")
+    lightning = _import_lightning()
 
     class Warmup(lightning.LightningModule):
         def __init__(self) -> None:
@@ -199,3 +218,37 @@ def test_lightning_global_step_and_current_epoch_warmup(
             "global_step": "property -> self._trainer.fit_loop.epoch_loop.automatic_optimization"
             ".optim_progress.optimizer.step.total.completed",
         }
+
+
+LIGHTNING_DOCTOR_REPORT = """\
+dynscalar doctor: 2 Python scalars caused recompiles:
+
+  Warmup.global_step (int, property model.global_step, reads model._trainer.fit_loop.epoch_loop.automatic_optimization.optim_progress.optimizer.step.total.completed): 5 recompiles of Warmup.training_step
+      lightning_warmup/train.py:30: warm = min(1.0, (self.global_step + 1) / 4) * 0.5**self.current_epoch
+  Warmup.current_epoch (int, property model.current_epoch, reads model._trainer.fit_loop.epoch_progress.current.completed): 1 recompile of Warmup.training_step
+      lightning_warmup/train.py:30: warm = min(1.0, (self.global_step + 1) / 4) * 0.5**self.current_epoch
+
+Fix: after `model` is created, before the first call, add:
+
+    import dynscalar
+    dynscalar.mark_dynamic_attr(model, "global_step", "current_epoch")
+
+Then run the doctor again to check:
+    python -m dynscalar doctor -o report.txt lightning_warmup/train.py
+"""  # noqa: E501 - the report's own lines
+
+
+def test_lightning_doctor_names_the_properties_and_its_fix_works(tmp_path: Path) -> None:
+    """The doctor on a Lightning training script: the guards are on the trainer's counters,
+    the report names ``global_step``/``current_epoch`` and marks them; run again with that
+    fix, nothing recompiles."""
+    _import_lightning()
+    from .test_doctor import doctor, fix_code, report_of
+
+    result = doctor(tmp_path, "lightning_warmup", "train.py")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.endswith("global_step: 6\n")
+    assert report_of(tmp_path) == LIGHTNING_DOCTOR_REPORT
+    fixed = doctor(tmp_path, "lightning_warmup", "train.py", fix=fix_code(LIGHTNING_DOCTOR_REPORT))
+    assert fixed.returncode == 0, fixed.stderr
+    assert report_of(tmp_path) == "dynscalar doctor: no recompiles were caused by Python scalars.\n"

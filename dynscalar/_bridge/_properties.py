@@ -26,8 +26,11 @@ the registry for :func:`dynscalar.explain`.
 
 from __future__ import annotations
 
+import logging
 import threading
+import weakref
 from dataclasses import dataclass, field
+from types import CodeType
 from typing import Any
 
 from .._diagnostics import DynscalarError, SpecializationError, SpecializationWarning, warn_once
@@ -37,9 +40,55 @@ from .._spec import DynamicSpec
 from ._guards import guard_mark_state
 from ._reports import passthrough, user_location
 
-__all__ = ["property_get_hook", "property_mark"]
+__all__ = ["PropertyRead", "property_get_hook", "property_mark", "read_through_property"]
 
 _local = threading.local()
+log = logging.getLogger("dynscalar")
+
+
+class PropertyRead:
+    """The module property through which compiled code read a number (for the doctor)."""
+
+    __slots__ = ("cls", "name", "owner_source")
+
+    def __init__(self, owner_source: str, cls: str, name: str) -> None:
+        self.owner_source = owner_source  # Dynamo's expression for the module: "L['self']"
+        self.cls = cls  # the module's class name: "Lit"
+        self.name = name  # the property: "global_step"
+
+
+# compiled frame's code -> {source of a number a module property returned: that property},
+# for every module property traced (marked or not): the doctor names a recompile on
+# ``L['self'].progress.completed`` by the property user code reads it through.
+_reads: weakref.WeakKeyDictionary[CodeType, dict[str, PropertyRead]] = weakref.WeakKeyDictionary()
+
+
+def read_through_property(code: CodeType, source: str) -> PropertyRead | None:
+    """The module property compiled ``code`` read the number at ``source`` through, if any."""
+    return _reads.get(code, {}).get(source)
+
+
+def _remember_read(tx: Any, scope: _Scope, result: Any) -> None:
+    """Record which source the property's (numeric) result was read from; the outermost
+    module property wins (it is recorded last)."""
+    from torch._dynamo.variables.lazy import LazyVariableTracker
+
+    source = getattr(result, "source", None)
+    if source is None:
+        return
+    if isinstance(result, LazyVariableTracker) and not result.is_realized():
+        number = _is_number(result.peek_value())
+    else:
+        realized = result.unwrap() if isinstance(result, LazyVariableTracker) else result
+        number = _is_number(getattr(realized, "value", None)) or type(realized).__name__ == (
+            "SymNodeVariable"
+        )
+    root = getattr(tx.output, "root_tx", None)
+    code = getattr(root, "f_code", None)
+    if not number or code is None:
+        return
+    read = PropertyRead(str(scope.owner_source.name), type(scope.owner).__name__, scope.name)
+    _reads.setdefault(code, {})[str(source.name)] = read
 
 
 @dataclass
@@ -102,6 +151,10 @@ def property_get_hook(
         spec = lookup_mark(owner, name)
         if spec is not None:
             _settle(scope, result, spec)
+        try:
+            _remember_read(tx, scope, result)
+        except Exception:  # for the doctor only: never fail a compile
+            log.debug("dynscalar: could not record what %s read", scope.where, exc_info=True)
     finally:
         stack.pop()
     return result
