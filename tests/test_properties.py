@@ -538,3 +538,83 @@ def test_explain_shows_what_a_property_mark_resolves_to() -> None:
     after = ds.explain(model, show=False)
     assert after[0].reads == "property -> self.loop.progress.completed"
     assert "self.loop.progress.completed" in str(after)
+
+
+def test_another_marked_instance_reuses_the_graph_with_its_own_values() -> None:
+    first = ds.mark_dynamic_attr(Scaled(), "global_step")
+    second = ds.mark_dynamic_attr(Scaled(), "global_step")
+    second.load_state_dict(first.state_dict())
+    eager = copy.deepcopy(first)
+    counter = CountingBackend("aot_eager")
+    x = torch.randn(2, 4)
+    for model, value in ((first, 3), (second, 8), (first, 5), (second, 13)):
+        model.progress.completed = eager.progress.completed = value
+        torch.testing.assert_close(torch.compile(model, backend=counter)(x), eager(x))
+    assert counter.graphs == 1
+
+
+class ProxyBehindSetter(torch.nn.Module):
+    """A property over a DynamicInt attribute, incremented through its setter."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._step = ds.DynamicInt(0)
+
+    @property
+    def step(self) -> int:
+        return self._step
+
+    @step.setter
+    def step(self, value: int) -> None:
+        self._step = value
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.step += 1
+        return x * self.step
+
+
+@pytest.mark.parametrize("mark", [False, True])
+def test_a_proxy_behind_a_property_setter_stays_a_proxy(mark: bool) -> None:
+    """Eager stores DynamicInt(n) + 1, a DynamicInt; so does the compiled write-back."""
+    model = ProxyBehindSetter()
+    eager = copy.deepcopy(model)
+    if mark:
+        ds.mark_dynamic_attr(model, "step")
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter)
+    x = torch.randn(3)
+    for _ in range(STEPS):
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+        assert type(model._step) is type(eager._step) is ds.DynamicInt
+        assert model._step == eager._step
+    assert counter.graphs == 1
+
+
+class Untraceable(Lit):
+    """A getter Dynamo cannot trace (a graph break inside it)."""
+
+    @property
+    def global_step(self) -> int:
+        torch._dynamo.graph_break()
+        return self.progress.completed
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) * (self.global_step + 1)
+
+
+def test_a_marked_property_whose_getter_cannot_be_traced_warns() -> None:
+    """Stock torch runs the function eagerly there (no graph); the mark says it did nothing."""
+    model = ds.mark_dynamic_attr(Untraceable(), "global_step")
+    compiled, eager, counter = compiled_twin(model)
+    x = torch.randn(2, 4)
+    with pytest.warns(ds.SpecializationWarning, match=r"cannot trace its getter"):
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    for step in (1, 2):
+        set_completed(model, eager, step)
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    stock, stock_eager, stock_counter = compiled_twin(Untraceable())
+    for step in (0, 1, 2):
+        set_completed(stock._orig_mod, stock_eager, step)
+        torch.testing.assert_close(stock(x), stock_eager(x), rtol=0, atol=0)
+    # torch 2.13: a graph break inside an inlined getter makes the whole forward run eagerly
+    assert counter.graphs == stock_counter.graphs == 0

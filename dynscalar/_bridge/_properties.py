@@ -147,7 +147,11 @@ def property_get_hook(
     stack = _stack()
     stack.append(scope)
     try:
-        result = wrapped(*args, **kwargs)
+        try:
+            result = wrapped(*args, **kwargs)
+        except Exception as exc:
+            _report_untraceable(scope, exc)
+            raise
         spec = lookup_mark(owner, name)
         if spec is not None:
             _settle(scope, result, spec)
@@ -158,6 +162,28 @@ def property_get_hook(
     finally:
         stack.pop()
     return result
+
+
+def _report_untraceable(scope: _Scope, exc: Exception) -> None:
+    """A marked property whose getter Dynamo cannot trace (a graph break inside it): its
+    value comes from eager code, not from the mark, so say so."""
+    from torch._dynamo.exc import Unsupported
+
+    spec = lookup_mark(scope.owner, scope.name)
+    if spec is None or not isinstance(exc, Unsupported):
+        return
+    reason = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    message = (
+        f"dynscalar: {scope.where} is marked dynamic, but torch.compile cannot trace its "
+        f"getter ({reason}); the getter runs eagerly at a graph break (or the compiled "
+        "function falls back to eager), and the value it returns is not symbolic there. "
+        "Make the getter traceable, or mark the attribute it reads instead."
+    )
+    if spec.strict:
+        raise passthrough(SpecializationError(message + " (strict=True on the mark)")) from exc
+    filename, lineno, _ = user_location()
+    location = (filename, lineno) if lineno else None
+    warn_once(("property-trace", scope.where), message, SpecializationWarning, location=location)
 
 
 def _settle(scope: _Scope, result: Any, spec: DynamicSpec) -> None:
