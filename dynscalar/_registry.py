@@ -314,6 +314,12 @@ def mark_dynamic_attr(
     The attributes stay plain Python ints/floats; the mark is stored on the module
     (it survives ``deepcopy``, ``pickle`` and ``torch.save``).  Returns ``module``.
 
+    A name may be a ``property`` with a Python getter (Lightning's ``global_step`` and
+    ``current_epoch``): in compiled code the mark follows the getter, and every int/float
+    it reads becomes symbolic.  A ``functools.cached_property`` is computed and then read
+    from the instance.  Any other descriptor whose value does not live in the instance
+    raises [`UnsupportedDescriptorError`][dynscalar.UnsupportedDescriptorError].
+
     Examples:
         >>> import torch
         >>> m = torch.nn.Linear(2, 2); m.step = 0
