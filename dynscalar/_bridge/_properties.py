@@ -203,7 +203,7 @@ def _settle(scope: _Scope, result: Any, spec: DynamicSpec) -> None:
     value = realized.value
     if not _is_number(value):  # a bool, str or None: the same clear error as an attribute
         try:
-            check_marked_value(value, spec, f"{scope.where} (property)")
+            check_marked_value(value, spec, f"{scope.where} (a property)")
         except DynscalarError as exc:
             raise passthrough(exc) from None
         return
@@ -240,7 +240,7 @@ def property_mark(builder: Any) -> tuple[DynamicSpec, str, str] | None:
         scope.used = True
         scope.reads.append(_relative(str(builder.source.name), str(scope.owner_source.name)))
         why = f"read by the marked property {scope.where}"
-        return spec, f"{scope.where} (property)", why
+        return spec, f"{scope.where} (a property)", why
     return None
 
 
