@@ -618,3 +618,21 @@ def test_a_marked_property_whose_getter_cannot_be_traced_warns() -> None:
         torch.testing.assert_close(stock(x), stock_eager(x), rtol=0, atol=0)
     # torch 2.13: a graph break inside an inlined getter makes the whole forward run eagerly
     assert counter.graphs == stock_counter.graphs == 0
+
+
+def test_numpy_scalars_and_proxies_behind_a_marked_property() -> None:
+    """A numpy scalar is compiled as torch compiles it (warned); a proxy's own class and
+    spec are guarded: each gets eager's numbers."""
+    np = pytest.importorskip("numpy")
+    model = ds.mark_dynamic_attr(Scaled(), "global_step")
+    compiled, eager, counter = compiled_twin(model)
+    x = torch.randn(2, 4)
+    set_completed(model, eager, 2)
+    torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    set_completed(model, eager, np.int64(3))
+    with pytest.warns(ds.SpecializationWarning, match=r"Scaled.global_step \(a property\).*numpy"):
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    for value in (ds.DynamicInt(4), ds.DynamicInt(5), 6):
+        set_completed(model, eager, value)
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    assert counter.graphs == 3  # int, numpy int64, DynamicInt
