@@ -636,3 +636,50 @@ def test_numpy_scalars_and_proxies_behind_a_marked_property() -> None:
         set_completed(model, eager, value)
         torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
     assert counter.graphs == 3  # int, numpy int64, DynamicInt
+
+
+class _State:
+    def __init__(self) -> None:
+        self.value = 1.0
+
+
+class FloatSetter(torch.nn.Module):
+    """A float property with a setter, decayed in the compiled forward (the float-written-
+    in-forward case: stock aot_eager recompiles per value, inductor can bake it in)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state = _State()
+
+    @property
+    def scale(self) -> float:
+        return self.state.value
+
+    @scale.setter
+    def scale(self, value: float) -> None:
+        self.state.value = value
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.scale = self.scale * 0.9
+        return x * self.scale
+
+
+@pytest.mark.parametrize(
+    ("backend", "mark", "graphs"),
+    [
+        ("aot_eager", False, 5),
+        ("aot_eager", True, 1),
+        pytest.param("inductor", True, 1, marks=pytest.mark.inductor),
+    ],
+)
+def test_float_property_setter_decays_like_eager(backend: str, mark: bool, graphs: int) -> None:
+    model = FloatSetter()
+    if mark:
+        ds.mark_dynamic_attr(model, "scale")
+    compiled, eager, counter = compiled_twin(model, backend)
+    x = torch.randn(3)
+    for _ in range(5):
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+        assert model.state.value == eager.state.value
+        assert type(model.state.value) is float
+    assert counter.graphs == graphs
