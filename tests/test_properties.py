@@ -442,7 +442,10 @@ def test_a_marked_property_that_stays_constant_warns() -> None:
     model = ds.mark_dynamic_attr(Constant(), "count")
     compiled, eager, counter = compiled_twin(model)
     x = torch.randn(3)
-    with pytest.warns(ds.SpecializationWarning, match=r"Constant.count is marked dynamic.*len"):
+    with pytest.warns(
+        ds.SpecializationWarning,
+        match=r"Constant.count is marked dynamic.*without reading.*len\(\)",
+    ):
         torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
     assert counter.graphs == 1
 
@@ -683,3 +686,23 @@ def test_float_property_setter_decays_like_eager(backend: str, mark: bool, graph
         assert model.state.value == eager.state.value
         assert type(model.state.value) is float
     assert counter.graphs == graphs
+
+
+class ReadsFirst(Lit):
+    """Reads the counter directly before reading it through the marked property."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x * (self.progress.completed + 1)
+        return y + self.global_step
+
+
+def test_a_marked_property_read_after_its_attribute_was_made_constant_warns() -> None:
+    model = ds.mark_dynamic_attr(ReadsFirst(), "global_step")
+    compiled, eager, counter = compiled_twin(model)
+    x = torch.randn(2, 4)
+    with pytest.warns(ds.SpecializationWarning, match=r"already read as a constant earlier"):
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    for step in (1, 2):
+        set_completed(model, eager, step)
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    assert counter.graphs == 3  # as stock: one per value

@@ -207,13 +207,23 @@ def _settle(scope: _Scope, result: Any, spec: DynamicSpec) -> None:
         except DynscalarError as exc:
             raise passthrough(exc) from None
         return
+    if getattr(realized, "source", None) is not None:
+        why = (
+            "the attribute it reads was already read as a constant earlier in the compiled "
+            "code, so torch.compile specializes it (one compile per value). Read the "
+            "property before the attribute, or mark the attribute itself"
+        )
+    else:
+        why = (
+            "its getter computed it without reading an int/float attribute. A literal (a "
+            "default returned while something is not set up yet, like Lightning's "
+            "global_step without a trainer) compiles once and needs nothing; a value from "
+            "len() or another call recompiles for each new value: keep it in a plain "
+            "attribute and mark that"
+        )
     message = (
         f"dynscalar: {scope.where} is marked dynamic, but in compiled code its getter "
-        f"returned a constant ({value!r}), so torch.compile specializes it (one compile per "
-        "value). A mark on a property follows the int/float attributes its getter reads; "
-        "this one computes its value otherwise (len(), a literal), or the same attribute "
-        "was read as a constant earlier in the compiled code. Mark the attribute it reads "
-        "instead, or read the property first."
+        f"returned a constant ({value!r}): {why}."
     )
     if spec.strict:
         raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
