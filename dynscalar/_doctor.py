@@ -110,6 +110,7 @@ class Culprit:
     argument: tuple[str, CallSite | None] | None = None  # arguments: parameter, call site
     recompiles: int = 0
     values: list[Any] = field(default_factory=list)  # the new value at each recompile
+    reads: str | None = None  # read through a property: the value it reads ("model.a.b")
 
 
 @dataclass(frozen=True)
@@ -276,7 +277,8 @@ def _describe_property(
         scalar=f"{cls}.{name}",
         kind="attribute",
         fix=[f"dynscalar.mark_dynamic_attr({owner}, {_string(name)})"],
-        path=f"property {_step_expression(owner, 'attr', name, None)}, reads {target}",
+        path=f"property {_step_expression(owner, 'attr', name, None)}",
+        reads=target,
         imports=imports,
         owner=owner,
         attribute=name,
@@ -723,6 +725,8 @@ def format_report(report: DoctorReport) -> str:
             f"  {culprit.scalar} ({culprit.type}{detail}): "
             f"{_plural(culprit.recompiles, 'recompile')} of {culprit.function}"
         )
+        if culprit.reads is not None:
+            lines.append(f"      reads {culprit.reads}")
         if culprit.where is not None:
             filename, lineno, code = culprit.where
             lines.append(f"      {_relative(filename)}:{lineno}: {code}")
@@ -772,6 +776,7 @@ def format_json(report: DoctorReport) -> str:
                 "kind": c.kind,
                 "type": c.type,
                 "path": c.path,
+                "reads": c.reads,
                 "function": c.function,
                 "source": c.source,
                 "where": None

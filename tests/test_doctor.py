@@ -153,9 +153,11 @@ def test_nested_modules_module_dict_and_sequential_are_named_by_path(tmp_path: P
 PROPERTIES_REPORT = """\
 dynscalar doctor: 2 Python scalars caused recompiles:
 
-  Warmup.global_step (int, property model.global_step, reads model.trainer.fit_loop.step_progress.completed): 5 recompiles of Warmup.forward
+  Warmup.global_step (int, property model.global_step): 5 recompiles of Warmup.forward
+      reads model.trainer.fit_loop.step_progress.completed
       properties/loops.py:52: warm = min(1.0, (self.global_step + 1) / 8) * 0.5**self.current_epoch
-  Warmup.current_epoch (int, property model.current_epoch, reads model.trainer.fit_loop.epoch_progress.completed): 1 recompile of Warmup.forward
+  Warmup.current_epoch (int, property model.current_epoch): 1 recompile of Warmup.forward
+      reads model.trainer.fit_loop.epoch_progress.completed
       properties/loops.py:52: warm = min(1.0, (self.global_step + 1) / 8) * 0.5**self.current_epoch
 
 Fix: after `model` is created, before the first call, add:
@@ -165,7 +167,7 @@ Fix: after `model` is created, before the first call, add:
 
 Then run the doctor again to check:
     python -m dynscalar doctor -o report.txt properties/run.py
-"""  # noqa: E501 - the report's own lines
+"""
 
 
 def test_scalars_read_through_properties_are_named_by_the_property(tmp_path: Path) -> None:
@@ -234,6 +236,7 @@ def test_json_report_and_its_fixes_applied_to_the_calls(tmp_path: Path) -> None:
         "kind": "argument",
         "type": "int",
         "path": None,
+        "reads": None,
         "function": "scaled_sum",
         "source": "L['n']",
         "where": {

@@ -223,9 +223,11 @@ def test_lightning_global_step_and_current_epoch_warmup(
 LIGHTNING_DOCTOR_REPORT = """\
 dynscalar doctor: 2 Python scalars caused recompiles:
 
-  Warmup.global_step (int, property model.global_step, reads model._trainer.fit_loop.epoch_loop.automatic_optimization.optim_progress.optimizer.step.total.completed): 5 recompiles of Warmup.training_step
+  Warmup.global_step (int, property model.global_step): 5 recompiles of Warmup.training_step
+      reads model._trainer.fit_loop.epoch_loop.automatic_optimization.optim_progress.optimizer.step.total.completed
       lightning_warmup/train.py:30: warm = min(1.0, (self.global_step + 1) / 4) * 0.5**self.current_epoch
-  Warmup.current_epoch (int, property model.current_epoch, reads model._trainer.fit_loop.epoch_progress.current.completed): 1 recompile of Warmup.training_step
+  Warmup.current_epoch (int, property model.current_epoch): 1 recompile of Warmup.training_step
+      reads model._trainer.fit_loop.epoch_progress.current.completed
       lightning_warmup/train.py:30: warm = min(1.0, (self.global_step + 1) / 4) * 0.5**self.current_epoch
 
 Fix: after `model` is created, before the first call, add:
