@@ -18,15 +18,19 @@ stack of module properties being inlined; while one is active,
 * a marked property whose result is still a constant number (computed with ``len()``, a
   literal, or read as a constant earlier in the frame) is reported: a
   :class:`~dynscalar.SpecializationWarning`, or with ``strict=True`` a
-  :class:`~dynscalar.SpecializationError`.  A mark never silently does nothing.
+  :class:`~dynscalar.SpecializationError`; so is a marked property whose getter Dynamo
+  cannot trace (a graph break inside it).  A mark never silently does nothing.
 
 What each marked property resolved to (the attribute chains made symbolic) is recorded in
-the registry for :func:`dynscalar.explain`.
+the registry for :func:`dynscalar.explain`; which source every module property's number
+came from, per compiled code object, for the doctor (:func:`read_through_property`).
+Nothing here realizes a variable Dynamo left lazy, except a marked property's number.
 """
 
 from __future__ import annotations
 
 import logging
+import numbers
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -195,13 +199,19 @@ def _settle(scope: _Scope, result: Any, spec: DynamicSpec) -> None:
     lazy = isinstance(result, LazyVariableTracker) and not result.is_realized()
     if lazy and _is_number(result.peek_value()):
         result.realize()
-    realized = result.unwrap() if isinstance(result, LazyVariableTracker) else result
+        lazy = False
     if scope.used:
         record_property_reads(scope.owner, scope.name, tuple(dict.fromkeys(scope.reads)))
-    if not isinstance(realized, ConstantVariable):
-        return
-    value = realized.value
+    if lazy:  # not a number: looked at without realizing it (no guards of ours)
+        realized, value = None, result.peek_value()
+    else:
+        realized = result.unwrap() if isinstance(result, LazyVariableTracker) else result
+        if not isinstance(realized, ConstantVariable):
+            return
+        value = realized.value
     if not _is_number(value):  # a bool, str or None: the same clear error as an attribute
+        if not isinstance(value, (bool, str, type(None))):
+            return  # an object, module, tensor...: not ours to judge here
         try:
             check_marked_value(value, spec, f"{scope.where} (a property)")
         except DynscalarError as exc:
@@ -262,7 +272,10 @@ def _relative(source_name: str, owner_name: str) -> str:
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float, DynamicScalar)) and not isinstance(value, bool)
+    """int, float, a proxy, or another real number (numpy scalars: the bridge compiles
+    them as torch does and says so); not bool."""
+    kinds = (int, float, DynamicScalar, numbers.Real)
+    return isinstance(value, kinds) and not isinstance(value, bool)
 
 
 def _is_module(owner: object) -> bool:
