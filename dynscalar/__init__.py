@@ -39,6 +39,7 @@ from ._diagnostics import (
     OutOfRangeError,
     SpecializationError,
     SpecializationWarning,
+    UnsupportedDescriptorError,
 )
 from ._explain import Explanation, MarkRecord, explain
 from ._optim import mark_dynamic_param_groups
@@ -72,6 +73,7 @@ __all__ = [
     "OutOfRangeError",
     "SpecializationError",
     "SpecializationWarning",
+    "UnsupportedDescriptorError",
     "Explanation",
     "MarkRecord",
     "__version__",

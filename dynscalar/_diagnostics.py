@@ -17,6 +17,7 @@ __all__ = [
     "OutOfRangeError",
     "SpecializationError",
     "SpecializationWarning",
+    "UnsupportedDescriptorError",
     "warn_once",
 ]
 
@@ -49,6 +50,16 @@ class DynscalarValueError(DynscalarError, ValueError):
 
 class DynscalarAttributeError(DynscalarError, AttributeError):
     """Marking an attribute the module does not have."""
+
+
+class UnsupportedDescriptorError(DynscalarTypeError):
+    """Marking a name whose value does not live in the instance and cannot be followed.
+
+    A ``property`` with a Python getter and a ``functools.cached_property`` can be marked
+    (the mark follows the getter to the values it reads); any other descriptor (a custom
+    ``__get__``, a property whose getter is not Python code, a property without a getter)
+    is refused at mark time, with the attribute to mark instead.
+    """
 
 
 class OutOfRangeError(DynscalarValueError):

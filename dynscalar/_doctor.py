@@ -110,6 +110,7 @@ class Culprit:
     argument: tuple[str, CallSite | None] | None = None  # arguments: parameter, call site
     recompiles: int = 0
     values: list[Any] = field(default_factory=list)  # the new value at each recompile
+    reads: str | None = None  # read through a property: the value it reads ("model.a.b")
 
 
 @dataclass(frozen=True)
@@ -203,6 +204,9 @@ def _describe(event: Recompile, failure: ScalarGuardFailure, function: str) -> C
             fix=[f"# {shown}: store dynscalar.mark_dynamic(value) there instead of the value"],
             **base,
         )
+    through = failure.through
+    if through is not None and through[0] < len(path.steps):
+        return _describe_property(event, failure, path, through, base)
     code = event.code
     if path.root_kind == "local" and not path.steps and path.root_name in _parameters(code):
         name = path.root_name
@@ -247,6 +251,37 @@ def _describe(event: Recompile, failure: ScalarGuardFailure, function: str) -> C
         fix=[f"{target} = dynscalar.mark_dynamic({target})"],
         path=None if target == scalar else target,
         imports=imports,
+        **base,
+    )
+
+
+def _describe_property(
+    event: Recompile,
+    failure: ScalarGuardFailure,
+    path: SourcePath,
+    through: tuple[int, str, str],
+    base: dict[str, Any],
+) -> Culprit:
+    """A number the compiled code read through a module's property (Lightning's
+    ``global_step`` reads ``trainer.fit_loop...completed``): named by the property, fixed by
+    marking the property, which follows its getter to that number."""
+    steps, cls, name = through
+    root, imports = _root_expression(event, path)
+    owner = root
+    for step in path.steps[:steps]:
+        owner = _step_expression(owner, step.kind, step.key, step.container)
+    target = root
+    for step in path.steps:
+        target = _step_expression(target, step.kind, step.key, step.container)
+    return Culprit(
+        scalar=f"{cls}.{name}",
+        kind="attribute",
+        fix=[f"dynscalar.mark_dynamic_attr({owner}, {_string(name)})"],
+        path=f"property {_step_expression(owner, 'attr', name, None)}",
+        reads=target,
+        imports=imports,
+        owner=owner,
+        attribute=name,
         **base,
     )
 
@@ -690,6 +725,8 @@ def format_report(report: DoctorReport) -> str:
             f"  {culprit.scalar} ({culprit.type}{detail}): "
             f"{_plural(culprit.recompiles, 'recompile')} of {culprit.function}"
         )
+        if culprit.reads is not None:
+            lines.append(f"      reads {culprit.reads}")
         if culprit.where is not None:
             filename, lineno, code = culprit.where
             lines.append(f"      {_relative(filename)}:{lineno}: {code}")
@@ -739,6 +776,7 @@ def format_json(report: DoctorReport) -> str:
                 "kind": c.kind,
                 "type": c.type,
                 "path": c.path,
+                "reads": c.reads,
                 "function": c.function,
                 "source": c.source,
                 "where": None

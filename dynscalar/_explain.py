@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import torch
@@ -9,7 +10,14 @@ import torch
 from ._auto import PROMOTED_KEY
 from ._diagnostics import DynscalarTypeError
 from ._proxy import is_dynamic_scalar
-from ._registry import MARKS_KEY, class_marks_of, compiled_original, lookup_mark
+from ._registry import (
+    MARKS_KEY,
+    class_attribute,
+    class_marks_of,
+    compiled_original,
+    lookup_mark,
+    property_reads,
+)
 from ._spec import DynamicSpec
 
 __all__ = ["Explanation", "MarkRecord", "explain"]
@@ -24,6 +32,9 @@ class MarkRecord(NamedTuple):
     value: object
     how: str  # "mark_dynamic_attr", "@dynamic_attrs", "DynamicInt value", ...
     spec: DynamicSpec
+    #: what a mark on a property resolves to: the attribute chains its getter read when it
+    #: was last compiled ("property -> self.progress.completed"); "" for a plain attribute
+    reads: str = ""
 
 
 class Explanation(list[MarkRecord]):
@@ -32,12 +43,14 @@ class Explanation(list[MarkRecord]):
     def __str__(self) -> str:
         if not self:
             return "dynscalar: no dynamic scalars in this module tree."
-        rows = [("module", "attribute", "value", "how", "spec")]
+        rows: list[tuple[str, ...]] = [("module", "attribute", "value", "how", "spec", "reads")]
         for r in self:
             spec = ", ".join(f"{k}={v}" for k, v in r.spec.kwargs().items()) or "backed"
             path = f"{r.module or '<root>'} ({r.cls})"
-            rows.append((path, r.attribute, repr(r.value), r.how, spec))
-        widths = [max(len(row[i]) for row in rows) for i in range(5)]
+            rows.append((path, r.attribute, repr(r.value), r.how, spec, r.reads))
+        if not any(r.reads for r in self):
+            rows = [row[:5] for row in rows]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
         lines = [
             "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows
         ]
@@ -83,7 +96,25 @@ def explain(module: torch.nn.Module, *, show: bool = True) -> Explanation:
                 spec, how = value.spec, f"{type(value).__name__} value"
             else:
                 continue
-            records.append(MarkRecord(path, type(sub).__name__, name, value, how, spec))
+            reads = _resolves_to(sub, name)
+            records.append(MarkRecord(path, type(sub).__name__, name, value, how, spec, reads))
     if show:
         print(records)
     return records
+
+
+def _resolves_to(module: torch.nn.Module, name: str) -> str:
+    """What a mark on ``module.name`` reads when ``name`` is not a plain attribute."""
+    attribute = class_attribute(type(module), name)
+    if isinstance(attribute, functools.cached_property):
+        return f"cached_property -> self.__dict__[{name!r}]"
+    if not isinstance(attribute, property):
+        return ""
+    reads = property_reads(module, name)
+    if reads is None:
+        code = getattr(attribute.fget, "__code__", None)
+        at = f"; getter at {code.co_filename}:{code.co_firstlineno}" if code else ""
+        return f"property (resolved at the first compile{at})"
+    if not reads:
+        return "property -> nothing symbolic (its getter returned a constant)"
+    return "property -> " + ", ".join(reads)

@@ -13,25 +13,31 @@ this module never asks the bridge anything.
 from __future__ import annotations
 
 import difflib
+import functools
 import keyword
 import threading
+import types
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 import torch
 
-from ._diagnostics import DynscalarAttributeError, DynscalarTypeError
+from ._diagnostics import DynscalarAttributeError, DynscalarTypeError, UnsupportedDescriptorError
 from ._proxy import DynamicFloat, DynamicInt, coerce_float, is_dynamic_scalar
 from ._spec import DynamicSpec
 
 __all__ = [
     "MARKS_EPOCH",
+    "class_attribute",
     "dynamic_attrs",
     "edit_marks",
     "is_dynamic_attr",
     "lookup_mark",
     "mark_dynamic",
     "mark_dynamic_attr",
+    "property_reads",
+    "record_property_reads",
     "unmark_dynamic_attr",
 ]
 
@@ -168,6 +174,71 @@ def _candidates(module: torch.nn.Module) -> list[str]:
     return sorted(n for n in names if not n.startswith("_"))
 
 
+_MISSING: Any = object()
+
+
+def class_attribute(cls: type, name: str) -> Any:
+    """``name`` as the class defines it (the first class of the MRO holding it), unbound;
+    a private sentinel when no class does."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return _MISSING
+
+
+def is_followed_property(attribute: object) -> bool:
+    """True for a property whose getter is Python code: Dynamo inlines it, and a mark on
+    its name follows it to the values it reads."""
+    return isinstance(attribute, property) and isinstance(attribute.fget, types.FunctionType)
+
+
+def check_descriptor(cls: type, name: str, instance_dict: dict[str, Any] | None) -> str:
+    """Refuse marking ``cls.name`` where its value does not live in the instance and the
+    mark could not follow it; return how it is read ("" for a plain attribute, else
+    "property" or "cached_property").
+
+    ``instance_dict`` is the instance's ``__dict__`` (None for a class mark): a value
+    stored there shadows a non-data descriptor, as in Python.
+    """
+    attribute = class_attribute(cls, name)
+    if attribute is _MISSING:
+        return ""
+    where = f"{cls.__name__}.{name}"
+    fix = (
+        f"Mark the plain int/float attribute it reads instead (mark_dynamic_attr(owner, "
+        f"'attr') on the module that holds it), or keep the value in a plain attribute of "
+        f"{cls.__name__} and mark that."
+    )
+    if isinstance(attribute, property):
+        if attribute.fget is None:
+            raise UnsupportedDescriptorError(
+                f"dynscalar: {where} is a property without a getter; there is no value to "
+                f"mark dynamic. {fix}"
+            )
+        if not is_followed_property(attribute):
+            raise UnsupportedDescriptorError(
+                f"dynscalar: {where} is a property whose getter ({attribute.fget!r}) is not "
+                f"Python code, so torch.compile cannot follow it to the value it reads. {fix}"
+            )
+        return "property"
+    if isinstance(attribute, functools.cached_property):
+        return "cached_property"  # computed once, then a plain value in the instance dict
+    kind = type(attribute)
+    if isinstance(attribute, (types.FunctionType, staticmethod, classmethod)) or not hasattr(
+        kind, "__get__"
+    ):
+        return ""  # a method (refused by the value check) or a class-level default value
+    data = hasattr(kind, "__set__") or hasattr(kind, "__delete__")
+    if not data and instance_dict is not None and name in instance_dict:
+        return ""  # the instance's own value shadows a non-data descriptor
+    raise UnsupportedDescriptorError(
+        f"dynscalar: {where} is a {kind.__module__}.{kind.__qualname__} descriptor: its value "
+        "is computed by that descriptor, not stored in the instance, and dynscalar can "
+        "follow only a property with a Python getter or a functools.cached_property. "
+        f"{fix}"
+    )
+
+
 def _validate_attr(module: torch.nn.Module, name: str, spec: DynamicSpec) -> None:
     """Raise a clear error unless ``module.name`` is an int/float that can be traced."""
     cls = type(module).__name__
@@ -188,6 +259,9 @@ def _validate_attr(module: torch.nn.Module, name: str, spec: DynamicSpec) -> Non
             f"dynscalar: {where} is {kind} (a tensor); tensors are already graph inputs. Use "
             f"torch._dynamo.mark_dynamic(module.{name}, dim) for dynamic shapes."
         )
+    read = check_descriptor(type(module), name, module.__dict__)
+    if read == "property":
+        where = f"{where} (a property)"
     try:
         value = getattr(module, name)
     except AttributeError:
@@ -239,6 +313,12 @@ def mark_dynamic_attr(
 
     The attributes stay plain Python ints/floats; the mark is stored on the module
     (it survives ``deepcopy``, ``pickle`` and ``torch.save``).  Returns ``module``.
+
+    A name may be a ``property`` with a Python getter (Lightning's ``global_step`` and
+    ``current_epoch``): in compiled code the mark follows the getter, and every int/float
+    it reads becomes symbolic.  A ``functools.cached_property`` is computed and then read
+    from the instance.  Any other descriptor whose value does not live in the instance
+    raises [`UnsupportedDescriptorError`][dynscalar.UnsupportedDescriptorError].
 
     Examples:
         >>> import torch
@@ -367,6 +447,8 @@ def dynamic_attrs(
                 f"dynscalar.dynamic_attrs: {what} is not a torch.nn.Module subclass. Decorate "
                 "an nn.Module class, or use DynamicInt/DynamicFloat values for other objects."
             )
+        for name in checked:
+            check_descriptor(cls, name, None)
         with _write_lock:
             own = dict(cls.__dict__.get(CLASS_MARKS_KEY) or {})
             for name in checked:
@@ -376,3 +458,22 @@ def dynamic_attrs(
         return cls
 
     return decorate
+
+
+# What a marked property resolved to when it was last traced: module -> {property name:
+# the attribute chains (relative to the module, "self.progress.completed") its getter read
+# and the bridge made symbolic}.  Written by the bridge at trace time, read by ``explain``.
+_property_reads: weakref.WeakKeyDictionary[torch.nn.Module, dict[str, tuple[str, ...]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def record_property_reads(module: torch.nn.Module, name: str, reads: tuple[str, ...]) -> None:
+    """Remember what the property ``name`` of ``module`` read in its last trace."""
+    with _write_lock:
+        _property_reads.setdefault(module, {})[name] = reads
+
+
+def property_reads(module: torch.nn.Module, name: str) -> tuple[str, ...] | None:
+    """What the property ``name`` of ``module`` read in its last trace (None: not traced)."""
+    return _property_reads.get(module, {}).get(name)

@@ -150,6 +150,40 @@ def test_nested_modules_module_dict_and_sequential_are_named_by_path(tmp_path: P
     assert report_of(tmp_path) == "dynscalar doctor: no recompiles were caused by Python scalars.\n"
 
 
+PROPERTIES_REPORT = """\
+dynscalar doctor: 2 Python scalars caused recompiles:
+
+  Warmup.global_step (int, property model.global_step): 5 recompiles of Warmup.forward
+      reads model.trainer.fit_loop.step_progress.completed
+      properties/loops.py:52: warm = min(1.0, (self.global_step + 1) / 8) * 0.5**self.current_epoch
+  Warmup.current_epoch (int, property model.current_epoch): 1 recompile of Warmup.forward
+      reads model.trainer.fit_loop.epoch_progress.completed
+      properties/loops.py:52: warm = min(1.0, (self.global_step + 1) / 8) * 0.5**self.current_epoch
+
+Fix: after `model` is created, before the first call, add:
+
+    import dynscalar
+    dynscalar.mark_dynamic_attr(model, "global_step", "current_epoch")
+
+Then run the doctor again to check:
+    python -m dynscalar doctor -o report.txt properties/run.py
+"""
+
+
+def test_scalars_read_through_properties_are_named_by_the_property(tmp_path: Path) -> None:
+    """Lightning's global_step/current_epoch: the guards are on counters of plain objects
+    (``model.trainer.fit_loop...completed``), which cannot be marked; the doctor names the
+    module's property and marks it, which follows the getter (issue 24)."""
+    result = doctor(tmp_path, "properties", "run.py")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "global_step: 6 current_epoch: 2\n"
+    assert report_of(tmp_path) == PROPERTIES_REPORT
+
+    fixed = doctor(tmp_path, "properties", "run.py", fix=fix_code(PROPERTIES_REPORT))
+    assert fixed.returncode == 0, fixed.stderr
+    assert report_of(tmp_path) == "dynscalar doctor: no recompiles were caused by Python scalars.\n"
+
+
 FUNCTIONS_REPORT = """\
 dynscalar doctor: 3 Python scalars caused recompiles:
 
@@ -202,6 +236,7 @@ def test_json_report_and_its_fixes_applied_to_the_calls(tmp_path: Path) -> None:
         "kind": "argument",
         "type": "int",
         "path": None,
+        "reads": None,
         "function": "scaled_sum",
         "source": "L['n']",
         "where": {

@@ -8,9 +8,13 @@ exact number of compiled graphs.
 from __future__ import annotations
 
 import copy
+import importlib.util
 import math
 import sys
 import types
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -152,6 +156,26 @@ def test_transformers_loss_takes_num_items_in_batch_as_a_keyword(how: str, graph
     assert counter.graphs == graphs
 
 
+@pytest.fixture(autouse=True)
+def _restore_torch_configs() -> Iterator[None]:
+    """Libraries change torch's global configs on import or use (k-diffusion sets
+    ``suppress_errors``, after which failed compiles run eagerly and look "equal"): each
+    test gets them back as they were."""
+    import torch._dynamo.config
+    import torch._functorch.config
+    import torch._inductor.config
+
+    configs = [torch._dynamo.config, torch._functorch.config, torch._inductor.config]
+    with warnings.catch_warnings():  # (re)setting deprecated entries warns
+        warnings.simplefilter("ignore", FutureWarning)
+        saved = [config.save_config() for config in configs]
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        for config, state in zip(configs, saved, strict=True):
+            config.load_config(state)
+
+
 def test_transformers_llama_attention_dropout_schedule_compiles_once() -> None:
     """LlamaAttention.attention_dropout (a float read in training) follows a schedule."""
     _import_vision("torchvision")  # transformers imports it when installed
@@ -231,3 +255,124 @@ def test_diffusers_unet_freeu_factors_and_timestep_argument() -> None:
     # one graph; aot_eager compiles it twice because torch's float-tensorify pass restarts
     # once to drop FreeU factors the graph does not use (s2/b2 of a skipped branch)
     assert counter.graphs == 2
+
+
+def _import_lightning() -> Any:
+    """``import lightning``, or skip.  lightning imports torchmetrics, which imports
+    torchvision when it is installed (see ``_import_vision``)."""
+    if importlib.util.find_spec("torchvision") is not None:
+        _import_vision("torchvision")
+    return pytest.importorskip("lightning", reason="needs the reallib extra")
+
+
+def _lightning_fit(tmp_path: Path, *, compiled: bool, mark: bool) -> tuple[Any, Any, int]:
+    """A LightningModule whose forward scales by a warm-up factor from ``global_step`` and
+    ``current_epoch`` (both properties over the trainer's progress counters), trained by
+    ``Trainer.fit`` on CPU for 3 epochs of 3 steps with ``torch.compile(model)``."""
+    lightning = _import_lightning()
+
+    class Warmup(lightning.LightningModule):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = torch.nn.Linear(4, 1)
+            self.losses: list[float] = []
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            warm = min(1.0, (self.global_step + 1) / 4) * 0.5**self.current_epoch
+            return self.lin(x) * warm
+
+        def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+            x, y = batch
+            return torch.nn.functional.mse_loss(self(x), y)
+
+        def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
+            self.losses.append(outputs["loss"].item())
+
+        def configure_optimizers(self) -> torch.optim.Optimizer:
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    torch.manual_seed(0)
+    module = Warmup()
+    if mark:
+        ds.mark_dynamic_attr(module, "global_step", "current_epoch")
+    counter = CountingBackend("aot_eager")
+    data = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.randn(12, 4), torch.randn(12, 1)), batch_size=4
+    )
+    trainer = lightning.Trainer(
+        max_epochs=3,
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        default_root_dir=tmp_path,
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # Lightning's own advice (num_workers, ...)
+        warnings.simplefilter("error", ds.DynscalarWarning)
+        trainer.fit(torch.compile(module, backend=counter) if compiled else module, data)
+    assert trainer.global_step == 9 and trainer.current_epoch == 3
+    return module, trainer, counter.graphs
+
+
+@pytest.mark.parametrize(("mark", "graphs"), [(False, 9), (True, 1)])
+def test_lightning_global_step_and_current_epoch_warmup(
+    tmp_path: Path, mark: bool, graphs: int
+) -> None:
+    """Lightning's ``global_step``/``current_epoch`` are properties that read counters on
+    the trainer's loops.  Stock: Lightning compiles ``training_step`` (``forward`` inlined)
+    once per step, 8 times, hits ``recompile_limit`` and from then on compiles ``forward``
+    alone once per step (the 9th graph); marked, the properties are followed to those
+    counters: one graph for the whole run.  Losses and weights equal eager's."""
+    eager, _, _ = _lightning_fit(tmp_path / "eager", compiled=False, mark=False)
+    torch._dynamo.reset()
+    module, _, compiled_graphs = _lightning_fit(tmp_path / "compiled", compiled=True, mark=mark)
+    assert compiled_graphs == graphs
+    torch.testing.assert_close(torch.tensor(module.losses), torch.tensor(eager.losses))
+    torch.testing.assert_close(module.lin.weight, eager.lin.weight)
+    torch.testing.assert_close(module.lin.bias, eager.lin.bias)
+    if mark:
+        reads = {r.attribute: r.reads for r in ds.explain(module, show=False)}
+        assert reads == {
+            "current_epoch": "property -> self._trainer.fit_loop.epoch_progress.current.completed",
+            "global_step": "property -> self._trainer.fit_loop.epoch_loop.automatic_optimization"
+            ".optim_progress.optimizer.step.total.completed",
+        }
+
+
+LIGHTNING_DOCTOR_REPORT = """\
+dynscalar doctor: 2 Python scalars caused recompiles:
+
+  Warmup.global_step (int, property model.global_step): 5 recompiles of Warmup.training_step
+      reads model._trainer.fit_loop.epoch_loop.automatic_optimization.optim_progress.optimizer.step.total.completed
+      lightning_warmup/train.py:30: warm = min(1.0, (self.global_step + 1) / 4) * 0.5**self.current_epoch
+  Warmup.current_epoch (int, property model.current_epoch): 1 recompile of Warmup.training_step
+      reads model._trainer.fit_loop.epoch_progress.current.completed
+      lightning_warmup/train.py:30: warm = min(1.0, (self.global_step + 1) / 4) * 0.5**self.current_epoch
+
+Fix: after `model` is created, before the first call, add:
+
+    import dynscalar
+    dynscalar.mark_dynamic_attr(model, "global_step", "current_epoch")
+
+Then run the doctor again to check:
+    python -m dynscalar doctor -o report.txt lightning_warmup/train.py
+"""  # noqa: E501 - the report's own lines
+
+
+def test_lightning_doctor_names_the_properties_and_its_fix_works(tmp_path: Path) -> None:
+    """The doctor on a Lightning training script: the guards are on the trainer's counters,
+    the report names ``global_step``/``current_epoch`` and marks them; run again with that
+    fix, nothing recompiles."""
+    _import_lightning()
+    from .test_doctor import doctor, fix_code, report_of
+
+    result = doctor(tmp_path, "lightning_warmup", "train.py")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.endswith("global_step: 6\n")
+    assert report_of(tmp_path) == LIGHTNING_DOCTOR_REPORT
+    fixed = doctor(tmp_path, "lightning_warmup", "train.py", fix=fix_code(LIGHTNING_DOCTOR_REPORT))
+    assert fixed.returncode == 0, fixed.stderr
+    assert report_of(tmp_path) == "dynscalar doctor: no recompiles were caused by Python scalars.\n"

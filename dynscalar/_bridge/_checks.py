@@ -42,6 +42,8 @@ _EXPECTED_SIGNATURES: dict[str, tuple[str, ...]] = {
     ),
     "UserFunctionVariable.__init__": ("self", "fn", "is_constant", "kwargs"),
     "TensorVariable.call_method": ("self", "tx", "name", "args", "kwargs"),
+    # _properties: a marked property's getter, inlined
+    "PropertyVariable.tp_descr_get_impl": ("self", "tx", "obj", "owner"),
     "BuiltinVariable.call_function": ("self", "tx", "args", "kwargs"),
     # write-back (_writeback)
     "SideEffects.codegen_update_mutated": ("self", "cg", "log_side_effects"),
@@ -140,6 +142,7 @@ def _core_internals() -> dict[str, Any]:
         ),
         "UserFunctionVariable.__init__": functions.UserFunctionVariable.__init__,
         "TensorVariable.call_method": tensor.TensorVariable.call_method,
+        "PropertyVariable.tp_descr_get_impl": functions.PropertyVariable.tp_descr_get_impl,
         "BuiltinVariable.call_function": builtin.BuiltinVariable.call_function,
         "SideEffects.codegen_update_mutated": side_effects.SideEffects.codegen_update_mutated,
         # Python 3.10 has one INPLACE_* handler per operator instead (same signature)

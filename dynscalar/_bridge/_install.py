@@ -26,6 +26,7 @@ from ._checks import check_internals
 from ._decompositions import builtin_call_hook, in_graph_call_hook
 from ._ints import data_dependent_hook
 from ._methods import tensor_method_hook
+from ._properties import property_get_hook
 from ._reports import evaluate_sym_node_hook
 from ._state import lock
 from ._wrap import wrap_hook, wrap_plain
@@ -49,6 +50,7 @@ def _patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     from torch._dynamo import side_effects
     from torch._dynamo.variables import builder
     from torch._dynamo.variables.builtin import BuiltinVariable
+    from torch._dynamo.variables.functions import PropertyVariable
     from torch._dynamo.variables.tensor import TensorVariable
     from torch._dynamo.variables.torch import TorchInGraphFunctionVariable
     from torch.fx.experimental import symbolic_shapes
@@ -58,6 +60,7 @@ def _patches() -> list[tuple[Any, str, Callable[..., Any]]]:
         (TensorVariable, "call_method", tensor_method_hook),
         (BuiltinVariable, "call_function", builtin_call_hook),
         (builder.VariableBuilder, "_wrap", wrap_hook),
+        (PropertyVariable, "tp_descr_get_impl", property_get_hook),
         (symbolic_shapes.ShapeEnv, "_make_data_dependent_error", data_dependent_hook),
         (symbolic_shapes.ShapeEnv, "evaluate_sym_node", evaluate_sym_node_hook),
         (side_effects.SideEffects, "codegen_update_mutated", codegen_update_mutated_hook),

@@ -154,6 +154,9 @@ class ScalarGuardFailure:
     actual: Any  # the value now
     user_frame: traceback.FrameSummary | None  # innermost user frame that read the value
     path: SourcePath | None  # None when the source is not a plain chain of names
+    #: read through a module's property: (steps of ``path`` up to the module, the module's
+    #: class name, the property name); None for a plain read
+    through: tuple[int, str, str] | None = None
 
 
 @dataclass
@@ -340,6 +343,7 @@ class RecompileWatcher:
                         actual=actual,
                         user_frame=self._frames.get(_guard_key(text)),
                         path=_source_path(source, wrapper.global_scope, scope),
+                        through=_through(frame.f_code, source, wrapper.global_scope, scope),
                     )
                 )
             if not failed:
@@ -367,6 +371,21 @@ class RecompileWatcher:
 
 
 # ----------------------------------------------------------------------------- helpers
+def _through(
+    code: CodeType, source: str, global_scope: dict[str, Any], scope: dict[str, Any]
+) -> tuple[int, str, str] | None:
+    """The module property the compiled code read ``source`` through (``_properties``)."""
+    from ._properties import read_through_property
+
+    read = read_through_property(code, source)
+    if read is None:
+        return None
+    owner = _source_path(read.owner_source, global_scope, scope)
+    if owner is None:
+        return None
+    return len(owner.steps), read.cls, read.name
+
+
 def _sources(failures: list[ScalarGuardFailure]) -> set[str]:
     return {f.source for f in failures}
 

@@ -43,6 +43,7 @@ from .._spec import INT64_MAX, INT64_MIN, DynamicSpec
 from ._floats import ensure_aot_hooks, float_hooks_problem, wrap_float
 from ._guards import guard_mark_state, guard_marks_epoch, guard_proxy
 from ._ints import wrap_int
+from ._properties import property_mark
 from ._reports import instance_path, passthrough, user_location
 from ._restarts import restart_reason
 from ._sources import record_for_automatic_dynamic, swapped_source
@@ -119,6 +120,18 @@ def _module_wrappers() -> frozenset[type]:
 
 
 def _find_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
+    """The mark for ``value``: the registry's for where it is read from, else - for a
+    number read while a marked property's getter is inlined - that property's
+    (``_properties``).  Guards installed."""
+    found = _find_registry_mark(builder, value, numeric)
+    if numeric and (found is None or found.spec is None):
+        marked = property_mark(builder)
+        if marked is not None:
+            return _Found(*marked)
+    return found
+
+
+def _find_registry_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
     """The registry's mark for where ``value`` is read from, with its guards installed.
 
     Three places hold marks: a module's attributes (``mark_dynamic_attr``,

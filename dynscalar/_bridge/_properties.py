@@ -1,0 +1,284 @@
+"""Marks on properties: a mark on a property follows its getter to the values it reads.
+
+``mark_dynamic_attr(model, "global_step")`` where ``global_step`` is a property (Lightning's
+``LightningModule.global_step`` reads ``self.trainer.fit_loop....total.completed``):
+Dynamo inlines the getter (``PropertyVariable.tp_descr_get_impl``) and reads the values it
+returns through their own sources (``L['self'].progress.completed``), whose owner is a plain
+object that carries no mark.  So the hook on ``tp_descr_get_impl`` keeps, per thread, the
+stack of module properties being inlined; while one is active,
+
+* every int/float the tracer wraps (``_wrap``) without a mark of its own gets the innermost
+  marked property's mark (:func:`property_mark`), with the property's mark-state guards:
+  the instance's marks entry for the property name, or its absence and the class-marks
+  epoch, exactly as for an attribute.  Unmarked properties of modules get those guards
+  too, so a mark made after a compile takes effect at the next call;
+* the getter's result, when it is still lazy (Dynamo wraps a constant read lazily and
+  realizes it where it is used, which is after the getter returned), is realized before
+  the scope closes, so it is made while the property's mark is visible;
+* a marked property whose result is still a constant number (computed with ``len()``, a
+  literal, or read as a constant earlier in the frame) is reported: a
+  :class:`~dynscalar.SpecializationWarning`, or with ``strict=True`` a
+  :class:`~dynscalar.SpecializationError`; so is a marked property whose getter Dynamo
+  cannot trace (a graph break inside it).  A mark never silently does nothing.
+
+What each marked property resolved to (the attribute chains made symbolic) is recorded in
+the registry for :func:`dynscalar.explain`; which source every module property's number
+came from, per compiled code object, for the doctor (:func:`read_through_property`).
+Nothing here realizes a variable Dynamo left lazy, except a marked property's number.
+"""
+
+from __future__ import annotations
+
+import logging
+import numbers
+import threading
+import weakref
+from dataclasses import dataclass, field
+from types import CodeType
+from typing import Any
+
+from .._diagnostics import DynscalarError, SpecializationError, SpecializationWarning, warn_once
+from .._proxy import DynamicScalar
+from .._registry import check_marked_value, lookup_mark, record_property_reads
+from .._spec import DynamicSpec
+from ._guards import guard_mark_state
+from ._reports import passthrough, user_location
+
+__all__ = ["PropertyRead", "property_get_hook", "property_mark", "read_through_property"]
+
+_local = threading.local()
+log = logging.getLogger("dynscalar")
+
+
+class PropertyRead:
+    """The module property through which compiled code read a number (for the doctor)."""
+
+    __slots__ = ("cls", "name", "owner_source")
+
+    def __init__(self, owner_source: str, cls: str, name: str) -> None:
+        self.owner_source = owner_source  # Dynamo's expression for the module: "L['self']"
+        self.cls = cls  # the module's class name: "Lit"
+        self.name = name  # the property: "global_step"
+
+
+# compiled frame's code -> {source of a number a module property returned: that property},
+# for every module property traced (marked or not): the doctor names a recompile on
+# ``L['self'].progress.completed`` by the property user code reads it through.
+_reads: weakref.WeakKeyDictionary[CodeType, dict[str, PropertyRead]] = weakref.WeakKeyDictionary()
+
+
+def read_through_property(code: CodeType, source: str) -> PropertyRead | None:
+    """The module property compiled ``code`` read the number at ``source`` through, if any."""
+    return _reads.get(code, {}).get(source)
+
+
+def _remember_read(tx: Any, scope: _Scope, result: Any) -> None:
+    """Record which source the property's (numeric) result was read from; the outermost
+    module property wins (it is recorded last)."""
+    from torch._dynamo.variables.lazy import LazyVariableTracker
+
+    source = getattr(result, "source", None)
+    if source is None:
+        return
+    if isinstance(result, LazyVariableTracker) and not result.is_realized():
+        number = _is_number(result.peek_value())
+    else:
+        realized = result.unwrap() if isinstance(result, LazyVariableTracker) else result
+        number = _is_number(getattr(realized, "value", None)) or type(realized).__name__ == (
+            "SymNodeVariable"
+        )
+    root = getattr(tx.output, "root_tx", None)
+    code = getattr(root, "f_code", None)
+    if not number or code is None:
+        return
+    read = PropertyRead(str(scope.owner_source.name), type(scope.owner).__name__, scope.name)
+    _reads.setdefault(code, {})[str(source.name)] = read
+
+
+@dataclass
+class _Scope:
+    """A property of an ``nn.Module`` whose getter is being inlined."""
+
+    output: Any  # the compile's OutputGraph: a scope answers only its own compile
+    owner_source: Any
+    owner: Any
+    name: str
+    reads: list[str] = field(default_factory=list)
+    used: bool = False  # a value read inside was given this property's mark
+
+    @property
+    def where(self) -> str:
+        return f"{type(self.owner).__name__}.{self.name}"
+
+
+def _stack() -> list[_Scope]:
+    stack: list[_Scope] | None = getattr(_local, "stack", None)
+    if stack is None:
+        stack = _local.stack = []
+    return stack
+
+
+def _property_name(cls: type, descriptor: object) -> str | None:
+    """The name under which ``cls`` (through its MRO) holds ``descriptor``."""
+    fget = getattr(descriptor, "fget", None)
+    guess = getattr(fget, "__name__", None)
+    for klass in cls.__mro__:
+        namespace = klass.__dict__
+        if isinstance(guess, str) and namespace.get(guess) is descriptor:
+            return guess
+    for klass in cls.__mro__:
+        for name, value in klass.__dict__.items():
+            if value is descriptor:
+                return name
+    return None
+
+
+def property_get_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """``PropertyVariable.tp_descr_get_impl(tx, obj, owner)``: open a scope for a module's
+    property while its getter is inlined (see module docstring)."""
+    tx = args[0] if args else kwargs["tx"]
+    obj = args[1] if len(args) > 1 else kwargs.get("obj")
+    owner = getattr(obj, "value", None)
+    owner_source = getattr(obj, "source", None)
+    if owner_source is None or not _is_module(owner):
+        return wrapped(*args, **kwargs)
+    name = _property_name(type(owner), instance.descriptor)
+    if name is None:
+        return wrapped(*args, **kwargs)
+    scope = _Scope(tx.output, owner_source, owner, name)
+    stack = _stack()
+    stack.append(scope)
+    try:
+        try:
+            result = wrapped(*args, **kwargs)
+        except Exception as exc:
+            _report_untraceable(scope, exc)
+            raise
+        spec = lookup_mark(owner, name)
+        if spec is not None:
+            _settle(scope, result, spec)
+        try:
+            _remember_read(tx, scope, result)
+        except Exception:  # for the doctor only: never fail a compile
+            log.debug("dynscalar: could not record what %s read", scope.where, exc_info=True)
+    finally:
+        stack.pop()
+    return result
+
+
+def _report_untraceable(scope: _Scope, exc: Exception) -> None:
+    """A marked property whose getter Dynamo cannot trace (a graph break inside it): its
+    value comes from eager code, not from the mark, so say so."""
+    from torch._dynamo.exc import Unsupported
+
+    spec = lookup_mark(scope.owner, scope.name)
+    if spec is None or not isinstance(exc, Unsupported):
+        return
+    reason = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    message = (
+        f"dynscalar: {scope.where} is marked dynamic, but torch.compile cannot trace its "
+        f"getter ({reason}); the getter runs eagerly at a graph break (or the compiled "
+        "function falls back to eager), and the value it returns is not symbolic there. "
+        "Make the getter traceable, or mark the attribute it reads instead."
+    )
+    if spec.strict:
+        raise passthrough(SpecializationError(message + " (strict=True on the mark)")) from exc
+    filename, lineno, _ = user_location()
+    location = (filename, lineno) if lineno else None
+    warn_once(("property-trace", scope.where), message, SpecializationWarning, location=location)
+
+
+def _settle(scope: _Scope, result: Any, spec: DynamicSpec) -> None:
+    """Realize a lazy number the getter returned (inside the scope), then check that the
+    marked property's value is symbolic, and record what it read."""
+    from torch._dynamo.variables.constant import ConstantVariable
+    from torch._dynamo.variables.lazy import LazyVariableTracker
+
+    lazy = isinstance(result, LazyVariableTracker) and not result.is_realized()
+    if lazy and _is_number(result.peek_value()):
+        result.realize()
+        lazy = False
+    if scope.used:
+        record_property_reads(scope.owner, scope.name, tuple(dict.fromkeys(scope.reads)))
+    if lazy:  # not a number: looked at without realizing it (no guards of ours)
+        realized, value = None, result.peek_value()
+    else:
+        realized = result.unwrap() if isinstance(result, LazyVariableTracker) else result
+        if not isinstance(realized, ConstantVariable):
+            return
+        value = realized.value
+    if not _is_number(value):  # a bool, str or None: the same clear error as an attribute
+        if not isinstance(value, (bool, str, type(None))):
+            return  # an object, module, tensor...: not ours to judge here
+        try:
+            check_marked_value(value, spec, f"{scope.where} (a property)")
+        except DynscalarError as exc:
+            raise passthrough(exc) from None
+        return
+    if getattr(realized, "source", None) is not None:
+        why = (
+            "the attribute it reads was already read as a constant earlier in the compiled "
+            "code, so torch.compile specializes it (one compile per value). Read the "
+            "property before the attribute, or mark the attribute itself"
+        )
+    else:
+        why = (
+            "its getter computed it without reading an int/float attribute. A literal (a "
+            "default returned while something is not set up yet, like Lightning's "
+            "global_step without a trainer) compiles once and needs nothing; a value from "
+            "len() or another call recompiles for each new value: keep it in a plain "
+            "attribute and mark that"
+        )
+    message = (
+        f"dynscalar: {scope.where} is marked dynamic, but in compiled code its getter "
+        f"returned a constant ({value!r}): {why}."
+    )
+    if spec.strict:
+        raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
+    filename, lineno, _ = user_location()
+    location = (filename, lineno) if lineno else None
+    warn_once(("property", scope.where), message, SpecializationWarning, location=location)
+
+
+def property_mark(builder: Any) -> tuple[DynamicSpec, str, str] | None:
+    """The mark a number read now gets from the properties being inlined: (spec, where,
+    why) of the innermost marked one, with the mark-state guards of every property scope
+    up to it; None when no marked property is being inlined."""
+    stack = getattr(_local, "stack", None)
+    if not stack:
+        return None
+    output = builder.tx.output
+    for scope in reversed(stack):
+        if scope.output is not output:
+            continue
+        guard_mark_state(builder.tx, scope.owner_source, scope.owner, scope.name)
+        spec = lookup_mark(scope.owner, scope.name)
+        if spec is None:
+            continue
+        scope.used = True
+        scope.reads.append(_relative(str(builder.source.name), str(scope.owner_source.name)))
+        why = f"read by the marked property {scope.where}"
+        return spec, f"{scope.where} (a property)", why
+    return None
+
+
+def _relative(source_name: str, owner_name: str) -> str:
+    """``L['self'].progress.completed`` seen from ``L['self']``: ``self.progress.completed``."""
+    if source_name.startswith(owner_name):
+        return "self" + source_name[len(owner_name) :]
+    return source_name
+
+
+def _is_number(value: object) -> bool:
+    """int, float, a proxy, or another real number (numpy scalars: the bridge compiles
+    them as torch does and says so); not bool."""
+    kinds = (int, float, DynamicScalar, numbers.Real)
+    return isinstance(value, kinds) and not isinstance(value, bool)
+
+
+def _is_module(owner: object) -> bool:
+    import torch
+
+    return isinstance(owner, torch.nn.Module)

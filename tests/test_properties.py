@@ -1,0 +1,708 @@
+"""Marks on properties (issue 24): a mark on a property follows its getter to the values it
+reads, or is refused at mark time.  Lightning's ``LightningModule.global_step`` and
+``current_epoch`` are properties over counters on plain objects; these are Lightning-free
+models of them (tests/test_real_libraries.py runs Lightning itself).
+
+Every compile test runs an eager twin on the same inputs, compares outputs and the
+attributes the properties read, and asserts the exact compile count.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import operator
+import warnings
+from typing import Any
+
+import pytest
+import torch
+
+import dynscalar as ds
+
+from .conftest import CountingBackend, twins
+
+STEPS = 6
+
+
+# ----------------------------------------------------------------------------- models
+class Progress:
+    """A plain counter object, like Lightning's progress trackers."""
+
+    def __init__(self) -> None:
+        self.completed = 0
+
+
+class Loop:
+    """Properties over properties, like Trainer.global_step -> fit_loop -> ... .completed."""
+
+    def __init__(self) -> None:
+        self.progress = Progress()
+        self.running = True  # a bool the getter reads: never marked by the property
+
+    @property
+    def global_step(self) -> int:
+        return self.progress.completed if self.running else 0
+
+
+class Lit(torch.nn.Module):
+    """The issue's minimal form: a read-only property over a plain object's counter."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.progress = Progress()
+        self.lin = torch.nn.Linear(4, 4)
+
+    @property
+    def global_step(self) -> int:
+        return self.progress.completed
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        warmup = torch.clamp(torch.full((), (self.global_step + 1) / 20), max=1.0)
+        return self.lin(x) * warmup
+
+
+class Scaled(Lit):
+    """The same property, its value used as a tensor operand (int or float alike)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) * (self.global_step + 1)
+
+
+class Nested(torch.nn.Module):
+    """A property reading another object's property (Lightning's chain), and a bool."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop = Loop()
+        self.lin = torch.nn.Linear(4, 4)
+
+    @property
+    def global_step(self) -> int:
+        return self.loop.global_step if self.loop is not None else 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) * min(1.0, (self.global_step + 1) / 20)
+
+
+class OverModuleAttr(torch.nn.Module):
+    """A property over the module's own (private) attribute, computed from it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._epoch = 0
+        self.lin = torch.nn.Linear(4, 4)
+
+    @property
+    def current_epoch(self) -> int:
+        return self._epoch * 2 + 1
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) + self.current_epoch
+
+
+class WithSetter(torch.nn.Module):
+    """A property with a setter, incremented in the compiled forward."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.progress = Progress()
+
+    @property
+    def step(self) -> int:
+        return self.progress.completed
+
+    @step.setter
+    def step(self, value: int) -> None:
+        self.progress.completed = value
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.step += 1
+        return x * self.step
+
+
+class Cached(torch.nn.Module):
+    """functools.cached_property: the value lives in the instance dict once computed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.base = 3
+
+    @functools.cached_property
+    def scale(self) -> float:
+        return self.base * 0.5
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.scale
+
+
+def compiled_twin(model: torch.nn.Module, backend: str = "aot_eager") -> tuple[Any, Any, Any]:
+    counter = CountingBackend(backend)
+    model, eager = twins(model)
+    return torch.compile(model, backend=counter), eager, counter
+
+
+def set_completed(model: Lit, eager: Lit, value: Any) -> None:
+    model.progress.completed = value
+    eager.progress.completed = value
+
+
+# ----------------------------------------------------------------------------- item 2
+@pytest.mark.parametrize(("mark", "graphs"), [(False, STEPS), (True, 1)])
+def test_read_only_property_over_a_plain_object(mark: bool, graphs: int) -> None:
+    """The issue's reproduction: stock compiles once per step, the marked property once."""
+    model = Lit()
+    if mark:
+        ds.mark_dynamic_attr(model, "global_step")
+    compiled, eager, counter = compiled_twin(model)
+    x = torch.randn(2, 4)
+    for step in range(STEPS):
+        set_completed(model, eager, step)
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+        assert model.progress.completed == eager.progress.completed == step
+    assert counter.graphs == graphs
+
+
+@pytest.mark.inductor
+def test_read_only_property_inductor() -> None:
+    model = ds.mark_dynamic_attr(Lit(), "global_step")
+    compiled, eager, counter = compiled_twin(model, "inductor")
+    x = torch.randn(2, 4)
+    for step in range(4):
+        set_completed(model, eager, step)
+        torch.testing.assert_close(compiled(x), eager(x))
+    assert counter.graphs == 1
+
+
+@pytest.mark.parametrize(("mark", "graphs"), [(False, STEPS), (True, 1)])
+def test_property_over_properties_of_plain_objects(mark: bool, graphs: int) -> None:
+    """Lightning's chain: the module's property reads another object's property."""
+    model = Nested()
+    if mark:
+        ds.mark_dynamic_attr(model, "global_step")
+    compiled, eager, counter = compiled_twin(model)
+    x = torch.randn(2, 4)
+    for step in range(STEPS):
+        model.loop.progress.completed = eager.loop.progress.completed = step * 3
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    assert counter.graphs == graphs
+    assert type(model.loop.running) is bool
+
+
+@pytest.mark.parametrize(("mark", "graphs"), [(False, STEPS), (True, 1)])
+def test_property_over_a_module_attribute(mark: bool, graphs: int) -> None:
+    model = OverModuleAttr()
+    if mark:
+        ds.mark_dynamic_attr(model, "current_epoch")
+    compiled, eager, counter = compiled_twin(model)
+    x = torch.randn(2, 4)
+    for epoch in range(STEPS):
+        model._epoch = eager._epoch = epoch
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    assert counter.graphs == graphs
+
+
+@pytest.mark.parametrize(("mark", "graphs"), [(False, STEPS), (True, 1)])
+def test_property_with_a_setter_writes_back_like_eager(mark: bool, graphs: int) -> None:
+    model = WithSetter()
+    if mark:
+        ds.mark_dynamic_attr(model, "step")
+    compiled, eager, counter = compiled_twin(model)
+    x = torch.randn(3)
+    for start in range(STEPS):
+        model.progress.completed = eager.progress.completed = start * 10
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+        assert model.progress.completed == eager.progress.completed == start * 10 + 1
+        assert type(model.progress.completed) is int
+    assert counter.graphs == graphs
+
+
+def test_class_mark_on_a_property() -> None:
+    @ds.dynamic_attrs("global_step")
+    class Marked(Lit):
+        pass
+
+    compiled, eager, counter = compiled_twin(Marked())
+    x = torch.randn(2, 4)
+    for step in range(STEPS):
+        set_completed(compiled._orig_mod, eager, step)
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    assert counter.graphs == 1
+
+
+# stock: a float attribute of a module recompiles once, then torch's automatic dynamic
+# makes it a graph input
+@pytest.mark.parametrize(("mark", "graphs"), [(False, 2), (True, 1)])
+def test_cached_property(mark: bool, graphs: int) -> None:
+    """Marking computes and caches the value; it is then read from the instance dict."""
+    model = Cached()
+    if mark:
+        ds.mark_dynamic_attr(model, "scale")
+    else:
+        _ = model.scale  # cache it, as marking does
+    assert model.__dict__["scale"] == 1.5
+    compiled, eager, counter = compiled_twin(model)
+    x = torch.randn(3)
+    for i in range(STEPS):
+        model.__dict__["scale"] = eager.__dict__["scale"] = 0.5 + i
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    assert counter.graphs == graphs
+
+
+class _Total:
+    def __init__(self) -> None:
+        self.completed = 0
+
+
+class _Tracker:
+    def __init__(self) -> None:
+        self.total = _Total()
+
+
+class _OptimizerLoop:
+    def __init__(self) -> None:
+        self.step = _Tracker()
+
+    @property
+    def optimizer_steps(self) -> int:
+        return self.step.total.completed
+
+
+class _EpochLoop:
+    def __init__(self, trainer: _Trainer) -> None:
+        self.trainer = trainer
+        self.optimizer = _OptimizerLoop()
+
+    @property
+    def global_step(self) -> int:
+        module = self.trainer.lightning_module
+        if module is None or module.automatic_optimization:
+            return self.optimizer.optimizer_steps
+        return 0
+
+
+class _FitLoop:
+    def __init__(self, trainer: _Trainer) -> None:
+        self.epoch_loop = _EpochLoop(trainer)
+        self.epoch_progress = _Tracker()
+
+
+class _Trainer:
+    """Lightning's shape without Lightning: Trainer -> fit_loop -> ... -> completed."""
+
+    def __init__(self) -> None:
+        self.fit_loop = _FitLoop(self)
+        self.lightning_module: LightningShaped | None = None
+
+    @property
+    def global_step(self) -> int:
+        return self.fit_loop.epoch_loop.global_step
+
+    @property
+    def current_epoch(self) -> int:
+        return self.fit_loop.epoch_progress.total.completed
+
+
+class LightningShaped(torch.nn.Module):
+    """LightningModule.global_step/current_epoch: properties reading the trainer's loops."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 1)
+        self._trainer: _Trainer | None = None
+        self.automatic_optimization = True
+
+    @property
+    def global_step(self) -> int:
+        return self._trainer.global_step if self._trainer else 0
+
+    @property
+    def current_epoch(self) -> int:
+        return self._trainer.current_epoch if self._trainer else 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        warm = min(1.0, (self.global_step + 1) / 4) * 0.5**self.current_epoch
+        return self.lin(x) * warm
+
+
+# stock: one graph per step until recompile_limit (8), then eager for the 9th step
+@pytest.mark.parametrize(("mark", "graphs"), [(False, 8), (True, 1)])
+def test_lightning_shaped_trainer_counters(mark: bool, graphs: int) -> None:
+    """The Lightning case without Lightning: 3 epochs of 3 steps (9 distinct step values)."""
+    model = LightningShaped()
+    if mark:
+        ds.mark_dynamic_attr(model, "global_step", "current_epoch")
+    compiled, eager, counter = compiled_twin(model)
+    for twin in (model, eager):
+        twin._trainer = _Trainer()
+        twin._trainer.lightning_module = twin
+    x = torch.randn(2, 4)
+    for epoch in range(3):
+        for _ in range(3):
+            torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+            for twin in (model, eager):
+                assert twin._trainer is not None
+                twin._trainer.fit_loop.epoch_loop.optimizer.step.total.completed += 1
+        for twin in (model, eager):
+            assert twin._trainer is not None
+            twin._trainer.fit_loop.epoch_progress.total.completed = epoch + 1
+    assert counter.graphs == graphs
+    assert model.global_step == eager.global_step == 9
+
+
+# ----------------------------------------------------------------------------- guards
+def test_guards_hold_for_other_types_instances_unmarking_and_unmarked_instances() -> None:
+    """Every value a user can put behind the property gets eager's numbers."""
+    model = ds.mark_dynamic_attr(Scaled(), "global_step")
+    compiled, eager, counter = compiled_twin(model)
+    x = torch.randn(2, 4)
+
+    def check(value: Any) -> None:
+        set_completed(model, eager, value)
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+
+    check(3)
+    check(4)
+    assert counter.graphs == 1
+    check(2.5)  # a float behind an int graph: the type guard recompiles (float graph)
+    check(7.25)
+    assert counter.graphs == 2
+    check(5)  # back to the int graph
+    assert counter.graphs == 2
+    model.progress = Progress()  # another object behind the property: same graph
+    eager.progress = Progress()
+    check(9)
+    assert counter.graphs == 2
+
+    ds.unmark_dynamic_attr(model, "global_step")  # unmarked: stock behaviour again
+    check(9)
+    check(10)
+    assert counter.graphs == 4
+    ds.mark_dynamic_attr(model, "global_step")  # marked again: the first graph fits
+    check(11)
+    assert counter.graphs == 4
+
+    # an unmarked instance of the same class never reuses the dynamic graph
+    plain = Scaled()
+    plain.load_state_dict(model.state_dict())
+    compiled_plain = torch.compile(plain, backend=counter)
+    for value in (20, 21):
+        plain.progress.completed = eager.progress.completed = value
+        torch.testing.assert_close(compiled_plain(x), eager(x), rtol=0, atol=0)
+    assert counter.graphs == 6
+
+
+def test_marking_after_a_compile_takes_effect_at_the_next_call() -> None:
+    model = Lit()
+    compiled, eager, counter = compiled_twin(model)
+    x = torch.randn(2, 4)
+    set_completed(model, eager, 0)
+    torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    ds.mark_dynamic_attr(model, "global_step")
+    for step in (1, 2, 3):
+        set_completed(model, eager, step)
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    assert counter.graphs == 2
+
+
+def test_bad_value_behind_a_marked_property_fails_clearly_at_compile() -> None:
+    model = ds.mark_dynamic_attr(Lit(), "global_step")
+    compiled = torch.compile(model, backend="eager")
+    model.progress.completed = "3"  # type: ignore[assignment]
+    with pytest.raises(ds.DynscalarTypeError, match=r"Lit.global_step \(a property\) is str"):
+        compiled(torch.randn(2, 4))
+
+
+def test_unmarked_properties_change_nothing() -> None:
+    """No marks: a property's value is compiled exactly as stock torch compiles it."""
+    model = Nested()
+    compiled, eager, counter = compiled_twin(model)
+    x = torch.randn(2, 4)
+    for step in (0, 1, 1, 2):
+        model.loop.progress.completed = eager.loop.progress.completed = step
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    assert counter.graphs == 3
+
+
+# ----------------------------------------------------------------------------- item 1
+class Constant(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.items = [1, 2]
+
+    @property
+    def count(self) -> int:
+        return len(self.items)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.count
+
+
+def test_a_marked_property_that_stays_constant_warns() -> None:
+    model = ds.mark_dynamic_attr(Constant(), "count")
+    compiled, eager, counter = compiled_twin(model)
+    x = torch.randn(3)
+    with pytest.warns(
+        ds.SpecializationWarning,
+        match=r"Constant.count is marked dynamic.*without reading.*len\(\)",
+    ):
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    assert counter.graphs == 1
+
+
+def test_a_strict_marked_property_that_stays_constant_raises() -> None:
+    model = ds.mark_dynamic_attr(Constant(), "count", strict=True)
+    compiled = torch.compile(model, backend="eager")
+    with pytest.raises(ds.SpecializationError, match=r"Constant.count.*strict=True"):
+        compiled(torch.randn(3))
+
+
+class Descriptor:
+    """A data descriptor whose value lives in the descriptor, not in the instance."""
+
+    def __get__(self, obj: object, owner: type | None = None) -> int:
+        return 3
+
+    def __set__(self, obj: object, value: int) -> None:
+        pass
+
+
+class NonDataDescriptor:
+    def __get__(self, obj: object, owner: type | None = None) -> int:
+        return 4
+
+
+class Odd(torch.nn.Module):
+    custom = Descriptor()
+    computed = NonDataDescriptor()
+    write_only = property(None, lambda self, value: None)
+    c_getter = property(operator.attrgetter("hidden"))
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden = 5
+
+
+@pytest.mark.parametrize(
+    ("name", "match"),
+    [
+        ("custom", r"Odd.custom is a .*Descriptor descriptor.*Mark the plain int/float"),
+        ("computed", r"Odd.computed is a .*NonDataDescriptor descriptor"),
+        ("write_only", r"Odd.write_only is a property without a getter"),
+        ("c_getter", r"Odd.c_getter is a property whose getter .* is not Python code"),
+    ],
+)
+def test_descriptors_that_cannot_be_followed_are_refused_at_mark_time(
+    name: str, match: str
+) -> None:
+    model = Odd()
+    with pytest.raises(ds.UnsupportedDescriptorError, match=match):
+        ds.mark_dynamic_attr(model, name)
+    assert not ds.is_dynamic_attr(model, name)
+    with pytest.raises(ds.UnsupportedDescriptorError, match=match):
+        ds.dynamic_attrs(name)(type("Odd", (Odd,), {}))
+
+
+def test_instance_value_shadowing_a_non_data_descriptor_is_a_plain_attribute() -> None:
+    model = Odd()
+    model.__dict__["computed"] = 6
+    ds.mark_dynamic_attr(model, "computed")
+    assert ds.is_dynamic_attr(model, "computed")
+
+
+def test_property_value_is_checked_at_mark_time() -> None:
+    class Flag(torch.nn.Module):
+        @property
+        def enabled(self) -> bool:
+            return True
+
+    with pytest.raises(ds.DynscalarTypeError, match=r"Flag.enabled \(a property\) is a bool"):
+        ds.mark_dynamic_attr(Flag(), "enabled")
+
+
+def test_property_marks_survive_deepcopy() -> None:
+    model = ds.mark_dynamic_attr(Lit(), "global_step")
+    clone = copy.deepcopy(model)
+    assert ds.is_dynamic_attr(clone, "global_step")
+
+
+# ----------------------------------------------------------------------------- item 4
+def test_explain_shows_what_a_property_mark_resolves_to() -> None:
+    model = ds.mark_dynamic_attr(Nested(), "global_step")
+    before = ds.explain(model, show=False)
+    assert [(r.attribute, r.how, r.value) for r in before] == [
+        ("global_step", "mark_dynamic_attr", 0)
+    ]
+    assert "property" in before[0].reads and "first compile" in before[0].reads
+    compiled = torch.compile(model, backend="eager")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled(torch.randn(2, 4))
+    after = ds.explain(model, show=False)
+    assert after[0].reads == "property -> self.loop.progress.completed"
+    assert "self.loop.progress.completed" in str(after)
+
+
+def test_another_marked_instance_reuses_the_graph_with_its_own_values() -> None:
+    first = ds.mark_dynamic_attr(Scaled(), "global_step")
+    second = ds.mark_dynamic_attr(Scaled(), "global_step")
+    second.load_state_dict(first.state_dict())
+    eager = copy.deepcopy(first)
+    counter = CountingBackend("aot_eager")
+    x = torch.randn(2, 4)
+    for model, value in ((first, 3), (second, 8), (first, 5), (second, 13)):
+        model.progress.completed = eager.progress.completed = value
+        torch.testing.assert_close(torch.compile(model, backend=counter)(x), eager(x))
+    assert counter.graphs == 1
+
+
+class ProxyBehindSetter(torch.nn.Module):
+    """A property over a DynamicInt attribute, incremented through its setter."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._step = ds.DynamicInt(0)
+
+    @property
+    def step(self) -> int:
+        return self._step
+
+    @step.setter
+    def step(self, value: int) -> None:
+        self._step = value
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.step += 1
+        return x * self.step
+
+
+@pytest.mark.parametrize("mark", [False, True])
+def test_a_proxy_behind_a_property_setter_stays_a_proxy(mark: bool) -> None:
+    """Eager stores DynamicInt(n) + 1, a DynamicInt; so does the compiled write-back."""
+    model = ProxyBehindSetter()
+    eager = copy.deepcopy(model)
+    if mark:
+        ds.mark_dynamic_attr(model, "step")
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter)
+    x = torch.randn(3)
+    for _ in range(STEPS):
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+        assert type(model._step) is type(eager._step) is ds.DynamicInt
+        assert model._step == eager._step
+    assert counter.graphs == 1
+
+
+class Untraceable(Lit):
+    """A getter Dynamo cannot trace (a graph break inside it)."""
+
+    @property
+    def global_step(self) -> int:
+        torch._dynamo.graph_break()
+        return self.progress.completed
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) * (self.global_step + 1)
+
+
+def test_a_marked_property_whose_getter_cannot_be_traced_warns() -> None:
+    """Stock torch runs the function eagerly there (no graph); the mark says it did nothing."""
+    model = ds.mark_dynamic_attr(Untraceable(), "global_step")
+    compiled, eager, counter = compiled_twin(model)
+    x = torch.randn(2, 4)
+    with pytest.warns(ds.SpecializationWarning, match=r"cannot trace its getter"):
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    for step in (1, 2):
+        set_completed(model, eager, step)
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    stock, stock_eager, stock_counter = compiled_twin(Untraceable())
+    for step in (0, 1, 2):
+        set_completed(stock._orig_mod, stock_eager, step)
+        torch.testing.assert_close(stock(x), stock_eager(x), rtol=0, atol=0)
+    # torch 2.13: a graph break inside an inlined getter makes the whole forward run eagerly
+    assert counter.graphs == stock_counter.graphs == 0
+
+
+def test_numpy_scalars_and_proxies_behind_a_marked_property() -> None:
+    """A numpy scalar is compiled as torch compiles it (warned); a proxy's own class and
+    spec are guarded: each gets eager's numbers."""
+    np = pytest.importorskip("numpy")
+    model = ds.mark_dynamic_attr(Scaled(), "global_step")
+    compiled, eager, counter = compiled_twin(model)
+    x = torch.randn(2, 4)
+    set_completed(model, eager, 2)
+    torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    set_completed(model, eager, np.int64(3))
+    with pytest.warns(ds.SpecializationWarning, match=r"Scaled.global_step \(a property\).*numpy"):
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    for value in (ds.DynamicInt(4), ds.DynamicInt(5), 6):
+        set_completed(model, eager, value)
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    assert counter.graphs == 3  # int, numpy int64, DynamicInt
+
+
+class _State:
+    def __init__(self) -> None:
+        self.value = 1.0
+
+
+class FloatSetter(torch.nn.Module):
+    """A float property with a setter, decayed in the compiled forward (the float-written-
+    in-forward case: stock aot_eager recompiles per value, inductor can bake it in)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state = _State()
+
+    @property
+    def scale(self) -> float:
+        return self.state.value
+
+    @scale.setter
+    def scale(self, value: float) -> None:
+        self.state.value = value
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.scale = self.scale * 0.9
+        return x * self.scale
+
+
+@pytest.mark.parametrize(
+    ("backend", "mark", "graphs"),
+    [
+        ("aot_eager", False, 5),
+        ("aot_eager", True, 1),
+        pytest.param("inductor", True, 1, marks=pytest.mark.inductor),
+    ],
+)
+def test_float_property_setter_decays_like_eager(backend: str, mark: bool, graphs: int) -> None:
+    model = FloatSetter()
+    if mark:
+        ds.mark_dynamic_attr(model, "scale")
+    compiled, eager, counter = compiled_twin(model, backend)
+    x = torch.randn(3)
+    for _ in range(5):
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+        assert model.state.value == eager.state.value
+        assert type(model.state.value) is float
+    assert counter.graphs == graphs
+
+
+class ReadsFirst(Lit):
+    """Reads the counter directly before reading it through the marked property."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x * (self.progress.completed + 1)
+        return y + self.global_step
+
+
+def test_a_marked_property_read_after_its_attribute_was_made_constant_warns() -> None:
+    model = ds.mark_dynamic_attr(ReadsFirst(), "global_step")
+    compiled, eager, counter = compiled_twin(model)
+    x = torch.randn(2, 4)
+    with pytest.warns(ds.SpecializationWarning, match=r"already read as a constant earlier"):
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    for step in (1, 2):
+        set_completed(model, eager, step)
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    assert counter.graphs == 3  # as stock: one per value
