@@ -6,6 +6,9 @@
 * ``mkdocs build --strict`` passes, and fails on a literal Sphinx role (``:class:`X```) in a
   rendered page (``scripts/mkdocs_hooks.py``).
 * The CLI section of the API reference names every ``demo`` option.
+* Every Python block of the README, the home page, the tutorial and the FAQ runs when pasted
+  in order into a fresh interpreter (blocks marked ``<!-- fragment -->`` are exempt), and
+  prints the output the page shows under it (``tests/_doc_blocks.py``).
 * With Chromium installed, ``scripts/screenshot_docs.py`` opens every page at 1280x800 and
   finds no missing image, overflowing table or code block, or literal markup (~25 s).
 """
@@ -23,6 +26,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests._doc_blocks import blocks, run_page
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "benchmarks" / "published" / "full-inductor-200.json"
@@ -204,3 +209,59 @@ class TestInBrowser:
         assert "literal markup: Sphinx role" in kinds
         assert "literal markup: unrendered **bold**" in kinds
         assert "literal markup: unrendered [link](...)" in kinds
+
+
+PASTED_PAGES = [
+    pytest.param("README.md", marks=pytest.mark.inductor, id="README"),  # the default backend
+    pytest.param("docs/index.md", id="index"),
+    pytest.param("docs/tutorial.md", id="tutorial"),
+    pytest.param("docs/faq.md", id="faq"),
+]
+
+
+@pytest.mark.parametrize("page", PASTED_PAGES)
+def test_python_blocks_run_pasted_in_order_and_print_what_the_page_shows(page: str) -> None:
+    path = ROOT / page
+    text = path.read_text()
+    assert "--8<--" not in text, f"{page}: an include shows as a marker on GitHub"
+    runnable, outputs, _ = run_page(path, ROOT)
+    for block, out in zip(runnable, outputs, strict=True):
+        if block.expected is not None:
+            assert out == block.expected, f"{page}:{block.line} prints {out!r}"
+        else:
+            assert out == "", f"{page}:{block.line} prints {out!r}, which the page does not show"
+    if page == "docs/tutorial.md":
+        shown = [b for b in runnable if b.expected is not None]
+        assert len(shown) == 3  # compiles, equal to eager, stock torch.compile
+
+
+def test_pages_without_snippet_includes_keep_their_code_in_step_with_the_examples() -> None:
+    """The tutorial's model, loop and counter are examples/training_loop.py's sections, and
+    the FAQ's table is what examples/stock_vs_marked.py prints (tests/test_examples.py)."""
+    example = (ROOT / "examples/training_loop.py").read_text()
+    tutorial = [b.text for b in blocks((ROOT / "docs/tutorial.md").read_text())]
+    for name in ("model", "loop", "counter"):
+        begin = f"# --8<-- [start:{name}]\n"
+        section = example[
+            example.index(begin) + len(begin) : example.index(f"# --8<-- [end:{name}]")
+        ]
+        assert any(section.strip() in block for block in tutorial), name
+    faq = (ROOT / "docs/faq.md").read_text()
+    recorded = (ROOT / "examples/output/stock_vs_marked.txt").read_text()
+    assert any(b.text == recorded for b in blocks(faq) if b.lang == "text")
+
+
+def test_the_block_runner_skips_fragments_and_names_a_failing_block(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "```python\nx = 2\nprint(x * 3)\n```\n\n```text\n6\n```\n\n"
+        "<!-- fragment -->\n```python\nsignature(value, *, spec) -> None\n```\n\n"
+        "Prose.\n\n```python\nprint(x + 1)\n```\n"
+    )
+    runnable, outputs, _ = run_page(page, tmp_path)
+    assert [b.line for b in runnable] == [1, 17]  # the opening fences
+    assert runnable[0].expected == "6\n" and runnable[1].expected is None
+    assert outputs == ["6\n", "3\n"]
+    page.write_text("```python\nx = 1\n```\n\n```python\nundefined_name\n```\n")
+    with pytest.raises(AssertionError, match=r"page.md:5"):
+        run_page(page, tmp_path)

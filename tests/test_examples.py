@@ -82,13 +82,13 @@ def test_demo_rich_progress_renders() -> None:
 
 
 def test_training_loop_example_prints_its_recorded_output() -> None:
-    """docs/tutorial.md includes examples/output/training_loop.txt: it must stay true."""
+    """The script form of docs/tutorial.md: its recorded output must stay true."""
     out = run("examples/training_loop.py")
     assert out == (ROOT / "examples/output/training_loop.txt").read_text()
 
 
 def test_stock_vs_marked_example_prints_its_recorded_output() -> None:
-    """docs/faq.md includes examples/output/stock_vs_marked.txt: it must stay true."""
+    """docs/faq.md shows examples/output/stock_vs_marked.txt: it must stay true."""
     out = run("examples/stock_vs_marked.py")
     recorded = (ROOT / "examples/output/stock_vs_marked.txt").read_text()
     if out.splitlines()[0] == recorded.splitlines()[0]:  # the torch it was recorded with
