@@ -265,3 +265,41 @@ def test_the_block_runner_skips_fragments_and_names_a_failing_block(tmp_path: Pa
     page.write_text("```python\nx = 1\n```\n\n```python\nundefined_name\n```\n")
     with pytest.raises(AssertionError, match=r"page.md:5"):
         run_page(page, tmp_path)
+
+
+def test_troubleshooting_quotes_the_messages_a_proxy_meets_in_c_code_and_its_fixes_work() -> None:
+    """Each heading is the text the failing call really raises on the installed torch (what a
+    user pastes into a search box); the fix the section gives works and keeps the value."""
+    import json as json_module
+
+    import torch
+
+    from dynscalar import DynamicFloat, DynamicInt
+
+    step, t = DynamicInt(3), torch.ones(2, 3)
+    headings = [
+        line[4:].strip("`")
+        for line in (ROOT / "docs/troubleshooting.md").read_text().splitlines()
+        if line.startswith("### `")
+    ]
+    failing = {
+        "RuntimeError: Could not infer dtype of DynamicInt": lambda: torch.tensor([step, 2]),
+        "TypeError: zeros() takes 1 positional argument but 2 were given": lambda: torch.zeros(
+            step, 2
+        ),
+        "RuntimeError: PyList_Check(arg) INTERNAL ASSERT FAILED": lambda: t.sum(dim=step),
+        "TypeError: Object of type int is not JSON serializable": lambda: json_module.dumps(step),
+    }
+    for heading, call in failing.items():
+        assert heading in headings, heading
+        kind, message = heading.split(": ", 1)
+        with pytest.raises(Exception) as raised:  # the type is checked below
+            call()
+        assert type(raised.value).__name__ == kind and message in str(raised.value), heading
+    assert torch.equal(torch.full((), step), torch.tensor(3))
+    assert torch.equal(torch.tensor([int(step), 2]), torch.tensor([3, 2]))
+    assert torch.zeros((step, 2)).shape == (3, 2) and torch.zeros(2, step).shape == (2, 3)
+    assert torch.equal(torch.ones(6).view(step, 2), torch.ones(3, 2))
+    assert torch.equal(t.sum(dim=(DynamicInt(1),)), t.sum(dim=1))
+    data = {"step": step, "lr": DynamicFloat(0.5)}
+    assert json_module.dumps(data, default=lambda o: o.value) == '{"step": 3, "lr": 0.5}'
