@@ -64,7 +64,8 @@ def test_range_on_marked_scalar_warns_once_with_location() -> None:
     message = str(ours[0].message)
     assert "model.step (Loops.step) is forced to one value (2)" in message
     assert f"{HERE}:{line_of('# the specializing line')}" in message
-    assert "torch.arange(n) instead of range(n)" in message
+    assert "What forces it there: `for _ in range(n)`" in message  # the construct it saw
+    assert "torch.arange(n)" in message
     assert ours[0].filename == str(HERE) and ours[0].lineno == line_of("# the specializing line")
 
 
@@ -76,6 +77,48 @@ def test_list_indexing_warns() -> None:
     ):
         run_side_by_side(torch.compile(model, backend=counter), eager, 2)
     assert counter.graphs == 1  # the value never changed
+
+
+LOOKUP = {i: 0.5 + i for i in range(4)}
+
+
+class ListLookups(torch.nn.Module):  # its own line: each warning is given once per line
+    def __init__(self) -> None:
+        super().__init__()
+        self.step = 1
+        self.values = [0.5, 1.5, 2.5, 3.5]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.values[self.step]
+
+
+class Lookups(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.step = 1
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * LOOKUP[self.step]
+
+
+@pytest.mark.parametrize(
+    ("cls", "construct", "advice"),
+    [
+        (ListLookups, "`values[n]` on a list or tuple", "torch.tensor(values)"),
+        (Lookups, "`table[n]` on a dict", "leave a value used as a dict key unmarked"),
+    ],
+)
+def test_list_index_and_dict_key_get_their_own_advice(
+    cls: type[torch.nn.Module], construct: str, advice: str
+) -> None:
+    model, eager = twins(ds.mark_dynamic_attr(cls(), "step"))
+    counter = CountingBackend("eager")
+    with pytest.warns(ds.SpecializationWarning) as record:
+        run_side_by_side(torch.compile(model, backend=counter), eager, 1)
+    (message,) = [str(w.message) for w in record if w.category is ds.SpecializationWarning]
+    assert f"What forces it there: {construct}." in message and advice in message
+    assert "range" not in message  # not the generic loop advice
+    assert counter.graphs == 1
 
 
 @pytest.mark.parametrize("way", ["registry", "proxy", "decorator"])

@@ -303,3 +303,28 @@ def test_troubleshooting_quotes_the_messages_a_proxy_meets_in_c_code_and_its_fix
     assert torch.equal(t.sum(dim=(DynamicInt(1),)), t.sum(dim=1))
     data = {"step": step, "lr": DynamicFloat(0.5)}
     assert json_module.dumps(data, default=lambda o: o.value) == '{"step": 3, "lr": 0.5}'
+
+
+def test_specialization_table_is_the_probe_on_this_torch(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """docs/concepts.md shows what `python -m dynscalar specializations` measures; on the
+    release it was recorded with, the probe must agree (run scripts/render_specializations.py
+    and update RECORDED after a torch upgrade changes it)."""
+    import torch
+
+    from dynscalar.__main__ import main
+    from dynscalar._specialization import RECORDED, SPECIALIZES, SYMBOLIC, render_table
+
+    assert main(["specializations"]) == 0
+    printed = capsys.readouterr().out
+    render = load(ROOT / "scripts" / "render_specializations.py")
+    page = (ROOT / "docs/concepts.md").read_text()
+    recorded = RECORDED["results"]
+    assert render.replace_block(page, render.render_block(recorded, RECORDED["torch"])) == page
+    if torch.__version__.split("+")[0] == RECORDED["torch"]:
+        assert render_table(recorded) in printed, "the probe differs from RECORDED"
+    # what the README, the tutorial and Troubleshooting say about this release
+    assert recorded["int()"] == recorded["min/max"] == recorded["math.sqrt"] == SYMBOLIC
+    for key in ("range()", "list index", "dict key", "str()", "math.log"):
+        assert recorded[key] == SPECIALIZES, key
