@@ -278,3 +278,47 @@ def test_specialization_inside_torch_names_the_instance_path_and_the_users_line(
     assert "It happens inside torch (functional.py:" in message
     assert "range(n)" not in message  # the user has no range() to change here
     assert ours[0].filename == str(HERE) and ours[0].lineno == line_of("# the user's line")
+
+
+# ----------------------------------------------------------------------------- recompile_limit
+class Counts(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)  # run_side_by_side's inputs: (3, 4)
+        self.step = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.step += 1
+        return self.lin(x) * self.step
+
+
+def test_marking_after_recompile_limit_warns_and_reset_makes_the_mark_count() -> None:
+    """In a notebook: compile, train until torch gives up on forward, then mark. The mark
+    alone changes nothing (torch compiles that frame no more), so dynscalar says so and
+    names the fix; after torch._dynamo.reset() one compile covers every value."""
+    limit = torch._dynamo.config.recompile_limit
+    model, eager = twins(Counts())
+    counter = CountingBackend("eager")
+    compiled = torch.compile(model, backend=counter)
+    run_side_by_side(compiled, eager, limit + 3)
+    assert counter.graphs == limit  # then eager
+    with pytest.warns(ds.DynscalarWarning, match=r"Counts\.forward already hit") as record:
+        ds.mark_dynamic_attr(model, "step")
+    message = str(record[0].message)
+    assert f"recompile_limit ({limit})" in message and "torch._dynamo.reset()" in message
+    assert record[0].filename == __file__  # the marking line
+    run_side_by_side(compiled, eager, 3)
+    assert counter.graphs == limit  # the mark alone: still uncompiled
+    torch._dynamo.reset()
+    run_side_by_side(compiled, eager, 5)
+    assert counter.graphs == limit + 1  # one compile, with the mark
+
+
+def test_marking_before_the_limit_does_not_warn() -> None:
+    model, eager = twins(Counts())
+    counter = CountingBackend("eager")
+    compiled = torch.compile(model, backend=counter)
+    run_side_by_side(compiled, eager, 3)
+    ds.mark_dynamic_attr(model, "step")  # filterwarnings = error: a warning would fail
+    run_side_by_side(compiled, eager, 5)
+    assert counter.graphs == 4  # 3 values, then one symbolic graph
