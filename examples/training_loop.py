@@ -88,9 +88,9 @@ class CountingBackend:
 
         self.real, self.graphs = lookup_backend(name), 0
 
-    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+    def __call__(self, gm: torch.fx.GraphModule, inputs: list[Any]) -> Any:
         self.graphs += 1
-        return self.real(gm, example_inputs)
+        return self.real(gm, inputs)
 
 
 # --8<-- [end:counter]

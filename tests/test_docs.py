@@ -10,7 +10,10 @@
   in order into a fresh interpreter (blocks marked ``<!-- fragment -->`` are exempt), and
   prints the output the page shows under it (``tests/_doc_blocks.py``).
 * With Chromium installed, ``scripts/screenshot_docs.py`` opens every page at 1280x800 and
-  finds no missing image, overflowing table or code block, or literal markup (~25 s).
+  finds no missing image, figure text under 9 px as shown, overflowing table or code block,
+  or literal markup (~25 s).
+* The Overhead and Benchmarks pages open with a summary in plain words; goals and targets
+  are in benchmarks/README.md; the figures are drawn at the column width.
 """
 
 from __future__ import annotations
@@ -200,8 +203,15 @@ class TestInBrowser:
             f"<table><tr>{wide}</tr></table></div>"
             "<p>Raised instead of :class:<code>X</code>.</p>"
             "<p>see **bold** and [a link](page.md)</p>"
+            "<img src='small.png' style='width:300px'><img src='unknown.png'>"
             "</article></body></html>"
         )
+        from PIL import Image, PngImagePlugin
+
+        info = PngImagePlugin.PngInfo()
+        info.add_text(shots.TEXT_PX_KEY, "12.0")  # 12 px at 1000 px wide, shown at 300: 3.6
+        Image.new("RGB", (1000, 200), "white").save(site / "broken" / "small.png", pnginfo=info)
+        Image.new("RGB", (100, 50), "white").save(site / "broken" / "unknown.png")
         report = shots.check_site(site, shots.find_chromium(), None, [])
         kinds = {p["kind"] for p in report["broken/"]}
         assert "missing image" in kinds
@@ -209,6 +219,7 @@ class TestInBrowser:
         assert "literal markup: Sphinx role" in kinds
         assert "literal markup: unrendered **bold**" in kinds
         assert "literal markup: unrendered [link](...)" in kinds
+        assert "image text too small" in kinds and "image text size unknown" in kinds
 
 
 PASTED_PAGES = [
@@ -328,3 +339,44 @@ def test_specialization_table_is_the_probe_on_this_torch(
     assert recorded["int()"] == recorded["min/max"] == recorded["math.sqrt"] == SYMBOLIC
     for key in ("range()", "list index", "dict key", "str()", "math.log"):
         assert recorded[key] == SPECIALIZES, key
+
+
+def test_overhead_and_benchmark_pages_are_written_for_users() -> None:
+    """A summary in plain words before any table; goals, targets and issue numbers live in
+    benchmarks/README.md (written by the same scripts), not on the pages."""
+    import re
+
+    overhead = load(ROOT / "benchmarks" / "render_overhead.py")
+    strategies = load(ROOT / "benchmarks" / "render_docs.py")
+    data = json.loads((ROOT / "benchmarks/published/overhead.json").read_text())
+    readme = (ROOT / "benchmarks/README.md").read_text()
+    source = "benchmarks/published/overhead.json"
+    assert overhead.goals_block(data, source) in readme, "run benchmarks/render_overhead.py"
+    runs = strategies.load_runs(list(strategies.PUBLISHED))
+    assert strategies.targets_block(runs) in readme, "run benchmarks/render_docs.py"
+    for page in ("overhead.md", "benchmarks.md"):
+        text = (ROOT / "docs" / page).read_text()
+        summary = text[text.index("## Summary") : text.index("\n## ", text.index("## Summary"))]
+        assert text.index("## Summary") < text.index("| "), page
+        assert "µs" in summary or "s " in summary, page
+        assert "## Goals" not in text and "## Targets" not in text, page
+        assert " MISS " not in text and "0 of 3" not in text, page
+    for path in (ROOT / "docs").glob("*.md"):
+        found = re.findall(r"\bissue \d+|\(issue \d+\)", path.read_text())
+        assert not found, f"{path.name}: {found}"
+    text = (ROOT / "docs/overhead.md").read_text()
+    assert "(1.75-1.75)" not in text  # one run: a value, not a range
+    assert "so the figure shows it as points, not a curve" in text
+
+
+def test_figures_are_legible_at_the_column_width() -> None:
+    """Every figure is drawn at most as wide as the docs' content column (680 px at 1280),
+    so it is not shrunk, and records its smallest text, at least 9 px
+    (scripts/screenshot_docs.py checks the same on the rendered pages)."""
+    shots = load(ROOT / "scripts" / "screenshot_docs.py")
+    pngs = sorted((ROOT / "docs" / "img").glob("*.png"))
+    assert len(pngs) >= 6
+    for png in pngs:
+        width, _ = png_size(png)
+        smallest = float(shots.png_text(png)[shots.TEXT_PX_KEY])
+        assert width <= 690 and smallest >= shots.MIN_TEXT_PX, (png.name, width, smallest)
