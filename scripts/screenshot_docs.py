@@ -58,6 +58,7 @@ MAIN_PAGES = [
     "troubleshooting/",
     "benchmarks/",
     "comparison/",
+    "overhead/",
 ]
 
 CHROMIUM_FLAGS = [
