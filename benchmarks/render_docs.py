@@ -251,7 +251,7 @@ def _table(
     workload: str | None = None,
 ) -> list[str]:
     out = [
-        "| strategy | compiles | first call (s) | total (s) | steady (ms/step) | same as eager |",
+        "| strategy | compiles | first call (s) | total (s) | steady (ms/step) | equal to eager |",
         "|---|---:|---:|---:|---:|---|",
     ]
     for s in strategies:
@@ -338,7 +338,7 @@ def _stochastic_checks(data: dict[str, Any], workload: str) -> list[str]:
     out = [
         "Compiled dropout draws its masks from another random stream than eager (always, with",
         "`torch.compile`), so a training run with dropout cannot be compared with eager element",
-        "by element. *Same as eager* means all three checks below passed:",
+        "by element. *Equal to eager* means all three checks below passed:",
         "",
         "1. **Exact pass.** After the timed run, the strategy is compiled afresh and trains for",
         f"   the same {c['steps']} steps with the same schedule, with every `nn.Dropout` in eval",
@@ -486,7 +486,7 @@ def render_benchmarks(
         "",
         "*Compiles* counts Dynamo graphs; *then eager* means torch hit `recompile_limit` and ran",
         "the model uncompiled from then on. *First call* is the cold compile; *steady* the median",
-        "of the last half of the steps. *Same as eager* compares every output (training: every",
+        "of the last half of the steps. *Equal to eager* compares every output (training: every",
         "loss, the final weights and each weight's total update) with the plain model run",
         "eagerly on the same inputs.",
         "",
@@ -681,11 +681,11 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
         )
     lines += [
         "",
-        "Compiles per case; *same as eager* means every call's output equalled `f` run "
+        "Compiles per case; *equal to eager* means every call's output equalled `f` run "
         "eagerly on the plain value, bit for bit (`assert_close(rtol=0, atol=0)`).",
         *_stock_arguments(data, by),
         "",
-        "| strategy | torch | " + " | ".join(cases) + " | same as eager |",
+        "| strategy | torch | " + " | ".join(cases) + " | equal to eager |",
         "|---|---|" + "---:|" * len(cases) + "---|",
     ]
     errors, wrong = [], []
