@@ -100,3 +100,13 @@ def test_marking_a_tensor_learning_rate_is_refused() -> None:
     optimizer = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=torch.tensor(0.1))
     with pytest.raises(ds.DynscalarTypeError, match=r"SGD\.param_groups\[0\]\['lr'\] is Tensor"):
         ds.mark_dynamic_param_groups(optimizer)
+
+
+def test_a_misspelt_hyperparameter_gets_a_did_you_mean() -> None:
+    optimizer = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1, momentum=0.9)
+    with pytest.raises(
+        ds.DynscalarError, match=r"param_groups\[0\] has no 'lrr'\. Did you mean 'lr'\?"
+    ):
+        ds.mark_dynamic_param_groups(optimizer, "lrr")
+    with pytest.raises(AttributeError, match=r"Its hyperparameters are lr, momentum"):
+        ds.mark_dynamic_param_groups(optimizer, "momentun")
