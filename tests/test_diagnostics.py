@@ -322,3 +322,41 @@ def test_marking_before_the_limit_does_not_warn() -> None:
     ds.mark_dynamic_attr(model, "step")  # filterwarnings = error: a warning would fail
     run_side_by_side(compiled, eager, 5)
     assert counter.graphs == 4  # 3 values, then one symbolic graph
+
+
+def test_torch_recompile_limit_warning_names_user_code_not_the_bridge(tmp_path: Path) -> None:
+    """torch's recompile-limit warning ends with the location of the last guard; a guard made
+    under dynscalar's hook was attributed to the hook (_bridge/_reports.py). A subprocess:
+    torch's logging set-up is per process."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = tmp_path / "loops.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import warnings, torch, dynscalar
+            warnings.simplefilter("ignore")
+            class Loops(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.step = 0
+                def forward(self, x):
+                    self.step += 1
+                    for _ in range(self.step % 20):
+                        x = x + 1
+                    return x
+            m = dynscalar.mark_dynamic_attr(Loops(), "step")
+            c = torch.compile(m, backend="eager")
+            for _ in range(10):
+                c(torch.ones(2))
+            """
+        )
+    )
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert "hit config.recompile_limit" in result.stderr
+    reason = next(line for line in result.stderr.splitlines() if "last reason" in line)
+    assert "loops.py:10 in forward" in reason and "dynscalar" not in reason, reason

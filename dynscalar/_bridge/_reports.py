@@ -70,6 +70,8 @@ def evaluate_sym_node_hook(
     (``if step % 2 == 0``) evaluates a *bool* expression: a guard on a predicate, not a
     specialization, so it is ignored here.
     """
+    if not _bridge_frames_hidden:
+        _hide_bridge_frames()
     state = peek_state(instance)
     if state is not None and state.backed:
         sym_node = args[0] if args else kwargs["sym_node"]
@@ -82,6 +84,31 @@ def evaluate_sym_node_hook(
             ):
                 state.reported.update(ours)
     return wrapped(*args, **kwargs)
+
+
+_bridge_frames_hidden = False
+
+
+def _hide_bridge_frames() -> None:
+    """Leave the bridge's files out of the location torch gives a guard.
+
+    ShapeEnv attributes a guard to the innermost frame whose file is not in
+    ``symbolic_shapes.uninteresting_files()``; a guard made under this hook was attributed
+    to the hook itself, so torch's recompile-limit warning ended with
+    "_bridge/_reports.py:84 in evaluate_sym_node_hook". That function returns one cached
+    set; adding the bridge's files to it makes torch skip them as it skips its own. Done at
+    the first call (Dynamo is fully imported then), not at install time.
+    """
+    global _bridge_frames_hidden
+    _bridge_frames_hidden = True
+    bridge = os.path.dirname(os.path.abspath(__file__))
+    files = {os.path.join(bridge, name) for name in os.listdir(bridge) if name.endswith(".py")}
+    try:
+        from torch.fx.experimental import symbolic_shapes
+
+        symbolic_shapes.uninteresting_files().update(files)
+    except Exception:  # cosmetic: a torch without it names our frame
+        log.debug("could not hide the bridge's frames from guard locations", exc_info=True)
 
 
 class Location(NamedTuple):
