@@ -29,10 +29,32 @@ __all__ = [
     "Construct",
     "constructs_in",
     "probe",
+    "probe_alternatives",
     "render_table",
 ]
 
 _LIST = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+
+
+# torch is imported when the probe runs, not with dynscalar (import dynscalar stays light).
+def torch_full64(n: Any) -> Any:
+    import torch
+
+    return torch.full((), n, dtype=torch.float64)
+
+
+def torch_ones(n: Any) -> Any:
+    import torch
+
+    return torch.ones(n)
+
+
+def torch_tensor(values: Any) -> Any:
+    import torch
+
+    return torch.tensor(values)
+
+
 _DICT = {i: float(i) for i in range(10)}
 
 SYMBOLIC = "stays symbolic"
@@ -49,6 +71,7 @@ class Construct:
     pattern: str  # a regular expression that finds it in a source line
     advice: str  # what to write instead, when it forces the value
     run: Callable[[Any, Any], Any]  # (tensor, n) -> tensor, the probe
+    instead: Callable[[Any, Any], Any] | None = None  # the advice's code, probed too
 
     @property
     def shown(self) -> str:
@@ -57,14 +80,21 @@ class Construct:
         return f"`{self.code}`{kind}"
 
 
-def _math(name: str, call: Callable[[Any, Any], Any], instead: str) -> Construct:
+def _math(
+    name: str,
+    call: Callable[[Any, Any], Any],
+    instead: str,
+    instead_run: Callable[[Any, Any], Any],
+    code: str = "n",
+) -> Construct:
     return Construct(
         f"math.{name}",
-        f"math.{name}(n)",
+        f"math.{name}({code})",
         rf"\bmath\.{name}\(",
         f"`math.{name}` takes a Python number, so it needs the exact value: compute it "
         f"on a 0-d tensor instead ({instead}).",
         call,
+        instead_run,
     )
 
 
@@ -86,11 +116,38 @@ CONSTRUCTS: tuple[Construct, ...] = (
     Construct(
         "round()", "round(n / 3)", r"\bround\(", _USE_TENSOR_OPS, lambda x, n: x * round(n / 3)
     ),
-    _math("sqrt", lambda x, n: x * math.sqrt(n), "`torch.full((), n).sqrt()`"),
-    _math("floor", lambda x, n: x * math.floor(n / 2), "`n // 2` keeps an int symbolic"),
-    _math("log", lambda x, n: x * math.log(n), "`torch.full((), n, dtype=torch.float64).log()`"),
-    _math("exp", lambda x, n: x * math.exp(n), "`torch.full((), n, dtype=torch.float64).exp()`"),
-    _math("pow", lambda x, n: x * math.pow(n, 2), "`n ** 2`, or `torch.full((), n).pow(2)`"),
+    _math(
+        "sqrt",
+        lambda x, n: x * math.sqrt(n),
+        "`torch.full((), n, dtype=torch.float64).sqrt()`",
+        lambda x, n: x * torch_full64(n).sqrt(),
+    ),
+    _math(
+        "floor",
+        lambda x, n: x * math.floor(n / 2),
+        "`n // 2` keeps an int symbolic",
+        lambda x, n: x * (n // 2),
+        code="n / 2",
+    ),
+    _math(
+        "log",
+        lambda x, n: x * math.log(n),
+        "`torch.full((), n, dtype=torch.float64).log()`",
+        lambda x, n: x * torch_full64(n).log(),
+    ),
+    _math(
+        "exp",
+        lambda x, n: x * math.exp(n),
+        "`torch.full((), n, dtype=torch.float64).exp()`",
+        lambda x, n: x * torch_full64(n).exp(),
+    ),
+    _math(
+        "pow",
+        lambda x, n: x * math.pow(n, 2),
+        "`n ** 2`",
+        lambda x, n: x * n**2,
+        code="n, 2",
+    ),
     Construct(
         "range()",
         "for _ in range(n)",
@@ -99,6 +156,7 @@ CONSTRUCTS: tuple[Construct, ...] = (
         "with a tensor op over `torch.arange(n)` instead of a Python loop, or leave `n` "
         "unmarked if it takes few values.",
         lambda x, n: x + sum(1.0 for _ in range(n)),
+        lambda x, n: x + torch_ones(n).sum(),
     ),
     Construct(
         "f-string",
@@ -125,6 +183,7 @@ CONSTRUCTS: tuple[Construct, ...] = (
         "in a tensor built once (`table = torch.tensor(values)`) and index that "
         "(`table[n]`), which stays symbolic.",
         lambda x, n: x * _LIST[n],
+        lambda x, n: x * torch_tensor(_LIST)[n],
     ),
     Construct(
         "dict key",
@@ -134,6 +193,7 @@ CONSTRUCTS: tuple[Construct, ...] = (
         "leave a value used as a dict key unmarked, or store the entries in a tensor "
         "indexed by the value.",
         lambda x, n: x * _DICT[n],
+        lambda x, n: x * torch_tensor([_DICT[i] for i in range(10)])[n],
     ),
 )
 
@@ -198,6 +258,32 @@ def probe(values: tuple[int, ...] = (3, 4, 5, 6)) -> dict[str, str]:
             results[construct.key] = SYMBOLIC
     torch._dynamo.reset()
     return results
+
+
+def probe_alternatives(values: tuple[int, ...] = (3, 4, 5, 6)) -> dict[str, bool]:
+    """For each construct with a suggested replacement: whether that replacement compiles
+    once over ``values`` and gives the construct's results (what the advice promises)."""
+    import torch
+
+    from ._proxy import DynamicInt
+
+    checked: dict[str, bool] = {}
+    for construct in CONSTRUCTS:
+        if construct.instead is None:
+            continue
+        graphs: list[Any] = []
+
+        def backend(gm: Any, example_inputs: Any, graphs: list[Any] = graphs) -> Any:
+            graphs.append(gm)
+            return gm.forward
+
+        torch._dynamo.reset()
+        compiled = torch.compile(construct.instead, backend=backend)
+        x = torch.ones(2, dtype=torch.float64)
+        same = all(torch.allclose(compiled(x, DynamicInt(v)), construct.run(x, v)) for v in values)
+        checked[construct.key] = same and len(graphs) == 1
+    torch._dynamo.reset()
+    return checked
 
 
 def render_table(results: dict[str, str]) -> str:

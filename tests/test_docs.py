@@ -325,7 +325,13 @@ def test_specialization_table_is_the_probe_on_this_torch(
     import torch
 
     from dynscalar.__main__ import main
-    from dynscalar._specialization import RECORDED, SPECIALIZES, SYMBOLIC, render_table
+    from dynscalar._specialization import (
+        RECORDED,
+        SPECIALIZES,
+        SYMBOLIC,
+        probe_alternatives,
+        render_table,
+    )
 
     assert main(["specializations"]) == 0
     printed = capsys.readouterr().out
@@ -339,6 +345,8 @@ def test_specialization_table_is_the_probe_on_this_torch(
     assert recorded["int()"] == recorded["min/max"] == recorded["math.sqrt"] == SYMBOLIC
     for key in ("range()", "list index", "dict key", "str()", "math.log"):
         assert recorded[key] == SPECIALIZES, key
+    # the code the advice suggests instead stays symbolic and gives the same numbers
+    assert all(probe_alternatives().values()), probe_alternatives()
 
 
 def test_overhead_and_benchmark_pages_are_written_for_users() -> None:
