@@ -15,6 +15,7 @@ dynscalar: mark_dynamic for Python scalars under torch.compile.
 
   python -m dynscalar demo            stock torch.compile vs dynscalar on a step counter
   python -m dynscalar doctor SCRIPT   which Python scalars make SCRIPT recompile, and the fix
+  python -m dynscalar specializations which Python constructs force a marked value, on this torch
 
 Documentation: https://dynscalar.github.io/dynscalar
 """
@@ -58,7 +59,19 @@ def main(argv: list[str] | None = None) -> int:
     doctor.add_argument(
         "args", metavar="ARGS", nargs=argparse.REMAINDER, help="arguments for the script"
     )
+    commands.add_parser(
+        "specializations",
+        help="which Python constructs (int(), min, range, f-strings, indexing, math) force a "
+        "marked value to a constant on the installed torch (a few seconds)",
+    )
     args = parser.parse_args(argv)
+
+    if args.command == "specializations":
+        from ._specialization import probe, render_table
+
+        print(f"torch {torch.__version__}: a DynamicInt n, compiled, called with 4 values\n")
+        print(render_table(probe()), end="")
+        return 0
 
     if args.command == "doctor":
         from ._doctor import run_doctor

@@ -27,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -311,12 +312,31 @@ class Progress(Protocol):
     def done(self, name: str, run: int, row: Row) -> None: ...
 
 
+def _load() -> str:
+    """``, load 1.52``: the 1-minute load average, which the timings depend on."""
+    try:
+        return f", load {os.getloadavg()[0]:.2f}"
+    except (AttributeError, OSError):  # not on this platform
+        return ""
+
+
 class PlainProgress:
-    """One line when a strategy starts, after its first (compiling) call, and when it ends."""
+    """One line when a strategy starts, after its first (compiling) call, and when it ends;
+    while a first call compiles, a line every ``HEARTBEAT_S`` seconds (a cold inductor
+    compile takes a minute or more on a small machine)."""
+
+    HEARTBEAT_S = 20.0
 
     def __init__(self, runs: int, out: Any = None) -> None:
         self.runs, self.out = runs, out or sys.stdout
         self.started: dict[tuple[str, int], float] = {}
+        self._compiling: threading.Event | None = None
+
+    def _heartbeat(self, name: str, run: int, done: threading.Event) -> None:
+        start = time.perf_counter()
+        while not done.wait(self.HEARTBEAT_S):
+            waited = time.perf_counter() - start
+            self._print(f"{self._tag(name, run)}: still compiling ({waited:.0f} s) ...")
 
     def _tag(self, name: str, run: int) -> str:
         return f"  {name}" + (f" (run {run}/{self.runs})" if self.runs > 1 else "")
@@ -327,15 +347,27 @@ class PlainProgress:
     def start(self, name: str, run: int, steps: int) -> None:
         self.started[name, run] = time.perf_counter()
         self._print(f"{self._tag(name, run)}: compiling and running {steps} calls ...")
+        self._stop_heartbeat()
+        self._compiling = threading.Event()
+        threading.Thread(
+            target=self._heartbeat, args=(name, run, self._compiling), daemon=True
+        ).start()
+
+    def _stop_heartbeat(self) -> None:
+        if self._compiling is not None:
+            self._compiling.set()
+            self._compiling = None
 
     def call(self, name: str, run: int, i: int, seconds: float) -> None:
         if i == 1:
+            self._stop_heartbeat()
             self._print(f"{self._tag(name, run)}: first call (compile) took {seconds:.1f} s")
 
     def compile(self, name: str, run: int, graphs: int) -> None:
         pass
 
     def done(self, name: str, run: int, row: Row) -> None:
+        self._stop_heartbeat()
         wall = time.perf_counter() - self.started[name, run]
         self._print(
             f"{self._tag(name, run)}: done: {row.compiles_phrase}; calls took "
@@ -497,7 +529,7 @@ COLUMNS = (
     "first call (s)",
     "total (s)",
     "steady (ms/call)",
-    "same as eager",
+    "equal to eager",
 )
 
 
@@ -571,7 +603,7 @@ def import_pyplot() -> Any:
     except ImportError as exc:
         raise ImportError(
             "plotting needs matplotlib, which dynscalar does not install by default: "
-            "pip install 'dynscalar[bench]' (or pip install matplotlib)"
+            "pip install matplotlib (in a clone of the repository: pip install -e '.[bench]')"
         ) from exc
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -709,7 +741,7 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         f"dynscalar demo: {workload.description}\n"
         f"{steps} calls per strategy, backend {args.backend}, {runs_label(args.runs)}; "
         f"torch {torch.__version__}, {cpu_model()} ({os.cpu_count()} cores, "
-        f"{torch.get_num_threads()} torch threads)"
+        f"{torch.get_num_threads()} torch threads{_load()})"
     )
     if live:
         from rich.console import Console
@@ -721,7 +753,7 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         print_rich_table(rows, console, caption=runs_label(args.runs))
     else:
         if sys.stdout.isatty():  # a terminal without rich
-            header += "\n(pip install 'dynscalar[demo]' for live progress bars)"
+            header += "\n(pip install rich for live progress bars)"
         print(header, flush=True)
         rows = run_demo(steps, args.backend, args.workload, args.runs)
         print()

@@ -9,11 +9,12 @@ values stay plain Python floats.  The marks live on the optimizer instance.
 
 from __future__ import annotations
 
+import difflib
 from typing import TypeVar
 
 import torch
 
-from ._diagnostics import DynscalarTypeError
+from ._diagnostics import DynscalarAttributeError, DynscalarTypeError
 from ._registry import _check_names, edit_marks
 from ._spec import DynamicSpec
 
@@ -49,7 +50,16 @@ def mark_dynamic_param_groups(
     spec = DynamicSpec.build(strict=strict, where="dynscalar.mark_dynamic_param_groups")
     for index, group in enumerate(optimizer.param_groups):
         for key in checked:
-            value = group.get(key)
+            if key not in group:
+                known = [k for k in group if k != "params"]
+                close = difflib.get_close_matches(key, known, n=3)
+                hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+                raise DynscalarAttributeError(
+                    f"dynscalar.mark_dynamic_param_groups: {type(optimizer).__name__}."
+                    f"param_groups[{index}] has no {key!r}.{hint} Its hyperparameters are "
+                    f"{', '.join(known)}."
+                )
+            value = group[key]
             items = value if isinstance(value, (tuple, list)) and value else (value,)
             if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in items):
                 raise DynscalarTypeError(

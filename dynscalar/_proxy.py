@@ -369,8 +369,8 @@ class DynamicInt(IntLike):
         min: inclusive lower bound; with ``max`` it becomes the symbol's value range.
         max: inclusive upper bound.
         strict: raise [`SpecializationError`][dynscalar.SpecializationError] instead of
-            warning when code forces the value to a constant (``range(x)``, ``int(x)``,
-            f-strings).
+            warning when code forces the value to a constant (``range(x)``, list indexing,
+            ``str(x)``; ``python -m dynscalar specializations`` lists them for your torch).
 
     Examples:
         >>> step = DynamicInt(0)

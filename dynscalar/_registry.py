@@ -339,6 +339,9 @@ def mark_dynamic_attr(
     for name in checked:
         _validate_attr(target, name, spec)
     edit_marks(target.__dict__, lambda marks: marks.update(dict.fromkeys(checked, spec)))
+    from ._bridge._limits import warn_if_past_recompile_limit
+
+    warn_if_past_recompile_limit(target, checked, stacklevel=2)
     return module
 
 

@@ -10,7 +10,7 @@ one compile per code path, with losses identical to eager; the same loop under s
     python examples/training_loop.py                      # aot_eager: quick, a few seconds
     python examples/training_loop.py --backend inductor   # same compile counts
 
-docs/tutorial.md walks through this file; its output is examples/output/training_loop.txt
+docs/tutorial.md shows this code block by block; its output is examples/output/training_loop.txt
 (regenerate: ``python examples/training_loop.py > examples/output/training_loop.txt``;
 tests/test_examples.py checks that the file is what the script prints).
 """
@@ -42,9 +42,7 @@ class Classifier(torch.nn.Module):
 
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         self.step += 1
-        # warm-up factor min(1, step / warmup), with tensor ops so that it stays
-        # symbolic (min() or an f-string would force the value to a constant)
-        warm = torch.clamp(torch.full((), self.step / self.warmup), max=1.0)
+        warm = min(1.0, self.step / self.warmup)  # linear warm-up, then 1.0
         logits = self.net(x) / self.temperature
         loss = F.cross_entropy(logits, y) * warm / self.accum
         if self.step % self.accum == 0:  # last micro-batch of a group
@@ -81,6 +79,7 @@ def train(model: Classifier, step_fn: Any, batches: list[Any]) -> list[float]:
 # --8<-- [end:loop]
 
 
+# --8<-- [start:counter]
 class CountingBackend:
     """A torch.compile backend that counts the graphs Dynamo compiles."""
 
@@ -89,9 +88,12 @@ class CountingBackend:
 
         self.real, self.graphs = lookup_backend(name), 0
 
-    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+    def __call__(self, gm: torch.fx.GraphModule, inputs: list[Any]) -> Any:
         self.graphs += 1
-        return self.real(gm, example_inputs)
+        return self.real(gm, inputs)
+
+
+# --8<-- [end:counter]
 
 
 def main() -> None:

@@ -8,6 +8,8 @@ Each page is loaded at 1280x800 (a laptop screen) from a local HTTP server on 12
 checked in the browser, after layout, for what a reader would see as broken:
 
 * an image that did not load (missing file, wrong path);
+* a figure whose smallest text is under 9 px as the page shows it (the render scripts record
+  each figure's smallest text in its PNG; a figure of the site without that record counts);
 * a table wider than its column (cut off at 1280 px: the reader has to scroll sideways);
 * a page wider than the window;
 * an API signature that does not fit (long signatures must be formatted over several lines);
@@ -56,6 +58,7 @@ MAIN_PAGES = [
     "troubleshooting/",
     "benchmarks/",
     "comparison/",
+    "overhead/",
 ]
 
 CHROMIUM_FLAGS = [
@@ -93,9 +96,13 @@ CHECK_JS = r"""
     img.addEventListener('load', done);
     img.addEventListener('error', done);
   })));
+  const shown = [];
   for (const img of images) {
     if (!img.complete || img.naturalWidth === 0) {
       problems.push({kind: 'missing image', detail: img.getAttribute('src')});
+    } else {
+      shown.push({src: img.src, natural: img.naturalWidth,
+                  width: img.getBoundingClientRect().width, where: where(img)});
     }
   }
   const content = document.querySelector('article.md-content__inner') || document.body;
@@ -166,6 +173,7 @@ CHECK_JS = r"""
   }
   return {
     problems,
+    images: shown,
     height: Math.ceil(document.documentElement.scrollHeight),
     title: document.title,
   };
@@ -348,6 +356,66 @@ def shot_name(page: str) -> str:
     return (page.strip("/").replace("/", "_") or "index") + ".png"
 
 
+#: The smallest text a figure may show at the page's column width (px at 1280 px).
+MIN_TEXT_PX = 9.0
+#: PNG text key the render scripts write: the height of the figure's smallest text, in px
+#: of the image itself (benchmarks/render_docs.py, benchmarks/render_overhead.py).
+TEXT_PX_KEY = "dynscalar-min-text-px"
+
+
+def png_text(path: Path) -> dict[str, str]:
+    """The tEXt chunks of a PNG file."""
+    data = path.read_bytes()
+    found: dict[str, str] = {}
+    at = 8
+    while at + 8 <= len(data):
+        length = int.from_bytes(data[at : at + 4], "big")
+        kind = data[at + 4 : at + 8]
+        if kind == b"tEXt":
+            key, _, value = data[at + 8 : at + 8 + length].partition(b"\0")
+            found[key.decode("latin-1")] = value.decode("latin-1")
+        if kind == b"IEND":
+            break
+        at += 12 + length
+    return found
+
+
+def image_text_problems(
+    site: Path, base: str, images: list[dict[str, Any]]
+) -> list[dict[str, str]]:
+    """Figures whose smallest text is under ``MIN_TEXT_PX`` as shown on the page.
+
+    The size shown is the figure's own smallest text (written into the PNG by the script
+    that drew it) scaled by the width the page gives the image; a figure of the site
+    without that record is reported too, since nothing says it can be read.
+    """
+    problems = []
+    for img in images:
+        src = str(img["src"])
+        if not src.startswith(base) or not src.lower().endswith(".png"):
+            continue
+        path = site / src[len(base) :].split("#")[0].split("?")[0]
+        if not path.is_file():
+            continue
+        value = png_text(path).get(TEXT_PX_KEY)
+        name = path.name
+        if value is None:
+            problems.append(
+                {"kind": "image text size unknown", "detail": f"{name} near {img['where']}"}
+            )
+            continue
+        px = float(value) * float(img["width"]) / max(float(img["natural"]), 1.0)
+        if px < MIN_TEXT_PX:
+            problems.append(
+                {
+                    "kind": "image text too small",
+                    "detail": f"{name} near {img['where']}: smallest text {px:.1f} px as shown "
+                    f"({img['width']:.0f} of {img['natural']} px wide), under {MIN_TEXT_PX:.0f} px",
+                }
+            )
+    return problems
+
+
 def check_site(
     site: Path,
     chromium: str,
@@ -366,7 +434,9 @@ def check_site(
         with serve(site) as base:
             for page in pages:
                 result = browser.load(sid, base + page)
-                report[page] = result["problems"]
+                report[page] = result["problems"] + image_text_problems(
+                    site, base, result.get("images", [])
+                )
                 wanted = screenshot_pages is None or page in screenshot_pages
                 if out is not None and wanted:
                     browser.screenshot(

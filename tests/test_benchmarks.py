@@ -336,5 +336,8 @@ def test_missing_matplotlib_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) ->
     from dynscalar._demo import import_pyplot
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
-    with pytest.raises(ImportError, match=r"pip install 'dynscalar\[bench\]'"):
+    with pytest.raises(
+        ImportError,
+        match=r"pip install matplotlib \(in a clone of the repository: pip install -e '\.\[bench",
+    ):
         import_pyplot()

@@ -293,8 +293,11 @@ def test_unbacked_branch_fullgraph_names_the_attribute() -> None:
     compiled = torch.compile(model, backend=CountingBackend("eager"), fullgraph=True)
     with pytest.raises(
         torch._dynamo.exc.UserError, match=r"Branches\.step is marked unbacked=True"
-    ):
+    ) as info:
         compiled(torch.randn(3, 4))
+    # dynscalar's explanation first, torch's generic advice after it
+    assert str(info.value).startswith("dynscalar: ")
+    assert "\ntorch: Consider annotating your code using torch._check*()." in str(info.value)
 
 
 # ----------------------------------------------------------------------------- ranges

@@ -64,7 +64,8 @@ def test_range_on_marked_scalar_warns_once_with_location() -> None:
     message = str(ours[0].message)
     assert "model.step (Loops.step) is forced to one value (2)" in message
     assert f"{HERE}:{line_of('# the specializing line')}" in message
-    assert "torch.arange(n) instead of range(n)" in message
+    assert "What forces it there: `for _ in range(n)`" in message  # the construct it saw
+    assert "torch.arange(n)" in message
     assert ours[0].filename == str(HERE) and ours[0].lineno == line_of("# the specializing line")
 
 
@@ -76,6 +77,48 @@ def test_list_indexing_warns() -> None:
     ):
         run_side_by_side(torch.compile(model, backend=counter), eager, 2)
     assert counter.graphs == 1  # the value never changed
+
+
+LOOKUP = {i: 0.5 + i for i in range(4)}
+
+
+class ListLookups(torch.nn.Module):  # its own line: each warning is given once per line
+    def __init__(self) -> None:
+        super().__init__()
+        self.step = 1
+        self.values = [0.5, 1.5, 2.5, 3.5]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.values[self.step]
+
+
+class Lookups(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.step = 1
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * LOOKUP[self.step]
+
+
+@pytest.mark.parametrize(
+    ("cls", "construct", "advice"),
+    [
+        (ListLookups, "`values[n]` on a list or tuple", "torch.tensor(values)"),
+        (Lookups, "`table[n]` on a dict", "leave a value used as a dict key unmarked"),
+    ],
+)
+def test_list_index_and_dict_key_get_their_own_advice(
+    cls: type[torch.nn.Module], construct: str, advice: str
+) -> None:
+    model, eager = twins(ds.mark_dynamic_attr(cls(), "step"))
+    counter = CountingBackend("eager")
+    with pytest.warns(ds.SpecializationWarning) as record:
+        run_side_by_side(torch.compile(model, backend=counter), eager, 1)
+    (message,) = [str(w.message) for w in record if w.category is ds.SpecializationWarning]
+    assert f"What forces it there: {construct}." in message and advice in message
+    assert "range" not in message  # not the generic loop advice
+    assert counter.graphs == 1
 
 
 @pytest.mark.parametrize("way", ["registry", "proxy", "decorator"])
@@ -235,3 +278,85 @@ def test_specialization_inside_torch_names_the_instance_path_and_the_users_line(
     assert "It happens inside torch (functional.py:" in message
     assert "range(n)" not in message  # the user has no range() to change here
     assert ours[0].filename == str(HERE) and ours[0].lineno == line_of("# the user's line")
+
+
+# ----------------------------------------------------------------------------- recompile_limit
+class Counts(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)  # run_side_by_side's inputs: (3, 4)
+        self.step = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.step += 1
+        return self.lin(x) * self.step
+
+
+def test_marking_after_recompile_limit_warns_and_reset_makes_the_mark_count() -> None:
+    """In a notebook: compile, train until torch gives up on forward, then mark. The mark
+    alone changes nothing (torch compiles that frame no more), so dynscalar says so and
+    names the fix; after torch._dynamo.reset() one compile covers every value."""
+    limit = torch._dynamo.config.recompile_limit
+    model, eager = twins(Counts())
+    counter = CountingBackend("eager")
+    compiled = torch.compile(model, backend=counter)
+    run_side_by_side(compiled, eager, limit + 3)
+    assert counter.graphs == limit  # then eager
+    with pytest.warns(ds.DynscalarWarning, match=r"Counts\.forward already hit") as record:
+        ds.mark_dynamic_attr(model, "step")
+    message = str(record[0].message)
+    assert f"recompile_limit ({limit})" in message and "torch._dynamo.reset()" in message
+    assert record[0].filename == __file__  # the marking line
+    run_side_by_side(compiled, eager, 3)
+    assert counter.graphs == limit  # the mark alone: still uncompiled
+    torch._dynamo.reset()
+    run_side_by_side(compiled, eager, 5)
+    assert counter.graphs == limit + 1  # one compile, with the mark
+
+
+def test_marking_before_the_limit_does_not_warn() -> None:
+    model, eager = twins(Counts())
+    counter = CountingBackend("eager")
+    compiled = torch.compile(model, backend=counter)
+    run_side_by_side(compiled, eager, 3)
+    ds.mark_dynamic_attr(model, "step")  # filterwarnings = error: a warning would fail
+    run_side_by_side(compiled, eager, 5)
+    assert counter.graphs == 4  # 3 values, then one symbolic graph
+
+
+def test_torch_recompile_limit_warning_names_user_code_not_the_bridge(tmp_path: Path) -> None:
+    """torch's recompile-limit warning ends with the location of the last guard; a guard made
+    under dynscalar's hook was attributed to the hook (_bridge/_reports.py). A subprocess:
+    torch's logging set-up is per process."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = tmp_path / "loops.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import warnings, torch, dynscalar
+            warnings.simplefilter("ignore")
+            class Loops(torch.nn.Module):
+                def __init__(self):
+                    super().__init__()
+                    self.step = 0
+                def forward(self, x):
+                    self.step += 1
+                    for _ in range(self.step % 20):
+                        x = x + 1
+                    return x
+            m = dynscalar.mark_dynamic_attr(Loops(), "step")
+            c = torch.compile(m, backend="eager")
+            for _ in range(10):
+                c(torch.ones(2))
+            """
+        )
+    )
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=True
+    )
+    assert "hit config.recompile_limit" in result.stderr
+    reason = next(line for line in result.stderr.splitlines() if "last reason" in line)
+    assert "loops.py:10 in forward" in reason and "dynscalar" not in reason, reason

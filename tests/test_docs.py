@@ -6,8 +6,14 @@
 * ``mkdocs build --strict`` passes, and fails on a literal Sphinx role (``:class:`X```) in a
   rendered page (``scripts/mkdocs_hooks.py``).
 * The CLI section of the API reference names every ``demo`` option.
+* Every Python block of the README, the home page, the tutorial and the FAQ runs when pasted
+  in order into a fresh interpreter (blocks marked ``<!-- fragment -->`` are exempt), and
+  prints the output the page shows under it (``tests/_doc_blocks.py``).
 * With Chromium installed, ``scripts/screenshot_docs.py`` opens every page at 1280x800 and
-  finds no missing image, overflowing table or code block, or literal markup (~25 s).
+  finds no missing image, figure text under 9 px as shown, overflowing table or code block,
+  or literal markup (~25 s).
+* The Overhead and Benchmarks pages open with a summary in plain words; goals and targets
+  are in benchmarks/README.md; the figures are drawn at the column width.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests._doc_blocks import blocks, run_page
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "benchmarks" / "published" / "full-inductor-200.json"
@@ -195,8 +203,15 @@ class TestInBrowser:
             f"<table><tr>{wide}</tr></table></div>"
             "<p>Raised instead of :class:<code>X</code>.</p>"
             "<p>see **bold** and [a link](page.md)</p>"
+            "<img src='small.png' style='width:300px'><img src='unknown.png'>"
             "</article></body></html>"
         )
+        from PIL import Image, PngImagePlugin
+
+        info = PngImagePlugin.PngInfo()
+        info.add_text(shots.TEXT_PX_KEY, "12.0")  # 12 px at 1000 px wide, shown at 300: 3.6
+        Image.new("RGB", (1000, 200), "white").save(site / "broken" / "small.png", pnginfo=info)
+        Image.new("RGB", (100, 50), "white").save(site / "broken" / "unknown.png")
         report = shots.check_site(site, shots.find_chromium(), None, [])
         kinds = {p["kind"] for p in report["broken/"]}
         assert "missing image" in kinds
@@ -204,3 +219,172 @@ class TestInBrowser:
         assert "literal markup: Sphinx role" in kinds
         assert "literal markup: unrendered **bold**" in kinds
         assert "literal markup: unrendered [link](...)" in kinds
+        assert "image text too small" in kinds and "image text size unknown" in kinds
+
+
+PASTED_PAGES = [
+    pytest.param("README.md", marks=pytest.mark.inductor, id="README"),  # the default backend
+    pytest.param("docs/index.md", id="index"),
+    pytest.param("docs/tutorial.md", id="tutorial"),
+    pytest.param("docs/faq.md", id="faq"),
+]
+
+
+@pytest.mark.parametrize("page", PASTED_PAGES)
+def test_python_blocks_run_pasted_in_order_and_print_what_the_page_shows(page: str) -> None:
+    path = ROOT / page
+    text = path.read_text()
+    assert "--8<--" not in text, f"{page}: an include shows as a marker on GitHub"
+    runnable, outputs, _ = run_page(path, ROOT)
+    for block, out in zip(runnable, outputs, strict=True):
+        if block.expected is not None:
+            assert out == block.expected, f"{page}:{block.line} prints {out!r}"
+        else:
+            assert out == "", f"{page}:{block.line} prints {out!r}, which the page does not show"
+    if page == "docs/tutorial.md":
+        shown = [b for b in runnable if b.expected is not None]
+        assert len(shown) == 3  # compiles, equal to eager, stock torch.compile
+
+
+def test_pages_without_snippet_includes_keep_their_code_in_step_with_the_examples() -> None:
+    """The tutorial's model, loop and counter are examples/training_loop.py's sections, and
+    the FAQ's table is what examples/stock_vs_marked.py prints (tests/test_examples.py)."""
+    example = (ROOT / "examples/training_loop.py").read_text()
+    tutorial = [b.text for b in blocks((ROOT / "docs/tutorial.md").read_text())]
+    for name in ("model", "loop", "counter"):
+        begin = f"# --8<-- [start:{name}]\n"
+        section = example[
+            example.index(begin) + len(begin) : example.index(f"# --8<-- [end:{name}]")
+        ]
+        assert any(section.strip() in block for block in tutorial), name
+    faq = (ROOT / "docs/faq.md").read_text()
+    recorded = (ROOT / "examples/output/stock_vs_marked.txt").read_text()
+    assert any(b.text == recorded for b in blocks(faq) if b.lang == "text")
+
+
+def test_the_block_runner_skips_fragments_and_names_a_failing_block(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "```python\nx = 2\nprint(x * 3)\n```\n\n```text\n6\n```\n\n"
+        "<!-- fragment -->\n```python\nsignature(value, *, spec) -> None\n```\n\n"
+        "Prose.\n\n```python\nprint(x + 1)\n```\n"
+    )
+    runnable, outputs, _ = run_page(page, tmp_path)
+    assert [b.line for b in runnable] == [1, 17]  # the opening fences
+    assert runnable[0].expected == "6\n" and runnable[1].expected is None
+    assert outputs == ["6\n", "3\n"]
+    page.write_text("```python\nx = 1\n```\n\n```python\nundefined_name\n```\n")
+    with pytest.raises(AssertionError, match=r"page.md:5"):
+        run_page(page, tmp_path)
+
+
+def test_troubleshooting_quotes_the_messages_a_proxy_meets_in_c_code_and_its_fixes_work() -> None:
+    """Each heading is the text the failing call really raises on the installed torch (what a
+    user pastes into a search box); the fix the section gives works and keeps the value."""
+    import json as json_module
+
+    import torch
+
+    from dynscalar import DynamicFloat, DynamicInt
+
+    step, t = DynamicInt(3), torch.ones(2, 3)
+    headings = [
+        line[4:].strip("`")
+        for line in (ROOT / "docs/troubleshooting.md").read_text().splitlines()
+        if line.startswith("### `")
+    ]
+    failing = {
+        "RuntimeError: Could not infer dtype of DynamicInt": lambda: torch.tensor([step, 2]),
+        "TypeError: zeros() takes 1 positional argument but 2 were given": lambda: torch.zeros(
+            step, 2
+        ),
+        "RuntimeError: PyList_Check(arg) INTERNAL ASSERT FAILED": lambda: t.sum(dim=step),
+        "TypeError: Object of type int is not JSON serializable": lambda: json_module.dumps(step),
+    }
+    for heading, call in failing.items():
+        assert heading in headings, heading
+        kind, message = heading.split(": ", 1)
+        with pytest.raises(Exception) as raised:  # the type is checked below
+            call()
+        assert type(raised.value).__name__ == kind and message in str(raised.value), heading
+    assert torch.equal(torch.full((), step), torch.tensor(3))
+    assert torch.equal(torch.tensor([int(step), 2]), torch.tensor([3, 2]))
+    assert torch.zeros((step, 2)).shape == (3, 2) and torch.zeros(2, step).shape == (2, 3)
+    assert torch.equal(torch.ones(6).view(step, 2), torch.ones(3, 2))
+    assert torch.equal(t.sum(dim=(DynamicInt(1),)), t.sum(dim=1))
+    data = {"step": step, "lr": DynamicFloat(0.5)}
+    assert json_module.dumps(data, default=lambda o: o.value) == '{"step": 3, "lr": 0.5}'
+
+
+def test_specialization_table_is_the_probe_on_this_torch(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """docs/concepts.md shows what `python -m dynscalar specializations` measures; on the
+    release it was recorded with, the probe must agree (run scripts/render_specializations.py
+    and update RECORDED after a torch upgrade changes it)."""
+    import torch
+
+    from dynscalar.__main__ import main
+    from dynscalar._specialization import (
+        RECORDED,
+        SPECIALIZES,
+        SYMBOLIC,
+        probe_alternatives,
+        render_table,
+    )
+
+    assert main(["specializations"]) == 0
+    printed = capsys.readouterr().out
+    render = load(ROOT / "scripts" / "render_specializations.py")
+    page = (ROOT / "docs/concepts.md").read_text()
+    recorded = RECORDED["results"]
+    assert render.replace_block(page, render.render_block(recorded, RECORDED["torch"])) == page
+    if torch.__version__.split("+")[0] == RECORDED["torch"]:
+        assert render_table(recorded) in printed, "the probe differs from RECORDED"
+    # what the README, the tutorial and Troubleshooting say about this release
+    assert recorded["int()"] == recorded["min/max"] == recorded["math.sqrt"] == SYMBOLIC
+    for key in ("range()", "list index", "dict key", "str()", "math.log"):
+        assert recorded[key] == SPECIALIZES, key
+    # the code the advice suggests instead stays symbolic and gives the same numbers
+    assert all(probe_alternatives().values()), probe_alternatives()
+
+
+def test_overhead_and_benchmark_pages_are_written_for_users() -> None:
+    """A summary in plain words before any table; goals, targets and issue numbers live in
+    benchmarks/README.md (written by the same scripts), not on the pages."""
+    import re
+
+    overhead = load(ROOT / "benchmarks" / "render_overhead.py")
+    strategies = load(ROOT / "benchmarks" / "render_docs.py")
+    data = json.loads((ROOT / "benchmarks/published/overhead.json").read_text())
+    readme = (ROOT / "benchmarks/README.md").read_text()
+    source = "benchmarks/published/overhead.json"
+    assert overhead.goals_block(data, source) in readme, "run benchmarks/render_overhead.py"
+    runs = strategies.load_runs(list(strategies.PUBLISHED))
+    assert strategies.targets_block(runs) in readme, "run benchmarks/render_docs.py"
+    for page in ("overhead.md", "benchmarks.md"):
+        text = (ROOT / "docs" / page).read_text()
+        summary = text[text.index("## Summary") : text.index("\n## ", text.index("## Summary"))]
+        assert text.index("## Summary") < text.index("| "), page
+        assert "µs" in summary or "s " in summary, page
+        assert "## Goals" not in text and "## Targets" not in text, page
+        assert " MISS " not in text and "0 of 3" not in text, page
+    for path in (ROOT / "docs").glob("*.md"):
+        found = re.findall(r"\bissue \d+|\(issue \d+\)", path.read_text())
+        assert not found, f"{path.name}: {found}"
+    text = (ROOT / "docs/overhead.md").read_text()
+    assert "(1.75-1.75)" not in text  # one run: a value, not a range
+    assert "so the figure shows it as points, not a curve" in text
+
+
+def test_figures_are_legible_at_the_column_width() -> None:
+    """Every figure is drawn at most as wide as the docs' content column (680 px at 1280),
+    so it is not shrunk, and records its smallest text, at least 9 px
+    (scripts/screenshot_docs.py checks the same on the rendered pages)."""
+    shots = load(ROOT / "scripts" / "screenshot_docs.py")
+    pngs = sorted((ROOT / "docs" / "img").glob("*.png"))
+    assert len(pngs) >= 6
+    for png in pngs:
+        width, _ = png_size(png)
+        smallest = float(shots.png_text(png)[shots.TEXT_PX_KEY])
+        assert width <= 690 and smallest >= shots.MIN_TEXT_PX, (png.name, width, smallest)

@@ -33,6 +33,7 @@ def test_demo_command() -> None:
     header = out.splitlines()[1]
     assert "12 calls per strategy, backend aot_eager, single cold run per strategy" in header
     assert "x86_64" not in header  # the CPU model, not the architecture
+    assert ", load " in header  # the machine's load, which the timings depend on
     # progress while it runs (plain lines: stdout is not a terminal here)
     assert "  stock torch.compile: first call (compile) took" in out
     assert "  stock torch.compile: done: 8 compiles, then eager;" in out
@@ -82,13 +83,13 @@ def test_demo_rich_progress_renders() -> None:
 
 
 def test_training_loop_example_prints_its_recorded_output() -> None:
-    """docs/tutorial.md includes examples/output/training_loop.txt: it must stay true."""
+    """The script form of docs/tutorial.md: its recorded output must stay true."""
     out = run("examples/training_loop.py")
     assert out == (ROOT / "examples/output/training_loop.txt").read_text()
 
 
 def test_stock_vs_marked_example_prints_its_recorded_output() -> None:
-    """docs/faq.md includes examples/output/stock_vs_marked.txt: it must stay true."""
+    """docs/faq.md shows examples/output/stock_vs_marked.txt: it must stay true."""
     out = run("examples/stock_vs_marked.py")
     recorded = (ROOT / "examples/output/stock_vs_marked.txt").read_text()
     if out.splitlines()[0] == recorded.splitlines()[0]:  # the torch it was recorded with
@@ -103,3 +104,25 @@ def test_stock_vs_marked_example_prints_its_recorded_output() -> None:
 def _rows_and_dynscalar_column(text: str) -> list[tuple[str, str]]:
     rows = [line for line in text.splitlines() if "  " in line and not line.startswith(" ")]
     return [(line[:40].strip(), line[64:].strip()) for line in rows[2:]]
+
+
+def test_plain_demo_progress_says_it_is_still_compiling() -> None:
+    """Plain mode (no terminal): a cold inductor compile is a minute or more of silence
+    without a heartbeat line."""
+    import io
+    import time
+
+    from dynscalar._demo import PlainProgress, Row, _load
+
+    out = io.StringIO()
+    progress = PlainProgress(1, out)
+    progress.HEARTBEAT_S = 0.05
+    progress.start("stock torch.compile", 1, 10)
+    time.sleep(0.3)
+    progress.call("stock torch.compile", 1, 1, 0.3)
+    written = out.getvalue()
+    time.sleep(0.2)
+    assert out.getvalue() == written  # stopped at the first call
+    assert "  stock torch.compile: still compiling (" in written
+    progress.done("stock torch.compile", 1, Row("stock torch.compile", 8, 0.3, 1.0, 0.1, True))
+    assert _load().startswith(", load ")

@@ -110,3 +110,13 @@ def test_tuple_hyperparameters_are_marked_element_by_element() -> None:
     bad.param_groups[0]["betas"] = (0.9, "0.99")
     with pytest.raises(ds.DynscalarTypeError, match=r"Adam\.param_groups\[0\]\['betas'\] is tuple"):
         ds.mark_dynamic_param_groups(bad, "betas")
+
+
+def test_a_misspelt_hyperparameter_gets_a_did_you_mean() -> None:
+    optimizer = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1, momentum=0.9)
+    with pytest.raises(
+        ds.DynscalarError, match=r"param_groups\[0\] has no 'lrr'\. Did you mean 'lr'\?"
+    ):
+        ds.mark_dynamic_param_groups(optimizer, "lrr")
+    with pytest.raises(AttributeError, match=r"Its hyperparameters are lr, momentum"):
+        ds.mark_dynamic_param_groups(optimizer, "momentun")

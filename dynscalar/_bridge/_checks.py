@@ -31,6 +31,7 @@ _EXPECTED_SIGNATURES: dict[str, tuple[str, ...]] = {
     # reports (_reports, _ints)
     "ShapeEnv._make_data_dependent_error": ("self", "expr", "unhinted_expr", "expr_sym_node_id"),
     "ShapeEnv.evaluate_sym_node": ("self", "sym_node", "size_oblivious", "fallback_value"),
+    "SymNodeVariable.evaluate_expr": ("self", "output_graph"),
     # decompositions (_decompositions)
     "TorchInGraphFunctionVariable.call_function": ("self", "tx", "args", "kwargs"),
     "InstructionTranslatorBase.inline_user_function_return": (
@@ -134,6 +135,7 @@ def _core_internals() -> dict[str, Any]:
         "GuardBuilder.NOT_PRESENT_IN_GENERIC_DICT": guard_builder.NOT_PRESENT_IN_GENERIC_DICT,
         "ShapeEnv._make_data_dependent_error": shape_env._make_data_dependent_error,
         "ShapeEnv.evaluate_sym_node": shape_env.evaluate_sym_node,
+        "SymNodeVariable.evaluate_expr": tensor.SymNodeVariable.evaluate_expr,
         "TorchInGraphFunctionVariable.call_function": (
             torch_variables.TorchInGraphFunctionVariable.call_function
         ),

@@ -24,7 +24,7 @@ from .._proxy import DynamicScalar
 from ._builtins import range_hook
 from ._checks import check_internals
 from ._decompositions import builtin_call_hook, in_graph_call_hook
-from ._ints import data_dependent_hook
+from ._ints import data_dependent_hook, unbacked_branch_hook
 from ._methods import tensor_method_hook
 from ._properties import property_get_hook
 from ._reports import evaluate_sym_node_hook
@@ -51,7 +51,7 @@ def _patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     from torch._dynamo.variables import builder
     from torch._dynamo.variables.builtin import BuiltinVariable
     from torch._dynamo.variables.functions import PropertyVariable
-    from torch._dynamo.variables.tensor import TensorVariable
+    from torch._dynamo.variables.tensor import SymNodeVariable, TensorVariable
     from torch._dynamo.variables.torch import TorchInGraphFunctionVariable
     from torch.fx.experimental import symbolic_shapes
 
@@ -63,6 +63,7 @@ def _patches() -> list[tuple[Any, str, Callable[..., Any]]]:
         (PropertyVariable, "tp_descr_get_impl", property_get_hook),
         (symbolic_shapes.ShapeEnv, "_make_data_dependent_error", data_dependent_hook),
         (symbolic_shapes.ShapeEnv, "evaluate_sym_node", evaluate_sym_node_hook),
+        (SymNodeVariable, "evaluate_expr", unbacked_branch_hook),
         (side_effects.SideEffects, "codegen_update_mutated", codegen_update_mutated_hook),
     ]
 

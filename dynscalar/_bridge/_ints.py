@@ -29,7 +29,7 @@ from ._state import Origin, compile_state, peek_state
 
 log = logging.getLogger("dynscalar")
 
-__all__ = ["data_dependent_hook", "wrap_int"]
+__all__ = ["data_dependent_hook", "unbacked_branch_hook", "wrap_int"]
 
 
 @contextlib.contextmanager
@@ -109,3 +109,33 @@ def data_dependent_hook(
         )
         error.args = (hint + str(error.args[0]), *error.args[1:])
     return error
+
+
+_TORCH_ADVICE = "Consider annotating your code using torch._check*(). "
+
+
+def unbacked_branch_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Put dynscalar's explanation first in the error for a branch on an unbacked mark.
+
+    ``SymNodeVariable.evaluate_expr`` turns the data-dependent error (which
+    :func:`data_dependent_hook` starts with the marked attribute and what to do) into a
+    ``UserError`` whose message opens with torch's generic "Consider annotating your code
+    using torch._check*()"; the reader should see which attribute and the fix first.
+    """
+    try:
+        return wrapped(*args, **kwargs)
+    except Exception as exc:
+        message = exc.args[0] if exc.args and isinstance(exc.args[0], str) else ""
+        if message.startswith(_TORCH_ADVICE) and message[len(_TORCH_ADVICE) :].startswith(
+            "dynscalar: "
+        ):
+            rest = message[len(_TORCH_ADVICE) :]
+            ours, _, torch_part = rest.partition("\n")
+            reordered = f"{ours}\ntorch: {_TORCH_ADVICE.strip()} {torch_part}"
+            exc.args = (reordered, *exc.args[1:])
+            for name in ("msg", "message"):
+                if isinstance(getattr(exc, name, None), str):
+                    setattr(exc, name, reordered)
+        raise

@@ -70,6 +70,8 @@ def evaluate_sym_node_hook(
     (``if step % 2 == 0``) evaluates a *bool* expression: a guard on a predicate, not a
     specialization, so it is ignored here.
     """
+    if not _bridge_frames_hidden:
+        _hide_bridge_frames()
     state = peek_state(instance)
     if state is not None and state.backed:
         sym_node = args[0] if args else kwargs["sym_node"]
@@ -82,6 +84,31 @@ def evaluate_sym_node_hook(
             ):
                 state.reported.update(ours)
     return wrapped(*args, **kwargs)
+
+
+_bridge_frames_hidden = False
+
+
+def _hide_bridge_frames() -> None:
+    """Leave the bridge's files out of the location torch gives a guard.
+
+    ShapeEnv attributes a guard to the innermost frame whose file is not in
+    ``symbolic_shapes.uninteresting_files()``; a guard made under this hook was attributed
+    to the hook itself, so torch's recompile-limit warning ended with
+    "_bridge/_reports.py:84 in evaluate_sym_node_hook". That function returns one cached
+    set; adding the bridge's files to it makes torch skip them as it skips its own. Done at
+    the first call (Dynamo is fully imported then), not at install time.
+    """
+    global _bridge_frames_hidden
+    _bridge_frames_hidden = True
+    bridge = os.path.dirname(os.path.abspath(__file__))
+    files = {os.path.join(bridge, name) for name in os.listdir(bridge) if name.endswith(".py")}
+    try:
+        from torch.fx.experimental import symbolic_shapes
+
+        symbolic_shapes.uninteresting_files().update(files)
+    except Exception:  # cosmetic: a torch without it names our frame
+        log.debug("could not hide the bridge's frames from guard locations", exc_info=True)
 
 
 class Location(NamedTuple):
@@ -153,11 +180,7 @@ def _report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -
             "recompiles. Unmark it if it rarely changes, or keep the value in a tensor."
         )
     else:
-        advice = (
-            "Keep it symbolic: use a tensor op instead of Python (torch.arange(n) instead of "
-            "range(n)), avoid int()/float(), f-strings and list indexing on it inside the "
-            "compiled region, or move that code out of it."
-        )
+        advice = _advice_for(at)
     message = (
         f"dynscalar: {', '.join(names)} is forced to one value ({value!r}) at "
         f"{at.filename}:{at.lineno}{code}; torch.compile now guards on its exact value and "
@@ -171,6 +194,57 @@ def _report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -
         key = ("specialized", name, at.filename, at.lineno)
         warn_once(key, message, SpecializationWarning, location=(at.filename, at.lineno))
     return True
+
+
+def _advice_for(at: Location) -> str:
+    """Advice for the construct found on the user's line (dynscalar/_specialization.py)."""
+    from .._specialization import constructs_in
+
+    found = constructs_in(at.line, _indexed_type(at))
+    if not found:
+        return (
+            "Keep it symbolic: do that computation with tensor ops, or move the line out of "
+            "the compiled code (`python -m dynscalar specializations` lists which Python "
+            "constructs force a value on this torch)."
+        )
+    first = found[0]
+    return f"What forces it there: {first.shown}. {first.advice}"
+
+
+_SUBSCRIPTED = re.compile(r"([A-Za-z_][\w.]*)\s*\[")
+
+
+def _indexed_type(at: Location) -> type | None:
+    """The type of the container subscripted on the user's line, when the line is in the
+    frame being compiled and the container is a global or an attribute chain of a local
+    (``self.table[self.step]``); None when it cannot tell (best effort, never raises)."""
+    match = _SUBSCRIPTED.search(at.line)
+    if match is None:
+        return None
+    try:
+        from torch._dynamo.symbolic_convert import InstructionTranslator
+
+        tx = InstructionTranslator.current_tx()
+        code = tx.f_code
+        if os.path.abspath(code.co_filename) != os.path.abspath(at.filename):
+            return None
+        lines = [line for _, _, line in code.co_lines() if line is not None]
+        if not lines or not min(lines) <= at.lineno <= max(lines):
+            return None
+        root, *attrs = match.group(1).split(".")
+        if root in tx.symbolic_locals:
+            variable: Any = tx.symbolic_locals[root]
+            peek = getattr(variable, "peek_value", None)
+            value = peek() if peek is not None and not variable.is_realized() else variable.value
+        elif root in tx.f_globals:
+            value = tx.f_globals[root]
+        else:
+            return None
+        for attr in attrs:
+            value = getattr(value, attr)
+        return type(value)
+    except Exception:  # noqa: BLE001 - only picks the advice; the warning is given anyway
+        return None
 
 
 _passthrough_types: dict[type, type] = {}
