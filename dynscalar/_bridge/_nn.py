@@ -175,6 +175,8 @@ def _inplace(fn: Any) -> Any:
 # are cast to the input's dtype, NaN propagates, max wins if min > max; the gradient passes
 # where min <= x <= max (clamp_backward).  clamp.Tensor with 0-d bounds of the input's
 # dtype computes and differentiates the same, and the tensorify pass lowers the bounds.
+# float32/float64 only: how half and bfloat16 kernels compare with a Scalar bound changed
+# between torch releases (2.14's clamp_min compares in float32), so those keep torch's op.
 def _bound(input: Tensor, value: Any) -> Any:
     if value is None or isinstance(value, torch.Tensor):
         return value
@@ -182,13 +184,13 @@ def _bound(input: Tensor, value: Any) -> Any:
 
 
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
-    if not input.is_floating_point():  # an int tensor with a float bound promotes: as torch
+    if not _exact_dtype(input):  # an int tensor with a float bound promotes: as torch
         return torch.clamp(input, min, max)
     return torch.clamp(input, _bound(input, min), _bound(input, max))
 
 
 def clamp_(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
-    if not input.is_floating_point():
+    if not _exact_dtype(input):
         return input.clamp_(min, max)
     return input.clamp_(_bound(input, min), _bound(input, max))
 
