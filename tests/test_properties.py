@@ -19,6 +19,7 @@ import pytest
 import torch
 
 import dynscalar as ds
+from dynscalar._compat import TENSORIFY_RESTARTS_INSTEAD_OF_BAKING
 
 from .conftest import CountingBackend, twins
 
@@ -670,7 +671,9 @@ class FloatSetter(torch.nn.Module):
 @pytest.mark.parametrize(
     ("backend", "mark", "graphs"),
     [
-        ("aot_eager", False, 5),
+        # stock: one graph per value (5 calls) on torch 2.13; 6 measured on 2.15.0
+        # (scripts/compat.sh), whose float-tensorify pass restarts where 2.13 baked
+        ("aot_eager", False, 6 if TENSORIFY_RESTARTS_INSTEAD_OF_BAKING else 5),
         ("aot_eager", True, 1),
         pytest.param("inductor", True, 1, marks=pytest.mark.inductor),
     ],

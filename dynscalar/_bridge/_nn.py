@@ -183,16 +183,40 @@ def _bound(input: Tensor, value: Any) -> Any:
     return _scalar_like(input, value)
 
 
+def clamp_gradient_at_bounds() -> bool:
+    """Whether the installed torch passes clamp's gradient where x equals a Scalar bound
+    (2.13's clamp_backward: ``min <= x <= max``; 2.15 passes it strictly inside).  Asked of
+    the kernel once, at the first dynamic clamp bound (``_methods``/``_decompositions``),
+    and kept in a module global the traced decomposition reads."""
+    global CLAMP_GRADIENT_AT_BOUNDS
+    if CLAMP_GRADIENT_AT_BOUNDS is None:
+        x = torch.tensor([0.5, 1.5], requires_grad=True)
+        (grad,) = torch.autograd.grad(torch.clamp(x, 0.5, 1.5).sum(), x)
+        CLAMP_GRADIENT_AT_BOUNDS = bool(grad[0] == 1)
+    return CLAMP_GRADIENT_AT_BOUNDS
+
+
+CLAMP_GRADIENT_AT_BOUNDS: bool | None = None
+
+
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
     if not _exact_dtype(input):  # an int tensor with a float bound promotes: as torch
         return torch.clamp(input, min, max)
-    return torch.clamp(input, _bound(input, min), _bound(input, max))
+    low, high = _bound(input, min), _bound(input, max)
+    # the value: clamp.Tensor; the gradient: x itself where ATen's clamp_backward passes it
+    at_bounds = clamp_gradient_at_bounds()  # set before tracing: traced, it reads a global
+    inside = torch.ones_like(input, dtype=torch.bool)
+    if low is not None:
+        inside = inside & ((input >= low) if at_bounds else (input > low))
+    if high is not None:
+        inside = inside & ((input <= high) if at_bounds else (input < high))
+    return torch.where(inside, input, torch.clamp(input.detach(), low, high))
 
 
 def clamp_(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
     if not _exact_dtype(input):
         return input.clamp_(min, max)
-    return input.clamp_(_bound(input, min), _bound(input, max))
+    return input.copy_(clamp(input, min, max))
 
 
 def clamp_min(input: Tensor, min: Any) -> Tensor:
@@ -243,6 +267,10 @@ def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - torch.pow's name
     ):
         return torch.pow(_scalar_like(exponent, input), exponent)
     return torch.pow(input, exponent)  # a tensor base: Tensor.pow's rule (_methods)
+
+
+#: the clamp decompositions: the hooks call clamp_gradient_at_bounds() before tracing one
+CLAMPS = frozenset({clamp, clamp_, clamp_min, clamp_min_, clamp_max, clamp_max_})
 
 
 #: Tensor method -> the function traced in its place (self first), see _methods
