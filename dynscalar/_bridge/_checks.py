@@ -47,6 +47,7 @@ _EXPECTED_SIGNATURES: dict[str, tuple[str, ...]] = {
     "SideEffects.codegen_update_mutated": ("self", "cg", "log_side_effects"),
     "SymNodeVariable.call_method": ("self", "tx", "name", "args", "kwargs"),
     "SideEffects._get_modified_vars": ("self",),
+    "OutputGraph.codegen_suffix": ("self", "tx", "stack_values", "cg", "log_side_effects"),
     "PolyfilledFunctionVariable.call_function": ("self", "tx", "args", "kwargs"),
     "PyCodegen.load_import_from": ("self", "module_name", "object_name"),
     "PyCodegen.create_load_const": ("self", "value"),
@@ -135,6 +136,7 @@ def _core_internals() -> dict[str, Any]:
         "SideEffects.codegen_update_mutated": side_effects.SideEffects.codegen_update_mutated,
         "SymNodeVariable.call_method": tensor.SymNodeVariable.call_method,
         "SideEffects._get_modified_vars": side_effects.SideEffects._get_modified_vars,
+        "OutputGraph.codegen_suffix": output_graph.OutputGraph.codegen_suffix,
         "PolyfilledFunctionVariable.call_function": (
             functions.PolyfilledFunctionVariable.call_function
         ),

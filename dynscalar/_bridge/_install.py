@@ -31,6 +31,7 @@ from ._state import lock
 from ._wrap import wrap_hook, wrap_plain
 from ._writeback import (
     builtin_call_hook,
+    codegen_suffix_hook,
     codegen_update_mutated_hook,
     polyfilled_call_hook,
     symnode_method_hook,
@@ -51,7 +52,7 @@ def is_installed() -> bool:
 
 def _patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     """(owner, attribute, wrapper) for every function the bridge wraps with wrapt."""
-    from torch._dynamo import side_effects
+    from torch._dynamo import output_graph, side_effects
     from torch._dynamo.variables import builder
     from torch._dynamo.variables.builtin import BuiltinVariable
     from torch._dynamo.variables.functions import PolyfilledFunctionVariable
@@ -66,6 +67,7 @@ def _patches() -> list[tuple[Any, str, Callable[..., Any]]]:
         (symbolic_shapes.ShapeEnv, "_make_data_dependent_error", data_dependent_hook),
         (symbolic_shapes.ShapeEnv, "evaluate_sym_node", evaluate_sym_node_hook),
         (side_effects.SideEffects, "codegen_update_mutated", codegen_update_mutated_hook),
+        (output_graph.OutputGraph, "codegen_suffix", codegen_suffix_hook),
         (BuiltinVariable, "call_function", builtin_call_hook),
         (SymNodeVariable, "call_method", symnode_method_hook),
         (PolyfilledFunctionVariable, "call_function", polyfilled_call_hook),

@@ -30,6 +30,7 @@ the same way.  A proxy that torch turned into a constant at trace time (a NaN/in
 from __future__ import annotations
 
 import ast
+import builtins
 from typing import Any
 
 from .._diagnostics import DynscalarError
@@ -47,6 +48,7 @@ from ._state import Origin, peek_state
 
 __all__ = [
     "builtin_call_hook",
+    "codegen_suffix_hook",
     "codegen_update_mutated_hook",
     "polyfilled_call_hook",
     "rebox",
@@ -138,6 +140,7 @@ class _Shadows:
         self.origins: dict[Any, Origin] = state.origins
         self.calls: dict[Any, _Call] = state.calls
         self.variable_calls: dict[int, tuple[Any, _Call]] = state.variable_calls
+        self.constants: dict[int, tuple[Any, Origin]] = state.constants
         self.memo: dict[Any, Any] = {}
 
     # -- a VariableTracker
@@ -146,6 +149,14 @@ class _Shadows:
         from torch._dynamo.variables.tensor import SymNodeVariable
 
         variable = _realized(variable)
+        constant = self.constants.get(id(variable))
+        if constant is not None and constant[0] is variable and constant[1].proxy is not None:
+            origin = constant[1]
+            kind: Any = origin.proxy
+            try:
+                return _new(kind, variable.as_python_constant(), origin.spec.canonical())
+            except Exception:  # noqa: BLE001 - not a plain constant after all
+                return _UNKNOWN
         call = self.call_of(variable)
         if call is not None:
             return self.of_call(call)
@@ -405,14 +416,15 @@ def _plan(variable: Any, shadows: _Shadows) -> Any | None:
     from torch._dynamo.variables.tensor import SymNodeVariable
 
     call = shadows.call_of(variable)
-    if call is None and not isinstance(variable, SymNodeVariable):
+    constant = id(variable) in shadows.constants
+    if call is None and not constant and not isinstance(variable, SymNodeVariable):
         return None
     shadow = shadows.of_variable(variable)
     classes = _classes()
     if shadow is _AMBIGUOUS:
         return classes["replay"](variable, shadows)
     if isinstance(shadow, DynamicScalar):
-        same = call is None and variable.as_proxy().node in shadows.origins
+        same = call is None and (constant or variable.as_proxy().node in shadows.origins)
         return classes["rebox"](variable, type(shadow), shadow._self_spec, same)
     return None  # plain (or not modelled): Dynamo reconstructs the plain value
 
@@ -495,7 +507,7 @@ def codegen_update_mutated_hook(
     place) become what eager Python would have stored."""
     cg = args[0] if args else kwargs["cg"]
     state = peek_state(getattr(cg.tx.output, "shape_env", None))
-    if state is None or not state.origins:
+    if state is None or not (state.origins or state.constants):
         return wrapped(*args, **kwargs)
     shadows = _Shadows(state)
     replaced: list[tuple[Any, Any, Any]] = []
@@ -513,6 +525,45 @@ def codegen_update_mutated_hook(
     try:
         return wrapped(*args, **kwargs)
     finally:  # the side effects outlive this codegen pass: leave them as Dynamo made them
+        for slots, key, value in reversed(replaced):
+            slots[key] = value
+
+
+def codegen_suffix_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Around ``OutputGraph.codegen_suffix(tx, stack_values, cg, log_side_effects)``: the
+    values a compiled frame hands on (its return value, and at a graph break the stack and
+    live locals the resumed code receives) are what eager Python held, proxies included.
+
+    Before, a local ``a = self.step`` crossed a graph break as a plain int: the resumed
+    frame then compiled it as an unmarked constant, once per value.
+    """
+    names = ("tx", "stack_values", "cg", "log_side_effects")
+    values = dict(zip(names, args, strict=False)) | kwargs
+    tx, stack = values["tx"], values["stack_values"]
+    state = peek_state(getattr(instance, "shape_env", None))
+    if state is None or not (state.origins or state.constants) or not stack:
+        return wrapped(*args, **kwargs)
+    if getattr(tx, "export", False):
+        return wrapped(*args, **kwargs)
+    shadows = _Shadows(state)
+    replaced: list[tuple[Any, Any, Any]] = []
+    seen: set[int] = set()
+    new_stack = list(stack)
+    for index, value in enumerate(new_stack):
+        new = _plan(value, shadows)
+        if new is not None:
+            new_stack[index] = new
+        else:
+            _replace_in(value, shadows, replaced, seen)
+    if len(args) > 1:
+        args = (args[0], new_stack, *args[2:])
+    else:
+        kwargs = {**kwargs, "stack_values": new_stack}
+    try:
+        return wrapped(*args, **kwargs)
+    finally:
         for slots, key, value in reversed(replaced):
             slots[key] = value
 
@@ -539,18 +590,37 @@ def _symbolic(variable: Any) -> bool:
     return False
 
 
+def _from_constant(state: Any, variable: Any) -> bool:
+    """True for a constant made from a proxy, or computed from one (see ``_record``)."""
+    from torch._dynamo.variables.lists import BaseListVariable
+
+    variable = _realized(variable)
+    key = id(variable)
+    for table in (state.constants, state.variable_calls):
+        tagged = table.get(key)
+        if tagged is not None and tagged[0] is variable:
+            return True
+    if isinstance(variable, BaseListVariable) and isinstance(variable.items, list):
+        return any(_from_constant(state, item) for item in variable.items)
+    return False
+
+
 def _record(tx: Any, result: Any, fn: Any, args: Any, kwargs: Any, before: int, graph: Any) -> Any:
     """Remember that ``fn(*args, **kwargs)`` (a Python-level call) made ``result``."""
+    from torch._dynamo.variables.constant import ConstantVariable
     from torch._dynamo.variables.tensor import SymNodeVariable
 
-    if not isinstance(result, SymNodeVariable):
-        return result
-    if not any(_symbolic(arg) for arg in args) and not any(
-        _symbolic(value) for value in kwargs.values()
-    ):
-        return result
     state = peek_state(getattr(tx.output, "shape_env", None))
-    if state is None or not state.origins:
+    if state is None or not (state.origins or state.constants):
+        return result
+    operands = [*args, *kwargs.values()]
+    if isinstance(result, ConstantVariable) and state.constants:
+        # arithmetic on a proxy compiled as a constant (an int outside int64, a restart)
+        if any(_from_constant(state, operand) for operand in operands):
+            result = result.clone()
+            state.variable_calls[id(result)] = (result, _Call(fn, list(args), dict(kwargs)))
+        return result
+    if not isinstance(result, SymNodeVariable) or not any(_symbolic(o) for o in operands):
         return result
     call = _Call(fn, list(args), dict(kwargs))
     node = result.as_proxy().node
@@ -577,8 +647,22 @@ def builtin_call_hook(
     tx, call_args, call_kwargs = _unpack3(args, kwargs, ("tx", "args", "kwargs"))
     graph = tx.output.graph
     before = len(graph.nodes)
-    result = wrapped(*args, **kwargs)
+    if _is_invert_of_proxy(tx, instance.fn, call_args):
+        result = _call_operator(tx, instance.fn, list(call_args))
+    else:
+        result = wrapped(*args, **kwargs)
     return _record(tx, result, instance.fn, call_args, call_kwargs, before, graph)
+
+
+def _is_invert_of_proxy(tx: Any, fn: Any, call_args: Any) -> bool:
+    import operator
+
+    from torch._dynamo.variables.tensor import SymNodeVariable
+
+    if fn is not operator.invert or len(call_args) != 1:
+        return False
+    operand = _realized(call_args[0])
+    return isinstance(operand, SymNodeVariable) and _proxy_shadow(tx, operand)
 
 
 def polyfilled_call_hook(
@@ -601,10 +685,78 @@ def symnode_method_hook(
     tx, name, call_args, call_kwargs = _unpack4(args, kwargs)
     graph = tx.output.graph
     before = len(graph.nodes)
-    result = wrapped(*args, **kwargs)
+    found = _operator_for(name) if not call_kwargs else None
+    key = (id(instance), name)
+    if found is not None and key not in _routing and _proxy_shadow(tx, instance):
+        # A dunder call on a proxy (`a.__iadd__(2)`, `a.__invert__()`, `a.__radd__(1)`) runs
+        # the proxy's own operator, which computes what the operator syntax computes; an int
+        # or float lacks some of these methods and Dynamo would graph-break on them.  Dynamo
+        # itself implements some builtins as dunder calls (`round(a)` calls `a.__round__()`):
+        # those inner calls take Dynamo's own path.
+
+        function, reflected = found
+        operands = [*call_args, instance] if reflected else [instance, *call_args]
+        _routing.add(key)
+        try:
+            result = _call_operator(tx, function, operands)
+        finally:
+            _routing.discard(key)
+    else:
+        result = wrapped(*args, **kwargs)
     return _record(
         tx, result, _MethodCall(name), [instance, *call_args], call_kwargs, before, graph
     )
+
+
+def _operator_for(name: str) -> tuple[Any, bool] | None:
+    """(function, reflected) that Python's operator syntax calls for the dunder ``name``:
+    ``__add__`` -> ``operator.add``, ``__radd__`` -> ``operator.add`` reflected,
+    ``__iadd__`` -> ``operator.iadd``, ``__neg__`` -> ``operator.neg``, ``__floor__`` ->
+    ``math.floor`` ... (None for other names)."""
+    import math
+    import operator
+
+    if not (name.startswith("__") and name.endswith("__")) or not hasattr(DynamicScalar, name):
+        return None
+    core = name[2:-2]
+    for candidate, reflected in ((core, False), (core[1:], core.startswith("r"))):
+        for module in (operator, math, builtins):
+            function = getattr(module, candidate, None) or getattr(module, candidate + "_", None)
+            if callable(function) and not isinstance(function, type):
+                if module is builtins and candidate not in ("divmod", "pow", "round", "abs"):
+                    continue
+                if candidate.startswith("i") and reflected:
+                    continue
+                return function, reflected
+    return None
+
+
+def _call_operator(tx: Any, function: Any, operands: list[Any]) -> Any:
+    """Trace ``function(*operands)``; ``~`` on an int as ``-a - 1`` (Dynamo 2.13 cannot
+    trace ``operator.invert`` on a SymInt and gives up on the whole frame)."""
+    import operator
+
+    from torch._dynamo.variables.base import VariableTracker
+    from torch._dynamo.variables.constant import ConstantVariable
+    from torch._dynamo.variables.tensor import SymNodeVariable
+
+    if function is operator.invert and len(operands) == 1:
+        (operand,) = operands
+        if isinstance(operand, SymNodeVariable) and operand.python_type() is int:
+            negated = _call_operator(tx, operator.neg, [operand])
+            return _call_operator(tx, operator.sub, [negated, ConstantVariable.create(1)])
+    return VariableTracker.build(tx, function).call_function(tx, operands, {})
+
+
+_routing: set[tuple[int, str]] = set()  # dunder calls being routed (tracing is one thread)
+
+
+def _proxy_shadow(tx: Any, variable: Any) -> bool:
+    """True when eager code holds a proxy for the traced ``variable``."""
+    state = peek_state(getattr(tx.output, "shape_env", None))
+    if state is None or not state.origins:
+        return False
+    return isinstance(_Shadows(state).of_variable(variable), DynamicScalar)
 
 
 def _unpack3(args: tuple[Any, ...], kwargs: dict[str, Any], names: tuple[str, ...]) -> Any:
