@@ -270,5 +270,15 @@ def render_page(rows: list[Row]) -> str:
             cells.append(text if result.stored == row.eager.stored else f"**{text}**")
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     differing = sum(not row.equal for row in rows)
-    lines += ["", f"{len(rows)} rows, {differing} with a compiled result that differs from eager."]
+    lines += [
+        "",
+        f"{len(rows)} rows, {differing} with a compiled result that differs from eager.",
+        "",
+        "Graph counts other than 1 are torch's own: **0** where Dynamo cannot trace the",
+        "expression on a symbolic value (`divmod`, float shifts that raise) and runs the",
+        "frame eagerly; **4** on aot_eager where torch's float-tensorify pass cannot lower",
+        "an op on a float (`math.floor`, `round`, `%`), restarts and specializes: two",
+        "graphs per value, exact (see [How it works](how-it-works.md#floats)); **2** on",
+        "aot_eager where that pass restarts once to drop a float the graph does not use.",
+    ]
     return "\n".join(lines) + "\n"
