@@ -426,3 +426,35 @@ def test_strict_export_error_is_catchable_by_the_dynscalar_class() -> None:
     with pytest.raises(ds.SpecializationError, match=r"specializes Scaled\.step to 5") as info:
         torch.export.export(model, (torch.randn(3),), strict=True)
     assert isinstance(info.value.__cause__, torch._dynamo.exc.UserError)
+
+
+# ----------------------------------------------------------------------------- float limit
+def test_symbolic_float_simplification_is_torchs_own_and_documented() -> None:
+    """Where float exactness ends (docs/how-it-works.md): torch simplifies symbolic float
+    expressions algebraically.  This pins the documented figures; if torch starts computing
+    `(t + 1e16) - 1e16` in IEEE order, the docs must change with this test."""
+
+    class Cancels(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.t = DynamicFloat(0.3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * ((self.t + 1e16) - 1e16)
+
+    model = Cancels()
+    x = torch.ones(1, dtype=torch.float64)
+    counter = CountingBackend("eager")
+    assert model(x).item() == 0.0  # eager Python: 0.3 + 1e16 rounds to 1e16
+    assert torch.compile(model, backend=counter)(x).item() == 0.3  # compiled: simplified to t
+    assert counter.graphs == 1
+
+    def stock(x: torch.Tensor, t: float) -> torch.Tensor:
+        return x * ((t + 1e16) - 1e16)
+
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(specialize_float=False):
+        compiled = torch.compile(stock, backend="eager", fullgraph=True)
+        assert compiled(x, 0.3).item() == 0.0  # the first call specializes
+        assert compiled(x, 0.7).item() == 0.7  # then dynamic, as dynscalar: simplified
+    assert stock(x, 0.7).item() == 0.0

@@ -268,7 +268,8 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     log.info("%s (value %r) becomes a symbolic graph input: %s", label, plain, why)
     if isinstance(plain, float):
         return wrap_float(instance, value, spec, where, label)
-    if not spec.unbacked and not ensure_aot_hooks():
+    # the AOT hooks also turn a float pass failure on an unbacked int into a clear error
+    if not ensure_aot_hooks() and not spec.unbacked:
         warn_once(
             ("no-int64-guards",),
             "dynscalar: the AOT pass that guards int expressions against int64 overflow could "

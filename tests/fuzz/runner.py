@@ -118,7 +118,7 @@ def snap(value: Any) -> Snap:
     return Snap(kind, value, None)
 
 
-def _walk(path: str, value: Any, out: dict[str, Snap], depth: int) -> None:
+def _reachable(path: str, value: Any, out: dict[str, Snap], depth: int) -> None:
     """Snapshots of ``value`` and of what it holds (a container: its type and length)."""
     kind = type(value)
     if depth > 4:
@@ -126,18 +126,18 @@ def _walk(path: str, value: Any, out: dict[str, Snap], depth: int) -> None:
     if kind in (list, tuple):
         out[path] = Snap(kind.__name__, len(value), None)
         for i, item in enumerate(value):
-            _walk(f"{path}[{i}]", item, out, depth + 1)
+            _reachable(f"{path}[{i}]", item, out, depth + 1)
     elif kind is dict:
         out[path] = Snap("dict", len(value), None)
         for key, item in value.items():
-            _walk(f"{path}[{key!r}]", item, out, depth + 1)
+            _reachable(f"{path}[{key!r}]", item, out, depth + 1)
     elif kind.__name__ not in PROXY_NAMES and hasattr(value, "__dict__") and not callable(value):
         if isinstance(value, (torch.Tensor, torch.nn.Module)):
             out[path] = snap(value)
             return
         out[path] = Snap(_type_name(value), None, None)
         for attr, item in vars(value).items():
-            _walk(f"{path}.{attr}", item, out, depth + 1)
+            _reachable(f"{path}.{attr}", item, out, depth + 1)
     else:
         out[path] = snap(value)
 
@@ -191,7 +191,7 @@ class Harness:
             for attr, value in mod.__dict__.items():
                 skip = attr in self.program.attrs or attr.startswith("_") or attr == "training"
                 if not skip:
-                    _walk(f"{name}.{attr}", value, out, 0)
+                    _reachable(f"{name}.{attr}", value, out, 0)
         return out
 
     def entry(self, fn: Any, args: tuple[Any, ...]) -> Entry:
