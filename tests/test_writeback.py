@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import math
 import operator
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -458,3 +459,33 @@ def test_symbolic_float_simplification_is_torchs_own_and_documented() -> None:
         assert compiled(x, 0.3).item() == 0.0  # the first call specializes
         assert compiled(x, 0.7).item() == 0.7  # then dynamic, as dynscalar: simplified
     assert stock(x, 0.7).item() == 0.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pow_of_a_negative_dynamic_float_is_specialized_not_refused(backend: str) -> None:
+    """torch refuses symbolic float powers with a negative base (`SymFloat.__pow__` checks
+    `self >= 0`): the compile failed where eager computes `t ** 2` (found by the fuzzer).
+    A negative base is specialized instead: exact, one graph per negative value, warned."""
+    values = [1.25, 2.5, -1.5, -3.0]
+
+    def init(m: Any) -> None:
+        m.s = DynamicFloat(values[0])
+
+    def body(m: Any, x: torch.Tensor) -> torch.Tensor:
+        m.u = pow(m.s, 2)
+        m.s = pow(m.s, 1)
+        return x * m.u
+
+    def between(m: Any, i: int) -> None:
+        m.s = DynamicFloat(values[i])
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        graphs = side_by_side(init, body, backend, len(values), between)
+    assert all(issubclass(w.category, ds.SpecializationWarning) for w in seen)
+    if backend == "eager":  # reported once per location: the first run of the module sees it
+        assert any("forced to one value (-1.5)" in str(w.message) for w in seen)
+    # 1.25 and 2.5 share the symbolic graph; -1.5 and -3.0 one each on eager, two each on
+    # aot_eager (the float-tensorify pass's restart for a specialized float, as for the
+    # ops it cannot lower: docs/how-it-works.md#floats)
+    assert graphs == (3 if backend == "eager" else 5)

@@ -647,11 +647,74 @@ def builtin_call_hook(
     tx, call_args, call_kwargs = _unpack3(args, kwargs, ("tx", "args", "kwargs"))
     graph = tx.output.graph
     before = len(graph.nodes)
+    if instance.fn in _POWERS and len(call_args) >= 2:
+        fixed = _negative_float_power(tx, list(call_args))
+        if fixed is not None:
+            call_args = fixed
+            args, kwargs = (tx, fixed, call_kwargs), {}
     if _is_invert_of_proxy(tx, instance.fn, call_args):
         result = _call_operator(tx, instance.fn, list(call_args))
     else:
         result = wrapped(*args, **kwargs)
     return _record(tx, result, instance.fn, call_args, call_kwargs, before, graph)
+
+
+def _powers() -> frozenset[Any]:
+    import operator
+
+    return frozenset({pow, operator.pow, operator.ipow})
+
+
+_POWERS = _powers()
+
+
+def _negative_float_power(tx: Any, operands: list[Any]) -> list[Any] | None:
+    """``pow(t, 2)`` with a dynamic float ``t`` that is negative now: torch refuses symbolic
+    float powers with a negative base (``SymFloat.__pow__`` checks ``self >= 0`` to avoid
+    complex results; ``__rpow__`` checks the base when the exponent is symbolic), and the
+    compile fails where eager Python computes the power.  The float is specialized instead
+    (exact, a value guard: one compile per such value, reported as a specialization)."""
+    import torch
+    from torch._dynamo.variables.constant import ConstantVariable
+    from torch._dynamo.variables.tensor import SymNodeVariable
+
+    base, exponent = _realized(operands[0]), _realized(operands[1])
+
+    def negative(variable: Any) -> bool:
+        if isinstance(variable, SymNodeVariable):
+            hint = getattr(getattr(variable.sym_num, "node", None), "hint", None)
+            return hint is not None and hint < 0
+        return variable.is_python_constant() and _is_negative(variable.as_python_constant())
+
+    def float_symbol(variable: Any) -> bool:
+        return isinstance(variable, SymNodeVariable) and isinstance(
+            variable.sym_num, torch.SymFloat
+        )
+
+    def constant(variable: Any) -> Any:
+        # the constant stands for what eager holds: a proxy stays tracked for write-back
+        shadow = _shadow_of(tx, variable)
+        made = ConstantVariable.create(variable.evaluate_expr(tx.output))
+        if isinstance(shadow, DynamicScalar):
+            state = peek_state(getattr(tx.output, "shape_env", None))
+            if state is not None:
+                origin = Origin("", shadow._self_spec, type(shadow))
+                state.constants[id(made)] = (made, origin)
+        return made
+
+    if float_symbol(base) and negative(base):
+        operands[0] = constant(base)
+    elif float_symbol(exponent) and negative(base) and not isinstance(base, SymNodeVariable):
+        operands[1] = constant(exponent)
+    elif isinstance(base, SymNodeVariable) and float_symbol(exponent) and negative(base):
+        operands[0] = constant(base)
+    else:
+        return None
+    return operands
+
+
+def _is_negative(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0
 
 
 def _is_invert_of_proxy(tx: Any, fn: Any, call_args: Any) -> bool:
@@ -749,6 +812,15 @@ def _call_operator(tx: Any, function: Any, operands: list[Any]) -> Any:
 
 
 _routing: set[tuple[int, str]] = set()  # dunder calls being routed (tracing is one thread)
+
+
+def _shadow_of(tx: Any, variable: Any) -> Any:
+    """What eager code holds for the traced ``variable`` (``_UNKNOWN`` outside a marked
+    compile)."""
+    state = peek_state(getattr(tx.output, "shape_env", None))
+    if state is None or not (state.origins or state.constants):
+        return _UNKNOWN
+    return _Shadows(state).of_variable(variable)
 
 
 def _proxy_shadow(tx: Any, variable: Any) -> bool:
