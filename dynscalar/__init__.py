@@ -26,6 +26,7 @@ import wrapt as _wrapt
 from ._args import dynamic_args, mark_dynamic_args, unmark_dynamic_args
 from ._auto import auto_dynamic
 from ._bridge import on_dynamo_import as _on_dynamo_import
+from ._bridge._export import on_export_import as _on_export_import
 from ._bridge._logs import register_torch_log as _register_torch_log
 from ._diagnostics import (
     BridgeError,
@@ -94,3 +95,4 @@ __all__ = [
 _register_safe_globals()
 _register_torch_log()  # TORCH_LOGS=dynscalar (INFO) / +dynscalar (DEBUG)
 _wrapt.register_post_import_hook(_on_dynamo_import, "torch._dynamo")
+_wrapt.register_post_import_hook(_on_export_import, "torch.export")

@@ -19,7 +19,7 @@ from ._diagnostics import DynscalarTypeError
 from ._registry import compiled_original, edit_marks
 from ._spec import DynamicSpec
 
-__all__ = ["AUTO_KEY", "PROMOTED_KEY", "auto_dynamic", "auto_spec"]
+__all__ = ["AUTO_KEY", "PROMOTED_KEY", "auto_dynamic", "auto_marked", "auto_spec"]
 
 AUTO_KEY = "_dynscalar_auto"
 PROMOTED_KEY = "_dynscalar_auto_promoted"  # names auto_dynamic marked (for explain)
@@ -62,6 +62,15 @@ def _same(a: object, b: object) -> bool:
     if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
         return True
     return type(a) is type(b) and a == b
+
+
+def auto_marked(owner: object, name: str) -> bool:
+    """True when ``owner.name``'s mark was made by ``auto_dynamic`` (not by the user)."""
+    try:
+        instance_dict = object.__getattribute__(owner, "__dict__")
+    except AttributeError:
+        return False
+    return name in instance_dict.get(PROMOTED_KEY, ())
 
 
 def auto_spec(owner: object, name: str, value: Any) -> DynamicSpec | None:

@@ -44,10 +44,12 @@ def test_strict_export_specializes_marked_attribute_with_warning(way: str) -> No
 
 @pytest.mark.parametrize("way", ["registry", "proxy"])
 def test_non_strict_export_bakes_the_current_value(way: str) -> None:
-    """Non-strict export runs forward in Python: the value at export time is a constant."""
+    """Non-strict export runs forward in Python: the value at export time is a constant,
+    and the user is told (issue 21)."""
     model = mark(Scaled(), way)
     x = torch.randn(2, 4)
-    program = torch.export.export(model, (x,), strict=False)
+    with pytest.warns(ds.SpecializationWarning, match=r"\(non-strict\) specializes step"):
+        program = torch.export.export(model, (x,), strict=False)
     torch.testing.assert_close(program.module()(x), model(x))
 
 
@@ -59,7 +61,8 @@ def test_exported_int_argument_refuses_other_values(strict: bool) -> None:
         with pytest.warns(ds.SpecializationWarning, match="torch.export specializes"):
             program = torch.export.export(TakesInt(), (x, ds.DynamicInt(3)), strict=True)
     else:
-        program = torch.export.export(TakesInt(), (x, ds.DynamicInt(3)), strict=False)
+        with pytest.warns(ds.SpecializationWarning, match="specializes argument 1 to 3"):
+            program = torch.export.export(TakesInt(), (x, ds.DynamicInt(3)), strict=False)
     torch.testing.assert_close(program.module()(x, 3), x * 3)
     with pytest.raises(AssertionError, match="n == 3"):
         program.module()(x, 7)
@@ -79,16 +82,17 @@ def test_strict_export_of_a_dynamic_float_argument_keeps_its_value() -> None:
 
 
 def test_strict_mark_refuses_export_specialization_with_a_picklable_error() -> None:
-    """torch.export re-raises errors from tracing as its own UserError, raised while handling
-    the dynscalar error (its __context__), which keeps its public class and pickles by it."""
+    """torch.export re-raises errors from tracing as its own UserError; dynscalar re-raises
+    the dynscalar error it wraps (issue 21: ``except SpecializationError`` catches it), with
+    torch's UserError as its cause; it keeps its public class and pickles by it."""
     import pickle
 
     model = ds.mark_dynamic_attr(Scaled(), "step", strict=True)
-    with pytest.raises(torch._dynamo.exc.UserError, match=r"specializes Scaled\.step to 5") as info:
+    with pytest.raises(ds.SpecializationError, match=r"specializes Scaled\.step to 5") as info:
         torch.export.export(model, (torch.randn(2, 4),), strict=True)
-    cause = info.value.__context__
-    assert isinstance(cause, ds.SpecializationError) and isinstance(cause, ValueError)
-    assert type(pickle.loads(pickle.dumps(cause))) is ds.SpecializationError
+    assert isinstance(info.value, ValueError)
+    assert isinstance(info.value.__cause__, torch._dynamo.exc.UserError)
+    assert type(pickle.loads(pickle.dumps(info.value))) is ds.SpecializationError
 
 
 def test_out_of_range_value_is_specialized_by_export_not_checked() -> None:

@@ -48,7 +48,10 @@ _EXPECTED_SIGNATURES: dict[str, tuple[str, ...]] = {
     "BuiltinVariable.call_function": ("self", "tx", "args", "kwargs"),
     # write-back (_writeback)
     "SideEffects.codegen_update_mutated": ("self", "cg", "log_side_effects"),
-    "InstructionTranslatorBase.BINARY_OP": ("self", "inst"),
+    "SymNodeVariable.call_method": ("self", "tx", "name", "args", "kwargs"),
+    "SideEffects._get_modified_vars": ("self",),
+    "OutputGraph.codegen_suffix": ("self", "tx", "stack_values", "cg", "log_side_effects"),
+    "PolyfilledFunctionVariable.call_function": ("self", "tx", "args", "kwargs"),
     "PyCodegen.load_import_from": ("self", "module_name", "object_name"),
     "PyCodegen.create_load_const": ("self", "value"),
     "PyCodegen.add_push_null": ("self", "gen_fn", "call_function_ex"),
@@ -147,8 +150,12 @@ def _core_internals() -> dict[str, Any]:
         "PropertyVariable.tp_descr_get_impl": functions.PropertyVariable.tp_descr_get_impl,
         "BuiltinVariable.call_function": builtin.BuiltinVariable.call_function,
         "SideEffects.codegen_update_mutated": side_effects.SideEffects.codegen_update_mutated,
-        # Python 3.10 has one INPLACE_* handler per operator instead (same signature)
-        "InstructionTranslatorBase.BINARY_OP": getattr(tracer, "BINARY_OP", tracer.INPLACE_ADD),
+        "SymNodeVariable.call_method": tensor.SymNodeVariable.call_method,
+        "SideEffects._get_modified_vars": side_effects.SideEffects._get_modified_vars,
+        "OutputGraph.codegen_suffix": output_graph.OutputGraph.codegen_suffix,
+        "PolyfilledFunctionVariable.call_function": (
+            functions.PolyfilledFunctionVariable.call_function
+        ),
         "PyCodegen.load_import_from": codegen.PyCodegen.load_import_from,
         "PyCodegen.create_load_const": codegen.PyCodegen.create_load_const,
         "PyCodegen.add_push_null": codegen.PyCodegen.add_push_null,

@@ -30,7 +30,7 @@ from ._state import is_dynamic_float
 
 log = logging.getLogger("dynscalar")
 
-__all__ = ["builtin_call_hook", "in_graph_call_hook"]
+__all__ = ["builtin_decomposition_hook", "in_graph_call_hook"]
 
 
 def _our_float(tx: Any, args: Any, kwargs: Any) -> bool:
@@ -90,7 +90,7 @@ def in_graph_call_hook(
 _BUILTINS: dict[Any, Any] = {operator.pow: _nn.pow}
 
 
-def builtin_call_hook(
+def builtin_decomposition_hook(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """Around ``BuiltinVariable.call_function(tx, args, kwargs)``."""

@@ -24,7 +24,13 @@ from ._checks import check_float_internals
 from ._forced import ForcedFloats, used_float_symbols
 from ._guards import guard_proxy
 from ._reports import passthrough, remember, user_location
-from ._restarts import forget_restarts, guard_int64, ints_in_floats, specialize_ints_and_restart
+from ._restarts import (
+    forget_restarts,
+    guard_int64,
+    ints_in_floats,
+    specialize_ints_and_restart,
+    unbacked_in_floats,
+)
 from ._sources import swapped_source
 from ._state import CompileState, Origin, compile_state, lock, peek_state
 
@@ -212,6 +218,18 @@ def _tensorify_hook(
             # e.g. `(step + 0.5) % 1.0` of a marked int: the pass cannot lower the float `%`
             # either; compile the ints such floats come from as constants (_restarts)
             involved = ints_in_floats(gm, state) if state is not None else set()
+            unbacked = unbacked_in_floats(gm, state) if state is not None else []
+            if state is not None and unbacked and not involved:
+                # an unbacked int has no value to specialize on: a clear error, not torch's
+                raise passthrough(
+                    DynamicFloatSpecializedError(
+                        f"dynscalar: unbacked {', '.join(unbacked)} is turned into a float "
+                        "used by an operation torch's float-tensorify pass cannot compile "
+                        f"symbolically ({type(exc).__name__}: {exc}); an unbacked value "
+                        "cannot be specialized instead. Mark it backed (the default), or "
+                        "convert with float() outside the compiled code."
+                    )
+                ) from exc
             if state is None or not involved:
                 raise
             specialize_ints_and_restart(

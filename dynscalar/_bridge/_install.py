@@ -23,14 +23,20 @@ from .._diagnostics import BridgeError, BridgeUnavailableWarning, warn_once
 from .._proxy import DynamicScalar
 from ._builtins import range_hook
 from ._checks import check_internals
-from ._decompositions import builtin_call_hook, in_graph_call_hook
+from ._decompositions import builtin_decomposition_hook, in_graph_call_hook
 from ._ints import data_dependent_hook, unbacked_branch_hook
 from ._methods import tensor_method_hook
 from ._properties import property_get_hook
 from ._reports import evaluate_sym_node_hook
 from ._state import lock
 from ._wrap import wrap_hook, wrap_plain
-from ._writeback import codegen_update_mutated_hook, inplace_op_handler
+from ._writeback import (
+    builtin_call_hook,
+    codegen_suffix_hook,
+    codegen_update_mutated_hook,
+    polyfilled_call_hook,
+    symnode_method_hook,
+)
 
 log = logging.getLogger("dynscalar")
 
@@ -47,10 +53,10 @@ def is_installed() -> bool:
 
 def _patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     """(owner, attribute, wrapper) for every function the bridge wraps with wrapt."""
-    from torch._dynamo import side_effects
+    from torch._dynamo import output_graph, side_effects
     from torch._dynamo.variables import builder
     from torch._dynamo.variables.builtin import BuiltinVariable
-    from torch._dynamo.variables.functions import PropertyVariable
+    from torch._dynamo.variables.functions import PolyfilledFunctionVariable, PropertyVariable
     from torch._dynamo.variables.tensor import SymNodeVariable, TensorVariable
     from torch._dynamo.variables.torch import TorchInGraphFunctionVariable
     from torch.fx.experimental import symbolic_shapes
@@ -58,13 +64,18 @@ def _patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     return [
         (TorchInGraphFunctionVariable, "call_function", in_graph_call_hook),
         (TensorVariable, "call_method", tensor_method_hook),
-        (BuiltinVariable, "call_function", builtin_call_hook),
+        (BuiltinVariable, "call_function", builtin_decomposition_hook),
         (builder.VariableBuilder, "_wrap", wrap_hook),
         (PropertyVariable, "tp_descr_get_impl", property_get_hook),
         (symbolic_shapes.ShapeEnv, "_make_data_dependent_error", data_dependent_hook),
         (symbolic_shapes.ShapeEnv, "evaluate_sym_node", evaluate_sym_node_hook),
         (SymNodeVariable, "evaluate_expr", unbacked_branch_hook),
         (side_effects.SideEffects, "codegen_update_mutated", codegen_update_mutated_hook),
+        (output_graph.OutputGraph, "codegen_suffix", codegen_suffix_hook),
+        # wraps the decomposition hook above: records what the decomposed call returned too
+        (BuiltinVariable, "call_function", builtin_call_hook),
+        (SymNodeVariable, "call_method", symnode_method_hook),
+        (PolyfilledFunctionVariable, "call_function", polyfilled_call_hook),
     ]
 
 
@@ -82,36 +93,6 @@ def _version_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     if tuple(call_range) == ("self", "tx", "args") and hasattr(exc, "raise_observed_exception"):
         patches.append((BuiltinVariable, "call_range", range_hook))
     return patches
-
-
-def _patch_inplace_handlers(undo: list[Callable[[], None]]) -> None:
-    """Replace the tracer's in-place operator handlers, on the class and in the
-    ``dispatch_table`` each tracer class builds when it is created (see ``_writeback``)."""
-    import dis
-
-    from torch._dynamo import symbolic_convert
-
-    base = symbolic_convert.InstructionTranslatorBase
-    # Python 3.11+: one BINARY_OP handler; 3.10: one INPLACE_* handler per operator.
-    names = (
-        ["BINARY_OP"]
-        if "BINARY_OP" in vars(base)
-        else sorted(name for name in vars(base) if name.startswith("INPLACE_"))
-    )
-    classes = [base]
-    for cls in classes:  # every tracer class (the list grows while iterating)
-        classes.extend(sub for sub in cls.__subclasses__() if sub not in classes)
-    for name in names:
-        original = vars(base)[name]
-        handler = inplace_op_handler(original)
-        setattr(base, name, handler)
-        undo.append(functools.partial(setattr, base, name, original))
-        opcode = dis.opmap[name]
-        for cls in classes:
-            table = vars(cls).get("dispatch_table")
-            if isinstance(table, list) and len(table) > opcode and table[opcode] is original:
-                table[opcode] = handler
-                undo.append(functools.partial(table.__setitem__, opcode, original))
 
 
 def _skip_proxy_frames() -> None:
@@ -169,7 +150,6 @@ def install() -> None:
                 original = owner.__dict__[name]
                 wrapt.wrap_function_wrapper(owner, name, hook)
                 undo.append(functools.partial(setattr, owner, name, original))
-            _patch_inplace_handlers(undo)
             _skip_proxy_frames()
         except BaseException:
             for step in reversed(undo):

@@ -181,3 +181,16 @@ def ints_in_floats(gm: Any, state: CompileState) -> set[Any]:
         if isinstance(value, torch.SymFloat):
             found |= value.node.expr.free_symbols & ints
     return found
+
+
+def unbacked_in_floats(gm: Any, state: CompileState) -> list[str]:
+    """Descriptions of our unbacked int symbols that float values of ``gm`` are computed
+    from (they cannot be specialized: an unbacked symbol has no value to guard on)."""
+    import torch
+
+    found: set[Any] = set()
+    for node in gm.graph.nodes:
+        value = node.meta.get("val")
+        if isinstance(value, torch.SymFloat):
+            found |= value.node.expr.free_symbols & set(state.unbacked)
+    return sorted(state.unbacked[s] for s in found)

@@ -53,6 +53,13 @@ class CompileState:
     floats: dict[Any, str] = field(default_factory=dict)
     #: FX node of a marked value's graph input -> its origin: write-back
     origins: dict[Any, Origin] = field(default_factory=dict)
+    #: FX node -> the Python-level call that made it (``_writeback._Call``): write-back
+    calls: dict[Any, Any] = field(default_factory=dict)
+    #: id of a variable returned unchanged by a call -> (variable, call): write-back
+    variable_calls: dict[int, tuple[Any, Any]] = field(default_factory=dict)
+    #: id of a constant made from a proxy the bridge could not make symbolic (an int
+    #: outside int64, a restart) -> (variable, origin): write-back
+    constants: dict[int, tuple[Any, Origin]] = field(default_factory=dict)
     #: symbols whose specialization by user code was already reported
     reported: set[Any] = field(default_factory=set)
     #: symbol -> "instance path (Class.attr)" for warnings

@@ -28,7 +28,7 @@ import weakref
 from typing import Any, NamedTuple
 
 from .._args import ARG_MARKS_KEY, lookup_arg_mark, wrapped_parameter
-from .._auto import auto_spec
+from .._auto import auto_marked, auto_spec
 from .._diagnostics import (
     BridgeUnavailableWarning,
     DynscalarError,
@@ -47,7 +47,7 @@ from ._properties import property_mark
 from ._reports import instance_path, passthrough, user_location
 from ._restarts import restart_reason
 from ._sources import record_for_automatic_dynamic, swapped_source
-from ._state import resolved
+from ._state import Origin, compile_state, resolved
 
 log = logging.getLogger("dynscalar")
 
@@ -154,6 +154,12 @@ def _find_registry_mark(builder: Any, value: Any, numeric: bool) -> _Found | Non
         if spec is None and type(value) in (int, float):
             spec = auto_spec(owner, name, value)
             why = "auto_dynamic saw its value change"
+        elif spec is not None and type(value) not in (int, float) and auto_marked(owner, name):
+            # auto_dynamic marked the attribute for an int/float it saw change; a value it
+            # would never have marked (a bool, str, None, tensor, proxy, numpy scalar) is
+            # compiled as eager-equivalent stock torch would, not refused (the guards below
+            # still see the mark, so the int/float graph is not reused for it).
+            spec = None
         if numeric:  # after auto_spec: the guards describe the marks as this graph saw them
             guard_mark_state(builder.tx, source.base, owner, name)
         return _Found(spec, where, why)
@@ -339,7 +345,8 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
             reason = f"the float path's torch internals moved ({problem})"
             return _compile_unmarked(wrapped, instance, value, spec, where, reason, "")
         return wrap_float(instance, value, spec, where, label)
-    if not spec.unbacked and not ensure_aot_hooks():
+    # the AOT hooks also turn a float pass failure on an unbacked int into a clear error
+    if not ensure_aot_hooks() and not spec.unbacked:
         warn_once(
             ("no-int64-guards",),
             "dynscalar: the AOT pass that guards int expressions against int64 overflow could "
@@ -378,9 +385,13 @@ def _compile_unmarked(
     filename, lineno, _ = user_location()
     location = (filename, lineno) if lineno else None
     warn_once(("unmarked", where, type(value)), message, SpecializationWarning, location=location)
-    if constant:  # not stock's path: automatic dynamic would make a changing value a SymInt
-        return wrap_constant(builder, value)
-    return wrap_plain(wrapped, builder, value)
+    # constant: not stock's path (automatic dynamic would make a changing value a SymInt)
+    result = wrap_constant(builder, value) if constant else wrap_plain(wrapped, builder, value)
+    if isinstance(value, DynamicScalar):  # write-back: eager arithmetic on it gives proxies
+        state = compile_state(builder.tx.output.shape_env)
+        origin = Origin(where, value._self_spec, type(value))
+        state.constants[id(result)] = (result, origin)
+    return result
 
 
 def wrap_constant(builder: Any, value: Any) -> Any:

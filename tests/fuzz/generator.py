@@ -3,12 +3,16 @@
 A program is a :class:`Program` (a small structure the shrinker can edit) rendered to Python
 source by :func:`render`.  Two shapes:
 
-* **module**: a class ``M(nn.Module)`` with one or two scalar attributes (``s``, ``t``) and a
-  ``forward(self, x)`` built from random statements that read, branch on, force, update in
-  place, write back or reset the attributes; optionally a ``@dynscalar.dynamic_attrs``
-  subclass ``MD``; several instances, marked with ``mark_dynamic_attr`` (random spec),
-  holding ``DynamicInt``/``DynamicFloat`` values, or unmarked; then about six calls, with
-  attribute assignments of changing types and mark changes in between;
+* **module**: a class ``M(nn.Module)`` with one or two scalar attributes (``s``, ``t``), a
+  list ``l`` and a dict ``d``, and a ``forward(self, x)`` built from random statements that
+  read, branch on, force, update in place, write back or reset the attributes, or store
+  values made from them elsewhere (lists, tuples and dicts built, appended to or
+  item-assigned; ``sum``/``math.prod``/``pow``/``divmod``/``round``/``math.floor``, dunder
+  calls, ``operator.iadd``, ``max``/``min`` between the attributes); optionally a
+  ``@dynscalar.dynamic_attrs`` subclass ``MD``; several instances, marked with
+  ``mark_dynamic_attr`` (random spec), holding ``DynamicInt``/``DynamicFloat`` values, or
+  unmarked; then about six calls, with attribute assignments of changing types and mark
+  changes in between; everything reachable from the instances is compared after each call;
 * **function**: ``f(x, n)`` called with proxies and plain values of changing types.
 
 Every program is a pure function of ``(seed, index)``: :func:`generate` seeds its own
@@ -213,11 +217,40 @@ _WRITES: Templates = [
     ("{a} = {a} - {c} if {a} > {k} else {a} + 1", {}),
     ("if {a} % 2 == 1:\n    {a} = {a} * 3", {}),
 ]
+# Values that leave through other places than the attribute they came from (modules only):
+# containers held by attributes (built, appended to, item-assigned, nested), builtins and
+# dunder calls, max/min between two attributes (which may hold proxies with different specs).
+_LANDS: Templates = [
+    ("self.h = [{a} + 1]", {}),
+    ("self.h = ({a} * 2, 0)", {}),
+    ("self.l.append({a})\ndel self.l[:-2]", {}),
+    ("self.l.append({a} - {b})\ndel self.l[:-2]", {}),
+    ('self.d["k"] = {a} - 1', {}),
+    ('self.d["n"] = [{a}, ({b} * 2, 1)]', {}),
+    ("self.u = sum([{a}, {b}])", {}),
+    ("self.u = math.prod([{a}, {c}])", {}),
+    ("self.u = pow({a}, 2)", {}),
+    ("self.u = {a}.__add__({c})", {}),
+    ("self.u = {a}.__rsub__({c})", {}),
+    ("self.u = operator.iadd({a}, 1)", {}),
+    ("self.u = abs({a})", {}),
+    ("self.u = round({a})", {}),
+    ("self.u = math.floor({a})", {}),
+    ("self.u = divmod({a}, {c})", {}),
+    ("self.u = max({a}, {b})", {}),
+    ("self.u = min({a}, {b})", {}),
+    ("self.u = max({a}, {c})", {}),
+    ("self.u = min([{a}, {b}, {c}])", {}),
+    ("self.u = torch.sym_max({a}, {c})", {}),
+    ("{a} = pow({a}, 1)", {}),
+]
 _GROUPS = [(_READS, 5), (_BRANCHES, 3), (_FORCING, 1), (_WRITES, 4)]
+_MODULE_GROUPS = [*_GROUPS, (_LANDS, 4)]
 
 
-def _stmt(rng: random.Random, attrs: tuple[str, ...]) -> Stmt:
-    group = rng.choices([g for g, _ in _GROUPS], weights=[w for _, w in _GROUPS])[0]
+def _stmt(rng: random.Random, attrs: tuple[str, ...], module: bool = False) -> Stmt:
+    groups = _MODULE_GROUPS if module else _GROUPS
+    group = rng.choices([g for g, _ in groups], weights=[w for _, w in groups])[0]
     template, flags = rng.choice(group)
     template = template.replace("{c}", str(rng.randint(2, 4))).replace(
         "{k}", str(rng.randint(-1, 6))
@@ -229,7 +262,7 @@ def _stmt(rng: random.Random, attrs: tuple[str, ...]) -> Stmt:
         a=a,
         b=b,
         reads=flags.get("reads", True),
-        writes=group is _WRITES,
+        writes=group is _WRITES or template.startswith("{a} ="),
         forces=flags.get("forces", False),
         makes_float=flags.get("makes_float", False),
     )
@@ -416,7 +449,7 @@ def _module_program(
     rng: random.Random, seed: int, index: int, x: tuple[float, ...], calls: int
 ) -> Program:
     attrs: tuple[str, ...] = ("s", "t") if rng.random() < 0.4 else ("s",)
-    body = tuple(_stmt(rng, attrs) for _ in range(rng.randint(2, 5)))
+    body = tuple(_stmt(rng, attrs, module=True) for _ in range(rng.randint(2, 5)))
     weights = {"s": _INTISH, "t": _FLOATISH}
     class_mark = None
     if rng.random() < 0.35:
@@ -478,6 +511,9 @@ def render(program: Program, *, marks: bool = True, script: bool = False, backen
     lines = [
         f"# dynscalar fuzz program: seed {p.seed}, index {p.index}"
         + ("" if marks else " (dynscalar marks removed)"),
+        "import math",
+        "import operator",
+        "",
         "import numpy as np",
         "import torch",
         "",
@@ -498,6 +534,8 @@ def render(program: Program, *, marks: bool = True, script: bool = False, backen
             f"    def __init__(self, {args}):",
             "        super().__init__()",
             *[f"        self.{a} = {a}" for a in p.attrs],
+            "        self.l = []",
+            "        self.d = {}",
             "",
             "    def forward(self, x):",
             "        y = x.clone()",

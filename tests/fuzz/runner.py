@@ -118,6 +118,30 @@ def snap(value: Any) -> Snap:
     return Snap(kind, value, None)
 
 
+def _reachable(path: str, value: Any, out: dict[str, Snap], depth: int) -> None:
+    """Snapshots of ``value`` and of what it holds (a container: its type and length)."""
+    kind = type(value)
+    if depth > 4:
+        return
+    if kind in (list, tuple):
+        out[path] = Snap(kind.__name__, len(value), None)
+        for i, item in enumerate(value):
+            _reachable(f"{path}[{i}]", item, out, depth + 1)
+    elif kind is dict:
+        out[path] = Snap("dict", len(value), None)
+        for key, item in value.items():
+            _reachable(f"{path}[{key!r}]", item, out, depth + 1)
+    elif kind.__name__ not in PROXY_NAMES and hasattr(value, "__dict__") and not callable(value):
+        if isinstance(value, (torch.Tensor, torch.nn.Module)):
+            out[path] = snap(value)
+            return
+        out[path] = Snap(_type_name(value), None, None)
+        for attr, item in vars(value).items():
+            _reachable(f"{path}.{attr}", item, out, depth + 1)
+    else:
+        out[path] = snap(value)
+
+
 def registry_mark(module: torch.nn.Module, attr: str) -> Any:
     """The spec ``mark_dynamic_attr``/``@dynamic_attrs`` declared for ``module.attr``, or None.
 
@@ -158,10 +182,16 @@ class Harness:
             self.pending.append(type(exc).__name__)
 
     def snapshot(self) -> dict[str, Snap]:
-        out = {}
+        """Every value reachable from the tracked instances: the scalar attributes, and
+        whatever else the program stored (lists, tuples, dicts, objects, at any depth)."""
+        out: dict[str, Snap] = {}
         for name, mod in self.mods.items():
             for attr in self.program.attrs:
                 out[f"{name}.{attr}"] = snap(mod.__dict__.get(attr, "<missing>"))
+            for attr, value in mod.__dict__.items():
+                skip = attr in self.program.attrs or attr.startswith("_") or attr == "training"
+                if not skip:
+                    _reachable(f"{name}.{attr}", value, out, 0)
         return out
 
     def entry(self, fn: Any, args: tuple[Any, ...]) -> Entry:

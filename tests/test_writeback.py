@@ -1,0 +1,491 @@
+"""Write-back fidelity wherever a value lands (issue 21).
+
+A compiled call leaves the same objects as eager Python: the same class, value and spec for
+values stored into attributes, into lists, tuples and dicts held by attributes (built,
+appended to, item-assigned, nested), made by builtins and dunder calls, or picked by
+``max``/``min`` among proxies with different specs; values handed on at a graph break or
+returned keep their class too.  Each case runs a compiled model next to an eager twin (a deep
+copy holding the same proxies), compares outputs and everything reachable from the instance
+after every call, and asserts the exact compile count.  ``test_table_*`` checks every row of
+the derived table (tests/writeback_table.py) and that docs/writeback.md is current.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import operator
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+import dynscalar as ds
+from dynscalar import DynamicFloat, DynamicInt
+
+from . import writeback_table
+from .conftest import CountingBackend
+
+ROOT = Path(__file__).resolve().parents[1]
+BACKENDS = ["eager", "aot_eager"]
+
+
+def state(obj: Any) -> Any:
+    """Everything reachable from ``obj``: class, value and spec of each scalar."""
+    if isinstance(obj, torch.nn.Module):
+        items = {k: v for k, v in vars(obj).items() if not k.startswith("_") and k != "training"}
+        return {k: state(v) for k, v in items.items() if not callable(v)}
+    if type(obj) in (list, tuple):
+        return (type(obj).__name__, [state(v) for v in obj])
+    if type(obj) is dict:
+        return {k: state(v) for k, v in obj.items()}
+    if hasattr(obj, "__dict__") and not ds.is_dynamic_scalar(obj):
+        return (type(obj).__name__, {k: state(v) for k, v in vars(obj).items()})
+    return writeback_table.describe(obj)
+
+
+class Model(torch.nn.Module):
+    def __init__(self, init: Callable[[Any], None], body: Callable[[Any, torch.Tensor], Any]):
+        super().__init__()
+        init(self)
+        self.body = body
+
+    def forward(self, x: torch.Tensor) -> Any:
+        return self.body(self, x)
+
+
+def side_by_side(
+    init: Callable[[Any], None],
+    body: Callable[[Any, torch.Tensor], Any],
+    backend: str,
+    calls: int,
+    between: Callable[[Any, int], None] | None = None,
+) -> int:
+    """Run compiled and eager twins ``calls`` times; every output and every reachable value
+    equal after every call.  Returns the number of graphs compiled."""
+    model = Model(init, body)
+    eager = copy.deepcopy(model)
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    for i in range(calls):
+        if between is not None:
+            between(model, i)
+            between(eager, i)
+        x = torch.arange(3.0) + i
+        got, want = compiled(x), eager(x)
+        if isinstance(want, torch.Tensor):
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
+        else:
+            assert writeback_table.describe(got) == writeback_table.describe(want), f"call {i}"
+        assert state(model) == state(eager), f"call {i}"
+    return counter.graphs
+
+
+# ----------------------------------------------------------------------------- containers
+def _cache_init(m: Any) -> None:
+    m.pos = DynamicInt(0)
+    m.cache = {"next": DynamicInt(0)}
+
+
+def _cache_body(m: Any, x: torch.Tensor) -> torch.Tensor:
+    y = x * m.cache["next"]
+    m.cache["next"] = m.pos + 1
+    m.pos += 1
+    return y
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dict_item_assignment_keeps_the_proxy_and_compiles_once(backend: str) -> None:
+    # The issue's example: on main, 8 compiles then eager (the plain int was specialized).
+    assert side_by_side(_cache_init, _cache_body, backend, 12) == 1
+
+
+def _step(m: Any) -> None:
+    m.step = DynamicInt(3, max=1000)
+    m.hist = []
+
+
+def _build_list(m: Any, x: torch.Tensor) -> torch.Tensor:
+    m.hist = [m.step + 1]
+    m.step += 1
+    return x + m.step
+
+
+def _build_tuple(m: Any, x: torch.Tensor) -> torch.Tensor:
+    m.pair = (m.step * 2, 0)
+    m.step += 1
+    return x + m.step
+
+
+def _append(m: Any, x: torch.Tensor) -> torch.Tensor:
+    m.hist.append(m.step)
+    m.hist.append(m.step * 2)
+    del m.hist[:-2]
+    m.step += 1
+    return x + m.step
+
+
+def _nested(m: Any, x: torch.Tensor) -> torch.Tensor:
+    m.box = {"h": [m.step - 1, (m.step, 1.5)], "n": {"k": m.step // 2}}
+    m.step += 1
+    return x + m.step
+
+
+class Holder:
+    def __init__(self) -> None:
+        self.v = DynamicInt(0)
+        self.items: list[Any] = []
+
+
+def _object_init(m: Any) -> None:
+    _step(m)
+    m.objs = [Holder()]
+
+
+def _object(m: Any, x: torch.Tensor) -> torch.Tensor:
+    m.objs[0].v = m.step + 1
+    m.objs[0].items = [m.step * 3]
+    m.step += 1
+    return x + m.step
+
+
+def _two(m: Any) -> None:
+    _step(m)
+    m.hist = [DynamicInt(0), 0]  # the same length after every call: no length guard fails
+
+
+CONTAINERS = {
+    "build list": (_step, _build_list),
+    "build tuple": (_step, _build_tuple),
+    "append": (_two, _append),
+    "nested dict/list/tuple": (_step, _nested),
+    "object held by a list": (_object_init, _object),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", list(CONTAINERS))
+def test_values_stored_into_containers_keep_class_and_spec(case: str, backend: str) -> None:
+    init, body = CONTAINERS[case]
+    assert side_by_side(init, body, backend, 5) == 1
+
+
+# ----------------------------------------------------------------------------- builtins
+def _a(m: Any) -> None:
+    m.a = DynamicInt(3, min=0, max=100)
+    m.b = DynamicInt(3)
+
+
+def _store(expr: Callable[[Any], Any]) -> Callable[[Any, torch.Tensor], torch.Tensor]:
+    def body(m: Any, x: torch.Tensor) -> torch.Tensor:
+        m.r = expr(m)
+        m.a += 1
+        return x * m.a
+
+    return body
+
+
+BUILTINS: dict[str, Callable[[Any], Any]] = {
+    "sum": lambda m: sum([m.a, m.a]),
+    "math.prod": lambda m: math.prod([m.a, 2]),
+    "pow": lambda m: pow(m.a, 2),
+    "a.__add__(1)": lambda m: m.a.__add__(1),
+    "a.__radd__(1)": lambda m: m.a.__radd__(1),
+    "a.__iadd__(1)": lambda m: m.a.__iadd__(1),
+    "a.__invert__()": lambda m: m.a.__invert__(),
+    "operator.iadd (keeps the range)": lambda m: operator.iadd(m.a, 1),
+    "torch.sym_max (eager: plain)": lambda m: torch.sym_max(m.a, 1),
+    "abs": lambda m: abs(m.a),
+    "round": lambda m: round(m.a),
+    "math.floor": lambda m: math.floor(m.a),
+    "int() (plain)": lambda m: int(m.a),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", list(BUILTINS))
+def test_builtins_and_dunder_calls_store_what_eager_stores(case: str, backend: str) -> None:
+    # int() of a backed SymInt is the same symbol (no specialization): one graph too
+    assert side_by_side(_a, _store(BUILTINS[case]), backend, 4) == 1
+
+
+def _nothing() -> Any:
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pow_of_itself_keeps_the_proxy(backend: str) -> None:
+    def body(m: Any, x: torch.Tensor) -> torch.Tensor:
+        m.b = pow(m.b, 1)
+        m.b += 1
+        return x * m.b
+
+    assert side_by_side(_a, body, backend, 4) == 1
+
+
+# ----------------------------------------------------------------------------- max / min
+SPECS: dict[str, tuple[Callable[[int], Any], Callable[[int], Any]]] = {
+    "range vs none": (lambda v: DynamicInt(v, max=100), lambda v: DynamicInt(v)),
+    "unbacked vs strict": (
+        lambda v: DynamicInt(v, unbacked=True),
+        lambda v: DynamicInt(v, strict=True),
+    ),
+    "float vs strict float": (
+        lambda v: DynamicFloat(v + 0.5),
+        lambda v: DynamicFloat(v, strict=True),
+    ),
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("pick", ["max", "min", "max(list)", "max + 1"])
+@pytest.mark.parametrize("specs", list(SPECS))
+def test_max_min_of_proxies_with_different_specs_keep_the_winner(
+    specs: str, pick: str, backend: str
+) -> None:
+    make_p, make_q = SPECS[specs]
+    exprs: dict[str, Callable[[Any, Any], Any]] = {
+        "max": lambda p, q: max(p, q),
+        "min": lambda p, q: min(q, p),
+        "max(list)": lambda p, q: max([p, q]),
+        "max + 1": lambda p, q: max(p, q) + 1,
+    }
+    expr = exprs[pick]
+
+    def init(m: Any) -> None:
+        m.p, m.q = make_p(3), make_q(5)
+
+    def body(m: Any, x: torch.Tensor) -> torch.Tensor:
+        m.m = expr(m.p, m.q)
+        return x * m.q
+
+    def between(m: Any, i: int) -> None:  # the winner changes from call to call
+        m.p = make_p(3 + 2 * i)
+
+    graphs = side_by_side(init, body, backend, 4, between)
+    # aot_eager: torch's float-tensorify pass restarts the first compile once (a float
+    # used only on the Python side); the graph after the restart serves every value.
+    assert graphs == (2 if specs.startswith("float") and backend == "aot_eager" else 1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_max_of_a_proxy_and_a_plain_value_keeps_whichever_wins(backend: str) -> None:
+    def body(m: Any, x: torch.Tensor) -> torch.Tensor:
+        m.r = max(m.a, 5)
+        m.a += 1
+        return x * m.a
+
+    assert side_by_side(_a, body, backend, 5) == 1  # plain 5, 5, then DynamicInt 5, 6, 7
+
+
+# ----------------------------------------------------------------------------- handed on
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_local_proxy_crossing_a_graph_break_is_not_specialized(backend: str) -> None:
+    def body(m: Any, x: torch.Tensor) -> torch.Tensor:
+        a = m.a + 1
+        torch._dynamo.graph_break()
+        m.r = a * 2
+        m.a += 1
+        return x * a
+
+    # Before: `a` reached the resumed frame as a plain int, one graph per value after it.
+    assert side_by_side(_a, body, backend, 6) == 2
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_proxy_returned_from_forward_is_a_proxy(backend: str) -> None:
+    def body(m: Any, x: torch.Tensor) -> Any:
+        m.a += 1
+        return m.a * 2
+
+    assert side_by_side(_a, body, backend, 4) == 1
+
+
+# ----------------------------------------------------------------------------- the table
+@pytest.fixture(scope="module")
+def table() -> list[writeback_table.Row]:
+    return writeback_table.measure(writeback_table.BACKENDS)
+
+
+def test_table_every_row_stores_what_eager_stores(table: list[writeback_table.Row]) -> None:
+    differing = [
+        (row.statement, row.eager.stored, {b: r.stored for b, r in row.compiled.items()})
+        for row in table
+        if not row.equal
+    ]
+    assert not differing
+
+
+def test_table_page_is_current(table: list[writeback_table.Row]) -> None:
+    # The page states the exact compile count of every row on every backend.
+    page = (ROOT / "docs" / "writeback.md").read_text()
+    assert page == writeback_table.render_page(table), (
+        "docs/writeback.md is stale: python scripts/render_writeback_table.py"
+    )
+
+
+def test_table_rows_come_from_the_proxy_methods() -> None:
+    statements = "\n".join(s for _, s in writeback_table.expressions())
+    for name in ("__add__", "__radd__", "__iadd__", "__rpow__", "__floor__", "__round__"):
+        assert f".{name}(" in statements
+    assert "r = a\nr += 2" in statements
+    assert "r = 3 - a" in statements
+
+
+# ----------------------------------------------------------------------------- int64
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_value_leaving_int64_after_a_restart_stays_a_proxy(backend: str) -> None:
+    def init(m: Any) -> None:
+        m.step = DynamicInt(2**62)
+
+    def body(m: Any, x: torch.Tensor) -> torch.Tensor:
+        m.o = m.step * 2
+        return x + m.step * 2
+
+    with pytest.warns(ds.SpecializationWarning) if backend != "eager" else _nothing():
+        graphs = side_by_side(init, body, backend, 3)
+    assert graphs == (1 if backend == "eager" else 2)
+
+
+# ----------------------------------------------------------------------------- auto_dynamic
+class Counter(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.s: Any = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if isinstance(self.s, bool) or not isinstance(self.s, (int, float)):
+            return x * 2
+        return x + self.s
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_auto_dynamic_steps_aside_for_a_value_it_would_not_mark(backend: str) -> None:
+    model = ds.auto_dynamic(Counter())
+    eager = copy.deepcopy(model)
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    values: list[Any] = [0, 1, 2, 3, True, "x", None, 4, False]
+    for value in values:
+        model.s = eager.s = value
+        x = torch.arange(3.0)
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    # 0 static; 1 promoted, symbolic from then on (1, 2, 3 and 4 share one graph);
+    # True, "x", None: one graph each, compiled as unmarked values (False reuses True's:
+    # the bool branch never reads the value, only its type).
+    assert counter.graphs == 5
+    assert ds.explain(model, show=False)[0].how == "auto_dynamic"
+
+
+class Adds(Counter):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.s
+
+
+def test_a_user_mark_still_refuses_a_bool() -> None:
+    model = ds.mark_dynamic_attr(Adds(), "s")
+    compiled = torch.compile(model, backend="eager")
+    compiled(torch.ones(2))
+    model.s = True
+    with pytest.raises(ds.DynscalarTypeError, match="bool"):
+        compiled(torch.ones(2))
+
+
+# ----------------------------------------------------------------------------- export
+class Scaled(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.step = 5
+        self.unused = 7
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.step
+
+
+def test_non_strict_export_warns_for_each_marked_value_it_specializes() -> None:
+    model = ds.mark_dynamic_attr(Scaled(), "step", "unused")
+    x = torch.randn(3)
+    with pytest.warns(ds.SpecializationWarning, match=r"non-strict\) specializes step") as seen:
+        program = torch.export.export(model, (x,))
+    assert len(seen) == 1  # `unused` is never read by forward: nothing to say about it
+    torch.testing.assert_close(program.module()(x), model(x))
+
+
+def test_non_strict_export_raises_for_a_strict_mark_before_running() -> None:
+    model = ds.mark_dynamic_attr(Scaled(), "step", strict=True)
+    with pytest.raises(ds.SpecializationError, match="strict=True on the mark"):
+        torch.export.export(model, (torch.randn(3),), strict=False)
+
+
+def test_strict_export_error_is_catchable_by_the_dynscalar_class() -> None:
+    model = ds.mark_dynamic_attr(Scaled(), "step", strict=True)
+    with pytest.raises(ds.SpecializationError, match=r"specializes Scaled\.step to 5") as info:
+        torch.export.export(model, (torch.randn(3),), strict=True)
+    assert isinstance(info.value.__cause__, torch._dynamo.exc.UserError)
+
+
+# ----------------------------------------------------------------------------- float limit
+def test_symbolic_float_simplification_is_torchs_own_and_documented() -> None:
+    """Where float exactness ends (docs/how-it-works.md): torch simplifies symbolic float
+    expressions algebraically.  This pins the documented figures; if torch starts computing
+    `(t + 1e16) - 1e16` in IEEE order, the docs must change with this test."""
+
+    class Cancels(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.t = DynamicFloat(0.3)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * ((self.t + 1e16) - 1e16)
+
+    model = Cancels()
+    x = torch.ones(1, dtype=torch.float64)
+    counter = CountingBackend("eager")
+    assert model(x).item() == 0.0  # eager Python: 0.3 + 1e16 rounds to 1e16
+    assert torch.compile(model, backend=counter)(x).item() == 0.3  # compiled: simplified to t
+    assert counter.graphs == 1
+
+    def stock(x: torch.Tensor, t: float) -> torch.Tensor:
+        return x * ((t + 1e16) - 1e16)
+
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(specialize_float=False):
+        compiled = torch.compile(stock, backend="eager", fullgraph=True)
+        assert compiled(x, 0.3).item() == 0.0  # the first call specializes
+        assert compiled(x, 0.7).item() == 0.7  # then dynamic, as dynscalar: simplified
+    assert stock(x, 0.7).item() == 0.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pow_of_a_negative_dynamic_float_is_specialized_not_refused(backend: str) -> None:
+    """torch refuses symbolic float powers with a negative base (`SymFloat.__pow__` checks
+    `self >= 0`): the compile failed where eager computes `t ** 2` (found by the fuzzer).
+    A negative base is specialized instead: exact, one graph per negative value, warned."""
+    values = [1.25, 2.5, -1.5, -3.0]
+
+    def init(m: Any) -> None:
+        m.s = DynamicFloat(values[0])
+
+    def body(m: Any, x: torch.Tensor) -> torch.Tensor:
+        m.u = pow(m.s, 2)
+        m.s = pow(m.s, 1)
+        return x * m.u
+
+    def between(m: Any, i: int) -> None:
+        m.s = DynamicFloat(values[i])
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        graphs = side_by_side(init, body, backend, len(values), between)
+    assert all(issubclass(w.category, ds.SpecializationWarning) for w in seen)
+    if backend == "eager":  # reported once per location: the first run of the module sees it
+        assert any("forced to one value (-1.5)" in str(w.message) for w in seen)
+    # 1.25 and 2.5 share the symbolic graph; -1.5 and -3.0 one each on eager, two each on
+    # aot_eager (the float-tensorify pass's restart for a specialized float, as for the
+    # ops it cannot lower: docs/how-it-works.md#floats)
+    assert graphs == (3 if backend == "eager" else 5)
