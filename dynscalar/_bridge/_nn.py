@@ -190,8 +190,9 @@ def clamp_gradient_at_bounds() -> bool:
     and kept in a module global the traced decomposition reads."""
     global CLAMP_GRADIENT_AT_BOUNDS
     if CLAMP_GRADIENT_AT_BOUNDS is None:
-        x = torch.tensor([0.5, 1.5], requires_grad=True)
-        (grad,) = torch.autograd.grad(torch.clamp(x, 0.5, 1.5).sum(), x)
+        with torch.enable_grad():  # the first trace may run under torch.no_grad()
+            x = torch.tensor([0.5, 1.5], requires_grad=True)
+            (grad,) = torch.autograd.grad(torch.clamp(x, 0.5, 1.5).sum(), x)
         CLAMP_GRADIENT_AT_BOUNDS = bool(grad[0] == 1)
     return CLAMP_GRADIENT_AT_BOUNDS
 
