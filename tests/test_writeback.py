@@ -489,3 +489,48 @@ def test_pow_of_a_negative_dynamic_float_is_specialized_not_refused(backend: str
     # aot_eager (the float-tensorify pass's restart for a specialized float, as for the
     # ops it cannot lower: docs/how-it-works.md#floats)
     assert graphs == (3 if backend == "eager" else 5)
+
+
+# ----------------------------------------------------------------------------- bools
+def _bool_init(m: Any) -> None:
+    m.t = DynamicInt(0)
+    m.flag = True
+
+
+def _bool_body(m: Any, x: torch.Tensor) -> torch.Tensor:
+    m.low = min(m.t, m.flag)
+    m.high = max(m.flag, m.t)
+    return x * m.low + m.high
+
+
+def _bool_between(m: Any, i: int) -> None:
+    m.t = DynamicInt((0, 1, 2, -1, 5)[i])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_max_min_of_a_marked_value_and_a_bool(backend: str) -> None:
+    """``min(step, True)``: Python compares True as 1 and returns one of the two objects
+    (the bool or the proxy); Dynamo's ``sym_min(SymInt, bool)`` failed to compile (the long
+    fuzzer run's only dynscalar-caused cause).  ``sym_min``/``sym_max`` need no guard, and
+    which object eager keeps is decided again after the graph ran: one graph."""
+    assert side_by_side(_bool_init, _bool_body, backend, 5, _bool_between) == 1
+
+
+def _nan_init(m: Any) -> None:
+    m.t = DynamicInt(10, max=13)
+    m.s = float("nan")
+    ds.mark_dynamic_attr(m, "s")
+
+
+def _nan_body(m: Any, x: torch.Tensor) -> torch.Tensor:
+    m.low = min(m.t, m.s)  # NaN never compares smaller: t
+    m.high = max(m.s, m.t)  # the first item is NaN: NaN
+    m.mid = min([m.t, m.s, 4])
+    return x * m.low + m.mid
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_max_min_of_a_marked_value_and_nan(backend: str) -> None:
+    """A NaN compares as Python compares it (every comparison False) instead of failing
+    the compile in sympy (the long fuzzer run, seed 0, program 4089)."""
+    assert side_by_side(_nan_init, _nan_body, backend, 3) == 1
