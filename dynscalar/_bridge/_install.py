@@ -64,7 +64,6 @@ def _patches() -> list[tuple[Any, str, Callable[..., Any]]]:
     return [
         (TorchInGraphFunctionVariable, "call_function", in_graph_call_hook),
         (TensorVariable, "call_method", tensor_method_hook),
-        (BuiltinVariable, "call_function", builtin_decomposition_hook),
         (builder.VariableBuilder, "_wrap", wrap_hook),
         (PropertyVariable, "tp_descr_get_impl", property_get_hook),
         (symbolic_shapes.ShapeEnv, "_make_data_dependent_error", data_dependent_hook),
@@ -72,11 +71,24 @@ def _patches() -> list[tuple[Any, str, Callable[..., Any]]]:
         (SymNodeVariable, "evaluate_expr", unbacked_branch_hook),
         (side_effects.SideEffects, "codegen_update_mutated", codegen_update_mutated_hook),
         (output_graph.OutputGraph, "codegen_suffix", codegen_suffix_hook),
-        # wraps the decomposition hook above: records what the decomposed call returned too
-        (BuiltinVariable, "call_function", builtin_call_hook),
+        # one wrapper: write-back's record around the decompositions' rewrite
+        (BuiltinVariable, "call_function", _chained(builtin_call_hook, builtin_decomposition_hook)),
         (SymNodeVariable, "call_method", symnode_method_hook),
         (PolyfilledFunctionVariable, "call_function", polyfilled_call_hook),
     ]
+
+
+def _chained(outer: Callable[..., Any], inner: Callable[..., Any]) -> Callable[..., Any]:
+    """One wrapt wrapper doing ``outer`` around ``inner`` (each ``(wrapped, instance, args,
+    kwargs)``): a function is wrapped once, so undoing it is one step."""
+
+    def chained(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        def call_inner(*a: Any, **k: Any) -> Any:
+            return inner(wrapped, instance, a, k)
+
+        return outer(call_inner, instance, args, kwargs)
+
+    return chained
 
 
 def _version_patches() -> list[tuple[Any, str, Callable[..., Any]]]:

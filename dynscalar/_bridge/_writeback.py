@@ -605,6 +605,18 @@ def _from_constant(state: Any, variable: Any) -> bool:
     return False
 
 
+def _copy_of(variable: Any) -> Any:
+    """``variable.clone()``, also for a ``SymNodeVariable``: torch 2.13's ``clone`` passes
+    every instance attribute to ``__init__``, which does not take the ``_tensor_var``
+    cache a ``SymNodeVariable`` sets itself (``TypeError: ... unexpected keyword argument
+    '_tensor_var'``; met in AdamW's ``1 - beta1`` with marked betas)."""
+    fields = dict(variable.__dict__)
+    if "_tensor_var" not in fields:
+        return variable.clone()
+    del fields["_tensor_var"]
+    return type(variable)(**fields)  # its own tensor form is made again when asked
+
+
 def _record(tx: Any, result: Any, fn: Any, args: Any, kwargs: Any, before: int, graph: Any) -> Any:
     """Remember that ``fn(*args, **kwargs)`` (a Python-level call) made ``result``."""
     from torch._dynamo.variables.constant import ConstantVariable
@@ -617,7 +629,7 @@ def _record(tx: Any, result: Any, fn: Any, args: Any, kwargs: Any, before: int, 
     if isinstance(result, ConstantVariable) and state.constants:
         # arithmetic on a proxy compiled as a constant (an int outside int64, a restart)
         if any(_from_constant(state, operand) for operand in operands):
-            result = result.clone()
+            result = _copy_of(result)
             state.variable_calls[id(result)] = (result, _Call(fn, list(args), dict(kwargs)))
         return result
     if not isinstance(result, SymNodeVariable) or not any(_symbolic(o) for o in operands):
@@ -634,7 +646,7 @@ def _record(tx: Any, result: Any, fn: Any, args: Any, kwargs: Any, before: int, 
                 return result
     # An existing value handed back unchanged (`pow(a, 1)`, `+a`): tag a copy of the
     # variable, so other uses of the value keep their meaning.
-    result = result.clone()
+    result = _copy_of(result)
     state.variable_calls[id(result)] = (result, call)
     return result
 
