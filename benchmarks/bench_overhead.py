@@ -834,7 +834,6 @@ class HookTimer:
         import wrapt
         from torch._dynamo.variables.lazy import LazyVariableTracker
 
-        from dynscalar._bridge import _writeback
         from dynscalar._bridge._install import _patches
 
         restore: list[tuple[Any, str, Any]] = []
@@ -848,9 +847,6 @@ class HookTimer:
             label = f"{getattr(owner, '__name__', owner)}.{name}"
             hook = self.timed(label, current._self_wrapper)
             setattr(owner, name, wrapt.FunctionWrapper(current.__wrapped__, hook))
-        # the in-place handler is a plain function in Dynamo's dispatch tables: its work
-        restore.append((_writeback, "_is_inplace", _writeback._is_inplace))
-        _writeback._is_inplace = self.region("_writeback._is_inplace", _writeback._is_inplace)
         realize = vars(LazyVariableTracker)["realize"]
         restore.append((LazyVariableTracker, "realize", realize))
         LazyVariableTracker.realize = self.region(None, realize)  # type: ignore[method-assign]
