@@ -322,8 +322,12 @@ def test_table_every_row_stores_what_eager_stores(table: list[writeback_table.Ro
 
 
 def test_table_page_is_current(table: list[writeback_table.Row]) -> None:
-    # The page states the exact compile count of every row on every backend.
+    # The page states the exact compile count of every row on every backend, measured on
+    # the torch it names; on another release (scripts/compat.sh) the rows are still checked
+    # against eager above, and the counts may differ.
     page = (ROOT / "docs" / "writeback.md").read_text()
+    if f"torch {torch.__version__}." not in page:
+        pytest.skip(f"docs/writeback.md records another torch than {torch.__version__}")
     assert page == writeback_table.render_page(table), (
         "docs/writeback.md is stale: python scripts/render_writeback_table.py"
     )
