@@ -125,23 +125,21 @@ def test_timm_model_ema_v3_warmup_step(mark: bool, graphs: int) -> None:
     assert counter.graphs == graphs
 
 
+def _tiny_llama(**config: Any) -> Any:
+    """A LlamaForCausalLM with a 64-token vocabulary and 32-wide layers, from a config."""
+    _import_vision("torchvision")  # transformers imports it when installed
+    transformers = pytest.importorskip("transformers", reason="needs the reallib extra")
+    sizes = {"vocab_size": 64, "hidden_size": 32, "intermediate_size": 64}
+    heads = {"num_attention_heads": 4, "num_key_value_heads": 2}
+    return transformers.LlamaForCausalLM(transformers.LlamaConfig(**sizes, **heads, **config))
+
+
 @pytest.mark.parametrize(("how", "graphs"), [("stock", 2), ("mark", 1), ("DynamicInt", 1)])
 def test_transformers_loss_takes_num_items_in_batch_as_a_keyword(how: str, graphs: int) -> None:
     """LlamaForCausalLM.forward(**kwargs) hands ``num_items_in_batch`` to its loss; the
     forward is wrapped by transformers' decorators (``wrapped_func(*args, **kwargs)``)."""
-    _import_vision("torchvision")
-    transformers = pytest.importorskip("transformers", reason="needs the reallib extra")
     torch.manual_seed(0)
-    config = transformers.LlamaConfig(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=64,
-    )
-    model = transformers.LlamaForCausalLM(config).eval()
+    model = _tiny_llama(num_hidden_layers=1, max_position_embeddings=64).eval()
     eager = copy.deepcopy(model)
     if how == "mark":
         ds.mark_dynamic_args(model, "num_items_in_batch")
@@ -178,21 +176,13 @@ def _restore_torch_configs() -> Iterator[None]:
 
 def test_transformers_llama_attention_dropout_schedule_compiles_once() -> None:
     """LlamaAttention.attention_dropout (a float read in training) follows a schedule."""
-    _import_vision("torchvision")  # transformers imports it when installed
-    transformers = pytest.importorskip("transformers", reason="needs the reallib extra")
-    config = transformers.LlamaConfig(
-        vocab_size=64,
-        hidden_size=32,
-        intermediate_size=64,
+    torch.manual_seed(0)
+    model = _tiny_llama(
         num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         max_position_embeddings=32,
         attention_dropout=0.1,
         attn_implementation="sdpa",
-    )
-    torch.manual_seed(0)
-    model = transformers.LlamaForCausalLM(config).train()
+    ).train()
     eager = copy.deepcopy(model)
     attentions = [m for m in model.modules() if type(m).__name__ == "LlamaAttention"]
     for attention in attentions:
