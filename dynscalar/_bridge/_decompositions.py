@@ -26,7 +26,7 @@ from typing import Any
 from . import _nn
 from ._methods import FOREACH_DECOMPOSITIONS
 from ._nn import DECOMPOSITIONS
-from ._state import is_dynamic_float, peek_state
+from ._state import is_dynamic_float, is_dynamic_value
 
 log = logging.getLogger("dynscalar")
 
@@ -95,7 +95,7 @@ def builtin_decomposition_hook(
 ) -> Any:
     """Around ``BuiltinVariable.call_function(tx, args, kwargs)``."""
     if instance.fn is max or instance.fn is min:
-        return _bool_operands_as_ints(wrapped, args, kwargs)
+        return _max_min_operands(wrapped, args, kwargs)
     replacement = _BUILTINS.get(instance.fn)
     if replacement is None:
         return wrapped(*args, **kwargs)
@@ -114,24 +114,23 @@ def builtin_decomposition_hook(
     return tx.inline_user_function_return(UserFunctionVariable(replacement), list(call_args), {})
 
 
-def _bool_operands_as_ints(wrapped: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _max_min_operands(wrapped: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``max(step, True)`` / ``min(step, nan)`` with a marked ``step``: Dynamo's fake call of
     ``torch.sym_max(SymInt, bool)`` (or with NaN) fails to compile where Python compares.
     The bool is passed as the int it equals (the value and every comparison are the same;
     which object eager returns is decided again at write-back, ``_writeback``); a NaN is
     resolved as Python's comparisons resolve it."""
     from torch._dynamo.variables.constant import ConstantVariable
+    from torch._dynamo.variables.lists import BaseListVariable
 
     def split(tx: Any, args: Any, kwargs: Any) -> tuple[Any, Any, Any]:
         return tx, args, kwargs
-
-    from torch._dynamo.variables.lists import BaseListVariable
 
     tx, call_args, call_kwargs = split(*args, **kwargs)
     items = list(call_args)
     if len(items) == 1 and isinstance(items[0], BaseListVariable):  # min([s, t, 4])
         items = list(items[0].items)
-    if call_kwargs or len(items) < 2 or not any(_is_ours(tx, a) for a in items):
+    if call_kwargs or len(items) < 2 or not any(is_dynamic_value(tx, a) for a in items):
         return wrapped(*args, **kwargs)
     if any(_is_nan_constant(a) for a in items):
         # every comparison with NaN is False: Python keeps the first item when it is NaN,
@@ -141,8 +140,6 @@ def _bool_operands_as_ints(wrapped: Any, args: tuple[Any, ...], kwargs: dict[str
         items = [a for a in items if not _is_nan_constant(a)]
         if len(items) == 1:  # min(t, nan) is t: traced as min(t, t), a call Dynamo records
             items = [items[0], items[0]]
-    if not any(_is_bool_constant(a) for a in items):
-        return wrapped(tx, items, {})
     operands = [ConstantVariable.create(int(a.value)) if _is_bool_constant(a) else a for a in items]
     return wrapped(tx, operands, {})
 
@@ -158,16 +155,3 @@ def _is_bool_constant(variable: Any) -> bool:
     from torch._dynamo.variables.constant import ConstantVariable
 
     return isinstance(variable, ConstantVariable) and type(variable.value) is bool
-
-
-def _is_ours(tx: Any, variable: Any) -> bool:
-    """A traced SymInt/SymFloat over a symbol a dynscalar mark made (in ``tx``'s compile)."""
-    from torch._dynamo.variables.tensor import SymNodeVariable
-
-    if not isinstance(variable, SymNodeVariable):
-        return False
-    state = peek_state(getattr(tx.output, "shape_env", None))
-    if state is None:
-        return False
-    free = variable.sym_num.node.expr.free_symbols
-    return any(s in state.backed or s in state.unbacked or s in state.floats for s in free)

@@ -16,8 +16,8 @@ which the pass turns into a graph input:
 * ``torch._foreach_add(_)(xs, ys, alpha=a)`` and ``torch._foreach_addcmul(_)/addcdiv(_)``
   with a Scalar ``value``: the same, per tensor;
 * ``torch._foreach_mul(_)/div(_)(xs, s)``, ``torch._foreach_pow(s, steps)`` and
-  ``torch._foreach_lerp(_)(xs, ys, w)`` (Adam's ``lr`` and ``betas``): per tensor, with the
-  Scalar as a 0-d tensor of the tensor's dtype, which is how ATen casts it.
+  ``torch._foreach_lerp(_)(xs, ys, w)`` (Adam's ``lr`` and ``betas``): per tensor, through
+  ``_nn``'s ``pow``/``lerp`` (which keep torch's op where they cannot be exact).
 
 ATen evaluates ``self + alpha * other`` in one kernel, which may fuse the multiply-add
 (FMA): results can differ from eager in the last bit (``TOLERANCES`` in ``_nn``: 1e-6).
@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from . import _nn
 from ._nn import CLAMPS, METHOD_DECOMPOSITIONS, clamp_gradient_at_bounds
 from ._state import is_dynamic_float
 
@@ -149,11 +150,6 @@ def _foreach_addcdiv_(self: Any, tensor1: Any, tensor2: Any, value: Any = 1) -> 
         s.add_(a * v / b)
 
 
-def _as_operand(like: Any, value: Any) -> Any:
-    """A Scalar as a 0-d tensor of ``like``'s dtype (ATen casts it so for float32/64)."""
-    return value if isinstance(value, torch.Tensor) else like.new_zeros(()) + value
-
-
 def _foreach_mul(self: Any, other: Any) -> Any:
     return [s * o for s, o in zip(self, _each(other, len(self)), strict=True)]
 
@@ -173,22 +169,21 @@ def _foreach_div_(self: Any, other: Any) -> None:
 
 
 def _foreach_pow(self: Any, exponent: Any) -> Any:
-    # Adam's bias corrections: torch._foreach_pow(beta1, steps) (a Scalar base) - ATen's
-    # pow(Scalar, Tensor) computes with the base cast to the exponent's dtype
+    # Adam's bias corrections: torch._foreach_pow(beta1, steps), a Scalar base
     if not isinstance(self, (list, tuple)):
-        return [torch.pow(_as_operand(e, self), e) for e in exponent]
+        return [_nn.pow(self, e) for e in exponent]
     exponents = _each(exponent, len(self))
-    return [torch.pow(s, _as_operand(s, e)) for s, e in zip(self, exponents, strict=True)]
+    return [torch.pow(s, _nn._bound(s, e)) for s, e in zip(self, exponents, strict=True)]
 
 
 def _foreach_lerp(self: Any, tensors1: Any, weight: Any) -> Any:
     weights = _each(weight, len(self))
-    return [s.lerp(e, _as_operand(s, w)) for s, e, w in zip(self, tensors1, weights, strict=True)]
+    return [_nn.lerp(s, e, w) for s, e, w in zip(self, tensors1, weights, strict=True)]
 
 
 def _foreach_lerp_(self: Any, tensors1: Any, weight: Any) -> None:
     for s, e, w in zip(self, tensors1, _each(weight, len(self)), strict=True):
-        s.lerp_(e, _as_operand(s, w))
+        _nn.lerp_(s, e, w)
 
 
 #: foreach op -> the per-tensor function traced in its place (see _decompositions)

@@ -87,13 +87,14 @@ def _bernoulli_draw(like: Tensor, p: Any, generator: Any = None) -> Tensor:
     (``bernoulli_distribution<double>``: ``uniform < p``), stored in ``like``'s dtype.
 
     Same generator use as eager's kernel, so the same numbers for the same seed, where
-    torch runs that kernel (``BERNOULLI_MATCHES_EAGER``; builds that draw bernoulli through
-    MKL on Intel CPUs use another stream, and inductor always draws its own).
+    torch runs that kernel (``bernoulli_matches_eager()``; builds that draw bernoulli
+    through MKL on Intel CPUs use another stream, and inductor always draws its own).
     """
     if not 0 <= p <= 1:  # the message only on failure: formatting p would force it
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
-    uniform = torch.rand_like(like, dtype=torch.float64) if generator is None else None
-    if uniform is None:
+    if generator is None:
+        uniform = torch.rand_like(like, dtype=torch.float64)
+    else:
         uniform = torch.empty_like(like, dtype=torch.float64).uniform_(generator=generator)
     keep: Tensor = uniform < p
     return keep.to(like.dtype)
@@ -246,15 +247,11 @@ def _exact_dtype(x: Any) -> bool:
 
 
 def lerp(input: Tensor, end: Tensor, weight: Any) -> Tensor:
-    if isinstance(weight, torch.Tensor) or not _exact_dtype(input):
-        return torch.lerp(input, end, weight)
-    return torch.lerp(input, end, _scalar_like(input, weight))
+    return torch.lerp(input, end, _bound(input, weight) if _exact_dtype(input) else weight)
 
 
 def lerp_(input: Tensor, end: Tensor, weight: Any) -> Tensor:
-    if isinstance(weight, torch.Tensor) or not _exact_dtype(input):
-        return input.lerp_(end, weight)
-    return input.lerp_(end, _scalar_like(input, weight))
+    return input.lerp_(end, _bound(input, weight) if _exact_dtype(input) else weight)
 
 
 def pow(input: Any, exponent: Any) -> Tensor:  # noqa: A001 - torch.pow's name

@@ -20,6 +20,7 @@ __all__ = [
     "Origin",
     "compile_state",
     "is_dynamic_float",
+    "is_dynamic_value",
     "lock",
     "peek_state",
     "resolved",
@@ -87,18 +88,30 @@ def peek_state(shape_env: Any) -> CompileState | None:
     return _states.get(shape_env)
 
 
-def is_dynamic_float(tx: Any, variable: Any) -> bool:
-    """True for a traced SymFloat made from a dynscalar mark (in ``tx``'s compile)."""
+def _marked_symbols(tx: Any, variable: Any, floats_only: bool) -> bool:
     import torch
     from torch._dynamo.variables.tensor import SymNodeVariable
 
     if not isinstance(variable, SymNodeVariable):
         return False
     sym = variable.sym_num
-    if not isinstance(sym, torch.SymFloat):
+    if floats_only and not isinstance(sym, torch.SymFloat):
         return False
     state = peek_state(getattr(tx.output, "shape_env", None))
-    return state is not None and any(s in state.floats for s in sym.node.expr.free_symbols)
+    if state is None:
+        return False
+    tables = (state.floats,) if floats_only else (state.floats, state.backed, state.unbacked)
+    return any(s in table for s in sym.node.expr.free_symbols for table in tables)
+
+
+def is_dynamic_float(tx: Any, variable: Any) -> bool:
+    """True for a traced SymFloat made from a dynscalar mark (in ``tx``'s compile)."""
+    return _marked_symbols(tx, variable, floats_only=True)
+
+
+def is_dynamic_value(tx: Any, variable: Any) -> bool:
+    """True for a traced SymInt/SymFloat over a symbol a dynscalar mark made."""
+    return _marked_symbols(tx, variable, floats_only=False)
 
 
 _resolved: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
