@@ -31,7 +31,7 @@ from ._restarts import (
     specialize_ints_and_restart,
     unbacked_in_floats,
 )
-from ._sources import swapped_source
+from ._sources import source_name, swapped_source
 from ._state import CompileState, Origin, compile_state, lock, peek_state
 
 log = logging.getLogger("dynscalar")
@@ -47,7 +47,7 @@ _forced_floats = ForcedFloats()
 def _memory_key(builder: Any, source: Any) -> str:
     """A marked float's identity across compiles: the compiled frame's code and its source."""
     code = builder.tx.output.root_tx.f_code
-    name = source.name() if callable(source.name) else source.name
+    name = source_name(source)
     return f"dynscalar-forced:{code.co_filename}:{code.co_firstlineno}:{code.co_name}:{name}"
 
 

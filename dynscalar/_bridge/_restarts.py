@@ -34,6 +34,7 @@ from collections.abc import Iterable
 from typing import Any, NoReturn
 
 from .._spec import INT64_MAX, INT64_MIN
+from ._sources import source_name
 from ._state import CompileState, lock
 
 log = logging.getLogger("dynscalar")
@@ -68,7 +69,7 @@ def _source_names(shape_env: Any, symbol: Any) -> list[str]:
     suffix = ".__wrapped__"
     names = []
     for source in shape_env.var_to_sources.get(symbol, ()):
-        name = source.name() if callable(source.name) else source.name
+        name = source_name(source)
         names.append(name[: -len(suffix)] if name.endswith(suffix) else name)
     return names
 

@@ -6,7 +6,13 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["record_for_automatic_dynamic", "swapped_source"]
+__all__ = ["record_for_automatic_dynamic", "source_name", "swapped_source"]
+
+
+def source_name(source: Any) -> str:
+    """A source's name (``L['self'].step``): a property in torch 2.13, a method elsewhere."""
+    name = source.name() if callable(source.name) else source.name
+    return str(name)
 
 
 @contextlib.contextmanager
