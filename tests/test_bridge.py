@@ -110,3 +110,28 @@ def test_bridge_installs_cleanly_when_torch_compile_imports_dynamo() -> None:
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "ok"
+
+
+def test_import_is_lazy() -> None:
+    """``import dynscalar`` loads the public API, the bridge's hook and its table only, and
+    runs no tensor op (kernels are probed at first use)."""
+    result = run_python(
+        """
+        import sys, torch
+        from torch.utils._python_dispatch import TorchDispatchMode
+        ops = []
+        class Record(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                ops.append(str(func))
+                return func(*args, **(kwargs or {}))
+        with Record():
+            import dynscalar
+        bridge = sorted(m for m in sys.modules if m.startswith("dynscalar._bridge"))
+        assert bridge == ["dynscalar._bridge", "dynscalar._bridge._table"], bridge
+        assert not ops, ops
+        assert "torch._dynamo" not in sys.modules
+        print("ok")
+        """
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "ok"

@@ -6,23 +6,8 @@ it registers the ``dynscalar`` log name with torch, wraps the public ``torch.exp
 ``torch._dynamo`` is imported; the rest of the bridge is imported then.  Nothing here
 imports ``torch._dynamo`` or runs a kernel.
 
-The bridge's modules, one concern each (docs/how-it-works.md has the whole story):
-
-* ``_table``: every private torch name relied on or patched, and how an entry is checked,
-  wrapped and unwrapped;
-* ``_install``: when the table's patches go in and out (import of ``torch._dynamo``, the
-  first marked float, degraded mode, ``dynscalar.disabled()``);
-* ``_wrap``: the hook on ``VariableBuilder._wrap`` - which values become symbolic;
-* ``_sources``, ``_guards``, ``_state``: how guards and graph inputs read a marked value,
-  the guards that keep a graph to instances marked as it was compiled, per-compile tables;
-* ``_ints``, ``_floats``, ``_forced``, ``_restarts``: SymInt and SymFloat inputs, the AOT
-  passes that keep floats exact, and restarts that specialize what cannot stay symbolic;
-* ``_decompositions``, ``_methods``, ``_nn``, ``_builtins``: ops rewritten so a marked float
-  stays symbolic and equal to eager;
-* ``_writeback``: values leaving compiled code keep eager's class and spec;
-* ``_properties``: marks on properties;
-* ``_export``, ``_limits``, ``_reports``, ``_recompiles``: torch.export, the recompile
-  limit, warnings at the user's line, and the doctor's recompile watcher.
+The map of the bridge's modules, one concern each, is in docs/how-it-works.md ("The bridge,
+module by module"); every private torch name it relies on is one entry of ``_table``.
 """
 
 from __future__ import annotations
