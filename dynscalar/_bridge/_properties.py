@@ -38,8 +38,9 @@ from types import CodeType
 from typing import Any
 
 from .._diagnostics import DynscalarError, SpecializationError, SpecializationWarning, warn_once
+from .._marks import lookup_mark
 from .._proxy import DynamicScalar
-from .._registry import check_marked_value, lookup_mark, record_property_reads
+from .._registry import check_marked_value, record_property_reads
 from .._spec import DynamicSpec
 from ._guards import guard_mark_state
 from ._reports import passthrough, user_location
