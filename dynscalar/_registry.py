@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 
 import torch
 
+from . import _caches
 from ._diagnostics import DynscalarAttributeError, DynscalarTypeError, UnsupportedDescriptorError
 from ._marks import MARKS_EPOCH, class_marks_of, edit_class_marks, edit_marks, lookup_mark
 from ._proxy import coerce_float, is_dynamic_scalar
@@ -359,11 +360,18 @@ def dynamic_attrs(
 
 # What a marked property resolved to when it was last traced: module -> {property name:
 # the attribute chains (relative to the module, "self.progress.completed") its getter read
-# and the bridge made symbolic}.  Written by the bridge at trace time, read by ``explain``.
+# and the bridge made symbolic}.  Written by the bridge at trace time, read by ``explain``;
+# a record of past traces, not a mark, so a cache reset forgets it.
 _property_reads: weakref.WeakKeyDictionary[torch.nn.Module, dict[str, tuple[str, ...]]] = (
     weakref.WeakKeyDictionary()
 )
 _property_reads_lock = threading.Lock()
+
+
+@_caches.register
+def _forget_property_reads() -> None:
+    with _property_reads_lock:
+        _property_reads.clear()
 
 
 def record_property_reads(module: torch.nn.Module, name: str, reads: tuple[str, ...]) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import wrapt
 
+from .. import _caches
 from .._diagnostics import (
     BridgeError,
     DynamicFloatSpecializedError,
@@ -42,6 +43,7 @@ _float_hooks: BridgeError | bool = False
 
 #: what torch's tensorify pass forced of the bridge's floats, remembered as stock remembers
 _forced_floats = ForcedFloats()
+_caches.register(_forced_floats.forget)
 
 
 def _memory_key(builder: Any, source: Any) -> str:
