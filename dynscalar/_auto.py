@@ -60,7 +60,14 @@ def _same(a: object, b: object) -> bool:
 
 
 def auto_spec(owner: object, name: str, value: Any) -> DynamicSpec | None:
-    """Called by the bridge for an unmarked int/float attribute: mark it if it changed."""
+    """Called by the bridge for an unmarked int/float attribute: mark it if it changed.
+
+    Examples:
+        >>> import torch
+        >>> m = auto_dynamic(torch.nn.Linear(2, 2))
+        >>> auto_spec(m, "in_features", 2) is None, auto_spec(m, "in_features", 3) is None
+        (True, False)
+    """
     snapshot = auto_snapshot(owner)
     if snapshot is None or name.startswith("_"):
         return None

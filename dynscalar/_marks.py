@@ -190,7 +190,14 @@ def start_auto(instance_dict: dict[str, Any], snapshot: dict[str, int | float]) 
     """Begin ``auto_dynamic`` on one instance: its scalars as they are now, and an (empty)
     marks dict from the start, so a promotion while Dynamo traces edits that dict and the
     guards already installed for the instance's other attributes ("no mark for width")
-    stay true."""
+    stay true.
+
+    Examples:
+        >>> state: dict = {}
+        >>> start_auto(state, {"step": 0})
+        >>> state[AUTO_KEY], state[MARKS_KEY]
+        ({'step': 0}, {})
+    """
     with lock:
         instance_dict[AUTO_KEY] = snapshot
         instance_dict[MARKS_KEY] = dict(instance_dict.get(MARKS_KEY) or {})
@@ -198,7 +205,14 @@ def start_auto(instance_dict: dict[str, Any], snapshot: dict[str, int | float]) 
 
 def promote(instance_dict: dict[str, Any], name: str, spec: DynamicSpec) -> None:
     """Mark attribute ``name`` of an instance for ``auto_dynamic`` (a mark like any other,
-    remembered as promoted for ``explain``)."""
+    remembered as promoted for ``explain``).
+
+    Examples:
+        >>> state: dict = {}
+        >>> promote(state, "step", DynamicSpec())
+        >>> list(state[MARKS_KEY]), state[PROMOTED_KEY]
+        (['step'], {'step'})
+    """
     with lock:
         marks = dict(instance_dict.get(MARKS_KEY) or {})
         marks[name] = spec
@@ -304,7 +318,14 @@ def lookup_group_mark(optimizer: object, key: str) -> DynamicSpec | None:
 
 
 def auto_snapshot(owner: object) -> dict[str, int | float] | None:
-    """``auto_dynamic``'s snapshot of ``owner``'s scalars (None: not under auto_dynamic)."""
+    """``auto_dynamic``'s snapshot of ``owner``'s scalars (None: not under auto_dynamic).
+
+    Examples:
+        >>> class Plain:
+        ...     pass
+        >>> auto_snapshot(Plain()) is None
+        True
+    """
     instance_dict = _instance_dict(owner)
     return None if instance_dict is None else instance_dict.get(AUTO_KEY)
 
