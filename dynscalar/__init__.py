@@ -41,12 +41,11 @@ from ._diagnostics import (
 )
 from ._explain import Explanation, MarkRecord, explain
 from ._optim import mark_dynamic_param_groups
-from ._proxy import DynamicFloat, DynamicInt, DynamicScalar, is_dynamic_scalar
+from ._proxy import DynamicFloat, DynamicInt, DynamicScalar, is_dynamic_scalar, mark_dynamic
 from ._registry import MARKS_EPOCH as _marks_epoch  # noqa: F401 - guarded by compiled code
 from ._registry import (
     dynamic_attrs,
     is_dynamic_attr,
-    mark_dynamic,
     mark_dynamic_attr,
     unmark_dynamic_attr,
 )

@@ -4,13 +4,14 @@ The value a caller passes stays a plain ``int``/``float`` (no proxy, so C code s
 ``torch.tensor([t])`` or ``json.dumps`` accepts it), and ``torch.compile`` traces it as a
 symbolic graph input from the first compile.
 
-Where the marks live:
+Where the marks live (kept by the mark store, ``dynscalar._marks``):
 
 * for a function (or a method, via ``@dynamic_args``): keyed by its code object, so every
-  call of that function is covered, whichever wrapper Dynamo compiles it through;
-* for a module instance: on the instance (``module.__dict__[ARG_MARKS_KEY]``), covering
-  its ``forward``; other instances of the class are unaffected, and the marks survive
-  ``deepcopy``/``pickle`` like attribute marks.
+  call of that function is covered, whichever wrapper Dynamo compiles it through; held
+  weakly, so marking a function never keeps it alive;
+* for a module instance: on the instance, covering its ``forward``; other instances of
+  the class are unaffected, and the marks survive ``deepcopy``/``pickle`` like attribute
+  marks.
 
 Marks apply to the arguments of the frame torch.compile compiles (the function you pass
 to ``torch.compile``, or a compiled module's ``forward``).  A value that reaches a marked
@@ -29,97 +30,18 @@ from typing import Any, TypeVar
 import torch
 
 from ._diagnostics import DynscalarTypeError
-from ._registry import MARKS_EPOCH, _check_names, _write_lock, compiled_original, edit_marks
+from ._marks import ARG_MARKS_KEY, edit_function_marks, edit_marks, unwrap_function
+from ._registry import check_names, compiled_original
 from ._spec import DynamicSpec
 
-__all__ = [
-    "ARG_MARKS_KEY",
-    "dynamic_args",
-    "lookup_arg_mark",
-    "mark_dynamic_args",
-    "unmark_dynamic_args",
-]
-
-ARG_MARKS_KEY = "_dynscalar_arg_marks"
-
-#: code object of a marked function -> {parameter name: spec}; replaced copy-on-write
-_FUNCTION_MARKS: dict[types.CodeType, dict[str, DynamicSpec]] = {}
-
-#: code of a decorator's wrapper (``wrapper(self, *args, **kwargs)``, functools.wraps) ->
-#: the function it wraps: Dynamo may compile the wrapper, whose frame holds the marked
-#: arguments in ``args``/``kwargs``.
-_WRAPPERS: dict[types.CodeType, types.FunctionType] = {}
-
-
-def _unwrapped(function: Any) -> types.FunctionType | None:
-    """The innermost Python function of a ``__wrapped__`` chain; wrappers are remembered."""
-    chain: list[types.FunctionType] = []
-    seen = 0
-    while function is not None and seen < 10:
-        inner = getattr(function, "__func__", function)
-        if isinstance(inner, types.FunctionType):
-            chain.append(inner)
-        function = getattr(function, "_torchdynamo_orig_callable", None) or getattr(
-            function, "__wrapped__", None
-        )
-        seen += 1
-    if not chain:
-        return None
-    innermost = chain[-1]
-    for wrapper in chain[:-1]:
-        _WRAPPERS[wrapper.__code__] = innermost
-    return innermost
-
-
-def _closure_target(code: types.CodeType, closure: Any) -> types.FunctionType | None:
-    """For a forwarding wrapper made by a closure (``def inner(*args, **kwargs): return
-    fn(*args, **kwargs)``: torch.compile's ``wrap_inline`` around ``@torch.no_grad()``
-    functions, most decorators), the marked function its cell ``fn`` leads to."""
-    if not closure or code.co_argcount or code.co_kwonlyargcount:
-        return None
-    for cell in closure:
-        try:
-            content = cell.cell_contents
-        except ValueError:  # an empty cell
-            continue
-        if not callable(content) or isinstance(content, type):
-            continue
-        inner = _unwrapped(content)
-        if inner is not None and inner.__code__ in _FUNCTION_MARKS:
-            return inner
-    return None
-
-
-def wrapped_parameter(
-    code: types.CodeType,
-    position: int | None = None,
-    keyword: str | None = None,
-    closure: Any = None,
-) -> tuple[types.CodeType, str] | None:
-    """In a wrapper's frame, the wrapped function's parameter behind ``args[position]`` or
-    ``kwargs[keyword]``: ``(the wrapped function's code, parameter name)``.
-
-    The wrapper is assumed to pass its named parameters first, then ``*args`` in order
-    (``def wrapper(self, *args, **kwargs): return fn(self, *args, **kwargs)``); it is
-    found through the ``__wrapped__`` chain of what was marked, or, for a ``(*args,
-    **kwargs)`` wrapper, through its ``closure`` (the frame's cells).
-    """
-    inner = _WRAPPERS.get(code) or _closure_target(code, closure)
-    if inner is None:
-        return None
-    if keyword is not None:
-        return inner.__code__, keyword
-    named = inner.__code__.co_varnames[: inner.__code__.co_argcount]
-    index = code.co_argcount + (position or 0)
-    return (inner.__code__, named[index]) if index < len(named) else None
-
+__all__ = ["dynamic_args", "mark_dynamic_args", "unmark_dynamic_args"]
 
 Target = TypeVar("Target")
 
 
 def _function_of(target: object, api: str) -> types.FunctionType:
     """The Python function behind ``target`` (a function, a method, a torch.compile wrapper)."""
-    function = _unwrapped(target)  # through torch.compile and functools.wraps wrappers
+    function = unwrap_function(target)  # through torch.compile and functools.wraps wrappers
     if function is None:
         raise DynscalarTypeError(
             f"dynscalar.{api}: expected a Python function or a torch.nn.Module, got "
@@ -173,13 +95,13 @@ def mark_dynamic_args(
         >>> [f(torch.ones(1), t).item() for t in (2, 3)]
         [2.0, 3.0]
     """
-    checked = _check_names(names, "mark_dynamic_args")
+    checked = check_names(names, "mark_dynamic_args")
     spec = DynamicSpec.build(
         unbacked=unbacked, min=min, max=max, strict=strict, where="dynscalar.mark_dynamic_args"
     )
     if isinstance(fn_or_module, torch.nn.Module):
         module = compiled_original(fn_or_module)
-        forward = _unwrapped(type(module).forward) or type(module).forward
+        forward = unwrap_function(type(module).forward) or type(module).forward
         _check_parameters(forward, checked, f"{type(module).__name__}.forward")
         edit_marks(
             module.__dict__,
@@ -189,11 +111,7 @@ def mark_dynamic_args(
         return fn_or_module
     function = _function_of(fn_or_module, "mark_dynamic_args")
     _check_parameters(function, checked, f"{function.__qualname__}()")
-    with _write_lock:
-        marks = dict(_FUNCTION_MARKS.get(function.__code__) or {})
-        marks.update(dict.fromkeys(checked, spec))
-        _FUNCTION_MARKS[function.__code__] = marks
-        MARKS_EPOCH.value += 1
+    edit_function_marks(function.__code__, lambda marks: marks.update(dict.fromkeys(checked, spec)))
     return fn_or_module
 
 
@@ -209,7 +127,7 @@ def unmark_dynamic_args(fn_or_module: Target, *names: str) -> Target:
         >>> dynscalar.unmark_dynamic_args(scale, "t") is scale
         True
     """
-    checked = _check_names(names, "unmark_dynamic_args")
+    checked = check_names(names, "unmark_dynamic_args")
     if isinstance(fn_or_module, torch.nn.Module):
         module = compiled_original(fn_or_module)
 
@@ -220,14 +138,12 @@ def unmark_dynamic_args(fn_or_module: Target, *names: str) -> Target:
         edit_marks(module.__dict__, unmark, key=ARG_MARKS_KEY)
         return fn_or_module
     function = _function_of(fn_or_module, "unmark_dynamic_args")
-    with _write_lock:
-        marks = {
-            name: spec
-            for name, spec in (_FUNCTION_MARKS.get(function.__code__) or {}).items()
-            if name not in checked
-        }
-        _FUNCTION_MARKS[function.__code__] = marks
-        MARKS_EPOCH.value += 1
+
+    def unmark_function(marks: dict[str, DynamicSpec]) -> None:
+        for name in checked:
+            marks.pop(name, None)
+
+    edit_function_marks(function.__code__, unmark_function)
     return fn_or_module
 
 
@@ -248,7 +164,7 @@ def dynamic_args(
         ...     def forward(self, x, timestep):
         ...         return x * timestep
     """
-    _check_names(names, "dynamic_args")
+    check_names(names, "dynamic_args")
 
     def decorate(function: Target) -> Target:
         return mark_dynamic_args(
@@ -256,21 +172,3 @@ def dynamic_args(
         )
 
     return decorate
-
-
-def lookup_arg_mark(code: types.CodeType, name: str, self_obj: object) -> DynamicSpec | None:
-    """The mark of parameter ``name`` of the frame running ``code`` (``self_obj``: its self)."""
-    if self_obj is not None:
-        try:
-            instance_marks = object.__getattribute__(self_obj, "__dict__").get(ARG_MARKS_KEY)
-        except AttributeError:
-            instance_marks = None
-        if instance_marks and name in instance_marks:
-            return instance_marks[name]  # type: ignore[no-any-return]
-    marks = _FUNCTION_MARKS.get(code)
-    return marks.get(name) if marks else None
-
-
-def has_arg_marks(code: types.CodeType) -> bool:
-    """True when parameters of ``code`` are marked for every caller (function marks)."""
-    return bool(_FUNCTION_MARKS.get(code))

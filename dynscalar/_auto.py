@@ -3,7 +3,7 @@
 Stock torch offers this globally (``torch._dynamo.config.allow_unspec_int_on_nn_module``,
 ints only).  Here it is scoped: ``auto_dynamic`` snapshots the int/float attributes of every
 module in the tree; when Dynamo (re)traces and finds one whose value differs from the
-snapshot, the bridge marks it dynamic on that module for good (an ordinary registry mark,
+snapshot, the bridge marks it dynamic on that module for good (an ordinary attribute mark,
 visible to [`explain`][dynscalar.explain] and removable with ``unmark_dynamic_attr``).  The
 first compile is static, as in torch: nothing has changed yet.
 """
@@ -16,13 +16,12 @@ from typing import Any, TypeVar
 import torch
 
 from ._diagnostics import DynscalarTypeError
-from ._registry import compiled_original, edit_marks
+from ._marks import auto_snapshot, promote, start_auto
+from ._registry import compiled_original
 from ._spec import DynamicSpec
 
-__all__ = ["AUTO_KEY", "PROMOTED_KEY", "auto_dynamic", "auto_marked", "auto_spec"]
+__all__ = ["auto_dynamic", "auto_spec"]
 
-AUTO_KEY = "_dynscalar_auto"
-PROMOTED_KEY = "_dynscalar_auto_promoted"  # names auto_dynamic marked (for explain)
 ModuleT = TypeVar("ModuleT", bound=torch.nn.Module)
 
 
@@ -50,11 +49,7 @@ def auto_dynamic(module: ModuleT) -> ModuleT:
             f"dynscalar.auto_dynamic: expected a torch.nn.Module, got {type(module).__name__}."
         )
     for sub in compiled_original(module).modules():
-        sub.__dict__[AUTO_KEY] = _scalars(sub)
-        # An (empty) marks dict from the start: a promotion while Dynamo traces then edits
-        # it, and the guards already installed for this module's other attributes in the
-        # same trace ("no mark for width") stay true.
-        edit_marks(sub.__dict__, lambda marks: None)
+        start_auto(sub.__dict__, _scalars(sub))
     return module
 
 
@@ -64,22 +59,16 @@ def _same(a: object, b: object) -> bool:
     return type(a) is type(b) and a == b
 
 
-def auto_marked(owner: object, name: str) -> bool:
-    """True when ``owner.name``'s mark was made by ``auto_dynamic`` (not by the user)."""
-    try:
-        instance_dict = object.__getattribute__(owner, "__dict__")
-    except AttributeError:
-        return False
-    return name in instance_dict.get(PROMOTED_KEY, ())
-
-
 def auto_spec(owner: object, name: str, value: Any) -> DynamicSpec | None:
-    """Called by the bridge for an unmarked int/float attribute: mark it if it changed."""
-    try:
-        instance_dict = object.__getattribute__(owner, "__dict__")
-    except AttributeError:
-        return None
-    snapshot = instance_dict.get(AUTO_KEY)
+    """Called by the bridge for an unmarked int/float attribute: mark it if it changed.
+
+    Examples:
+        >>> import torch
+        >>> m = auto_dynamic(torch.nn.Linear(2, 2))
+        >>> auto_spec(m, "in_features", 2) is None, auto_spec(m, "in_features", 3) is None
+        (True, False)
+    """
+    snapshot = auto_snapshot(owner)
     if snapshot is None or name.startswith("_"):
         return None
     if name not in snapshot:
@@ -88,10 +77,5 @@ def auto_spec(owner: object, name: str, value: Any) -> DynamicSpec | None:
     if _same(snapshot[name], value):
         return None
     spec = DynamicSpec().canonical()
-
-    def promote(marks: dict[str, DynamicSpec | None]) -> None:
-        marks[name] = spec
-        instance_dict[PROMOTED_KEY] = {*instance_dict.get(PROMOTED_KEY, ()), name}
-
-    edit_marks(instance_dict, promote)
+    promote(object.__getattribute__(owner, "__dict__"), name, spec)
     return spec

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 import warnings
 
+from . import _caches
+
 __all__ = [
     "BridgeError",
     "BridgeUnavailableWarning",
@@ -113,8 +115,15 @@ class BridgeUnavailableWarning(DynscalarWarning, RuntimeWarning):
     """dynscalar could not install itself into this torch; marks behave like plain values."""
 
 
+# keys already warned about by warn_once (a cache reset warns again)
 _seen: set[tuple[object, ...]] = set()
 _seen_lock = threading.Lock()
+
+
+@_caches.register
+def _forget_warnings() -> None:
+    with _seen_lock:
+        _seen.clear()
 
 
 def warn_once(
@@ -124,7 +133,8 @@ def warn_once(
     stacklevel: int = 2,
     location: tuple[str, int] | None = None,
 ) -> None:
-    """Emit ``message`` once per ``key`` for the life of the process.
+    """Emit ``message`` once per ``key`` for the life of the process (or until
+    ``dynscalar._caches.reset_caches()``).
 
     ``location`` (filename, line) attributes the warning to that line of user code instead
     of a caller frame (``warnings.warn_explicit``).

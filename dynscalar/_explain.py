@@ -7,17 +7,10 @@ from typing import NamedTuple
 
 import torch
 
-from ._auto import PROMOTED_KEY
 from ._diagnostics import DynscalarTypeError
+from ._marks import auto_marked, class_marks_of, instance_marks, lookup_mark
 from ._proxy import is_dynamic_scalar
-from ._registry import (
-    MARKS_KEY,
-    class_attribute,
-    class_marks_of,
-    compiled_original,
-    lookup_mark,
-    property_reads,
-)
+from ._registry import class_attribute, compiled_original, property_reads
 from ._spec import DynamicSpec
 
 __all__ = ["Explanation", "MarkRecord", "explain"]
@@ -77,9 +70,8 @@ def explain(module: torch.nn.Module, *, show: bool = True) -> Explanation:
         )
     records = Explanation()
     for path, sub in compiled_original(module).named_modules():
-        own = sub.__dict__.get(MARKS_KEY) or {}
+        own = instance_marks(sub) or {}
         inherited = class_marks_of(type(sub))
-        promoted = sub.__dict__.get(PROMOTED_KEY, ())
         names = sorted(
             set(own) | set(inherited) | {n for n, v in vars(sub).items() if is_dynamic_scalar(v)}
         )
@@ -89,7 +81,7 @@ def explain(module: torch.nn.Module, *, show: bool = True) -> Explanation:
             if found is not None:
                 spec = found
                 if name in own:
-                    how = "auto_dynamic" if name in promoted else "mark_dynamic_attr"
+                    how = "auto_dynamic" if auto_marked(sub, name) else "mark_dynamic_attr"
                 else:
                     how = "@dynamic_attrs"
             elif is_dynamic_scalar(value):

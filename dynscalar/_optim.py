@@ -4,7 +4,8 @@
 guards on its value and recompiles for every new learning rate a scheduler sets (unless
 ``lr`` is a tensor).  :func:`mark_dynamic_param_groups` marks the *key*: whatever float a
 scheduler (or your code) stores under it later is traced as a symbolic input, and the
-values stay plain Python floats.  The marks live on the optimizer instance.
+values stay plain Python floats.  The marks live on the optimizer instance (kept by the
+mark store, ``dynscalar._marks``).
 """
 
 from __future__ import annotations
@@ -15,12 +16,11 @@ from typing import TypeVar
 import torch
 
 from ._diagnostics import DynscalarAttributeError, DynscalarTypeError
-from ._registry import _check_names, edit_marks
+from ._marks import GROUP_MARKS_KEY, edit_marks
+from ._registry import check_names
 from ._spec import DynamicSpec
 
-__all__ = ["GROUP_MARKS_KEY", "lookup_group_mark", "mark_dynamic_param_groups"]
-
-GROUP_MARKS_KEY = "_dynscalar_group_marks"
+__all__ = ["mark_dynamic_param_groups"]
 
 OptimizerT = TypeVar("OptimizerT", bound=torch.optim.Optimizer)
 
@@ -46,7 +46,7 @@ def mark_dynamic_param_groups(
             f"dynscalar.mark_dynamic_param_groups: expected a torch.optim.Optimizer, got "
             f"{type(optimizer).__name__}."
         )
-    checked = _check_names(keys or ("lr",), "mark_dynamic_param_groups")
+    checked = check_names(keys or ("lr",), "mark_dynamic_param_groups")
     spec = DynamicSpec.build(strict=strict, where="dynscalar.mark_dynamic_param_groups")
     for index, group in enumerate(optimizer.param_groups):
         for key in checked:
@@ -74,12 +74,3 @@ def mark_dynamic_param_groups(
         key=GROUP_MARKS_KEY,
     )
     return optimizer
-
-
-def lookup_group_mark(optimizer: object, key: str) -> DynamicSpec | None:
-    """The mark of param-group ``key`` of ``optimizer``, if any."""
-    try:
-        marks = object.__getattribute__(optimizer, "__dict__").get(GROUP_MARKS_KEY)
-    except AttributeError:
-        return None
-    return marks.get(key) if marks else None

@@ -27,14 +27,14 @@ import math
 import numbers
 import operator
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, SupportsIndex, TypeGuard
+from typing import TYPE_CHECKING, Any, SupportsIndex, TypeGuard, overload
 
 import wrapt
 
 from ._diagnostics import DynscalarTypeError, DynscalarValueError
 from ._spec import DynamicSpec
 
-__all__ = ["DynamicFloat", "DynamicInt", "DynamicScalar", "is_dynamic_scalar"]
+__all__ = ["DynamicFloat", "DynamicInt", "DynamicScalar", "is_dynamic_scalar", "mark_dynamic"]
 
 
 # Eager cost matters: every arithmetic result is a new proxy.
@@ -466,6 +466,49 @@ def is_dynamic_scalar(value: object) -> TypeGuard[DynamicScalar]:
         (True, False)
     """
     return issubclass(type(value), DynamicScalar)
+
+
+@overload
+def mark_dynamic(
+    value: int,
+    *,
+    unbacked: bool = ...,
+    min: int | None = ...,
+    max: int | None = ...,
+    strict: bool = ...,
+) -> DynamicInt: ...
+@overload
+def mark_dynamic(value: float, *, unbacked: bool = ..., strict: bool = ...) -> DynamicFloat: ...
+def mark_dynamic(value: Any, **spec: Any) -> DynamicInt | DynamicFloat:
+    """Return ``value`` as a dynamic scalar: int -> DynamicInt, float -> DynamicFloat.
+
+    The scalar twin of ``torch._dynamo.mark_dynamic``.  ``spec`` is ``unbacked``, and for
+    ints ``min``/``max``.
+
+    Examples:
+        >>> mark_dynamic(3), mark_dynamic(0.5)
+        (DynamicInt(3), DynamicFloat(0.5))
+    """
+    plain = value.__wrapped__ if is_dynamic_scalar(value) else value
+    if isinstance(plain, bool):
+        raise DynscalarTypeError(
+            "dynscalar.mark_dynamic: bool values are not dynamic scalars; a flag selects code "
+            "paths, so each value compiles once anyway. Keep it a plain bool."
+        )
+    if _is_tensor(plain):
+        raise DynscalarTypeError(
+            "dynscalar.mark_dynamic: got a torch.Tensor. For dynamic tensor shapes use "
+            "torch._dynamo.mark_dynamic(tensor, dim); dynscalar.mark_dynamic is for Python "
+            "int/float values."
+        )
+    if isinstance(plain, int):
+        return DynamicInt(plain, **spec)
+    if isinstance(plain, float):
+        return DynamicFloat(plain, **spec)
+    raise DynscalarTypeError(
+        f"dynscalar.mark_dynamic: expected an int or float, got {type(plain).__name__}. "
+        "Only Python scalars can be marked; use torch._dynamo.mark_dynamic for tensors."
+    )
 
 
 def _is_tensor(value: object) -> bool:

@@ -1,13 +1,17 @@
-"""Per-module marks: which plain int/float attributes Dynamo should trace symbolically.
+"""Attribute marks: which plain int/float attributes of a module Dynamo traces symbolically.
 
-Marks live ON the module instance (``module.__dict__[MARKS_KEY]``), so ``copy.deepcopy``,
-``pickle`` and ``torch.save`` keep them and nothing global keeps a module alive.  Class
-marks from [`dynamic_attrs`][dynscalar.dynamic_attrs] live on the class and are inherited by
-subclasses.  An instance can unmark a class-marked attribute; that is recorded as ``None`` in
-its marks.
+The public API for attributes (``mark_dynamic_attr``, ``unmark_dynamic_attr``,
+``is_dynamic_attr``, ``@dynamic_attrs``): it validates what is marked and says clearly
+what is wrong; the marks themselves are kept by the mark store, ``dynscalar._marks``
+(on the module instance, so ``copy.deepcopy``, ``pickle`` and ``torch.save`` keep them;
+class marks on the class, inherited by subclasses).  An instance can unmark a
+class-marked attribute; that is recorded as ``None`` in its marks.
 
-The bridge asks this module "is attribute ``name`` of ``owner`` marked, and how?";
-this module never asks the bridge anything.
+Examples:
+    >>> import torch
+    >>> m = torch.nn.Linear(2, 2); m.step = 0
+    >>> is_dynamic_attr(mark_dynamic_attr(m, "step"), "step")
+    True
 """
 
 from __future__ import annotations
@@ -19,117 +23,32 @@ import threading
 import types
 import weakref
 from collections.abc import Callable
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar
 
 import torch
 
+from . import _caches
 from ._diagnostics import DynscalarAttributeError, DynscalarTypeError, UnsupportedDescriptorError
-from ._proxy import DynamicFloat, DynamicInt, coerce_float, is_dynamic_scalar
+from ._marks import MARKS_EPOCH, class_marks_of, edit_class_marks, edit_marks, lookup_mark
+from ._proxy import coerce_float, is_dynamic_scalar
 from ._spec import DynamicSpec
 
+# MARKS_EPOCH is the store's epoch, re-exported: the package binds it from here as
+# ``dynscalar._marks_epoch``, the object compiled guards read.
 __all__ = [
     "MARKS_EPOCH",
+    "check_names",
     "class_attribute",
     "dynamic_attrs",
-    "edit_marks",
     "is_dynamic_attr",
-    "lookup_mark",
-    "mark_dynamic",
     "mark_dynamic_attr",
     "property_reads",
     "record_property_reads",
     "unmark_dynamic_attr",
 ]
 
-MARKS_KEY = "_dynscalar_marks"
-CLASS_MARKS_KEY = "_dynscalar_class_marks"
-
-
-class _MarksEpoch:
-    """A counter bumped by every class and function mark: compiled code guards on it.
-
-    Instance marks are guarded precisely (the marks dict entry itself).  Class marks
-    (``@dynamic_attrs``) are looked up along the MRO and function-argument marks by code
-    object, so a graph that consulted them is tied to this counter instead.  Those marks are
-    made at definition or set-up time, so the counter rarely moves after a compile; when it
-    does, the affected graphs recompile once.
-    """
-
-    __slots__ = ("value",)
-
-    def __init__(self) -> None:
-        self.value = 0
-
-
-MARKS_EPOCH = _MarksEpoch()
-
-# Marks are replaced copy-on-write (readers never lock); writers serialize here so two
-# threads marking the same module cannot lose each other's update.
-_write_lock = threading.Lock()
-
-
-def edit_marks(
-    instance_dict: dict[str, Any],
-    edit: Callable[[dict[str, DynamicSpec | None]], None],
-    key: str = MARKS_KEY,
-) -> None:
-    """Apply ``edit`` to a copy of an instance's marks and store the copy, under the lock.
-
-    A fresh dict each time: copies of the module made earlier keep their own marks.
-    ``key`` selects the attribute marks (default) or the argument marks (``_args``).
-    """
-    with _write_lock:
-        marks = dict(instance_dict.get(key) or {})
-        edit(marks)
-        instance_dict[key] = marks
-
-
 ModuleT = TypeVar("ModuleT", bound=torch.nn.Module)
 ClassT = TypeVar("ClassT", bound=type)
-
-
-# ----------------------------------------------------------------------------- values
-@overload
-def mark_dynamic(
-    value: int,
-    *,
-    unbacked: bool = ...,
-    min: int | None = ...,
-    max: int | None = ...,
-    strict: bool = ...,
-) -> DynamicInt: ...
-@overload
-def mark_dynamic(value: float, *, unbacked: bool = ..., strict: bool = ...) -> DynamicFloat: ...
-def mark_dynamic(value: Any, **spec: Any) -> DynamicInt | DynamicFloat:
-    """Return ``value`` as a dynamic scalar: int -> DynamicInt, float -> DynamicFloat.
-
-    The scalar twin of ``torch._dynamo.mark_dynamic``.  ``spec`` is ``unbacked``, and for
-    ints ``min``/``max``.
-
-    Examples:
-        >>> mark_dynamic(3), mark_dynamic(0.5)
-        (DynamicInt(3), DynamicFloat(0.5))
-    """
-    plain = value.__wrapped__ if is_dynamic_scalar(value) else value
-    if isinstance(plain, bool):
-        raise DynscalarTypeError(
-            "dynscalar.mark_dynamic: bool values are not dynamic scalars; a flag selects code "
-            "paths, so each value compiles once anyway. Keep it a plain bool."
-        )
-    if isinstance(plain, torch.Tensor):
-        raise DynscalarTypeError(
-            "dynscalar.mark_dynamic: got a torch.Tensor. For dynamic tensor shapes use "
-            "torch._dynamo.mark_dynamic(tensor, dim); dynscalar.mark_dynamic is for Python "
-            "int/float values."
-        )
-    if isinstance(plain, int):
-        return DynamicInt(plain, **spec)
-    if isinstance(plain, float):
-        return DynamicFloat(plain, **spec)
-    raise DynscalarTypeError(
-        f"dynscalar.mark_dynamic: expected an int or float, got {type(plain).__name__}. "
-        "Only Python scalars can be marked; use torch._dynamo.mark_dynamic for tensors."
-    )
 
 
 # ----------------------------------------------------------------------------- modules
@@ -155,7 +74,15 @@ def compiled_original(module: torch.nn.Module) -> torch.nn.Module:
     return module
 
 
-def _check_names(names: tuple[object, ...], api: str) -> tuple[str, ...]:
+def check_names(names: tuple[object, ...], api: str) -> tuple[str, ...]:
+    """``names`` as given to ``dynscalar.<api>``: at least one, each an identifier (a str).
+
+    Shared by every marking API (attributes, arguments, param-group keys).
+
+    Examples:
+        >>> check_names(("step", "lr"), "mark_dynamic_attr")
+        ('step', 'lr')
+    """
     if not names:
         raise DynscalarTypeError(
             f"dynscalar.{api}: name at least one attribute, e.g. {api}(module, 'step')."
@@ -328,7 +255,7 @@ def mark_dynamic_attr(
         (True, True, True)
     """
     target = _check_module(module, "mark_dynamic_attr")
-    checked = _check_names(names, "mark_dynamic_attr")
+    checked = check_names(names, "mark_dynamic_attr")
     spec = DynamicSpec.build(
         unbacked=unbacked,
         min=min,
@@ -359,7 +286,7 @@ def unmark_dynamic_attr(module: ModuleT, *names: str) -> ModuleT:
         False
     """
     target = _check_module(module, "unmark_dynamic_attr")
-    checked = _check_names(names, "unmark_dynamic_attr")
+    checked = check_names(names, "unmark_dynamic_attr")
     class_marks = class_marks_of(type(target))
 
     def unmark(marks: dict[str, DynamicSpec | None]) -> None:
@@ -381,6 +308,7 @@ def is_dynamic_attr(module: torch.nn.Module, name: str) -> bool:
 
     Examples:
         >>> import torch
+        >>> from dynscalar import DynamicInt
         >>> m = torch.nn.Linear(2, 2); m.step = DynamicInt(0)
         >>> is_dynamic_attr(m, "step"), is_dynamic_attr(m, "in_features")
         (True, False)
@@ -389,32 +317,6 @@ def is_dynamic_attr(module: torch.nn.Module, name: str) -> bool:
     if lookup_mark(target, name) is not None:
         return True
     return is_dynamic_scalar(target.__dict__.get(name))
-
-
-def class_marks_of(cls: type) -> dict[str, DynamicSpec]:
-    """Class-level marks of ``cls``, merged along the MRO (subclasses win)."""
-    merged: dict[str, DynamicSpec] = {}
-    for klass in reversed(cls.__mro__):
-        own = klass.__dict__.get(CLASS_MARKS_KEY)
-        if own:
-            merged.update(own)
-    return merged
-
-
-def lookup_mark(module: object, name: str) -> DynamicSpec | None:
-    """The registry spec for ``module.name``: instance mark, else class mark, else None."""
-    try:
-        instance_dict = object.__getattribute__(module, "__dict__")
-    except AttributeError:
-        return None
-    marks = instance_dict.get(MARKS_KEY)
-    if marks is not None and name in marks:
-        return marks[name]  # type: ignore[no-any-return]
-    for klass in type(module).__mro__:
-        own = klass.__dict__.get(CLASS_MARKS_KEY)
-        if own is not None and name in own:
-            return own[name]  # type: ignore[no-any-return]
-    return None
 
 
 def dynamic_attrs(
@@ -438,7 +340,7 @@ def dynamic_attrs(
         >>> is_dynamic_attr(Counter(), "step")
         True
     """
-    checked = _check_names(names, "dynamic_attrs")
+    checked = check_names(names, "dynamic_attrs")
     spec = DynamicSpec.build(
         unbacked=unbacked, min=min, max=max, strict=strict, where="dynscalar.dynamic_attrs"
     )
@@ -452,12 +354,7 @@ def dynamic_attrs(
             )
         for name in checked:
             check_descriptor(cls, name, None)
-        with _write_lock:
-            own = dict(cls.__dict__.get(CLASS_MARKS_KEY) or {})
-            for name in checked:
-                own[name] = spec
-            setattr(cls, CLASS_MARKS_KEY, own)
-            MARKS_EPOCH.value += 1
+        edit_class_marks(cls, lambda own: own.update(dict.fromkeys(checked, spec)))
         return cls
 
     return decorate
@@ -465,15 +362,23 @@ def dynamic_attrs(
 
 # What a marked property resolved to when it was last traced: module -> {property name:
 # the attribute chains (relative to the module, "self.progress.completed") its getter read
-# and the bridge made symbolic}.  Written by the bridge at trace time, read by ``explain``.
+# and the bridge made symbolic}.  Written by the bridge at trace time, read by ``explain``;
+# a record of past traces, not a mark, so a cache reset forgets it.
 _property_reads: weakref.WeakKeyDictionary[torch.nn.Module, dict[str, tuple[str, ...]]] = (
     weakref.WeakKeyDictionary()
 )
+_property_reads_lock = threading.Lock()
+
+
+@_caches.register
+def _forget_property_reads() -> None:
+    with _property_reads_lock:
+        _property_reads.clear()
 
 
 def record_property_reads(module: torch.nn.Module, name: str, reads: tuple[str, ...]) -> None:
     """Remember what the property ``name`` of ``module`` read in its last trace."""
-    with _write_lock:
+    with _property_reads_lock:
         _property_reads.setdefault(module, {})[name] = reads
 
 

@@ -47,9 +47,15 @@ class CountingBackend:
 
 @pytest.fixture(autouse=True)
 def _fresh_dynamo() -> Iterator[None]:
+    """Each test starts from stock Dynamo state and empty dynscalar caches (marks are not
+    caches: they stay on the objects the test made)."""
+    from dynscalar._caches import reset_caches
+
     torch._dynamo.reset()
+    reset_caches()
     yield
     torch._dynamo.reset()
+    reset_caches()
 
 
 def run_side_by_side(

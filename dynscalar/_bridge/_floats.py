@@ -8,6 +8,7 @@ import math
 import pathlib
 from typing import Any
 
+from .. import _caches
 from .._diagnostics import (
     DynamicFloatSpecializedError,
     SpecializationError,
@@ -42,6 +43,7 @@ __all__ = [
 
 #: what torch's tensorify pass forced of the bridge's floats, remembered as stock remembers
 _forced_floats = ForcedFloats()
+_caches.register(_forced_floats.forget)
 
 
 def _memory_key(builder: Any, source: Any) -> str:

@@ -36,6 +36,8 @@ __all__ = ["ForcedFloats", "used_float_symbols"]
 class ForcedFloats:
     """The bridge's view of ``TensorifyState.force_specializations`` (one per process)."""
 
+    _RESTART = "dynscalar-restart:"  # prefix of the names kept for a restarted compile
+
     def __init__(self) -> None:
         self._keys: dict[Any, str] = {}  # symbol of this compile -> its source key
         self._set_aside: set[str] = set()  # stock's names our floats took for one compile
@@ -51,7 +53,7 @@ class ForcedFloats:
     def _restart_marker(name: str) -> str:
         from torch._guards import CompileContext
 
-        return f"dynscalar-restart:{CompileContext.current_compile_id()}:{name}"
+        return f"{ForcedFloats._RESTART}{CompileContext.current_compile_id()}:{name}"
 
     def on_wrap(self, symbol: Any, key: str) -> None:
         """A marked float became ``symbol``: specialize it now if torch forced it before."""
@@ -84,6 +86,21 @@ class ForcedFloats:
         """The ops that forced ``symbol``'s value, if torch forced it in this process."""
         key = self._keys.get(symbol)
         return self._ops.get(key, []) if key is not None else []
+
+    def forget(self) -> None:
+        """Forget every float torch forced for the bridge (a cache reset): the next compile
+        tries each marked float symbolically again.  Stock's own names are left to torch."""
+        import sys
+
+        with lock:
+            remembered = set(self._ops)  # every source key on_restart put in stock's set
+            self._keys.clear()
+            self._ops.clear()
+            if "torch._dynamo.symbolic_convert" not in sys.modules:
+                return  # torch never compiled here, so it remembers nothing of ours
+            names = self._names()
+            names.difference_update(remembered)
+            names.difference_update({n for n in names if n.startswith(self._RESTART)})
 
     def on_success(self, symbols: Any) -> None:
         """The compile is over: our names out, stock's names back."""

@@ -5,7 +5,7 @@ instance of the same class, or the same instance after its marks changed, reuses
 whenever that graph's guards pass.  So every fact the bridge used to build a graph is
 guarded:
 
-* **the mark** of ``owner.name``, as :func:`dynscalar._registry.lookup_mark` finds it:
+* **the mark** of ``owner.name``, as :func:`dynscalar._marks.lookup_mark` finds it:
   the instance marks entry (an identity check on the canonical spec, or on ``None`` for an
   instance that opted out of a class mark), the absence of an entry, or - when the class
   decides - the class-marks epoch (bumped by every ``@dynamic_attrs``).  Installed for
@@ -40,7 +40,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from .._registry import MARKS_KEY
+from .._marks import MARKS_KEY
 
 __all__ = ["guard_mark_state", "guard_marks_epoch", "guard_proxy"]
 

@@ -37,9 +37,11 @@ from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any
 
+from .. import _caches
 from .._diagnostics import DynscalarError, SpecializationError, SpecializationWarning, warn_once
+from .._marks import lookup_mark
 from .._proxy import DynamicScalar
-from .._registry import check_marked_value, lookup_mark, record_property_reads
+from .._registry import check_marked_value, record_property_reads
 from .._spec import DynamicSpec
 from ._guards import guard_mark_state
 from ._reports import passthrough, user_location
@@ -65,6 +67,7 @@ class PropertyRead:
 # for every module property traced (marked or not): the doctor names a recompile on
 # ``L['self'].progress.completed`` by the property user code reads it through.
 _reads: weakref.WeakKeyDictionary[CodeType, dict[str, PropertyRead]] = weakref.WeakKeyDictionary()
+_caches.register(_reads.clear)
 
 
 def read_through_property(code: CodeType, source: str) -> PropertyRead | None:

@@ -33,6 +33,7 @@ import logging
 from collections.abc import Iterable
 from typing import Any, NoReturn
 
+from .. import _caches
 from .._spec import INT64_MAX, INT64_MIN
 from ._sources import source_name
 from ._state import CompileState, lock
@@ -54,7 +55,9 @@ def restart_reason(source_name: str) -> str | None:
         return _specialize_next.pop(source_name, None)
 
 
+@_caches.register
 def forget_restarts() -> None:
+    """Drop every restart remembered for a next trace."""
     with lock:
         _specialize_next.clear()
 

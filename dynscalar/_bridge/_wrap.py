@@ -27,8 +27,7 @@ import warnings
 import weakref
 from typing import Any, NamedTuple
 
-from .._args import ARG_MARKS_KEY, lookup_arg_mark, wrapped_parameter
-from .._auto import auto_marked, auto_spec
+from .._auto import auto_spec
 from .._diagnostics import (
     BridgeUnavailableWarning,
     DynscalarError,
@@ -36,9 +35,17 @@ from .._diagnostics import (
     SpecializationWarning,
     warn_once,
 )
-from .._optim import GROUP_MARKS_KEY, lookup_group_mark
+from .._marks import (
+    ARG_MARKS_KEY,
+    GROUP_MARKS_KEY,
+    auto_marked,
+    lookup_arg_mark,
+    lookup_group_mark,
+    lookup_mark,
+    wrapped_parameter,
+)
 from .._proxy import DynamicScalar
-from .._registry import check_marked_value, lookup_mark
+from .._registry import check_marked_value
 from .._spec import INT64_MAX, INT64_MIN, DynamicSpec
 from ._floats import ensure_aot_hooks, float_hooks_problem, wrap_float
 from ._guards import guard_mark_state, guard_marks_epoch, guard_proxy
@@ -231,7 +238,7 @@ def _frame_self(tx: Any) -> tuple[Any, Any]:
 def _parameter(builder: Any, source: Any) -> tuple[Any, str] | None:
     """For an argument of the compiled frame: (code of the function it is a parameter of,
     parameter name).  Reads through a decorator's ``wrapper(self, *args, **kwargs)`` frame
-    to the function it wraps (``_args.wrapped_parameter``), takes ``kwargs['name']`` of a
+    to the function it wraps (``_marks.wrapped_parameter``), takes ``kwargs['name']`` of a
     function with ``**kwargs`` as its parameter ``name``, and reads a resume function
     (Dynamo's frame after a graph break) as the function it resumes."""
     from torch._dynamo.source import DictGetItemSource, GetItemSource, LocalSource

@@ -33,6 +33,7 @@ import ast
 import builtins
 from typing import Any
 
+from .. import _caches
 from .._diagnostics import DynscalarError
 from .._proxy import (
     DynamicFloat,
@@ -269,7 +270,8 @@ def _flatten(values: Any) -> list[Any]:
 # constant (its hash is cached in the string) for the class and canonical spec, then the
 # proxy built as ``_proxy`` builds arithmetic results.
 _KINDS: dict[str, type[DynamicScalar]] = {"DynamicInt": DynamicInt, "DynamicFloat": DynamicFloat}
-_MADE: dict[str, tuple[type, DynamicSpec]] = {}
+_MADE: dict[str, tuple[type, DynamicSpec]] = {}  # key -> class, spec (a memo of _made)
+_caches.register(_MADE.clear)
 
 
 def _key(cls: type, spec: DynamicSpec) -> str:

@@ -148,7 +148,7 @@ def registry_mark(module: torch.nn.Module, attr: str) -> Any:
     A proxy value's own spec is added separately: the contract applies both.
     """
     try:
-        from dynscalar._registry import lookup_mark
+        from dynscalar._marks import lookup_mark
     except ImportError:  # the registry moved: the public explain() (a proxy's spec wins there)
         import dynscalar
 

@@ -1,0 +1,106 @@
+"""What ``import dynscalar`` costs, with torch's own import as the reference.
+
+Each round is one fresh interpreter running ``python -X importtime -c "import torch;
+import dynscalar"``: both cumulative times come from the same process, so the ratio
+(dynscalar / torch) cancels most of the machine's load.  The bytecode cache is written
+first (a user's installed package has one).  Also counted, once: the dynscalar modules
+and the bridge modules in ``sys.modules`` after ``import torch, dynscalar``.
+
+    python -m benchmarks.import_time                 # 20 rounds, printed
+    python -m benchmarks.import_time --rounds 40 --out benchmarks/published/import.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+from benchmarks.harness import ROOT, machine_info, quantiles, write_json
+
+GOAL = 0.015  # of torch's own import time (issue: the bridge loads lazily)
+
+_MODULES = (
+    "import sys, json, torch, dynscalar; print(json.dumps(sorted(m for m in sys.modules "
+    "if m.startswith('dynscalar'))))"
+)
+
+
+def _env() -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure with bytecode, as installed
+    return env
+
+
+def _cumulative_us(stderr: str, module: str) -> int:
+    """The cumulative microseconds ``-X importtime`` reports for a top-level ``module``."""
+    for line in stderr.splitlines():
+        parts = [p.strip() for p in line.removeprefix("import time:").split("|")]
+        if len(parts) == 3 and parts[2] == module:
+            return int(parts[1])
+    raise ValueError(f"{module} not in -X importtime output")
+
+
+def measure(rounds: int) -> dict[str, Any]:
+    env = _env()
+    run = [sys.executable, "-X", "importtime", "-c", "import torch; import dynscalar"]
+    subprocess.run(run, env=env, capture_output=True, check=True, cwd=ROOT)  # write .pyc
+    torch_us, ours_us = [], []
+    for _ in range(rounds):
+        proc = subprocess.run(run, env=env, capture_output=True, text=True, check=True, cwd=ROOT)
+        torch_us.append(_cumulative_us(proc.stderr, "torch"))
+        ours_us.append(_cumulative_us(proc.stderr, "dynscalar"))
+    modules = json.loads(
+        subprocess.run(
+            [sys.executable, "-c", _MODULES], env=env, capture_output=True, text=True, check=True
+        ).stdout
+    )
+    ratios = [o / t for o, t in zip(ours_us, torch_us, strict=True)]
+    return {
+        "machine": machine_info(rounds=rounds),
+        "torch_ms": quantiles(torch_us, 1e-3),
+        "dynscalar_ms": quantiles(ours_us, 1e-3),
+        "ratio": quantiles(ratios),
+        "goal": GOAL,
+        "modules": modules,
+        "bridge_modules": [m for m in modules if m.startswith("dynscalar._bridge")],
+    }
+
+
+def table(result: dict[str, Any]) -> str:
+    """The result as a Markdown table (median, p10-p90)."""
+
+    def cell(q: dict[str, float], fmt: str) -> str:
+        return f"{q['median']:{fmt}} ({q['p10']:{fmt}}-{q['p90']:{fmt}})"
+
+    bridge = ", ".join(f"`{m}`" for m in result["bridge_modules"])
+    return "\n".join(
+        [
+            "| | median (p10-p90) |",
+            "|---|---|",
+            f"| `import torch` | {cell(result['torch_ms'], '.0f')} ms |",
+            f"| `import dynscalar` after it | {cell(result['dynscalar_ms'], '.1f')} ms |",
+            f"| dynscalar / torch | {cell(result['ratio'], '.2%')} (goal: at most "
+            f"{result['goal']:.1%}) |",
+            f"| dynscalar modules loaded | {len(result['modules'])}, of the bridge: {bridge} |",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--out", help="write the result as JSON here")
+    args = parser.parse_args(argv)
+    result = measure(args.rounds)
+    if args.out:
+        write_json(args.out, result)
+    print(table(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,431 @@
+"""The mark store: where every mark lives, the lock that serialises edits, and lookups.
+
+Every kind of mark is kept and found here; the public API modules (``_registry`` for
+attributes and classes, ``_args`` for arguments, ``_optim`` for optimizer groups,
+``_auto`` for ``auto_dynamic``) validate and explain, then call this module.  The bridge
+asks this module what is marked, and guards the storage keys and the epoch below.
+
+Where marks live:
+
+* **attributes** (``mark_dynamic_attr``, ``auto_dynamic``): on the instance,
+  ``module.__dict__[MARKS_KEY]`` (``{name: spec}``, ``None`` for an instance that opted out
+  of a class mark), so ``copy.deepcopy``, ``pickle`` and ``torch.save`` keep them and
+  nothing global keeps a module alive;
+* **classes** (``@dynamic_attrs``): on the class, ``cls.__dict__[CLASS_MARKS_KEY]``,
+  inherited along the MRO;
+* **a module's forward arguments** (``mark_dynamic_args(module, ...)``): on the instance,
+  ``module.__dict__[ARG_MARKS_KEY]``;
+* **a function's arguments** (``mark_dynamic_args(fn, ...)``, ``@dynamic_args``): here,
+  keyed by the function's code object, held weakly, with the decorator wrappers that lead
+  to it (also weakly): a marked function that is garbage collected takes its marks along;
+* **optimizer hyperparameters** (``mark_dynamic_param_groups``): on the optimizer,
+  ``optimizer.__dict__[GROUP_MARKS_KEY]``;
+* **auto_dynamic's snapshot** and the names it promoted to marks: on the instance,
+  under ``AUTO_KEY`` and ``PROMOTED_KEY``.
+
+Edits are copy-on-write under one lock: readers (Dynamo, at trace time) never lock and
+always see a whole dict, and two threads marking the same object never lose an update.
+Compiled guards check an instance's marks dict entry directly; marks found elsewhere
+(class marks along the MRO, function marks by code object) are tied to
+``MARKS_EPOCH``, which every such edit bumps.  ``dynscalar._marks_epoch`` is this object:
+guards read ``dynscalar._marks_epoch.value``.
+
+Examples:
+    >>> import torch
+    >>> from dynscalar import DynamicSpec as ds_spec, _marks, mark_dynamic_attr
+    >>> m = torch.nn.Linear(2, 2); m.step = 0
+    >>> _ = mark_dynamic_attr(m, "step")
+    >>> _marks.lookup_mark(m, "step") == ds_spec()
+    True
+"""
+
+from __future__ import annotations
+
+import threading
+import types
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ._spec import DynamicSpec
+
+__all__ = [
+    "ARG_MARKS_KEY",
+    "AUTO_KEY",
+    "CLASS_MARKS_KEY",
+    "GROUP_MARKS_KEY",
+    "MARKS_EPOCH",
+    "MARKS_KEY",
+    "PROMOTED_KEY",
+    "Marks",
+    "auto_marked",
+    "auto_snapshot",
+    "class_marks_of",
+    "edit_class_marks",
+    "edit_function_marks",
+    "edit_marks",
+    "function_marks",
+    "instance_marks",
+    "lock",
+    "lookup_arg_mark",
+    "lookup_group_mark",
+    "lookup_mark",
+    "promote",
+    "start_auto",
+    "unwrap_function",
+    "wrapped_parameter",
+]
+
+MARKS_KEY = "_dynscalar_marks"
+CLASS_MARKS_KEY = "_dynscalar_class_marks"
+ARG_MARKS_KEY = "_dynscalar_arg_marks"
+GROUP_MARKS_KEY = "_dynscalar_group_marks"
+AUTO_KEY = "_dynscalar_auto"
+PROMOTED_KEY = "_dynscalar_auto_promoted"  # names auto_dynamic marked (for explain)
+
+#: name -> spec; ``None`` records an instance's opt-out of a class mark
+Marks = dict[str, DynamicSpec | None]
+
+
+class _MarksEpoch:
+    """A counter bumped by every class and function mark: compiled code guards on it.
+
+    Instance marks are guarded precisely (the marks dict entry itself).  Class marks
+    (``@dynamic_attrs``) are looked up along the MRO and function-argument marks by code
+    object, so a graph that consulted them is tied to this counter instead.  Those marks are
+    made at definition or set-up time, so the counter rarely moves after a compile; when it
+    does, the affected graphs recompile once.
+    """
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0
+
+
+MARKS_EPOCH = _MarksEpoch()
+
+#: Serialises every edit of every mark (readers never take it: edits replace whole dicts).
+lock = threading.Lock()
+
+# code object of a marked function -> {parameter name: spec}; weak: the code object lives
+# as long as the function (or the code that defines it), and so do its marks
+_function_marks: weakref.WeakKeyDictionary[types.CodeType, dict[str, DynamicSpec]] = (
+    weakref.WeakKeyDictionary()
+)
+
+# code of a decorator's wrapper (``wrapper(self, *args, **kwargs)``, functools.wraps) ->
+# the function it wraps: Dynamo may compile the wrapper, whose frame holds the marked
+# arguments in ``args``/``kwargs``.  Weak on both sides: a wrapper never keeps a function.
+_wrappers: weakref.WeakKeyDictionary[types.CodeType, weakref.ref[types.FunctionType]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+# ----------------------------------------------------------------------------- edits
+def edit_marks(
+    instance_dict: dict[str, Any], edit: Callable[[Marks], None], key: str = MARKS_KEY
+) -> None:
+    """Apply ``edit`` to a copy of an instance's marks under ``key`` and store the copy,
+    under the lock.
+
+    A fresh dict each time: copies of the object made earlier keep their own marks.
+    ``key`` selects attribute (default), argument (``ARG_MARKS_KEY``) or param-group
+    (``GROUP_MARKS_KEY``) marks.
+
+    Examples:
+        >>> state: dict = {}
+        >>> edit_marks(state, lambda marks: marks.update(step=DynamicSpec()))
+        >>> list(state[MARKS_KEY])
+        ['step']
+    """
+    with lock:
+        marks = dict(instance_dict.get(key) or {})
+        edit(marks)
+        instance_dict[key] = marks
+
+
+def edit_class_marks(cls: type, edit: Callable[[dict[str, DynamicSpec]], None]) -> None:
+    """Apply ``edit`` to a copy of the marks ``cls`` itself holds, store it on ``cls`` and
+    bump the epoch, under the lock.
+
+    Examples:
+        >>> class Plain:
+        ...     pass
+        >>> edit_class_marks(Plain, lambda marks: marks.update(step=DynamicSpec()))
+        >>> list(class_marks_of(Plain))
+        ['step']
+    """
+    with lock:
+        own = dict(cls.__dict__.get(CLASS_MARKS_KEY) or {})
+        edit(own)
+        setattr(cls, CLASS_MARKS_KEY, own)
+        MARKS_EPOCH.value += 1
+
+
+def edit_function_marks(
+    code: types.CodeType, edit: Callable[[dict[str, DynamicSpec]], None]
+) -> None:
+    """Apply ``edit`` to a copy of the argument marks of the function running ``code``,
+    store it and bump the epoch, under the lock.
+
+    Examples:
+        >>> def scale(x, t):
+        ...     return x * t
+        >>> edit_function_marks(scale.__code__, lambda marks: marks.update(t=DynamicSpec()))
+        >>> list(function_marks(scale.__code__))
+        ['t']
+    """
+    with lock:
+        marks = dict(_function_marks.get(code) or {})
+        edit(marks)
+        if marks:
+            _function_marks[code] = marks
+        else:
+            _function_marks.pop(code, None)
+        MARKS_EPOCH.value += 1
+
+
+def start_auto(instance_dict: dict[str, Any], snapshot: dict[str, int | float]) -> None:
+    """Begin ``auto_dynamic`` on one instance: its scalars as they are now, and an (empty)
+    marks dict from the start, so a promotion while Dynamo traces edits that dict and the
+    guards already installed for the instance's other attributes ("no mark for width")
+    stay true.
+
+    Examples:
+        >>> state: dict = {}
+        >>> start_auto(state, {"step": 0})
+        >>> state[AUTO_KEY], state[MARKS_KEY]
+        ({'step': 0}, {})
+    """
+    with lock:
+        instance_dict[AUTO_KEY] = snapshot
+        instance_dict[MARKS_KEY] = dict(instance_dict.get(MARKS_KEY) or {})
+
+
+def promote(instance_dict: dict[str, Any], name: str, spec: DynamicSpec) -> None:
+    """Mark attribute ``name`` of an instance for ``auto_dynamic`` (a mark like any other,
+    remembered as promoted for ``explain``).
+
+    Examples:
+        >>> state: dict = {}
+        >>> promote(state, "step", DynamicSpec())
+        >>> list(state[MARKS_KEY]), state[PROMOTED_KEY]
+        (['step'], {'step'})
+    """
+    with lock:
+        marks = dict(instance_dict.get(MARKS_KEY) or {})
+        marks[name] = spec
+        instance_dict[MARKS_KEY] = marks
+        instance_dict[PROMOTED_KEY] = {*instance_dict.get(PROMOTED_KEY, ()), name}
+
+
+# ----------------------------------------------------------------------------- lookups
+def _instance_dict(owner: object) -> dict[str, Any] | None:
+    try:
+        return object.__getattribute__(owner, "__dict__")  # type: ignore[no-any-return]
+    except AttributeError:
+        return None
+
+
+def instance_marks(owner: object, key: str = MARKS_KEY) -> Mapping[str, Any] | None:
+    """The marks ``owner`` itself holds under ``key`` (None: it holds none).
+
+    Examples:
+        >>> class Plain:
+        ...     pass
+        >>> instance_marks(Plain()) is None
+        True
+    """
+    instance_dict = _instance_dict(owner)
+    return None if instance_dict is None else instance_dict.get(key)
+
+
+def class_marks_of(cls: type) -> dict[str, DynamicSpec]:
+    """Class-level marks of ``cls``, merged along the MRO (subclasses win).
+
+    Examples:
+        >>> class_marks_of(object)
+        {}
+    """
+    merged: dict[str, DynamicSpec] = {}
+    for klass in reversed(cls.__mro__):
+        own = klass.__dict__.get(CLASS_MARKS_KEY)
+        if own:
+            merged.update(own)
+    return merged
+
+
+def lookup_mark(owner: object, name: str) -> DynamicSpec | None:
+    """The spec for attribute ``owner.name``: instance mark, else class mark, else None.
+
+    Examples:
+        >>> class Plain:
+        ...     step = 0
+        >>> lookup_mark(Plain(), "step") is None
+        True
+    """
+    instance_dict = _instance_dict(owner)
+    if instance_dict is None:
+        return None
+    marks = instance_dict.get(MARKS_KEY)
+    if marks is not None and name in marks:
+        return marks[name]  # type: ignore[no-any-return]
+    for klass in type(owner).__mro__:
+        own = klass.__dict__.get(CLASS_MARKS_KEY)
+        if own is not None and name in own:
+            return own[name]  # type: ignore[no-any-return]
+    return None
+
+
+def function_marks(code: types.CodeType) -> dict[str, DynamicSpec] | None:
+    """The argument marks of the function running ``code`` (None: none).
+
+    Examples:
+        >>> function_marks((lambda n: n).__code__) is None
+        True
+    """
+    return _function_marks.get(code)
+
+
+def lookup_arg_mark(code: types.CodeType, name: str, self_obj: object) -> DynamicSpec | None:
+    """The mark of parameter ``name`` of the frame running ``code`` (``self_obj``: its
+    ``self``): the instance's argument marks first, then the function's.
+
+    Examples:
+        >>> lookup_arg_mark((lambda n: n).__code__, "n", None) is None
+        True
+    """
+    if self_obj is not None:
+        marks = instance_marks(self_obj, ARG_MARKS_KEY)
+        if marks and name in marks:
+            return marks[name]  # type: ignore[no-any-return]
+    found = _function_marks.get(code)
+    return found.get(name) if found else None
+
+
+def lookup_group_mark(optimizer: object, key: str) -> DynamicSpec | None:
+    """The mark of param-group ``key`` of ``optimizer``, if any.
+
+    Examples:
+        >>> class Opt:
+        ...     pass
+        >>> lookup_group_mark(Opt(), "lr") is None
+        True
+    """
+    marks = instance_marks(optimizer, GROUP_MARKS_KEY)
+    return marks.get(key) if marks else None
+
+
+def auto_snapshot(owner: object) -> dict[str, int | float] | None:
+    """``auto_dynamic``'s snapshot of ``owner``'s scalars (None: not under auto_dynamic).
+
+    Examples:
+        >>> class Plain:
+        ...     pass
+        >>> auto_snapshot(Plain()) is None
+        True
+    """
+    instance_dict = _instance_dict(owner)
+    return None if instance_dict is None else instance_dict.get(AUTO_KEY)
+
+
+def auto_marked(owner: object, name: str) -> bool:
+    """True when ``owner.name``'s mark was made by ``auto_dynamic`` (not by the user).
+
+    Examples:
+        >>> class Plain:
+        ...     step = 0
+        >>> auto_marked(Plain(), "step")
+        False
+    """
+    instance_dict = _instance_dict(owner)
+    return instance_dict is not None and name in instance_dict.get(PROMOTED_KEY, ())
+
+
+# ----------------------------------------------------------------------------- wrappers
+def unwrap_function(function: Any) -> types.FunctionType | None:
+    """The innermost Python function of a ``__wrapped__`` chain (through methods and
+    ``torch.compile`` wrappers); the wrappers on the way are remembered (weakly) as leading
+    to it.
+
+    Examples:
+        >>> import functools
+        >>> def inner(x, n):
+        ...     return x
+        >>> @functools.wraps(inner)
+        ... def outer(*args, **kwargs):
+        ...     return inner(*args, **kwargs)
+        >>> unwrap_function(outer) is inner
+        True
+    """
+    chain: list[types.FunctionType] = []
+    seen = 0
+    while function is not None and seen < 10:
+        inner = getattr(function, "__func__", function)
+        if isinstance(inner, types.FunctionType):
+            chain.append(inner)
+        function = getattr(function, "_torchdynamo_orig_callable", None) or getattr(
+            function, "__wrapped__", None
+        )
+        seen += 1
+    if not chain:
+        return None
+    innermost = chain[-1]
+    if len(chain) > 1:
+        with lock:
+            for wrapper in chain[:-1]:
+                _wrappers[wrapper.__code__] = weakref.ref(innermost)
+    return innermost
+
+
+def _wrapped_by(code: types.CodeType) -> types.FunctionType | None:
+    ref = _wrappers.get(code)
+    return ref() if ref is not None else None
+
+
+def _closure_target(code: types.CodeType, closure: Any) -> types.FunctionType | None:
+    """For a forwarding wrapper made by a closure (``def inner(*args, **kwargs): return
+    fn(*args, **kwargs)``: torch.compile's ``wrap_inline`` around ``@torch.no_grad()``
+    functions, most decorators), the marked function its cell ``fn`` leads to."""
+    if not closure or code.co_argcount or code.co_kwonlyargcount:
+        return None
+    for cell in closure:
+        try:
+            content = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if not callable(content) or isinstance(content, type):
+            continue
+        inner = unwrap_function(content)
+        if inner is not None and inner.__code__ in _function_marks:
+            return inner
+    return None
+
+
+def wrapped_parameter(
+    code: types.CodeType,
+    position: int | None = None,
+    keyword: str | None = None,
+    closure: Any = None,
+) -> tuple[types.CodeType, str] | None:
+    """In a wrapper's frame, the wrapped function's parameter behind ``args[position]`` or
+    ``kwargs[keyword]``: ``(the wrapped function's code, parameter name)``.
+
+    The wrapper is assumed to pass its named parameters first, then ``*args`` in order
+    (``def wrapper(self, *args, **kwargs): return fn(self, *args, **kwargs)``); it is
+    found through the ``__wrapped__`` chain of what was marked, or, for a ``(*args,
+    **kwargs)`` wrapper, through its ``closure`` (the frame's cells).
+
+    Examples:
+        >>> wrapped_parameter((lambda *args: None).__code__, position=0) is None
+        True
+    """
+    inner = _wrapped_by(code) or _closure_target(code, closure)
+    if inner is None:
+        return None
+    if keyword is not None:
+        return inner.__code__, keyword
+    named = inner.__code__.co_varnames[: inner.__code__.co_argcount]
+    index = code.co_argcount + (position or 0)
+    return (inner.__code__, named[index]) if index < len(named) else None
