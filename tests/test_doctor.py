@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,8 @@ from dynscalar import _doctor
 from dynscalar.__main__ import main
 from dynscalar._bridge import _recompiles
 from dynscalar._diagnostics import BridgeError
+
+from .helpers import run_interpreter
 
 FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
 
@@ -46,14 +47,8 @@ def doctor(
     if fix is not None:
         (tmp_path / "fix.py").write_text(fix)
         env["DOCTOR_FIX"] = str(tmp_path / "fix.py")
-    return subprocess.run(
-        [sys.executable, "-m", "dynscalar", "doctor", *options, f"{project}/{script}", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    return run_interpreter(
+        "-m", "dynscalar", "doctor", *options, f"{project}/{script}", *args, cwd=tmp_path, env=env
     )
 
 

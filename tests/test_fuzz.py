@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -40,6 +38,7 @@ from tests.fuzz.generator import (
 from tests.fuzz.profile import PROFILES, backend_for, run_profile
 from tests.fuzz.render_docs import PAGE, PUBLISHED, source_name
 from tests.fuzz.render_docs import render as render_page
+from tests.helpers import run_interpreter
 
 SEED = int(os.environ.get("DYNSCALAR_FUZZ_SEED", "0"))
 QUICK = PROFILES["quick"]
@@ -318,9 +317,7 @@ def test_a_minimal_program_runs_as_a_standalone_script(tmp_path: Path) -> None:
     )
     script = tmp_path / "p.py"
     script.write_text(render(p, script=True, backend="eager"))
-    result = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
-    )
+    result = run_interpreter(str(script))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "call 0: " in result.stdout and "call 1: " in result.stdout
 
