@@ -1,4 +1,4 @@
-"""Argument marks (issue 12): plain int/float arguments, symbolic from the first compile.
+"""Argument marks: plain int/float arguments, symbolic from the first compile.
 
 Every test compares the compiled function with the same function run eagerly on the same
 arguments and asserts the exact number of compiled graphs.

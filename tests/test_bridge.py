@@ -1,4 +1,4 @@
-"""The bridge: lazy, idempotent installation and loud failure when internals move (issue 2)."""
+"""The bridge: lazy, idempotent installation and loud failure when internals move."""
 
 from __future__ import annotations
 

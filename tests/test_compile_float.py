@@ -1,4 +1,4 @@
-"""Dynamic floats: compiled equals eager (bit for bit), with exact compile counts (issue 3)."""
+"""Dynamic floats: compiled equals eager (bit for bit), with exact compile counts."""
 
 from __future__ import annotations
 

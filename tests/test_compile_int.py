@@ -1,4 +1,4 @@
-"""Compiled equals eager for dynamic int scalars, with exact compile counts (issue 2)."""
+"""Compiled equals eager for dynamic int scalars, with exact compile counts."""
 
 from __future__ import annotations
 
@@ -227,7 +227,7 @@ def test_two_instances_only_one_marked() -> None:
         torch.testing.assert_close(c_plain(x), plain_eager(x), msg=f"plain, call {i}")
     assert marked.step == plain.step == CALLS
     assert ds.is_dynamic_attr(marked, "step") and not ds.is_dynamic_attr(plain, "step")
-    # Each graph is guarded on the marks it was compiled with (issue 10), so the unmarked
+    # Each graph is guarded on the marks it was compiled with, so the unmarked
     # twin never reuses the marked instance's graph: it behaves exactly like stock torch,
     # one static graph per value until the code object's recompile_limit (8 entries,
     # shared with the marked graph) is reached, then eager.  The marked instance keeps

@@ -326,8 +326,8 @@ def test_marking_before_the_limit_does_not_warn() -> None:
 
 def test_torch_recompile_limit_warning_names_user_code_not_the_bridge(tmp_path: Path) -> None:
     """torch's recompile-limit warning ends with the location of the last guard; a guard made
-    under dynscalar's hook was attributed to the hook (_bridge/_reports.py). A subprocess:
-    torch's logging set-up is per process."""
+    under dynscalar's hook is attributed to user code, not to the hook (_bridge/_reports.py
+    hides the bridge's files). A subprocess: torch's logging set-up is per process."""
     import textwrap
 
     script = tmp_path / "loops.py"

@@ -168,7 +168,7 @@ Then run the doctor again to check:
 def test_scalars_read_through_properties_are_named_by_the_property(tmp_path: Path) -> None:
     """Lightning's global_step/current_epoch: the guards are on counters of plain objects
     (``model.trainer.fit_loop...completed``), which cannot be marked; the doctor names the
-    module's property and marks it, which follows the getter (issue 24)."""
+    module's property and marks it, which follows the getter."""
     result = doctor(tmp_path, "properties", "run.py")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "global_step: 6 current_epoch: 2\n"

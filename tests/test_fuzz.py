@@ -1,4 +1,4 @@
-"""Compiled dynscalar code never differs from eager: the differential fuzzer (issue 10).
+"""Compiled dynscalar code never differs from eager: the differential fuzzer.
 
 The quick profile checks 200 seeded random programs (half on ``eager``, half on
 ``aot_eager``) and a small ``inductor`` sample.  A test fails listing every disagreement
@@ -247,10 +247,10 @@ def test_a_difference_stock_torch_shows_too_is_torchs_own() -> None:
 
 
 def test_a_torch_bug_behind_a_refused_call_is_torchs_own() -> None:
-    """Found by the long profile (seed 0, index 4419): a marked str makes compiled code raise
-    (DynscalarTypeError; eager raises TypeError too), then a numpy int meets
+    """The long profile's program at seed 0, index 4419: a marked str makes compiled code
+    raise (DynscalarTypeError; eager raises TypeError too), then a numpy int meets
     ``self.s += 0.5``, which stock torch's fake tensors cannot trace.  In the stock re-run the
-    first call's TypeError made torch give up on the frame, so the bug was hidden there; the
+    first call's TypeError makes torch give up on the frame, which hides the bug there; the
     re-run without the refused call shows it."""
     marked_str = Instance("m1", "MD", (Value("str", "3"),))  # MD: @dynamic_attrs("s")
     numpy_float = Instance("m2", "M", (Value("np.float64", -1.25),))

@@ -1,4 +1,4 @@
-"""The marking API: values, module attributes, the class decorator, and bad input (issue 2)."""
+"""The marking API: values, module attributes, the class decorator, and bad input."""
 
 from __future__ import annotations
 

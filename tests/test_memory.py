@@ -1,4 +1,4 @@
-"""Nothing global keeps a marked module alive (issue 4).
+"""Nothing global keeps a marked module alive.
 
 Marks live on the module instance and proxies hold only their value and spec, so a marked
 module that the user drops is collected, also after torch.compile ran it and

@@ -1,4 +1,4 @@
-"""A compiled optimizer step with a scheduled learning rate compiles once (issue 11).
+"""A compiled optimizer step with a scheduled learning rate compiles once.
 
 Every test trains a compiled copy and an eager copy of the same model side by side, and
 asserts the exact number of compiled graphs and the parameters afterwards.

@@ -1,4 +1,4 @@
-"""Marks on properties (issue 24): a mark on a property follows its getter to the values it
+"""Marks on properties: a mark on a property follows its getter to the values it
 reads, or is refused at mark time.  Lightning's ``LightningModule.global_step`` and
 ``current_epoch`` are properties over counters on plain objects; these are Lightning-free
 models of them (tests/test_real_libraries.py runs Lightning itself).
@@ -47,7 +47,7 @@ class Loop:
 
 
 class Lit(torch.nn.Module):
-    """The issue's minimal form: a read-only property over a plain object's counter."""
+    """The minimal form: a read-only property over a plain object's counter."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -148,10 +148,10 @@ def set_completed(model: Lit, eager: Lit, value: Any) -> None:
     eager.progress.completed = value
 
 
-# ----------------------------------------------------------------------------- item 2
+# ----------------------------------------------------------------------------- getters
 @pytest.mark.parametrize(("mark", "graphs"), [(False, STEPS), (True, 1)])
 def test_read_only_property_over_a_plain_object(mark: bool, graphs: int) -> None:
-    """The issue's reproduction: stock compiles once per step, the marked property once."""
+    """Stock compiles once per step, the marked property once."""
     model = Lit()
     if mark:
         ds.mark_dynamic_attr(model, "global_step")
@@ -425,7 +425,7 @@ def test_unmarked_properties_change_nothing() -> None:
     assert counter.frame_count == 3
 
 
-# ----------------------------------------------------------------------------- item 1
+# ----------------------------------------------------------------------------- mark time
 class Constant(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -527,7 +527,7 @@ def test_property_marks_survive_deepcopy() -> None:
     assert ds.is_dynamic_attr(clone, "global_step")
 
 
-# ----------------------------------------------------------------------------- item 4
+# ----------------------------------------------------------------------------- explain
 def test_explain_shows_what_a_property_mark_resolves_to() -> None:
     model = ds.mark_dynamic_attr(Nested(), "global_step")
     before = ds.explain(model, show=False)

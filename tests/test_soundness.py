@@ -1,4 +1,4 @@
-"""Compiled never differs from eager (issue 10): guards, write-back, marks changed later.
+"""Compiled never differs from eager: guards, write-back, marks changed later.
 
 Each test runs a compiled model and an eager twin on the same inputs and the same
 attribute assignments, compares every output and the attribute afterwards (value, exact
@@ -77,7 +77,7 @@ def run_values(model: torch.nn.Module, values: list[Any], backend: str) -> int:
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("spec", [{}, {"unbacked": True}, {"min": 0, "max": 10}])
 def test_registry_int_graph_is_never_reused_for_a_float(spec: dict[str, Any], backend: str) -> None:
-    """The issue's first finding: `x * self.s` gave 2.0 for 2.5 after an int compile.
+    """An int-compiled graph reused for a float would compute `x * self.s` as 2.0 for 2.5.
 
     A float under an int-only spec (unbacked, min/max) follows the proxy rule for floats
     derived from such ints: a backed dynamic float."""
@@ -323,7 +323,7 @@ def test_function_argument_proxy_then_float(backend: str) -> None:
 # ----------------------------------------------------------------------------- instances
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_unmarked_instance_never_reuses_a_marked_graph(backend: str) -> None:
-    """The issue's second finding: an unmarked M(0.5) ran the marked M(3)'s int graph."""
+    """An unmarked M(0.5) must not run the marked M(3)'s int graph."""
     marked = ds.mark_dynamic_attr(Scale(3), "s")
     counter = CountingBackend(backend)
     x = torch.randn(4)
@@ -369,8 +369,8 @@ def test_narrowing_a_range_after_compiling_is_enforced(backend: str) -> None:
 
 
 def test_registry_mark_on_a_proxy_attribute_takes_effect() -> None:
-    """mark_dynamic_attr(..., max=10) on an attribute holding a DynamicInt is no longer dropped:
-    the attribute's mark wins over the spec the value carries."""
+    """mark_dynamic_attr(..., max=10) on an attribute holding a DynamicInt takes effect: the
+    attribute's mark wins over the spec the value carries."""
     model = Scale(DynamicInt(3))
     ds.mark_dynamic_attr(model, "s", max=10)
     compiled = torch.compile(model, backend=CountingBackend("eager"))

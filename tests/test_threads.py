@@ -1,4 +1,4 @@
-"""Marking and compiling from two threads at once leaves every mark intact (issue 7)."""
+"""Marking and compiling from two threads at once leaves every mark intact."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A torch whose internals moved: import works, eager unchanged, one warning, no crash (issue 7)."""
+"""A torch whose internals moved: import works, eager unchanged, one warning, no crash."""
 
 from __future__ import annotations
 

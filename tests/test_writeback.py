@@ -1,4 +1,4 @@
-"""Write-back fidelity wherever a value lands (issue 21).
+"""Write-back fidelity wherever a value lands.
 
 A compiled call leaves the same objects as eager Python: the same class, value and spec for
 values stored into attributes, into lists, tuples and dicts held by attributes (built,
@@ -99,7 +99,8 @@ def _cache_body(m: Any, x: torch.Tensor) -> torch.Tensor:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_dict_item_assignment_keeps_the_proxy_and_compiles_once(backend: str) -> None:
-    # The issue's example: on main, 8 compiles then eager (the plain int was specialized).
+    # A proxy written back into a dict item stays a proxy: a plain int there would be
+    # specialized, 8 compiles and then eager.
     assert side_by_side(_cache_init, _cache_body, backend, 12) == 1
 
 
@@ -293,7 +294,8 @@ def test_a_local_proxy_crossing_a_graph_break_is_not_specialized(backend: str) -
         m.a += 1
         return x * a
 
-    # Before: `a` reached the resumed frame as a plain int, one graph per value after it.
+    # `a` reaches the resumed frame as a proxy: as a plain int it would be specialized
+    # there, one graph per value after the break.
     assert side_by_side(_a, body, backend, 6) == 2
 
 
