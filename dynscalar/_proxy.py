@@ -186,9 +186,10 @@ class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[type-arg]
 
     # CPython's fast attribute path for classes with ``__getattr__`` (see the comment at the
     # top of this module).  Names the proxy does not have still reach wrapt's ``__getattr__``
-    # and so the wrapped value.  wrapt's C hook also forwarded ``__doc__`` (kept: see
-    # ``_InstanceDoc``) and ``__module__``, which now reads the proxy class's module where an
-    # int raised AttributeError.  With wrapt's pure-Python proxy this changes nothing.
+    # and so the wrapped value.  wrapt's C hook also forwards ``__doc__`` (kept: see
+    # ``_InstanceDoc``) and ``__module__``, which here reads the proxy class's module (through
+    # wrapt's hook it reaches the int, which raises AttributeError).  With wrapt's
+    # pure-Python proxy this changes nothing.
     __getattribute__ = object.__getattribute__
 
     # wrapt calls this hook after ``__wrapped__`` is assigned, and looks it up on every

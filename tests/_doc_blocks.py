@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from .helpers import run_python
 
 FENCE = re.compile(r"^```(\w*)\s*$")
 FRAGMENT = "<!-- fragment -->"
@@ -79,15 +79,7 @@ def run_page(path: Path, cwd: Path, timeout: float = 600) -> tuple[list[Block], 
     """
     runnable = [b for b in blocks(path.read_text()) if b.lang == "python" and not b.fragment]
     payload = json.dumps([(f"{path.name}:{b.line}", b.text) for b in runnable])
-    result = subprocess.run(
-        [sys.executable, "-c", RUNNER],
-        input=payload,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    result = run_python(RUNNER, input=payload, cwd=cwd, timeout=timeout)
     assert result.returncode == 0, f"{path.name}: a block failed:\n{result.stderr[-4000:]}"
     outputs = result.stdout.split(SEPARATOR + "\n")
     assert len(outputs) == len(runnable) + 1, result.stdout

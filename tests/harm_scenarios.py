@@ -21,7 +21,8 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-from torch._dynamo.testing import CompileCounterWithBackend
+
+from .helpers import CountingBackend
 
 Outcome = tuple[int, list[torch.Tensor]]
 
@@ -54,7 +55,7 @@ def clamp_bounds(mark: str | None) -> Outcome:
     def f(x: torch.Tensor, eps: float, a: float) -> torch.Tensor:
         return torch.clamp(x, 1 - eps, 1 + eps).sum() * a
 
-    counter = CompileCounterWithBackend("aot_eager")
+    counter = CountingBackend("aot_eager")
     compiled = torch.compile(f, backend=counter)
     if mark is not None:
         _mark_args(compiled, mark)
@@ -78,7 +79,7 @@ def top_k_sampling(mark: str | None) -> Outcome:
         filtered = torch.full_like(logits, float("-inf")).scatter_(-1, ind, val)
         return (filtered / temperature).softmax(dim=-1)
 
-    counter = CompileCounterWithBackend("aot_eager")
+    counter = CountingBackend("aot_eager")
     compiled = torch.compile(sample, backend=counter)
     if mark is not None:
         _mark_args(compiled, mark)
@@ -105,7 +106,7 @@ def adamw_one_cycle(mark: str | None) -> Outcome:
     (opt, sched), (opt2, sched2) = make(model), make(twin)
     if mark is not None:
         _ds().mark_dynamic_param_groups(opt, *mark.split(","))
-    counter = CompileCounterWithBackend("aot_eager")
+    counter = CountingBackend("aot_eager")
     step = torch.compile(opt.step, backend=counter)
     x = torch.linspace(-1.0, 1.0, 12).reshape(3, 4)
     for i in range(6):
@@ -130,7 +131,7 @@ def ppo_clipped_loss(mark: str | None) -> Outcome:
         clipped = torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps)
         return -torch.min(ratio * adv, clipped * adv).mean()
 
-    counter = CompileCounterWithBackend("aot_eager")
+    counter = CountingBackend("aot_eager")
     compiled = torch.compile(loss, backend=counter)
     if mark is not None:
         _mark_args(compiled, mark)
@@ -167,7 +168,7 @@ def _scheduled_module(mark: str | None, module: torch.nn.Module, backend: str) -
     twin = copy.deepcopy(module)
     if mark is not None:
         _ds().mark_dynamic_attr(module, mark)
-    counter = CompileCounterWithBackend(backend)
+    counter = CountingBackend(backend)
     compiled = torch.compile(module, backend=counter)
     name = mark or ("drop_prob" if hasattr(module, "drop_prob") else "p")
     x = torch.linspace(-1.0, 1.0, 48).reshape(6, 8)
@@ -213,7 +214,7 @@ def dropout_sgd_steps(mark: str | None) -> Outcome:
     twin = copy.deepcopy(model)
     if mark is not None:
         _ds().mark_dynamic_attr(model[2], "p")
-    counter = CompileCounterWithBackend("eager")
+    counter = CountingBackend("eager")
     compiled = torch.compile(model, backend=counter)
     opts = [torch.optim.SGD(m.parameters(), lr=0.1) for m in (model, twin)]
     x = torch.linspace(-1.0, 1.0, 32).reshape(4, 8)
@@ -240,7 +241,7 @@ def ema_no_grad(mark: str | None) -> Outcome:
 
     if mark is not None:
         _mark_args(update, mark)
-    counter = CompileCounterWithBackend("aot_eager")
+    counter = CountingBackend("aot_eager")
     compiled = torch.compile(update, backend=counter)
     ema, ema2 = torch.zeros(4), torch.zeros(4)
     param = torch.linspace(1.0, 2.0, 4)
@@ -269,7 +270,7 @@ def keyword_argument(mark: str | None) -> Outcome:
     model = KeywordForward()
     if mark is not None:
         _mark_args(model, mark)
-    counter = CompileCounterWithBackend("aot_eager")
+    counter = CountingBackend("aot_eager")
     compiled = torch.compile(model, backend=counter)
     x = torch.linspace(-1.0, 1.0, 8).reshape(2, 4)
     outs = []
@@ -287,7 +288,7 @@ def int_after_proxy(mark: str | None) -> Outcome:
     def fn(a: int, b: int, c: int) -> torch.Tensor:
         return torch.ones(3) * a * b + c
 
-    counter = CompileCounterWithBackend("aot_eager")
+    counter = CountingBackend("aot_eager")
     compiled = torch.compile(fn, backend=counter)
     first: tuple[Any, ...] = (1, 1, 3)
     if mark is not None:

@@ -1,4 +1,4 @@
-"""Argument marks (issue 12): plain int/float arguments, symbolic from the first compile.
+"""Argument marks: plain int/float arguments, symbolic from the first compile.
 
 Every test compares the compiled function with the same function run eagerly on the same
 arguments and asserts the exact number of compiled graphs.
@@ -16,7 +16,7 @@ import torch
 
 import dynscalar as ds
 
-from .conftest import CountingBackend
+from .helpers import CountingBackend
 
 BACKENDS = ["eager", "aot_eager"]
 
@@ -55,7 +55,7 @@ def test_module_arguments_compile_once_and_stay_plain(how: str, backend: str) ->
         same(compiled, eager, x, step, scale=0.5 + step)  # keyword
         same(compiled, eager, x, step + 10, 0.25 * step)  # positional
     same(compiled, eager, x, 99)  # the default scale: still the same graph
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -68,7 +68,7 @@ def test_function_arguments_compile_once(backend: str) -> None:
     compiled = torch.compile(step_fn, backend=counter)
     for n in range(-4, 8):
         same(compiled, step_fn, torch.randn(3), n, lr=0.01 * n)
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
 
 
 def test_stock_plain_arguments_baseline() -> None:
@@ -81,7 +81,7 @@ def test_stock_plain_arguments_baseline() -> None:
     compiled = torch.compile(step_fn, backend=counter)
     for n in range(5):
         same(compiled, step_fn, torch.randn(3), n)
-    assert counter.graphs == 2
+    assert counter.frame_count == 2
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -96,10 +96,10 @@ def test_decorator_on_forward_unbacked_with_negative_values(backend: str) -> Non
     compiled = torch.compile(model, backend=counter, fullgraph=True)
     for offset in range(-5, 5):
         same(compiled, Shift(), torch.randn(3), offset)
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
     # marked through the function: every instance shares the mark
     same(torch.compile(Shift(), backend=counter, fullgraph=True), Shift(), torch.ones(3), 7)
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
 
 
 def test_branch_on_marked_argument_compiles_once_per_path() -> None:
@@ -111,7 +111,7 @@ def test_branch_on_marked_argument_compiles_once_per_path() -> None:
     compiled = torch.compile(branchy, backend=counter)
     for n in range(10):
         same(compiled, branchy, torch.randn(3), n)
-    assert counter.graphs == 2
+    assert counter.frame_count == 2
 
 
 def test_range_is_enforced_with_a_clear_error() -> None:
@@ -136,7 +136,7 @@ def test_other_instances_of_the_class_are_not_marked() -> None:
         same(c_marked, marked, x, step)
         same(c_plain, plain, x, step)
     # marked: one graph; the plain twin like stock torch: static 0, then automatic dynamic
-    assert counter.graphs == 3
+    assert counter.frame_count == 3
 
 
 def test_unmark_and_mark_after_compiling_take_effect_at_the_next_call() -> None:
@@ -149,13 +149,13 @@ def test_unmark_and_mark_after_compiling_take_effect_at_the_next_call() -> None:
     ds.mark_dynamic_args(scale, "n", strict=True)
     for n in (1, 2, 3):
         same(compiled, scale, torch.ones(2), n)
-    assert counter.graphs == 2  # the static graph, then the marked one
+    assert counter.frame_count == 2  # the static graph, then the marked one
     ds.unmark_dynamic_args(scale, "n")
     for n in (4, 5, 6):
         same(compiled, scale, torch.ones(2), n)
     # unmarked again: torch's automatic dynamic already saw `n` change, so its one new
     # graph is dynamic (stock torch's behaviour for this argument's history)
-    assert counter.graphs == 3
+    assert counter.frame_count == 3
 
 
 def test_a_float_for_an_int_mark_recompiles_exactly() -> None:
@@ -167,7 +167,7 @@ def test_a_float_for_an_int_mark_recompiles_exactly() -> None:
     compiled = torch.compile(scale, backend=counter)
     for n in (2, 3, 2.5, 3.5, ds.DynamicInt(4)):
         same(compiled, scale, torch.ones(2), n)
-    assert counter.graphs == 3  # int graph, float graph, DynamicInt graph
+    assert counter.frame_count == 3  # int graph, float graph, DynamicInt graph
 
 
 def test_marks_survive_deepcopy_and_pickle() -> None:
@@ -177,7 +177,7 @@ def test_marks_survive_deepcopy_and_pickle() -> None:
         compiled = torch.compile(twin, backend=counter)
         for step in range(3):
             same(compiled, twin, torch.ones(1, 4), step)
-        assert counter.graphs == 1
+        assert counter.frame_count == 1
 
 
 @pytest.mark.parametrize(
@@ -202,7 +202,7 @@ def test_marking_through_the_compiled_wrapper() -> None:
     compiled = ds.mark_dynamic_args(torch.compile(scale, backend=counter), "n")
     for n in range(4):
         same(compiled, scale, torch.ones(2), n)
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
 
 
 @pytest.mark.inductor
@@ -214,7 +214,7 @@ def test_inductor_module_arguments() -> None:
     x = torch.randn(3, 4)
     for step in range(4):
         torch.testing.assert_close(compiled(x, step, scale=0.5 * step), eager(x, step, 0.5 * step))
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
 
 
 def _wrapped_like_transformers(forward: Callable[..., Any]) -> Callable[..., Any]:
@@ -250,13 +250,13 @@ def test_an_argument_arriving_through_kwargs_can_be_marked(backend: str) -> None
     x = torch.randn(2, 4)
     for n in range(3, 9):
         same(compiled, model, x, num_items_in_batch=n)
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
     other = KeywordsOnly()  # unmarked instance of the class: stock (static, then dynamic)
     counter_other = CountingBackend(backend)
     compiled_other = torch.compile(other, backend=counter_other)
     for n in range(3, 9):
         same(compiled_other, other, x, num_items_in_batch=n)
-    assert counter_other.graphs == 2
+    assert counter_other.frame_count == 2
 
 
 def test_a_typo_is_still_caught_without_kwargs() -> None:
@@ -277,7 +277,7 @@ def test_a_marked_argument_stays_marked_after_a_graph_break(backend: str) -> Non
     compiled = ds.mark_dynamic_args(torch.compile(f, backend=counter), "n")
     for n in range(2, 8):
         same(compiled, f, torch.ones(2), n)
-    assert counter.graphs == 2  # one graph before the break, one after: for every n
+    assert counter.frame_count == 2  # one graph before the break, one after: for every n
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -293,4 +293,4 @@ def test_marks_see_through_torch_decorators(backend: str) -> None:
     compiled = torch.compile(ds.mark_dynamic_args(update, "step"), backend=counter)
     for step in range(5):
         same(compiled, update, torch.zeros(3), torch.ones(3), step)
-    assert counter.graphs == 1
+    assert counter.frame_count == 1

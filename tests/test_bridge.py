@@ -1,26 +1,15 @@
-"""The bridge: lazy, idempotent installation and loud failure when internals move (issue 2)."""
+"""The bridge: lazy, idempotent installation and loud failure when internals move."""
 
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
 from dynscalar import BridgeError
 from dynscalar._bridge import _install, _table
 
-
-def run_python(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-W", "error", "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+from .helpers import run_python
 
 
 def test_import_does_not_import_dynamo() -> None:
@@ -35,7 +24,8 @@ def test_import_does_not_import_dynamo() -> None:
         import torch._dynamo
         assert is_installed(), "post-import hook did not install the bridge"
         print("ok")
-        """
+        """,
+        flags=("-W", "error"),
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
@@ -48,7 +38,8 @@ def test_bridge_installs_when_dynamo_was_imported_first() -> None:
         from dynscalar._bridge._install import is_installed
         assert is_installed()
         print("ok")
-        """
+        """,
+        flags=("-W", "error"),
     )
     assert result.returncode == 0, result.stderr
 
@@ -106,7 +97,8 @@ def test_bridge_installs_cleanly_when_torch_compile_imports_dynamo() -> None:
         assert is_installed() and len(graphs) == 1
         assert m.step == eager.step == 3 and m.scale == eager.scale == 0.0625
         print("ok")
-        """
+        """,
+        flags=("-W", "error"),
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "ok"

@@ -24,7 +24,7 @@ from dynscalar import _marks
 from dynscalar._caches import reset_caches
 from dynscalar._diagnostics import DynscalarWarning, warn_once
 
-from .conftest import CountingBackend
+from .helpers import CountingBackend
 
 
 def _warnings_of(action: Any) -> list[str]:

@@ -1,4 +1,4 @@
-"""Dynamic floats: compiled equals eager (bit for bit), with exact compile counts (issue 3)."""
+"""Dynamic floats: compiled equals eager (bit for bit), with exact compile counts."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import torch
 import dynscalar as ds
 from dynscalar import DynamicFloat, DynamicInt
 
-from .conftest import CountingBackend
+from .helpers import CountingBackend
 
 CALLS = 20
 VALUES = [0.3 + 0.037 * i for i in range(CALLS)]
@@ -91,7 +91,7 @@ def run(
             equal_nan=True,
             msg=lambda m, i=i: f"call {i}: {m}",
         )
-    return counter.graphs
+    return counter.frame_count
 
 
 BACKENDS = ["eager", "aot_eager", pytest.param("inductor", marks=pytest.mark.inductor)]
@@ -157,7 +157,7 @@ def test_function_argument_compiles_once(backend: str) -> None:
     x = torch.randn(5)
     for v in VALUES:
         torch.testing.assert_close(compiled(x, DynamicFloat(v)), scaled(x, v), rtol=0, atol=0)
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
     assert type(ds.mark_dynamic(0.5)) is DynamicFloat
 
 
@@ -170,7 +170,7 @@ def test_int_divided_into_float_flows_into_graph(backend: str) -> None:
         half = DynamicInt(n) / 2
         assert type(half) is DynamicFloat
         torch.testing.assert_close(compiled(x, half), scaled(x, n / 2), rtol=0, atol=0)
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
 
 
 @FULLGRAPH
@@ -217,7 +217,7 @@ def test_float_derived_from_unbacked_int_is_backed() -> None:
     for n in range(1, 8):
         value = DynamicInt(n, unbacked=True) / 2
         torch.testing.assert_close(compiled(x, value), scaled(x, n / 2), rtol=0, atol=0)
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
 
 
 class Clamp(Read):
@@ -286,7 +286,7 @@ def test_float_torch_keeps_constant_is_reported() -> None:
     with cudagraphs, expected:
         for v in (0.5, 0.75, 1.25):
             torch.testing.assert_close(compiled(x, DynamicFloat(v)), scaled(x, v), rtol=0, atol=0)
-    assert counter.graphs == 3
+    assert counter.frame_count == 3
 
 
 class FreeUStyle(torch.nn.Module):
@@ -318,7 +318,7 @@ def test_restart_to_drop_an_unused_float_is_not_a_specialization(backend: str) -
             x = torch.randn(3)
             torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
     # aot_eager: the first graph is compiled twice (the restart), then never again
-    assert counter.graphs == {"eager": 1, "aot_eager": 2}[backend]
+    assert counter.frame_count == {"eager": 1, "aot_eager": 2}[backend]
 
 
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
@@ -337,4 +337,4 @@ def test_a_float_starting_at_zero_stays_dynamic_after_the_unused_float_restart(
         loss.label_smoothing = eager.label_smoothing = value
         torch.testing.assert_close(compiled(x, y), eager(x, y), rtol=1e-6, atol=1e-7)
     # two paths (== 0 and > 0); on aot_eager the first is compiled twice (the restart)
-    assert counter.graphs == {"eager": 2, "aot_eager": 3}[backend]
+    assert counter.frame_count == {"eager": 2, "aot_eager": 3}[backend]

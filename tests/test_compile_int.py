@@ -1,4 +1,4 @@
-"""Compiled equals eager for dynamic int scalars, with exact compile counts (issue 2)."""
+"""Compiled equals eager for dynamic int scalars, with exact compile counts."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 import dynscalar as ds
 from dynscalar import DynamicInt
 
-from .conftest import CountingBackend, run_side_by_side, twins
+from .helpers import CountingBackend, run_side_by_side, twins
 
 CALLS = 30
 
@@ -82,7 +82,7 @@ def test_compiles_once_per_path(model_name: str, way: str, backend: str, fullgra
     counter = CountingBackend(backend)
     compiled = torch.compile(model, backend=counter, fullgraph=fullgraph)
     run_side_by_side(compiled, eager, CALLS)
-    assert counter.graphs == MODELS[model_name][1]
+    assert counter.frame_count == MODELS[model_name][1]
     check_attribute_after(model, eager, way)
 
 
@@ -92,7 +92,7 @@ def test_stock_torch_recompiles_per_value() -> None:
     counter = CountingBackend("eager")
     compiled = torch.compile(model, backend=counter)
     run_side_by_side(compiled, eager, 5)
-    assert counter.graphs == 5
+    assert counter.frame_count == 5
 
 
 @pytest.mark.inductor
@@ -102,7 +102,7 @@ def test_inductor(model_name: str, way: str) -> None:
     counter = CountingBackend("inductor")
     compiled = torch.compile(model, backend=counter, fullgraph=True)
     run_side_by_side(compiled, eager, CALLS)
-    assert counter.graphs == MODELS[model_name][1]
+    assert counter.frame_count == MODELS[model_name][1]
     check_attribute_after(model, eager, way)
 
 
@@ -154,7 +154,7 @@ def train_side_by_side(backend: str, way: str, steps: int) -> int:
         opt_c.zero_grad()
         opt_e.zero_grad()
     assert model.step == eager.step == steps
-    return counter.graphs
+    return counter.frame_count
 
 
 @pytest.mark.parametrize("way", ["proxy", "registry", "decorator"])
@@ -189,7 +189,7 @@ def test_registry_attribute_stays_plain_and_dynamic() -> None:
     assert type(model.step) is int and ds.is_dynamic_attr(model, "step")
     model.step = eager.step = 1000  # set from outside the model: still one graph
     run_side_by_side(compiled, eager, 3)
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
 
 
 # ----------------------------------------------------------------------------- structure
@@ -210,7 +210,7 @@ def test_nested_child_marked_only() -> None:
     eager.child.__dict__.pop("_dynscalar_marks")
     counter = CountingBackend("aot_eager")
     run_side_by_side(torch.compile(model, backend=counter, fullgraph=True), eager, CALLS)
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
     assert model.child.step == eager.child.step == CALLS
     assert not ds.is_dynamic_attr(model, "calls")
 
@@ -227,12 +227,12 @@ def test_two_instances_only_one_marked() -> None:
         torch.testing.assert_close(c_plain(x), plain_eager(x), msg=f"plain, call {i}")
     assert marked.step == plain.step == CALLS
     assert ds.is_dynamic_attr(marked, "step") and not ds.is_dynamic_attr(plain, "step")
-    # Each graph is guarded on the marks it was compiled with (issue 10), so the unmarked
+    # Each graph is guarded on the marks it was compiled with, so the unmarked
     # twin never reuses the marked instance's graph: it behaves exactly like stock torch,
     # one static graph per value until the code object's recompile_limit (8 entries,
     # shared with the marked graph) is reached, then eager.  The marked instance keeps
     # its one graph throughout.
-    assert counter.graphs == torch._dynamo.config.recompile_limit
+    assert counter.frame_count == torch._dynamo.config.recompile_limit
 
 
 def test_marks_survive_dynamo_reset() -> None:
@@ -241,7 +241,7 @@ def test_marks_survive_dynamo_reset() -> None:
     run_side_by_side(torch.compile(model, backend=counter), eager, 10)
     torch._dynamo.reset()
     run_side_by_side(torch.compile(model, backend=counter), eager, 10)
-    assert counter.graphs == 4  # two paths, compiled again after the reset
+    assert counter.frame_count == 4  # two paths, compiled again after the reset
 
 
 # ----------------------------------------------------------------------------- functions
@@ -256,7 +256,7 @@ def test_function_argument_compiles_once(backend: str) -> None:
     for n in range(-5, 25):
         x = torch.randn(3)
         torch.testing.assert_close(compiled(x, DynamicInt(n)), scaled(x, n))
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
 
 
 def test_function_argument_plain_int_baseline() -> None:
@@ -264,7 +264,7 @@ def test_function_argument_plain_int_baseline() -> None:
     compiled = torch.compile(scaled, backend=counter)
     for n in range(5):
         compiled(torch.randn(3), n)
-    assert counter.graphs == 2  # static first, then automatic dynamic: we do better (1)
+    assert counter.frame_count == 2  # static first, then automatic dynamic: we do better (1)
 
 
 # ----------------------------------------------------------------------------- unbacked
@@ -276,7 +276,7 @@ def test_unbacked_straight_line_negative_values(way: str, backend: str) -> None:
     model, eager = twins(model)
     counter = CountingBackend(backend)
     run_side_by_side(torch.compile(model, backend=counter, fullgraph=True), eager, CALLS)
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
     assert model.step == eager.step == CALLS - 20
 
 
@@ -285,7 +285,7 @@ def test_unbacked_branch_graph_breaks_without_fullgraph() -> None:
     counter = CountingBackend("eager")
     run_side_by_side(torch.compile(model, backend=counter), eager, CALLS)
     # graph before the branch, then one graph for each resumed path
-    assert counter.graphs == 3
+    assert counter.frame_count == 3
 
 
 def test_unbacked_branch_fullgraph_names_the_attribute() -> None:
@@ -307,7 +307,7 @@ def test_range_is_the_symbol_range_and_enforced_at_call_time(fullgraph: bool) ->
     counter = CountingBackend("eager")
     compiled = torch.compile(model, backend=counter, fullgraph=fullgraph)
     run_side_by_side(compiled, eager, 11)  # enters with 0..10, leaves 11 behind
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
     with pytest.raises(ValueError, match=r"UsesStep\.step: value 11 is outside .*\[0, 10\]"):
         compiled(torch.randn(3, 4))
 
@@ -319,7 +319,7 @@ def test_range_on_proxy_argument() -> None:
         torch.testing.assert_close(
             compiled(torch.ones(2), DynamicInt(n, min=3, max=7)), scaled(torch.ones(2), n)
         )
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
     with pytest.raises(ValueError, match="outside the declared range"):
         DynamicInt(8, min=3, max=7)
 
@@ -330,4 +330,4 @@ def test_range_guard_is_symbolic() -> None:
     compiled = torch.compile(scaled, backend=counter, fullgraph=True)
     for n in (-100, 0, 100):
         compiled(torch.ones(2), DynamicInt(n, min=-100, max=100))
-    assert counter.graphs == 1
+    assert counter.frame_count == 1

@@ -1,4 +1,4 @@
-"""DynamicInt / DynamicFloat behave like the int / float they hold, everywhere (issue 4).
+"""DynamicInt / DynamicFloat behave like the int / float they hold, everywhere.
 
 Each test states one rule of docs/behaves-like.md.  Property tests (hypothesis) compare a
 proxy with its plain value: same result (or the same exception type), and the result type

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 import dynscalar as ds
 
-from .conftest import CountingBackend, run_side_by_side, twins
+from .helpers import CountingBackend, run_interpreter, run_side_by_side, twins
 from .test_compile_int import Branches, UsesStep
 
 HERE = Path(__file__).resolve()
@@ -58,7 +58,7 @@ def test_range_on_marked_scalar_warns_once_with_location() -> None:
         for step in (2, 3, 2, 3):
             model.step = eager.step = step
             run_side_by_side(compiled, eager, 1)
-    assert counter.graphs == 2  # specialized: one graph per value (2 and 3)
+    assert counter.frame_count == 2  # specialized: one graph per value (2 and 3)
     ours = [w for w in record if issubclass(w.category, ds.SpecializationWarning)]
     assert len(ours) == 1  # once per attribute and code location
     message = str(ours[0].message)
@@ -76,7 +76,7 @@ def test_list_indexing_warns() -> None:
         ds.SpecializationWarning, match=r"model\.step \(Indexes\.step\) is forced to one value"
     ):
         run_side_by_side(torch.compile(model, backend=counter), eager, 2)
-    assert counter.graphs == 1  # the value never changed
+    assert counter.frame_count == 1  # the value never changed
 
 
 LOOKUP = {i: 0.5 + i for i in range(4)}
@@ -118,7 +118,7 @@ def test_list_index_and_dict_key_get_their_own_advice(
     (message,) = [str(w.message) for w in record if w.category is ds.SpecializationWarning]
     assert f"What forces it there: {construct}." in message and advice in message
     assert "range" not in message  # not the generic loop advice
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
 
 
 @pytest.mark.parametrize("way", ["registry", "proxy", "decorator"])
@@ -144,7 +144,7 @@ def test_predicate_guard_is_not_a_specialization() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", ds.SpecializationWarning)
         run_side_by_side(torch.compile(model, backend=counter), eager, 10)
-    assert counter.graphs == 2
+    assert counter.frame_count == 2
 
 
 # ----------------------------------------------------------------------------- explain
@@ -190,13 +190,13 @@ def test_auto_dynamic_matches_allow_unspec_int_but_scoped(model_cls: type, expec
     stock = CountingBackend("eager")
     with torch._dynamo.config.patch(allow_unspec_int_on_nn_module=True):
         run_side_by_side(torch.compile(stock_model, backend=stock), stock_eager, 20)
-    assert auto.graphs == stock.graphs == expected
+    assert auto.frame_count == stock.frame_count == expected
 
     torch._dynamo.reset()  # scoped: another model is untouched by auto_dynamic
     other, other_eager = twins(model_cls())
     counter = CountingBackend("eager")
     run_side_by_side(torch.compile(other, backend=counter), other_eager, 10)
-    assert counter.graphs >= 8 and not ds.is_dynamic_attr(other, "step")
+    assert counter.frame_count >= 8 and not ds.is_dynamic_attr(other, "step")
 
 
 def test_auto_dynamic_includes_floats_and_leaves_constant_attributes_alone() -> None:
@@ -216,7 +216,7 @@ def test_auto_dynamic_includes_floats_and_leaves_constant_attributes_alone() -> 
     for i in range(10):
         model.lr = eager.lr = 0.1 * (i + 1)
         run_side_by_side(compiled, eager, 1, lambda _: (torch.randn(2, 6),))
-    assert counter.graphs == 2
+    assert counter.frame_count == 2
     assert ds.is_dynamic_attr(model, "lr") and not ds.is_dynamic_attr(model, "width")
 
 
@@ -231,7 +231,7 @@ def test_debug_log_names_each_symbolic_scalar(caplog: pytest.LogCaptureFixture) 
     counter = CountingBackend("eager")
     with caplog.at_level(logging.DEBUG, logger="dynscalar"):
         run_side_by_side(torch.compile(model, backend=counter), eager, 2)
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
     messages = [r.getMessage() for r in caplog.records if r.name == "dynscalar"]
     assert any(
         "model.step (UsesStep.step) (value 0) becomes a symbolic graph input: marked with" in m
@@ -270,7 +270,7 @@ def test_specialization_inside_torch_names_the_instance_path_and_the_users_line(
             model.up[0].scale = eager.up[0].scale = scale
             x = torch.randn(1, 2, 4)
             torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
-    assert counter.graphs == 2  # specialized by torch: one graph per value
+    assert counter.frame_count == 2  # specialized by torch: one graph per value
     ours = [w for w in record if issubclass(w.category, ds.SpecializationWarning)]
     assert len(ours) == 1
     message = str(ours[0].message)
@@ -301,17 +301,17 @@ def test_marking_after_recompile_limit_warns_and_reset_makes_the_mark_count() ->
     counter = CountingBackend("eager")
     compiled = torch.compile(model, backend=counter)
     run_side_by_side(compiled, eager, limit + 3)
-    assert counter.graphs == limit  # then eager
+    assert counter.frame_count == limit  # then eager
     with pytest.warns(ds.DynscalarWarning, match=r"Counts\.forward already hit") as record:
         ds.mark_dynamic_attr(model, "step")
     message = str(record[0].message)
     assert f"recompile_limit ({limit})" in message and "torch._dynamo.reset()" in message
     assert record[0].filename == __file__  # the marking line
     run_side_by_side(compiled, eager, 3)
-    assert counter.graphs == limit  # the mark alone: still uncompiled
+    assert counter.frame_count == limit  # the mark alone: still uncompiled
     torch._dynamo.reset()
     run_side_by_side(compiled, eager, 5)
-    assert counter.graphs == limit + 1  # one compile, with the mark
+    assert counter.frame_count == limit + 1  # one compile, with the mark
 
 
 def test_marking_before_the_limit_does_not_warn() -> None:
@@ -321,15 +321,13 @@ def test_marking_before_the_limit_does_not_warn() -> None:
     run_side_by_side(compiled, eager, 3)
     ds.mark_dynamic_attr(model, "step")  # filterwarnings = error: a warning would fail
     run_side_by_side(compiled, eager, 5)
-    assert counter.graphs == 4  # 3 values, then one symbolic graph
+    assert counter.frame_count == 4  # 3 values, then one symbolic graph
 
 
 def test_torch_recompile_limit_warning_names_user_code_not_the_bridge(tmp_path: Path) -> None:
     """torch's recompile-limit warning ends with the location of the last guard; a guard made
-    under dynscalar's hook was attributed to the hook (_bridge/_reports.py). A subprocess:
-    torch's logging set-up is per process."""
-    import subprocess
-    import sys
+    under dynscalar's hook is attributed to user code, not to the hook (_bridge/_reports.py
+    hides the bridge's files). A subprocess: torch's logging set-up is per process."""
     import textwrap
 
     script = tmp_path / "loops.py"
@@ -354,9 +352,8 @@ def test_torch_recompile_limit_warning_names_user_code_not_the_bridge(tmp_path: 
             """
         )
     )
-    result = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=True
-    )
+    result = run_interpreter(str(script))
+    assert result.returncode == 0, result.stderr[-3000:]
     assert "hit config.recompile_limit" in result.stderr
     reason = next(line for line in result.stderr.splitlines() if "last reason" in line)
     assert "loops.py:10 in forward" in reason and "dynscalar" not in reason, reason

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from typing import Any
 
@@ -14,6 +12,8 @@ import wrapt
 
 import dynscalar
 from dynscalar._bridge import _install, _table
+
+from .helpers import CountingBackend, run_python
 
 # A seed model whose step changes every call: stock torch compiles once per value until
 # recompile_limit (8), then runs the frame eagerly.
@@ -82,9 +82,7 @@ def _stock(calls: int) -> dict[str, Any]:
             """
         )
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
-    )
+    result = run_python(code)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
@@ -146,18 +144,16 @@ def test_every_patch_is_out_inside_and_back_after() -> None:
 
 
 def test_proxy_inside_disabled_compiles_like_its_plain_value() -> None:
-    from torch._dynamo.testing import CompileCounterWithBackend
-
     def f(x: torch.Tensor, n: Any) -> torch.Tensor:
         return x * n
 
     with dynscalar.disabled():
-        counter = CompileCounterWithBackend("eager")
+        counter = CountingBackend("eager")
         compiled = torch.compile(f, backend=counter)
         for n in (2, 3, 4):
             x = torch.ones(2)
             torch.testing.assert_close(compiled(x, dynscalar.DynamicInt(n)), f(x, n))
-        plain = CompileCounterWithBackend("eager")
+        plain = CountingBackend("eager")
         torch._dynamo.reset()
         compiled = torch.compile(f, backend=plain)
         for n in (2, 3, 4):

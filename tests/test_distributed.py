@@ -1,4 +1,4 @@
-"""DistributedDataParallel with a marked step counter: 2 gloo ranks on 127.0.0.1 (issue 7)."""
+"""DistributedDataParallel with a marked step counter: 2 gloo ranks on 127.0.0.1."""
 
 from __future__ import annotations
 

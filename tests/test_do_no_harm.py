@@ -16,11 +16,7 @@ forward taking ``**kwargs``, PyTorch's own dynamic-int test), written out in
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import warnings
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,8 +25,7 @@ import torch
 import dynscalar as ds
 
 from . import harm_scenarios
-
-ROOT = Path(__file__).resolve().parent.parent
+from .helpers import run_interpreter
 
 #: scenario -> {mark: graphs compiled with that mark}; the note says what changed.
 MARKED: dict[str, dict[str, int]] = {
@@ -59,16 +54,7 @@ SPECIALIZED = {("top_k_sampling", "frac")}
 def stock(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Every scenario's (graphs, outputs) from a process that never imports dynscalar."""
     out = tmp_path_factory.mktemp("stock") / "stock.pt"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    result = subprocess.run(
-        [sys.executable, "-m", "tests.harm_scenarios", str(out)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    result = run_interpreter("-m", "tests.harm_scenarios", str(out), timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     loaded: dict[str, Any] = torch.load(out)
     return loaded

@@ -24,13 +24,13 @@ import json
 import shutil
 import struct
 import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from tests._doc_blocks import blocks, run_page
+from tests.helpers import run_interpreter
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "benchmarks" / "published" / "full-inductor-200.json"
@@ -53,13 +53,8 @@ def png_size(path: Path) -> tuple[int, int]:
 
 
 def mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site)],
-        cwd=config.parent,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    return run_interpreter(
+        "-m", "mkdocs", "build", "--strict", "-f", str(config), "-d", str(site), cwd=config.parent
     )
 
 
@@ -180,14 +175,7 @@ def test_cli_reference_names_every_demo_option() -> None:
 )
 class TestInBrowser:
     def test_every_page_renders_without_problems(self, tmp_path: Path) -> None:
-        result = subprocess.run(
-            [sys.executable, "scripts/screenshot_docs.py", "--out", str(tmp_path)],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
+        result = run_interpreter("scripts/screenshot_docs.py", "--out", str(tmp_path))
         assert result.returncode == 0, result.stdout + result.stderr
         assert (tmp_path / "index.png").is_file() and (tmp_path / "api.png").is_file()
 

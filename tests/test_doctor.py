@@ -14,7 +14,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,8 @@ from dynscalar import _doctor
 from dynscalar.__main__ import main
 from dynscalar._bridge import _recompiles
 from dynscalar._diagnostics import BridgeError
+
+from .helpers import run_interpreter
 
 FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
 
@@ -46,14 +47,8 @@ def doctor(
     if fix is not None:
         (tmp_path / "fix.py").write_text(fix)
         env["DOCTOR_FIX"] = str(tmp_path / "fix.py")
-    return subprocess.run(
-        [sys.executable, "-m", "dynscalar", "doctor", *options, f"{project}/{script}", *args],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
+    return run_interpreter(
+        "-m", "dynscalar", "doctor", *options, f"{project}/{script}", *args, cwd=tmp_path, env=env
     )
 
 
@@ -173,7 +168,7 @@ Then run the doctor again to check:
 def test_scalars_read_through_properties_are_named_by_the_property(tmp_path: Path) -> None:
     """Lightning's global_step/current_epoch: the guards are on counters of plain objects
     (``model.trainer.fit_loop...completed``), which cannot be marked; the doctor names the
-    module's property and marks it, which follows the getter (issue 24)."""
+    module's property and marks it, which follows the getter."""
     result = doctor(tmp_path, "properties", "run.py")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "global_step: 6 current_epoch: 2\n"

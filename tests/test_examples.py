@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
+from .helpers import ROOT, run_interpreter
 
 
 def run(*args: str) -> str:
-    result = subprocess.run(
-        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False
-    )
+    result = run_interpreter(*args, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout
 

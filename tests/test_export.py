@@ -1,4 +1,4 @@
-"""torch.export with marked scalars: specialized with a warning, never wrong values (issue 7)."""
+"""torch.export with marked scalars: specialized with a warning, never wrong values."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def test_strict_export_specializes_marked_attribute_with_warning(way: str) -> No
 @pytest.mark.parametrize("way", ["registry", "proxy"])
 def test_non_strict_export_bakes_the_current_value(way: str) -> None:
     """Non-strict export runs forward in Python: the value at export time is a constant,
-    and the user is told (issue 21)."""
+    and the user is told."""
     model = mark(Scaled(), way)
     x = torch.randn(2, 4)
     with pytest.warns(ds.SpecializationWarning, match=r"\(non-strict\) specializes step"):
@@ -83,7 +83,7 @@ def test_strict_export_of_a_dynamic_float_argument_keeps_its_value() -> None:
 
 def test_strict_mark_refuses_export_specialization_with_a_picklable_error() -> None:
     """torch.export re-raises errors from tracing as its own UserError; dynscalar re-raises
-    the dynscalar error it wraps (issue 21: ``except SpecializationError`` catches it), with
+    the dynscalar error it wraps (so ``except SpecializationError`` catches it), with
     torch's UserError as its cause; it keeps its public class and pickles by it."""
     import pickle
 

@@ -1,4 +1,4 @@
-"""Compiled dynscalar code never differs from eager: the differential fuzzer (issue 10).
+"""Compiled dynscalar code never differs from eager: the differential fuzzer.
 
 The quick profile checks 200 seeded random programs (half on ``eager``, half on
 ``aot_eager``) and a small ``inductor`` sample.  A test fails listing every disagreement
@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -40,6 +38,7 @@ from tests.fuzz.generator import (
 from tests.fuzz.profile import PROFILES, backend_for, run_profile
 from tests.fuzz.render_docs import PAGE, PUBLISHED, source_name
 from tests.fuzz.render_docs import render as render_page
+from tests.helpers import run_interpreter
 
 SEED = int(os.environ.get("DYNSCALAR_FUZZ_SEED", "0"))
 QUICK = PROFILES["quick"]
@@ -248,10 +247,10 @@ def test_a_difference_stock_torch_shows_too_is_torchs_own() -> None:
 
 
 def test_a_torch_bug_behind_a_refused_call_is_torchs_own() -> None:
-    """Found by the long profile (seed 0, index 4419): a marked str makes compiled code raise
-    (DynscalarTypeError; eager raises TypeError too), then a numpy int meets
+    """The long profile's program at seed 0, index 4419: a marked str makes compiled code
+    raise (DynscalarTypeError; eager raises TypeError too), then a numpy int meets
     ``self.s += 0.5``, which stock torch's fake tensors cannot trace.  In the stock re-run the
-    first call's TypeError made torch give up on the frame, so the bug was hidden there; the
+    first call's TypeError makes torch give up on the frame, which hides the bug there; the
     re-run without the refused call shows it."""
     marked_str = Instance("m1", "MD", (Value("str", "3"),))  # MD: @dynamic_attrs("s")
     numpy_float = Instance("m2", "M", (Value("np.float64", -1.25),))
@@ -318,9 +317,7 @@ def test_a_minimal_program_runs_as_a_standalone_script(tmp_path: Path) -> None:
     )
     script = tmp_path / "p.py"
     script.write_text(render(p, script=True, backend="eager"))
-    result = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, check=False
-    )
+    result = run_interpreter(str(script))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "call 0: " in result.stdout and "call 1: " in result.stdout
 

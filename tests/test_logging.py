@@ -9,16 +9,13 @@ from __future__ import annotations
 import functools
 import os
 import re
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
 from dynscalar._bridge import named_in_torch_logs
 
-ROOT = Path(__file__).resolve().parents[1]
+from .helpers import run_python
 
 TORCH_FIRST = "import torch, dynscalar"
 DYNSCALAR_FIRST = "import dynscalar, torch"
@@ -54,15 +51,7 @@ def run(torch_logs: str | None, imports: str = TORCH_FIRST, compile: bool = True
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_LOGS")}
     if torch_logs is not None:
         env["TORCH_LOGS"] = torch_logs
-    result = subprocess.run(
-        [sys.executable, "-c", SCRIPT.format(imports=imports, compile=compile)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    result = run_python(SCRIPT.format(imports=imports, compile=compile), env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "done"
     return result.stderr

@@ -1,4 +1,4 @@
-"""The marking API: values, module attributes, the class decorator, and bad input (issue 2)."""
+"""The marking API: values, module attributes, the class decorator, and bad input."""
 
 from __future__ import annotations
 
@@ -208,7 +208,7 @@ def test_decorator_attribute_with_bad_value_fails_clearly_at_compile() -> None:
 
 def test_marking_the_compiled_wrapper_marks_the_model() -> None:
     """torch.compile(model) returns a wrapper Dynamo never traces: marks go on the model."""
-    from .conftest import CountingBackend
+    from .helpers import CountingBackend
 
     class Counter(torch.nn.Module):
         def __init__(self) -> None:
@@ -226,7 +226,7 @@ def test_marking_the_compiled_wrapper_marks_the_model() -> None:
     assert ds.is_dynamic_attr(model, "step") and ds.is_dynamic_attr(compiled, "step")
     for step in range(1, 5):
         torch.testing.assert_close(compiled(torch.ones(2)), torch.full((2,), float(step)))
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
     assert [r.attribute for r in ds.explain(compiled, show=False)] == ["step"]
     ds.unmark_dynamic_attr(compiled, "step")
     assert not ds.is_dynamic_attr(model, "step")

@@ -1,4 +1,4 @@
-"""Nothing global keeps a marked module alive (issue 4).
+"""Nothing global keeps a marked module alive.
 
 Marks live on the module instance and proxies hold only their value and spec, so a marked
 module that the user drops is collected, also after torch.compile ran it and
@@ -16,7 +16,7 @@ import torch
 import dynscalar as ds
 from dynscalar import DynamicFloat, DynamicInt
 
-from .conftest import CountingBackend
+from .helpers import CountingBackend
 
 
 class Net(torch.nn.Module):
@@ -71,7 +71,7 @@ def test_compiled_marked_module_is_collected_after_dynamo_reset(way: str) -> Non
         x = torch.randn(2, 4)
         torch.testing.assert_close(compiled(x), eager(x))
     assert net.step == 3
-    assert counter.graphs == (3 if way == "unmarked" else 1)  # unmarked: one per step value
+    assert counter.frame_count == (3 if way == "unmarked" else 1)  # unmarked: one per step value
     ref = weakref.ref(net)
     del net, compiled, counter
     torch._dynamo.reset()

@@ -3,23 +3,17 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import dynscalar
 
+from .helpers import run_interpreter, run_python
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
 RST_MARKUP = re.compile(r"``|:(class|func|meth|mod|attr|exc):`")
-
-
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=600, check=False
-    )
 
 
 @pytest.mark.inductor
@@ -31,7 +25,7 @@ def test_readme_first_example_runs_as_shown() -> None:
         "\nfrom torch._dynamo.utils import counters\n"
         "print('graphs', counters['stats']['unique_graphs'])\n"
     )
-    result = run("-c", code)
+    result = run_python(code, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     # what the README shows under the example, then torch's own count of the graphs
     assert result.stdout.splitlines() == ["step 20 (int), 1 compile", "graphs 1"], result.stdout
@@ -62,14 +56,14 @@ def test_changelog_lists_the_current_version() -> None:
 
 
 def test_cli_version() -> None:
-    result = run("-m", "dynscalar", "--version")
+    result = run_interpreter("-m", "dynscalar", "--version")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"dynscalar {dynscalar.__version__} (torch "), result.stdout
 
 
 @pytest.mark.parametrize("command", [[], ["demo"], ["doctor"]], ids=["main", "demo", "doctor"])
 def test_cli_help_is_plain_text(command: list[str]) -> None:
-    result = run("-m", "dynscalar", *command, "--help")
+    result = run_interpreter("-m", "dynscalar", *command, "--help")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("usage: python -m dynscalar")
     assert not RST_MARKUP.search(result.stdout), result.stdout

@@ -1,4 +1,4 @@
-"""Marks on properties (issue 24): a mark on a property follows its getter to the values it
+"""Marks on properties: a mark on a property follows its getter to the values it
 reads, or is refused at mark time.  Lightning's ``LightningModule.global_step`` and
 ``current_epoch`` are properties over counters on plain objects; these are Lightning-free
 models of them (tests/test_real_libraries.py runs Lightning itself).
@@ -21,7 +21,7 @@ import torch
 import dynscalar as ds
 from dynscalar._compat import TENSORIFY_RESTARTS_INSTEAD_OF_BAKING
 
-from .conftest import CountingBackend, twins
+from .helpers import CountingBackend, twins
 
 STEPS = 6
 
@@ -47,7 +47,7 @@ class Loop:
 
 
 class Lit(torch.nn.Module):
-    """The issue's minimal form: a read-only property over a plain object's counter."""
+    """The minimal form: a read-only property over a plain object's counter."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -148,10 +148,10 @@ def set_completed(model: Lit, eager: Lit, value: Any) -> None:
     eager.progress.completed = value
 
 
-# ----------------------------------------------------------------------------- item 2
+# ----------------------------------------------------------------------------- getters
 @pytest.mark.parametrize(("mark", "graphs"), [(False, STEPS), (True, 1)])
 def test_read_only_property_over_a_plain_object(mark: bool, graphs: int) -> None:
-    """The issue's reproduction: stock compiles once per step, the marked property once."""
+    """Stock compiles once per step, the marked property once."""
     model = Lit()
     if mark:
         ds.mark_dynamic_attr(model, "global_step")
@@ -161,7 +161,7 @@ def test_read_only_property_over_a_plain_object(mark: bool, graphs: int) -> None
         set_completed(model, eager, step)
         torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
         assert model.progress.completed == eager.progress.completed == step
-    assert counter.graphs == graphs
+    assert counter.frame_count == graphs
 
 
 @pytest.mark.inductor
@@ -172,7 +172,7 @@ def test_read_only_property_inductor() -> None:
     for step in range(4):
         set_completed(model, eager, step)
         torch.testing.assert_close(compiled(x), eager(x))
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
 
 
 @pytest.mark.parametrize(("mark", "graphs"), [(False, STEPS), (True, 1)])
@@ -186,7 +186,7 @@ def test_property_over_properties_of_plain_objects(mark: bool, graphs: int) -> N
     for step in range(STEPS):
         model.loop.progress.completed = eager.loop.progress.completed = step * 3
         torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
-    assert counter.graphs == graphs
+    assert counter.frame_count == graphs
     assert type(model.loop.running) is bool
 
 
@@ -200,7 +200,7 @@ def test_property_over_a_module_attribute(mark: bool, graphs: int) -> None:
     for epoch in range(STEPS):
         model._epoch = eager._epoch = epoch
         torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
-    assert counter.graphs == graphs
+    assert counter.frame_count == graphs
 
 
 @pytest.mark.parametrize(("mark", "graphs"), [(False, STEPS), (True, 1)])
@@ -215,7 +215,7 @@ def test_property_with_a_setter_writes_back_like_eager(mark: bool, graphs: int) 
         torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
         assert model.progress.completed == eager.progress.completed == start * 10 + 1
         assert type(model.progress.completed) is int
-    assert counter.graphs == graphs
+    assert counter.frame_count == graphs
 
 
 def test_class_mark_on_a_property() -> None:
@@ -228,7 +228,7 @@ def test_class_mark_on_a_property() -> None:
     for step in range(STEPS):
         set_completed(compiled._orig_mod, eager, step)
         torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
 
 
 # stock: a float attribute of a module recompiles once, then torch's automatic dynamic
@@ -247,7 +247,7 @@ def test_cached_property(mark: bool, graphs: int) -> None:
     for i in range(STEPS):
         model.__dict__["scale"] = eager.__dict__["scale"] = 0.5 + i
         torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
-    assert counter.graphs == graphs
+    assert counter.frame_count == graphs
 
 
 class _Total:
@@ -347,7 +347,7 @@ def test_lightning_shaped_trainer_counters(mark: bool, graphs: int) -> None:
         for twin in (model, eager):
             assert twin._trainer is not None
             twin._trainer.fit_loop.epoch_progress.total.completed = epoch + 1
-    assert counter.graphs == graphs
+    assert counter.frame_count == graphs
     assert model.global_step == eager.global_step == 9
 
 
@@ -364,24 +364,24 @@ def test_guards_hold_for_other_types_instances_unmarking_and_unmarked_instances(
 
     check(3)
     check(4)
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
     check(2.5)  # a float behind an int graph: the type guard recompiles (float graph)
     check(7.25)
-    assert counter.graphs == 2
+    assert counter.frame_count == 2
     check(5)  # back to the int graph
-    assert counter.graphs == 2
+    assert counter.frame_count == 2
     model.progress = Progress()  # another object behind the property: same graph
     eager.progress = Progress()
     check(9)
-    assert counter.graphs == 2
+    assert counter.frame_count == 2
 
     ds.unmark_dynamic_attr(model, "global_step")  # unmarked: stock behaviour again
     check(9)
     check(10)
-    assert counter.graphs == 4
+    assert counter.frame_count == 4
     ds.mark_dynamic_attr(model, "global_step")  # marked again: the first graph fits
     check(11)
-    assert counter.graphs == 4
+    assert counter.frame_count == 4
 
     # an unmarked instance of the same class never reuses the dynamic graph
     plain = Scaled()
@@ -390,7 +390,7 @@ def test_guards_hold_for_other_types_instances_unmarking_and_unmarked_instances(
     for value in (20, 21):
         plain.progress.completed = eager.progress.completed = value
         torch.testing.assert_close(compiled_plain(x), eager(x), rtol=0, atol=0)
-    assert counter.graphs == 6
+    assert counter.frame_count == 6
 
 
 def test_marking_after_a_compile_takes_effect_at_the_next_call() -> None:
@@ -403,7 +403,7 @@ def test_marking_after_a_compile_takes_effect_at_the_next_call() -> None:
     for step in (1, 2, 3):
         set_completed(model, eager, step)
         torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
-    assert counter.graphs == 2
+    assert counter.frame_count == 2
 
 
 def test_bad_value_behind_a_marked_property_fails_clearly_at_compile() -> None:
@@ -422,10 +422,10 @@ def test_unmarked_properties_change_nothing() -> None:
     for step in (0, 1, 1, 2):
         model.loop.progress.completed = eager.loop.progress.completed = step
         torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
-    assert counter.graphs == 3
+    assert counter.frame_count == 3
 
 
-# ----------------------------------------------------------------------------- item 1
+# ----------------------------------------------------------------------------- mark time
 class Constant(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -448,7 +448,7 @@ def test_a_marked_property_that_stays_constant_warns() -> None:
         match=r"Constant.count is marked dynamic.*without reading.*len\(\)",
     ):
         torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
 
 
 def test_a_strict_marked_property_that_stays_constant_raises() -> None:
@@ -527,7 +527,7 @@ def test_property_marks_survive_deepcopy() -> None:
     assert ds.is_dynamic_attr(clone, "global_step")
 
 
-# ----------------------------------------------------------------------------- item 4
+# ----------------------------------------------------------------------------- explain
 def test_explain_shows_what_a_property_mark_resolves_to() -> None:
     model = ds.mark_dynamic_attr(Nested(), "global_step")
     before = ds.explain(model, show=False)
@@ -554,7 +554,7 @@ def test_another_marked_instance_reuses_the_graph_with_its_own_values() -> None:
     for model, value in ((first, 3), (second, 8), (first, 5), (second, 13)):
         model.progress.completed = eager.progress.completed = value
         torch.testing.assert_close(torch.compile(model, backend=counter)(x), eager(x))
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
 
 
 class ProxyBehindSetter(torch.nn.Module):
@@ -591,7 +591,7 @@ def test_a_proxy_behind_a_property_setter_stays_a_proxy(mark: bool) -> None:
         torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
         assert type(model._step) is type(eager._step) is ds.DynamicInt
         assert model._step == eager._step
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
 
 
 class Untraceable(Lit):
@@ -621,7 +621,7 @@ def test_a_marked_property_whose_getter_cannot_be_traced_warns() -> None:
         set_completed(stock._orig_mod, stock_eager, step)
         torch.testing.assert_close(stock(x), stock_eager(x), rtol=0, atol=0)
     # torch 2.13: a graph break inside an inlined getter makes the whole forward run eagerly
-    assert counter.graphs == stock_counter.graphs == 0
+    assert counter.frame_count == stock_counter.frame_count == 0
 
 
 def test_numpy_scalars_and_proxies_behind_a_marked_property() -> None:
@@ -639,7 +639,7 @@ def test_numpy_scalars_and_proxies_behind_a_marked_property() -> None:
     for value in (ds.DynamicInt(4), ds.DynamicInt(5), 6):
         set_completed(model, eager, value)
         torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
-    assert counter.graphs == 3  # int, numpy int64, DynamicInt
+    assert counter.frame_count == 3  # int, numpy int64, DynamicInt
 
 
 class _State:
@@ -688,7 +688,7 @@ def test_float_property_setter_decays_like_eager(backend: str, mark: bool, graph
         torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
         assert model.state.value == eager.state.value
         assert type(model.state.value) is float
-    assert counter.graphs == graphs
+    assert counter.frame_count == graphs
 
 
 class ReadsFirst(Lit):
@@ -708,4 +708,4 @@ def test_a_marked_property_read_after_its_attribute_was_made_constant_warns() ->
     for step in (1, 2):
         set_completed(model, eager, step)
         torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
-    assert counter.graphs == 3  # as stock: one per value
+    assert counter.frame_count == 3  # as stock: one per value

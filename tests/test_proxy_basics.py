@@ -1,4 +1,4 @@
-"""DynamicInt/DynamicFloat in eager mode: int semantics, dynamic-ness kept (issue 2).
+"""DynamicInt/DynamicFloat in eager mode: int semantics, dynamic-ness kept.
 
 The full conformance suite (every operator, property-based) lives in test_conformance.py.
 """

@@ -22,7 +22,7 @@ import torch
 
 import dynscalar as ds
 
-from .conftest import CountingBackend
+from .helpers import CountingBackend
 
 pytestmark = pytest.mark.reallib
 
@@ -75,7 +75,7 @@ def test_timm_vit_stochastic_depth_schedule(mark: bool, graphs: int) -> None:
             for j, path in enumerate(paths(m)):
                 path.drop_prob = rate * (j + 1) / 2
         _same_draws(compiled, eager, x, i)
-    assert counter.graphs == graphs
+    assert counter.frame_count == graphs
 
 
 @pytest.mark.parametrize(("mark", "graphs"), [(False, 5), (True, 1)])
@@ -94,7 +94,7 @@ def test_torchvision_stochastic_depth_schedule(mark: bool, graphs: int) -> None:
     for i, p in enumerate([0.1, 0.2, 0.3, 0.4, 0.5]):
         model[1].p = eager[1].p = p
         _same_draws(compiled, eager, x, i)
-    assert counter.graphs == graphs
+    assert counter.frame_count == graphs
 
 
 @pytest.mark.parametrize(("mark", "graphs"), [(False, 3), (True, 2)])
@@ -122,7 +122,7 @@ def test_timm_model_ema_v3_warmup_step(mark: bool, graphs: int) -> None:
     finally:
         if mark:
             ds.unmark_dynamic_args(update, "step")  # the mark is on the method's code
-    assert counter.graphs == graphs
+    assert counter.frame_count == graphs
 
 
 def _tiny_llama(**config: Any) -> Any:
@@ -151,7 +151,7 @@ def test_transformers_loss_takes_num_items_in_batch_as_a_keyword(how: str, graph
         got = compiled(input_ids=ids, labels=ids, num_items_in_batch=value).loss
         want = eager(input_ids=ids, labels=ids, num_items_in_batch=n).loss
         torch.testing.assert_close(got, want, rtol=0, atol=0)
-    assert counter.graphs == graphs
+    assert counter.frame_count == graphs
 
 
 @pytest.fixture(autouse=True)
@@ -201,7 +201,7 @@ def test_transformers_llama_attention_dropout_schedule_compiles_once() -> None:
         want = torch.stack([eager(input_ids=ids, labels=ids).loss.detach() for _ in range(30)])
         spread = math.sqrt((got.var() + want.var()).item() / 30)
         assert abs(got.mean() - want.mean()).item() <= 6 * spread + 1e-6, (p, got, want)
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
     model.eval()
     eager.eval()
     torch.testing.assert_close(compiled(input_ids=ids).logits, eager(input_ids=ids).logits)
@@ -244,7 +244,7 @@ def test_diffusers_unet_freeu_factors_and_timestep_argument() -> None:
             assert type(timestep) is int
     # one graph; aot_eager compiles it twice because torch's float-tensorify pass restarts
     # once to drop FreeU factors the graph does not use (s2/b2 of a skipped branch)
-    assert counter.graphs == 2
+    assert counter.frame_count == 2
 
 
 def _import_lightning() -> Any:
@@ -304,7 +304,7 @@ def _lightning_fit(tmp_path: Path, *, compiled: bool, mark: bool) -> tuple[Any, 
         warnings.simplefilter("error", ds.DynscalarWarning)
         trainer.fit(torch.compile(module, backend=counter) if compiled else module, data)
     assert trainer.global_step == 9 and trainer.current_epoch == 3
-    return module, trainer, counter.graphs
+    return module, trainer, counter.frame_count
 
 
 @pytest.mark.parametrize(("mark", "graphs"), [(False, 9), (True, 1)])

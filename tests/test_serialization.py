@@ -1,4 +1,4 @@
-"""Marks and proxies survive copy, pickle and torch.save; checkpoints load safely (issue 4).
+"""Marks and proxies survive copy, pickle and torch.save; checkpoints load safely.
 
 A module's marks live on the instance, so every way of copying a module copies them.
 Proxies pickle as ``_rebuild(kind, value, unbacked, min, max)``, the one global dynscalar

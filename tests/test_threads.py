@@ -1,4 +1,4 @@
-"""Marking and compiling from two threads at once leaves every mark intact (issue 7)."""
+"""Marking and compiling from two threads at once leaves every mark intact."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import torch
 
 import dynscalar as ds
 
-from .conftest import CountingBackend
+from .helpers import CountingBackend
 from .test_compile_int import UsesStep
 
 N_ATTRS = 40
@@ -65,4 +65,4 @@ def test_two_threads_mark_and_compile_their_models() -> None:
         t.join()
     assert not errors, errors
     assert results == {0: (CALLS, True), 1: (CALLS, True)}
-    assert [c.graphs for c in counters] == [1, 1]
+    assert [c.frame_count for c in counters] == [1, 1]

@@ -8,11 +8,11 @@ negative sample and the run-time agreement.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from .helpers import run_interpreter
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLES = Path("tests", "static_typing")
@@ -25,13 +25,8 @@ pytest.importorskip("mypy", reason="the typing tests need mypy (pip install -e '
 @pytest.fixture(scope="module")
 def mypy_errors() -> dict[str, set[tuple[int, str]]]:
     """mypy's errors per sample file, from one run over both samples."""
-    result = subprocess.run(
-        [sys.executable, "-m", "mypy", str(SAMPLES / "usage.py"), str(SAMPLES / "negative.py")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+    result = run_interpreter(
+        "-m", "mypy", str(SAMPLES / "usage.py"), str(SAMPLES / "negative.py"), timeout=600
     )
     if "error:" not in result.stdout and result.returncode not in (0, 1):
         pytest.fail(f"mypy did not run:\n{result.stdout}\n{result.stderr}")

@@ -1,10 +1,8 @@
-"""A torch whose internals moved: import works, eager unchanged, one warning, no crash (issue 7)."""
+"""A torch whose internals moved: import works, eager unchanged, one warning, no crash."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
+from .helpers import run_python
 
 SIMULATE_MOVED_INTERNAL = """
 import warnings
@@ -49,13 +47,7 @@ print("ok")
 
 
 def test_moved_internal_degrades_to_specialization() -> None:
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(SIMULATE_MOVED_INTERNAL)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    result = run_python(SIMULATE_MOVED_INTERNAL)
     assert result.returncode == 0, result.stderr[-4000:]
     assert result.stdout.strip() == "ok"
 
@@ -96,12 +88,6 @@ def test_moved_float_internal_compiles_floats_as_stock_does() -> None:
     """A dynamic float never turns into an error when the float path cannot be installed:
     it is compiled as an unmarked float (stock: static, then automatic dynamic), warned
     once; a strict=True mark raises."""
-    result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(SIMULATE_MOVED_FLOAT_INTERNAL)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    result = run_python(SIMULATE_MOVED_FLOAT_INTERNAL)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "graphs 2" in result.stdout and "strict raises" in result.stdout, result.stdout

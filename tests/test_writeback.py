@@ -1,4 +1,4 @@
-"""Write-back fidelity wherever a value lands (issue 21).
+"""Write-back fidelity wherever a value lands.
 
 A compiled call leaves the same objects as eager Python: the same class, value and spec for
 values stored into attributes, into lists, tuples and dicts held by attributes (built,
@@ -27,7 +27,7 @@ import dynscalar as ds
 from dynscalar import DynamicFloat, DynamicInt
 
 from . import writeback_table
-from .conftest import CountingBackend
+from .helpers import CountingBackend
 
 ROOT = Path(__file__).resolve().parents[1]
 BACKENDS = ["eager", "aot_eager"]
@@ -81,7 +81,7 @@ def side_by_side(
         else:
             assert writeback_table.describe(got) == writeback_table.describe(want), f"call {i}"
         assert state(model) == state(eager), f"call {i}"
-    return counter.graphs
+    return counter.frame_count
 
 
 # ----------------------------------------------------------------------------- containers
@@ -99,7 +99,8 @@ def _cache_body(m: Any, x: torch.Tensor) -> torch.Tensor:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_dict_item_assignment_keeps_the_proxy_and_compiles_once(backend: str) -> None:
-    # The issue's example: on main, 8 compiles then eager (the plain int was specialized).
+    # A proxy written back into a dict item stays a proxy: a plain int there would be
+    # specialized, 8 compiles and then eager.
     assert side_by_side(_cache_init, _cache_body, backend, 12) == 1
 
 
@@ -293,7 +294,8 @@ def test_a_local_proxy_crossing_a_graph_break_is_not_specialized(backend: str) -
         m.a += 1
         return x * a
 
-    # Before: `a` reached the resumed frame as a plain int, one graph per value after it.
+    # `a` reaches the resumed frame as a proxy: as a plain int it would be specialized
+    # there, one graph per value after the break.
     assert side_by_side(_a, body, backend, 6) == 2
 
 
@@ -382,7 +384,7 @@ def test_auto_dynamic_steps_aside_for_a_value_it_would_not_mark(backend: str) ->
     # 0 static; 1 promoted, symbolic from then on (1, 2, 3 and 4 share one graph);
     # True, "x", None: one graph each, compiled as unmarked values (False reuses True's:
     # the bool branch never reads the value, only its type).
-    assert counter.graphs == 5
+    assert counter.frame_count == 5
     assert ds.explain(model, show=False)[0].how == "auto_dynamic"
 
 
@@ -452,7 +454,7 @@ def test_symbolic_float_simplification_is_torchs_own_and_documented() -> None:
     counter = CountingBackend("eager")
     assert model(x).item() == 0.0  # eager Python: 0.3 + 1e16 rounds to 1e16
     assert torch.compile(model, backend=counter)(x).item() == 0.3  # compiled: simplified to t
-    assert counter.graphs == 1
+    assert counter.frame_count == 1
 
     def stock(x: torch.Tensor, t: float) -> torch.Tensor:
         return x * ((t + 1e16) - 1e16)

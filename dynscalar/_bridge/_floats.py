@@ -85,8 +85,8 @@ def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: s
         # `torch._as_tensor_fullprec(L['v'].__wrapped__)` both work.
         guard_proxy(source)
         source = AttrSource(source, "__wrapped__")
-    # wrap_symfloat returns a constant unless both are off (builder.py:3298-3316); the
-    # patch is scoped to this one call and restored on exit.
+    # VariableBuilder.wrap_symfloat returns a constant unless both are off; the patch is
+    # scoped to this one call and restored on exit.
     config = dynamo_config.patch(specialize_float=False, assume_static_by_default=False)
     with swapped_source(builder, source), config:
         var = builder.wrap_symfloat(plain)
@@ -122,10 +122,11 @@ def _scalar_tensor_prepass(gm: Any, shape_env: Any, fake_mode: Any) -> int:
     """``scalar_tensor(f(s))`` -> ``mul.Tensor(scalar_tensor(1.0), f(s))`` for our float symbols.
 
     Dynamo returns a float computed in the graph (``self.scale = self.scale * 0.9``) as
-    ``torch.scalar_tensor(sym, dtype=float64)`` + ``.item()`` in bytecode (codegen.py:323-344).
-    The tensorify pass has no rule for ``scalar_tensor``, so its final sweep burns the value in
-    with ``guard_scalar`` (_tensorify_python_scalars.py:402-430).  ``mul.Tensor`` with a
-    SymFloat operand is lowered by the pass, and ``x * 1.0 == x`` exactly (NaN, inf, -0.0).
+    ``torch.scalar_tensor(sym, dtype=float64)`` + ``.item()`` in bytecode (``PyCodegen.__call__``
+    on a float ``SymNodeVariable``).  The tensorify pass has no rule for ``scalar_tensor``, so
+    the final sweep of ``tensorify_python_scalars`` burns the value in with ``guard_scalar``.
+    ``mul.Tensor`` with a SymFloat operand is lowered by the pass, and ``x * 1.0 == x``
+    exactly (NaN, inf, -0.0).
     """
     import torch
     from torch.utils._sympy.symbol import SymT, symbol_is_type

@@ -93,9 +93,9 @@ def _hide_bridge_frames() -> None:
     """Leave the bridge's files out of the location torch gives a guard.
 
     ShapeEnv attributes a guard to the innermost frame whose file is not in
-    ``symbolic_shapes.uninteresting_files()``; a guard made under this hook was attributed
-    to the hook itself, so torch's recompile-limit warning ended with
-    "_bridge/_reports.py:84 in evaluate_sym_node_hook". That function returns one cached
+    ``symbolic_shapes.uninteresting_files()``; without this, a guard made under this hook
+    is attributed to the hook itself, and torch's recompile-limit warning ends with
+    "_bridge/_reports.py:<line> in evaluate_sym_node_hook". That function returns one cached
     set; adding the bridge's files to it makes torch skip them as it skips its own. Done at
     the first call (Dynamo is fully imported then), not at install time.
     """

@@ -45,6 +45,7 @@ from typing import Any
 
 import torch
 
+from ..helpers import CountingBackend
 from .contract import Entry, Scalar, contract_error, rule_for
 from .generator import Assign, Call, Instance, Mark, Program, Spec, Unmark, Value, render
 
@@ -53,20 +54,6 @@ PROXY_NAMES = ("DynamicInt", "DynamicFloat")
 
 
 # ----------------------------------------------------------------------------- running
-@dataclass
-class CountingBackend:
-    """A torch.compile backend that counts the graphs it compiles."""
-
-    name: str
-    graphs: int = 0
-
-    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
-        from torch._dynamo.backends.registry import lookup_backend
-
-        self.graphs += 1
-        return lookup_backend(self.name)(gm, example_inputs)
-
-
 @dataclass(frozen=True)
 class Snap:
     """A scalar attribute after a call: exact type, plain value, and a proxy's spec."""
@@ -276,7 +263,7 @@ def execute(program: Program, backend: str | None, *, marks: bool = True) -> Run
         except Exception as exc:  # noqa: BLE001
             harness.log.setup_error = type(exc).__name__
     harness.log.warnings = [f"{w.category.__name__}: {str(w.message)[:120]}" for w in caught]
-    harness.log.compiles = harness.counter.graphs if harness.counter else 0
+    harness.log.compiles = harness.counter.frame_count if harness.counter else 0
     return harness.log
 
 

@@ -1,0 +1,117 @@
+"""Shared test helpers: a counting backend, a compiled-vs-eager runner, fresh interpreters.
+
+Every compile test in this suite follows one rule: run the compiled model and an eager
+twin side by side on the same inputs, compare every output (and gradients when
+training), and assert the exact number of graphs the backend compiled
+(``CountingBackend(name).frame_count``).
+
+Tests that need a fresh process (import-time behaviour, environment variables torch reads
+once, a process that never imports dynscalar) use :func:`run_python` or
+:func:`run_interpreter`.
+
+This module does not import dynscalar at import time: the stock-torch processes of
+``tests/harm_scenarios.py`` and ``tests/fuzz`` import it too.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch._dynamo.testing import CompileCounterWithBackend
+
+#: the checkout: fresh interpreters run from here and import its dynscalar
+ROOT = Path(__file__).resolve().parents[1]
+
+#: A torch.compile backend that counts the graphs handed to the real backend named at
+#: construction: ``frame_count`` is that number (restarts included), ``graphs`` the graphs.
+CountingBackend = CompileCounterWithBackend
+
+
+def run_side_by_side(
+    compiled: Callable[..., Any],
+    eager: Callable[..., Any],
+    calls: int,
+    make_input: Callable[[int], tuple[Any, ...]] | None = None,
+) -> None:
+    """Call both ``calls`` times with the same inputs; outputs must match exactly."""
+    for i in range(calls):
+        args = make_input(i) if make_input else (torch.randn(3, 4),)
+        got = compiled(*args)
+        want = eager(*args)
+        torch.testing.assert_close(
+            got, want, rtol=1e-5, atol=1e-6, msg=lambda m, i=i: f"call {i}: {m}"
+        )
+
+
+def twins(model: torch.nn.Module) -> tuple[torch.nn.Module, torch.nn.Module]:
+    """An eager twin with identical parameters and plain (unmarked) scalars."""
+    import dynscalar
+
+    eager = copy.deepcopy(model)
+    for name, value in list(vars(eager).items()):
+        if dynscalar.is_dynamic_scalar(value):
+            setattr(eager, name, value.value)
+    eager.__dict__.pop("_dynscalar_marks", None)
+    return model, eager
+
+
+def run_interpreter(
+    *args: str,
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path = ROOT,
+    input: str | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:
+    """``python *args`` in a fresh interpreter (this one's ``sys.executable``), text output
+    captured, the exit status left to the caller.
+
+    It runs in ``cwd`` (the checkout by default) with the checkout first on ``PYTHONPATH``,
+    so it imports the dynscalar under test whatever the current folder.  ``env`` replaces
+    the environment (default: this process's).
+    """
+    environ = dict(os.environ if env is None else env)
+    environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), *filter(None, [environ.get("PYTHONPATH")])])
+    return subprocess.run(
+        [sys.executable, *args],
+        cwd=cwd,
+        env=environ,
+        input=input,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def run_python(
+    code: str,
+    *,
+    flags: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    cwd: str | Path = ROOT,
+    input: str | None = None,
+    timeout: float = 300,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` (dedented) as ``python *flags -c code`` in a fresh interpreter; see
+    :func:`run_interpreter` for the rest."""
+    return run_interpreter(
+        *flags, "-c", textwrap.dedent(code), env=env, cwd=cwd, input=input, timeout=timeout
+    )
+
+
+__all__ = [
+    "ROOT",
+    "CountingBackend",
+    "run_interpreter",
+    "run_python",
+    "run_side_by_side",
+    "twins",
+]
