@@ -34,10 +34,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import json
 import math
 import os
-import platform
 import sys
 import time
 import warnings
@@ -51,18 +49,19 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 import dynscalar
+from benchmarks.harness import CountingBackend, machine_info, read_json, source_name, write_json
+from benchmarks.render_nn_coverage import (
+    BACKENDS,
+    FLOAT32_DEFAULT,
+    JSON_PATH,
+    PAGE_PATH,
+    SIGMAS,
+    WRONG,
+    compiled_once,
+    render,
+)
 from dynscalar._bridge._nn import TOLERANCES
-from dynscalar._demo import cpu_model
 
-ROOT = Path(__file__).resolve().parents[1]
-JSON_PATH = ROOT / "benchmarks" / "published" / "nn-coverage.json"
-PAGE_PATH = ROOT / "docs" / "nn-coverage.md"
-
-BACKENDS = ("eager", "aot_eager", "inductor")
-#: torch.testing.assert_close's default for float32, the inductor tolerance unless stock
-#: inductor needs more on a row.
-FLOAT32_DEFAULT = (1.3e-6, 1e-5)
-SIGMAS = 6.0  # binomial standard deviations / standard errors a random row may be off
 STAT_CALLS = 200  # calls per value for the per-element mean check
 
 
@@ -799,20 +798,6 @@ ROWS: dict[str, Row] = {row.id: row for row in catalogue()}
 # --------------------------------------------------------------------------- running a row
 
 
-class CountingBackend:
-    """A torch.compile backend that counts the graphs handed to the real backend."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.graphs = 0
-
-    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
-        from torch._dynamo.backends.registry import lookup_backend
-
-        self.graphs += 1
-        return lookup_backend(self.name)(gm, example_inputs)
-
-
 def _owner(model: nn.Module, path: str) -> tuple[nn.Module, str]:
     prefix, _, leaf = path.rpartition(".")
     return (model.get_submodule(prefix) if prefix else model), leaf
@@ -913,10 +898,6 @@ def eager_tolerance(row: Row) -> tuple[float, float]:
         rtol, atol, _ = TOLERANCES[row.op]
         return rtol, atol
     return 0.0, 0.0
-
-
-#: a difference of stock inductor from eager this large is a wrong value, not rounding
-WRONG = 1e-3
 
 
 def inductor_tolerance(stock: Result | dict[str, Any] | None) -> dict[str, Any]:
@@ -1143,8 +1124,8 @@ def run_row(
             compiled = torch.compile(model, backend=counter)
 
             def after() -> None:
-                result.per_call.append(counter.graphs)
-                result.compiles = counter.graphs
+                result.per_call.append(counter.frame_count)
+                result.compiles = counter.frame_count
 
             if row.kind == "dropout":
                 _run_dropout(row, compiled, model, eager, cmp, result, after)
@@ -1164,12 +1145,6 @@ def run_row(
 
 
 # --------------------------------------------------------------------------- the whole table
-
-
-def compiled_once(result: dict[str, Any]) -> bool:
-    """No graph compiled after the first value (a restart within the first call is one compile)."""
-    calls = result["per_call"]
-    return not result["error"] and bool(calls) and calls[-1] == calls[0]
 
 
 def status(row: Row, results: dict[str, dict[str, Any]]) -> str:
@@ -1225,254 +1200,6 @@ def run_table(
     return {"rows": out}
 
 
-def machine_info() -> dict[str, Any]:
-    return {
-        "cpu": cpu_model(),
-        "cores": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "dynscalar": dynscalar.__version__,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-    }
-
-
-# --------------------------------------------------------------------------- the page
-
-
-def _fmt(x: float | None) -> str:
-    if x is None:
-        return "-"
-    if x == 0:
-        return "0"
-    if math.isinf(x):
-        return "inf"
-    return f"{x:.1e}"
-
-
-def _inductor_tol(tol: dict[str, Any]) -> str:
-    if tol["source"].startswith("float32 default"):
-        return "float32 default" + (" (stock wrong)" if "wrong" in tol["source"] else "")
-    return f"{_tol(tol['rtol'], tol['atol'])} (stock inductor)"
-
-
-def _tol(rtol: float, atol: float) -> str:
-    return "exact" if rtol == 0 and atol == 0 else f"rtol {rtol:g}, atol {atol:g}"
-
-
-def _compiles(entry: dict[str, Any], where: str, backend: str) -> str:
-    r = entry[where].get(backend)
-    if r is None:
-        return "-"
-    if r["error"]:
-        return "error"
-    text = str(r["compiles"])
-    if r["compiles"] > 1 and compiled_once(r):
-        text += "*"  # all on the first call: a restart, not a recompile
-    return text + ("" if r["equal"] else " (**≠**)")
-
-
-def _diff(entry: dict[str, Any], backend: str) -> str:
-    r = entry["backends"].get(backend)
-    if r is None or r["error"]:
-        return "-"
-    m = r["max_abs"]
-    if entry["kind"] == "mean":
-        return f"{r['stat']:.1f} SE"
-    parts = [_fmt(m["output"]), _fmt(m["grad"])]
-    if m["buffer"]:
-        parts.append(_fmt(m["buffer"]))
-    text = " / ".join(parts)
-    if entry["kind"] == "dropout":
-        text += f"; {r['stat']:.1f} sd"
-    return text
-
-
-def _name(entry: dict[str, Any]) -> str:
-    attrs = ", ".join(f"`{a}`" for a in entry["attrs"])
-    return f"`{entry['module']}` {attrs} ({entry['mode']})"
-
-
-def render(data: dict[str, Any], source: str = "benchmarks/published/nn-coverage.json") -> str:
-    """The Markdown page, a pure function of the JSON (re-rendering is byte-identical)."""
-    rows = data["rows"]
-    backends = data["config"]["backends"]
-    m = data["machine"]
-    n = len(rows)
-
-    def once(where: str, backend: str) -> int:
-        return sum(1 for e in rows if backend in e[where] and compiled_once(e[where][backend]))
-
-    equal = sum(1 for e in rows if all(r["equal"] for r in e["backends"].values()))
-    lines = [
-        "# torch.nn coverage",
-        "",
-        f"Generated by `benchmarks/nn_coverage.py` from `{source}`; do not edit by hand.",
-        "",
-        f"**Machine:** {m['cpu']}, {m['cores']} cores, torch threads: {m['torch_threads']}, "
-        f"torch {m['torch']}, dynscalar {m['dynscalar']}, Python {m['python']}.",
-        *[
-            f"Re-measured later with `--merge` ({', '.join(run['backends'])}, "
-            f"{run['machine']['cpu']}, torch {run['machine']['torch']}): "
-            + ", ".join(f"`{r}`" for r in run["rows"])
-            + "."
-            for run in data.get("partial_runs", [])
-        ],
-        "",
-        "## Summary",
-        "",
-        f"{n} rows: a float hyperparameter of a torch.nn module (or functional), marked with "
-        "`dynscalar.mark_dynamic_attr` and changed between calls to "
-        f"{len(rows[0]['values']) if rows else 4} different values, on the compiled model "
-        "and on an eager twin.",
-        "",
-    ]
-    for backend in backends:
-        share = f" ({100 * once('backends', backend) / n:.0f}%)" if n else ""
-        lines.append(
-            f"- **{backend}**: {once('backends', backend)} of {n} rows compile once{share}"
-            + (
-                f"; stock torch, unmarked: {once('stock', backend)} of {n}."
-                if any(backend in e["stock"] for e in rows)
-                else "."
-            )
-        )
-    if any("aot_eager" in e["stock"] for e in rows) and "aot_eager" not in backends:
-        lines.append(f"- stock torch on aot_eager, unmarked: {once('stock', 'aot_eager')} of {n}.")
-    lines.append(
-        f"- **Equal to eager** within the row's tolerance on every backend: {equal} of {n} rows."
-    )
-    wrong = [
-        e
-        for e in rows
-        if "inductor" in e["stock"] and max(e["stock"]["inductor"]["max_abs"].values()) >= WRONG
-    ]
-    if wrong:
-        names = "; ".join(
-            f"{_name(e)}, max |Δ| {_fmt(max(e['stock']['inductor']['max_abs'].values()))}"
-            for e in wrong
-        )
-        lines.append(
-            "- **Stock inductor returns wrong numbers** (unmarked, no warning) on: "
-            f"{names}. With the mark these rows are equal to eager."
-        )
-    lines += [
-        "",
-        "Rows that are not *dynamic, equal*:",
-        "",
-    ]
-    others = [e for e in rows if e["status"] != "dynamic, equal"]
-    if not others:
-        lines.append("- none.")
-    for e in others:
-        results = e["backends"]
-        counts = ", ".join(f"{b} {r['compiles']}" for b, r in results.items())
-        reasons = [f"compiles: {counts}"]
-        for backend, r in results.items():
-            if r["error"]:
-                reasons.append(f"{backend}: {r['error']}")
-            elif not r["equal"]:
-                reasons.append(f"{backend}: {'; '.join(r['failures'][:2])}")
-        warned = sorted({w.split(";")[0] for r in results.values() for w in r["warnings"]})
-        reasons += [f"warned: “{w}”" for w in warned]
-        if e["note"]:
-            reasons.append(e["note"])
-        lines.append(f"- {_name(e)}: **{e['status']}**; " + "; ".join(reasons) + ".")
-    lines += [
-        "",
-        "## How to read the table",
-        "",
-        "- *stock*: compiles of stock torch for the same row without the mark (the baseline). "
-        "A plain float attribute is a constant; from the second value on Dynamo's automatic "
-        "dynamic tries a SymFloat, which most of these ops force back to a constant (a "
-        "restart), so 4 values typically make 5 graphs.",
-        "- *compiles*: graphs compiled across the 4 values with the mark (`(≠)`: not equal "
-        "to eager). `*`: all of them during the first call: torch's tensorify pass restarts "
-        "the first compile to drop a float input the graph does not use (a value read only in "
-        "training, in eval); no value guard follows and no later value compiles. *compile "
-        "once* below means no graph after the first call.",
-        "- *max |Δ|*: the largest difference from eager over the 4 calls, for outputs / "
-        "gradients (inputs and parameters) / buffers (when the module has buffers: running "
-        "statistics are compared after every call).",
-        "- Random rows are compared by distribution, which holds on every backend: on "
-        "`eager` and `aot_eager` the decompositions draw eager's own random numbers where the "
-        "CPU kernel draws one double per element (`tests/test_nn_coverage.py` compares them "
-        "bit for bit), inductor draws from its own stream (marked or not). Dropout rows "
-        "compare the values of elements (or channels) that both kept (alpha "
-        f"dropout: and both dropped) and check the dropped fraction is within {SIGMAS:g} "
-        "binomial standard deviations of `p` on a large input (*sd*: the worst deviation); "
-        "attention rows (and RReLU) in training compare per-element means of outputs and "
-        f"gradients over {data['config']['stat_calls']} calls per value (*SE*: the worst "
-        "difference in standard errors, beyond the backend's tolerance: on inductor the "
-        "gradient of attention's key bias, 0 in exact arithmetic, is rounding noise whose mean "
-        "follows the kernels' summation order); their eval rows compare element-wise.",
-        "- *tolerance* (eager, aot_eager): exact unless the decomposition rounds differently "
-        "from ATen's fused kernel (reasons below). *inductor tolerance*: torch's float32 "
-        f"default (rtol {FLOAT32_DEFAULT[0]:g}, atol {FLOAT32_DEFAULT[1]:g}) unless stock "
-        "inductor, unmarked, already differs from eager by more on that row; then the "
-        "difference stock inductor measured (*stock inductor*). A stock difference of "
-        f"{WRONG:g} or more is a wrong value, not rounding, and is never used as a tolerance "
-        "(*stock wrong*).",
-        "",
-        "## Table",
-        "",
-        "Graphs compiled across the values, per backend: *stock* unmarked, *marked* with "
-        "`mark_dynamic_attr`.",
-        "",
-        "| row | values | stock: aot_eager / inductor | marked: eager / aot_eager / inductor "
-        "| status |",
-        "|---|---|---|---|---|",
-    ]
-    for e in rows:
-        cells = [
-            _name(e),
-            ", ".join(f"{v:g}" for v in e["values"]),
-            " / ".join(_compiles(e, "stock", b) for b in ("aot_eager", "inductor")),
-            " / ".join(_compiles(e, "backends", b) for b in BACKENDS),
-            e["status"] if e["status"] == "dynamic, equal" else f"**{e['status']}**",
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "## Differences from eager",
-        "",
-        "The marked module against eager: outputs / gradients (/ buffers); *status* above "
-        "says whether every backend, eager included, stayed within its tolerance.",
-        "",
-        "| row | max \\|Δ\\| aot_eager | max \\|Δ\\| inductor | tolerance | inductor tolerance |",
-        "|---|---|---|---|---|",
-    ]
-    for e in rows:
-        ind = e.get("inductor_tolerance")
-        cells = [
-            _name(e),
-            _diff(e, "aot_eager"),
-            _diff(e, "inductor"),
-            _tol(*e["tolerance"]),
-            "-" if ind is None else _inductor_tol(ind),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    notes = [e for e in rows if e["note"]]
-    if notes:
-        lines += ["", "Notes:", ""]
-        lines += [f"- {_name(e)}: {e['note']}." for e in notes]
-    used = sorted({e["op"] for e in rows if e["op"] in data["tolerances"]})
-    lines += ["", "## Tolerances", "", "| op | rtol | atol | why |", "|---|---:|---:|---|"]
-    for op in used:
-        rtol, atol, why = data["tolerances"][op]
-        lines.append(f"| `{op}` | {rtol:g} | {atol:g} | {why} |")
-    lines.append("")
-    return "\n".join(lines)
-
-
-def write_page(data: dict[str, Any], page: Path = PAGE_PATH, json_path: Path = JSON_PATH) -> None:
-    try:
-        source = str(json_path.resolve().relative_to(ROOT))
-    except ValueError:
-        source = json_path.name
-    page.write_text(render(data, source))
-
-
 # --------------------------------------------------------------------------- command line
 
 
@@ -1520,7 +1247,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     if args.render_only:
-        write_page(json.loads(args.out.read_text()), args.page, args.out)
+        args.page.write_text(render(read_json(args.out), source_name(args.out)))
         print(f"wrote {args.page}")
         return 0
     ids = [s for s in args.rows.split(",") if s]
@@ -1547,13 +1274,12 @@ def main(argv: list[str] | None = None) -> int:
     measured = run_table(rows, backends, stock=not args.no_stock)
     wall_s = round(time.perf_counter() - start, 1)
     if args.merge:
-        data = _merged(json.loads(args.out.read_text()), data, measured["rows"], wall_s)
+        data = _merged(read_json(args.out), data, measured["rows"], wall_s)
     else:
         data.update(measured)
         data["wall_s"] = wall_s
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
-    write_page(data, args.page, args.out)
+    write_json(args.out, data)
+    args.page.write_text(render(data, source_name(args.out)))
     print(f"wrote {args.out} and {args.page} in {wall_s:.0f} s")
     bad = [e["id"] for e in data["rows"] if e["status"] in ("NOT EQUAL", "error")]
     if bad:

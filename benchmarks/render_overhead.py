@@ -1,27 +1,18 @@
-"""Write docs/overhead.md from a bench_overhead.py JSON result.
+"""docs/overhead.md, its figures and the README's goals from an overhead JSON.
 
 Every number on the page comes from the JSON of one run, with the machine, the torch
-version and the load average beside it:
-
-    python benchmarks/render_overhead.py benchmarks/published/overhead.json
-
-The page opens with a summary in plain words; the goals the benchmark checks go to
-``benchmarks/README.md`` (between its ``overhead-goals`` markers), not to the page. The
-figures are drawn here from the JSON into ``docs/img/`` (``overhead_*.png``), at the width of
-the docs' content column, with their smallest text recorded in the PNG for
-``scripts/screenshot_docs.py``; a curve is drawn only through values measured at least
-three times (a single run is shown as points).
+version and the load average beside it. The page opens with a summary in plain words; the
+goals go to ``benchmarks/README.md`` (between its ``overhead-goals`` markers). Figures
+(``overhead_*.png``) are drawn at the docs' column width, with their smallest text recorded
+in the PNG; a curve is drawn only through values measured at least three times.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+from benchmarks.harness import pyplot, read_json, replace_block, save_figure, source_name, span
 
 
 def _q(q: dict[str, float] | None, unit: str = "x", digits: int = 3) -> str:
@@ -383,34 +374,13 @@ def _command(config: dict[str, Any]) -> str:
 
 
 def _defaults() -> dict[str, Any]:
-    import importlib.util
-    import sys
+    from benchmarks.overhead import parse_args
 
-    global _DEFAULTS
-    if _DEFAULTS is None:
-        name = "_bench_overhead_defaults"
-        spec = importlib.util.spec_from_file_location(name, HERE / "bench_overhead.py")
-        assert spec is not None and spec.loader is not None
-        bench = importlib.util.module_from_spec(spec)
-        sys.modules[name] = bench  # its dataclasses look their module up
-        try:
-            spec.loader.exec_module(bench)
-            _DEFAULTS = vars(bench.parse_args([]))
-        finally:
-            del sys.modules[name]
-    return _DEFAULTS
-
-
-_DEFAULTS: dict[str, Any] | None = None
+    return vars(parse_args([]))
 
 
 DS_ATTR = ("ds_registry", "ds_decorator")
 DS_ARGS = ("ds_args", "ds_args_decorator")
-
-
-def _span(values: list[float], fmt: str) -> str:
-    lo, hi = min(values), max(values)
-    return format(lo, fmt) if format(lo, fmt) == format(hi, fmt) else f"{lo:{fmt}}-{hi:{fmt}}"
 
 
 def summary(data: dict[str, Any]) -> list[str]:
@@ -435,10 +405,10 @@ def summary(data: dict[str, Any]) -> list[str]:
         out.append(
             "**Per compiled call**, a mark that keeps the value a plain number "
             "(`mark_dynamic_attr`, `@dynamic_attrs`, `mark_dynamic_args`) costs nothing "
-            f"measurable ({_span(kept, '.2f')}x the time of torch's own `dynamic_sources`), and "
+            f"measurable ({span(kept, '.2f')}x the time of torch's own `dynamic_sources`), and "
             "a `DynamicInt` stored in the attribute about "
-            f"{_span([(r['ratio']['median'] - 1) * 100 for r in proxy], '.0f')}% "
-            f"({_span(extra_us, '.1f')} µs of a {_span(base_us, '.0f')} µs call)."
+            f"{span([(r['ratio']['median'] - 1) * 100 for r in proxy], '.0f')}% "
+            f"({span(extra_us, '.1f')} µs of a {span(base_us, '.0f')} µs call)."
         )
     eager = {r["case"]: r for r in (data.get("eager") or {}).get("rows", [])}
     if "add" in eager:
@@ -456,7 +426,7 @@ def summary(data: dict[str, Any]) -> list[str]:
             f"int takes {add['plain_ns']['median'] / 1000:.2f} µs)"
         )
         if calls:
-            sentence += f" and {_span(calls, '.1f')} µs per torch call that receives it"
+            sentence += f" and {span(calls, '.1f')} µs per torch call that receives it"
         if forward:
             sentence += (
                 f": the seed model's eager forward takes "
@@ -468,7 +438,7 @@ def summary(data: dict[str, Any]) -> list[str]:
     if comp:
         shares = [b["share_of_first_call"]["median"] * 100 for b in comp["backends"].values()]
         out.append(
-            f"Compiling, dynscalar's own hooks take {_span(shares, '.1f')}% of a first compile."
+            f"Compiling, dynscalar's own hooks take {span(shares, '.1f')}% of a first compile."
         )
     return [" ".join(out)] if out else []
 
@@ -493,8 +463,7 @@ GOALS_END = "<!-- overhead-goals:end -->\n"
 
 
 def replace_goals(readme: str, block: str) -> str:
-    start, end = readme.index(GOALS_START), readme.index(GOALS_END) + len(GOALS_END)
-    return readme[:start] + block + readme[end:]
+    return replace_block(readme, GOALS_START, GOALS_END, block)
 
 
 def render(data: dict[str, Any], source: str) -> str:
@@ -527,40 +496,9 @@ BASE_PT = 9.5
 
 
 def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update(
-        {
-            "font.size": BASE_PT,
-            "axes.titlesize": BASE_PT + 0.5,
-            "axes.labelsize": BASE_PT,
-            "xtick.labelsize": BASE_PT,
-            "ytick.labelsize": BASE_PT,
-            "legend.fontsize": BASE_PT,
-        }
-    )
-    return plt
-
-
-def save_figure(fig: Any, path: Path) -> None:
-    """Save at DPI with the figure's smallest text (px) recorded in the PNG's metadata."""
-    from matplotlib.text import Text
-
-    fig.canvas.draw()
-    sizes = [
-        t.get_fontsize()
-        for t in fig.findobj(Text)
-        if t.get_visible() and t.get_text().strip() and t.get_window_extent().width > 0
-    ]
-    smallest = min(sizes) * DPI / 72
-    fig.savefig(
-        path,
-        dpi=DPI,
-        metadata={"Software": None, "dynscalar-min-text-px": f"{smallest:.1f}"},
-    )
+    size = {k: BASE_PT for k in ("font.size", "axes.labelsize", "legend.fontsize")}
+    size |= {"xtick.labelsize": BASE_PT, "ytick.labelsize": BASE_PT}
+    return pyplot(**size, **{"axes.titlesize": BASE_PT + 0.5})
 
 
 def _short(label: str) -> str:
@@ -715,21 +653,9 @@ def write_plots(data: dict[str, Any], folder: Path) -> list[Path]:
     return written
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("result", type=Path, help="JSON written by bench_overhead.py")
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "overhead.md")
-    parser.add_argument("--readme", type=Path, default=HERE / "README.md")
-    args = parser.parse_args()
-    data = json.loads(args.result.read_text())
-    result = args.result.resolve()
-    source = str(result.relative_to(ROOT)) if result.is_relative_to(ROOT) else result.name
-    write_plots(data, args.out.parent / "img")
-    args.out.write_text(render(data, source))
-    readme = args.readme.read_text()
-    args.readme.write_text(replace_goals(readme, goals_block(data, source)))
-    print(f"wrote {args.out}, its figures and the goals in {args.readme}")
-
-
-if __name__ == "__main__":
-    main()
+def write(path: Path, docs: Path, readme: Path, plots: bool = True) -> list[Path]:
+    """docs/overhead.md, the README's goals and (``plots``) the figures from one run."""
+    data, source = read_json(path), source_name(path)
+    (docs / "overhead.md").write_text(render(data, source))
+    readme.write_text(replace_goals(readme.read_text(), goals_block(data, source)))
+    return [docs / "overhead.md", readme, *(write_plots(data, docs / "img") if plots else [])]

@@ -37,25 +37,19 @@ compile); ``steady_median_ms`` the median of the last half of the steps; ``total
 sum. ``compiles`` counts the graphs Dynamo kept; ``restarts`` the graphs handed to the
 backend and then thrown away by torch's float-tensorify restart.
 
-    python benchmarks/bench_strategies.py                      # full run: inductor, 200 steps
-    python benchmarks/bench_strategies.py --backend aot_eager --steps 20
-    python benchmarks/bench_strategies.py --workloads train --strategies stock,oracle,ds_registry
-    python benchmarks/bench_strategies.py --workloads schedule --threads 1
+    python -m benchmarks.strategies                      # full run: inductor, 200 steps
+    python -m benchmarks.strategies --backend aot_eager --steps 20
+    python -m benchmarks.strategies --workloads train --strategies stock,oracle,ds_registry
+    python -m benchmarks.strategies --workloads schedule --threads 1
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
-import json
-import logging
 import math
-import os
-import platform
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,14 +58,22 @@ from typing import Any
 
 import torch
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from render_docs import NAMES, label, write_plots  # noqa: E402
-from workloads import WORKLOADS, Workload  # noqa: E402
-
-import dynscalar  # noqa: E402  (installs the Dynamo bridge hook before Dynamo loads)
-from dynscalar._demo import cpu_model, import_pyplot  # noqa: E402
+import dynscalar
+from benchmarks import harness
+from benchmarks.harness import (
+    HERE,
+    CountingBackend,
+    RecompileLimitWatch,
+    emit,
+    loadavg,
+    machine_info,
+    pyplot,
+    split,
+    unique_graphs,
+    write_json,
+)
+from benchmarks.render_strategies import NAMES, label, write_plots
+from benchmarks.workloads import WORKLOADS, Workload
 
 DEFAULT_OUT = HERE / "results" / "latest"
 RTOL, ATOL = 1e-4, 1e-5  # compiled vs eager: inductor reorders float math, nothing more
@@ -192,32 +194,6 @@ DEFAULT_STRATEGIES = [s for s in STRATEGIES if s != "oracle_inplace"]
 # --------------------------------------------------------------------------- child process
 
 
-class CountingBackend:
-    """A torch.compile backend that counts the Dynamo graphs handed to the real backend."""
-
-    def __init__(self, name: str) -> None:
-        from torch._dynamo.backends.registry import lookup_backend
-
-        self.real = lookup_backend(name)
-        self.graphs = 0
-
-    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
-        self.graphs += 1
-        return self.real(gm, example_inputs)
-
-
-class RecompileLimitWatch(logging.Handler):
-    """Counts Dynamo's "hit config.recompile_limit" warnings (the frame then runs eager)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.hits = 0
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if "recompile_limit" in record.getMessage():
-            self.hits += 1
-
-
 def _run_loop(
     call: Callable[..., torch.Tensor],
     model: torch.nn.Module,
@@ -300,15 +276,6 @@ def _compare_with_eager(
     }
 
 
-def _graphs() -> int:
-    """Graphs Dynamo kept so far. A backend call that ends in a restart (torch's
-    float-tensorify pass restarts analysis to specialize a float or drop an unused one)
-    hands the backend a graph that is then thrown away: not counted here."""
-    from torch._dynamo.utils import counters
-
-    return int(counters["stats"]["unique_graphs"])
-
-
 def _compiled_run(
     strategy: Strategy,
     workload: Workload,
@@ -318,22 +285,18 @@ def _compiled_run(
 ) -> tuple[Callable[..., torch.Tensor], list[float], list[torch.Tensor], dict[str, Any]]:
     """Compile (or not) and run the loop; the callable and the compile counts of this run."""
     counter = CountingBackend(backend)
-    watch = RecompileLimitWatch()
-    logging.getLogger("torch._dynamo").addHandler(watch)
-    before = _graphs()
+    before = unique_graphs()
     call = torch.compile(model, backend=counter) if strategy.compiled else model
-    try:
+    with RecompileLimitWatch() as watch:
         times, outputs = _run_loop(call, model, workload, inputs, strategy.wrap)
-    finally:
-        logging.getLogger("torch._dynamo").removeHandler(watch)
-    compiles = _graphs() - before
+    compiles = unique_graphs() - before
     return (
         call,
         times,
         outputs,
         {
             "compiles": compiles,
-            "restarts": counter.graphs - compiles,
+            "restarts": counter.frame_count - compiles,
             "recompile_limit_hits": watch.hits,
             "fell_back_to_eager": watch.hits > 0,
         },
@@ -352,7 +315,7 @@ def run_child(
     in eval mode (a fresh compile after ``torch._dynamo.reset()``; not timed).
     """
     workload, strategy = WORKLOADS[workload_name], STRATEGIES[strategy_name]
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    load = (loadavg() or [None])[0]
     if threads:
         torch.set_num_threads(threads)
     if strategy.setup is not None:
@@ -551,40 +514,10 @@ def loss_check(losses: list[float], reference: list[list[float]]) -> dict[str, A
 # --------------------------------------------------------------------------- parent process
 
 
-def machine_info() -> dict[str, Any]:
-    """CPU model, cores, torch and Python versions, load average."""
-    return {
-        "cpu": cpu_model(),
-        "cores": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "dynscalar": dynscalar.__version__,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "loadavg_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-    }
-
-
-def _spawn(cmd: list[str], args: argparse.Namespace) -> tuple[dict[str, Any] | None, str, float]:
-    """Run this script with ``cmd`` in a fresh process with a fresh inductor cache; return
-    its last stdout line parsed as JSON (or None and the error), and the wall time."""
-    with tempfile.TemporaryDirectory(prefix="dynscalar-bench-") as cache:
-        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
-        cmd = [sys.executable, str(Path(__file__).resolve()), *cmd]
-        cmd += ["--steps", str(args.steps), "--backend", args.backend]
-        cmd += ["--threads", str(args.threads)]
-        start = time.perf_counter()
-        try:
-            proc = subprocess.run(
-                cmd, env=env, capture_output=True, text=True, timeout=args.timeout, check=False
-            )
-        except subprocess.TimeoutExpired:
-            return None, f"timed out after {args.timeout:.0f} s", time.perf_counter() - start
-    wall = time.perf_counter() - start
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        return None, proc.stderr[-3000:] or f"exit {proc.returncode}", wall
-    return json.loads(lines[-1]), "", wall
+def _spawn(cmd: list[str], args: argparse.Namespace) -> tuple[Any, str, float]:
+    """This experiment with ``cmd`` in a fresh process with a fresh inductor cache."""
+    cmd += ["--steps", str(args.steps), "--backend", args.backend, "--threads", str(args.threads)]
+    return harness.run_child("benchmarks.strategies", cmd, args.timeout)
 
 
 def spawn_child(workload: str, strategy: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -740,17 +673,10 @@ def format_targets(targets: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _pyplot() -> Any:
-    try:
-        return import_pyplot()
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise SystemExit(str(exc)) from exc
-
-
 def plot(result: dict[str, Any], out: Path) -> list[Path]:
     """``total_time.png``, ``cumulative_time.png`` and ``<workload>.png`` for a stochastic
     workload: the docs' plots (render_docs.py)."""
-    _pyplot()
+    pyplot()
     ok = {**result, "results": [r for r in result["results"] if "error" not in r]}
     return write_plots(ok, out)
 
@@ -761,11 +687,11 @@ def _elapsed(seconds: float) -> str:
 
 def run_parent(args: argparse.Namespace) -> int:
     """Run every pair, report, write JSON and plots; exit 1 on failures or wrong numbers."""
-    workloads = _split(args.workloads, WORKLOADS, list(WORKLOADS))
-    strategies = _split(args.strategies, STRATEGIES, DEFAULT_STRATEGIES)
+    workloads = split(args.workloads, WORKLOADS, list(WORKLOADS))
+    strategies = split(args.strategies, STRATEGIES, DEFAULT_STRATEGIES)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    _pyplot()  # fail now, not after the run, when matplotlib is missing
+    pyplot()  # fail now, not after the run, when matplotlib is missing
     info = machine_info()
     print(
         f"dynscalar strategy benchmark: backend={args.backend}, {args.steps} steps, "
@@ -823,7 +749,7 @@ def run_parent(args: argparse.Namespace) -> int:
     apply_loss_checks(rows, references)
     add_ratios(rows)
     targets = check_targets(rows)
-    info["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    info["loadavg_end"] = loadavg()
     wall = time.perf_counter() - start
 
     for w in workloads:
@@ -870,19 +796,11 @@ def run_parent(args: argparse.Namespace) -> int:
         "results": rows,
         "targets": targets,
     }
-    json_path = out / f"{args.name or time.strftime('%Y%m%d-%H%M%S')}.json"
-    json_path.write_text(json.dumps(result, indent=1))
+    name = args.name or time.strftime("%Y%m%d-%H%M%S")
+    json_path = write_json(out / f"{name}.json", result, newline=False)
     pngs = plot(result, out)
     print(f"\nwrote {json_path}, " + ", ".join(map(str, pngs)) + f" in {_elapsed(wall)}")
     return 1 if wrong else 0
-
-
-def _split(value: str | None, known: dict[str, Any], default: list[str]) -> list[str]:
-    names = default if not value else [v.strip() for v in value.split(",") if v.strip()]
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise SystemExit(f"unknown name(s) {unknown}; choose from {list(known)}")
-    return names
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -921,11 +839,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.reference:
-        print(json.dumps(run_reference(args.reference, args.steps, args.threads)), flush=True)
+        emit(run_reference(args.reference, args.steps, args.threads))
         return 0
     if args.child:
         row = run_child(args.child[0], args.child[1], args.steps, args.backend, args.threads)
-        print(json.dumps(row), flush=True)
+        emit(row)
         return 0
     return run_parent(args)
 

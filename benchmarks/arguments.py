@@ -27,32 +27,34 @@ and thrown away by a restart); ``fell_back_to_eager`` says Dynamo hit ``recompil
 Timing (secondary; wall clock on a shared machine): ``first_call_s`` is the first call
 (the cold compile), ``steady_median_us`` the median call of the last round.
 
-    python benchmarks/bench_arguments.py --out arguments.json      # aot_eager, 8 values
-    python benchmarks/bench_arguments.py --torch-2-14 /path/to/venv/bin/python --out a.json
-    python benchmarks/bench_arguments.py --quick --backend eager --out /tmp/q.json
+    python -m benchmarks.arguments --out arguments.json      # aot_eager, 8 values
+    python -m benchmarks.arguments --torch-2-14 /path/to/venv/bin/python --out a.json
+    python -m benchmarks.arguments --quick --backend eager --out /tmp/q.json
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import logging
-import os
-import platform
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+from benchmarks import harness
+from benchmarks.harness import (
+    CountingBackend,
+    RecompileLimitWatch,
+    emit,
+    loadavg,
+    machine_info,
+    unique_graphs,
+    write_json,
+)
+
 SHAPE = (64, 64)
 
 
@@ -188,38 +190,6 @@ def _decorated(case: Case) -> Callable[..., Any]:
 # --------------------------------------------------------------------------- child process
 
 
-class CountingBackend:
-    """A torch.compile backend that counts the graphs handed to the real backend."""
-
-    def __init__(self, name: str) -> None:
-        from torch._dynamo.backends.registry import lookup_backend
-
-        self.real = lookup_backend(name)
-        self.graphs = 0
-
-    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
-        self.graphs += 1
-        return self.real(gm, example_inputs)
-
-
-class RecompileLimitWatch(logging.Handler):
-    """Counts Dynamo's "hit config.recompile_limit" warnings (the frame then runs eager)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.hits = 0
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if "recompile_limit" in record.getMessage():
-            self.hits += 1
-
-
-def _unique_graphs() -> int:
-    from torch._dynamo.utils import counters
-
-    return int(counters["stats"]["unique_graphs"])
-
-
 def run_child(
     case_name: str, strategy: str, values: int, rounds: int, backend: str
 ) -> dict[str, Any]:
@@ -238,35 +208,32 @@ def run_child(
         "values": plain_values,
     }
     counter = CountingBackend(backend)
-    watch = RecompileLimitWatch()
-    logging.getLogger("torch._dynamo").addHandler(watch)
-    before = _unique_graphs()
-    try:
-        call, wrap = build(strategy, case, counter)
-        times, mismatches, max_diff = [], [], 0.0
-        for _ in range(rounds):
-            for v in plain_values:
-                arg = wrap(v)
-                start = time.perf_counter()
-                out = call(x, arg)
-                times.append(time.perf_counter() - start)
-                want = case.function(x, v)
-                max_diff = max(max_diff, (out.double() - want.double()).abs().max().item())
-                try:
-                    torch.testing.assert_close(out, want, rtol=0, atol=0)
-                except AssertionError:
-                    mismatches.append(v)
-    except Exception as exc:  # noqa: BLE001 - a strategy that fails is a result to report
-        row.update(error=f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}")
-        row.update(equal_to_eager=False, compiles=_unique_graphs() - before)
-        return row
-    finally:
-        logging.getLogger("torch._dynamo").removeHandler(watch)
-    compiles = _unique_graphs() - before
+    before = unique_graphs()
+    with RecompileLimitWatch() as watch:
+        try:
+            call, wrap = build(strategy, case, counter)
+            times, mismatches, max_diff = [], [], 0.0
+            for _ in range(rounds):
+                for v in plain_values:
+                    arg = wrap(v)
+                    start = time.perf_counter()
+                    out = call(x, arg)
+                    times.append(time.perf_counter() - start)
+                    want = case.function(x, v)
+                    max_diff = max(max_diff, (out.double() - want.double()).abs().max().item())
+                    try:
+                        torch.testing.assert_close(out, want, rtol=0, atol=0)
+                    except AssertionError:
+                        mismatches.append(v)
+        except Exception as exc:  # noqa: BLE001 - a strategy that fails is a result to report
+            row.update(error=f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}")
+            row.update(equal_to_eager=False, compiles=unique_graphs() - before)
+            return row
+    compiles = unique_graphs() - before
     last = times[-len(plain_values) :]
     row.update(
         compiles=compiles,
-        restarts=counter.graphs - compiles,
+        restarts=counter.frame_count - compiles,
         recompile_limit_hits=watch.hits,
         fell_back_to_eager=watch.hits > 0,
         equal_to_eager=not mismatches,
@@ -283,50 +250,18 @@ def run_child(
 # --------------------------------------------------------------------------- parent process
 
 
-def machine_info() -> dict[str, Any]:
-    """CPU model, cores, torch and Python versions, load average."""
-    import dynscalar
-    from dynscalar._demo import cpu_model
-
-    return {
-        "cpu": cpu_model(),
-        "cores": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "dynscalar": dynscalar.__version__,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "loadavg_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-    }
-
-
 def spawn_child(python: str, case: str, strategy: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Run one (case, strategy) pair in a fresh process with a fresh inductor cache."""
-    cmd = [python, str(Path(__file__).resolve()), "--child", case, strategy]
-    cmd += ["--values", str(args.values), "--rounds", str(args.rounds), "--backend", args.backend]
-    with tempfile.TemporaryDirectory(prefix="dynscalar-bench-") as cache:
-        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
-        # Another Python (torch 2.14) may have its own dynscalar installed: use this tree's.
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
-        start = time.perf_counter()
-        try:
-            proc = subprocess.run(
-                cmd, env=env, capture_output=True, text=True, timeout=args.timeout, check=False
-            )
-        except subprocess.TimeoutExpired:
-            proc = None
-        wall = time.perf_counter() - start
-    lines = proc.stdout.strip().splitlines() if proc else []
-    if proc is None or proc.returncode != 0 or not lines:
-        why = f"timed out after {args.timeout:.0f} s" if proc is None else proc.stderr[-2000:]
-        return {
-            "case": case,
-            "strategy": strategy,
-            "label": NAMES[strategy],
-            "error": why or f"exit {proc.returncode if proc else '?'}",
-            "equal_to_eager": False,
+    """One (case, strategy) pair in a fresh process (``python``: this tree's benchmarks and
+    dynscalar, whatever that Python has installed) with a fresh inductor cache."""
+    cmd = ["--child", case, strategy, "--values", str(args.values), "--rounds", str(args.rounds)]
+    row, error, wall = harness.run_child(
+        "benchmarks.arguments", [*cmd, "--backend", args.backend], args.timeout, python=python
+    )
+    if row is None:
+        label = NAMES[strategy]
+        return {"case": case, "strategy": strategy, "label": label, "error": error[-2000:]} | {
+            "equal_to_eager": False
         }
-    row: dict[str, Any] = json.loads(lines[-1])
     row["process_wall_s"] = wall
     return row
 
@@ -384,7 +319,7 @@ def run_parent(args: argparse.Namespace) -> int:
                 f"{_compiles_cell(row)} compile(s), equal to eager: {row['equal_to_eager']}"
             ]
             print(f"{case} / {s}: {state[0]}", flush=True)
-    info["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    info["loadavg_end"] = loadavg()
     print("\n" + format_table(rows, cases))
     result = {
         "kind": "arguments",
@@ -413,9 +348,7 @@ def run_parent(args: argparse.Namespace) -> int:
         "wall_s": time.perf_counter() - start,
         "results": rows,
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n")
+    out = write_json(args.out, result)
     print(f"\nwrote {out}")
     wrong = [r for r in rows if not r["equal_to_eager"] and "error" not in r]
     return 1 if wrong else 0
@@ -459,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.child:
         row = run_child(args.child[0], args.child[1], args.values, args.rounds, args.backend)
-        print(json.dumps(row), flush=True)
+        emit(row)
         return 0
     return run_parent(args)
 

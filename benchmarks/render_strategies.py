@@ -1,39 +1,28 @@
-"""Write docs/benchmarks.md, docs/comparison.md and their plots from bench_strategies.py JSONs.
+"""docs/benchmarks.md, docs/comparison.md and their figures from strategies/arguments JSONs.
 
-Every number on those pages comes from the JSON of a benchmark run, with the machine and
-torch version beside it; the pages are never edited by hand (tests/test_docs.py checks that
-the committed pages are what this script writes). The first JSON is the main run; each
-further one (a workload measured in a separate run, such as ``schedule``) is rendered as
-its own section with its own machine line and targets:
-
-    python benchmarks/render_docs.py        # the published runs (PUBLISHED)
-    python benchmarks/render_docs.py MAIN.json [SEPARATE.json ...]
-
-A JSON written by bench_arguments.py (``"kind": "arguments"``, a compiled function called
-with a changing scalar argument) may be given among them, in any place: it becomes the
-comparison page's "Marking function arguments" section, and is not a benchmarks section.
-
-The plots (docs/img/total_time.png, docs/img/cumulative_time.png from the main run;
-docs/img/<workload>.png for a stochastic workload of a separate run) are drawn from the
-per-step times in the same JSONs; ``--no-plots`` skips them (no matplotlib needed).
+Every number on those pages comes from the JSON of a run, with the machine and torch
+version beside it; the pages are never edited by hand. The first JSON is the main run; each
+further one (a workload measured in a separate run, such as ``schedule``) becomes its own
+section with its own machine line and targets. An arguments run (``"kind": "arguments"``)
+becomes the comparison page's "Marking function arguments" section. The figures
+(``total_time.png``, ``cumulative_time.png``; ``<workload>.png`` for a stochastic workload)
+are drawn from the per-step times in the same JSONs.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-IMG = ROOT / "docs" / "img"
-HERE = ROOT / "benchmarks"
+from benchmarks.harness import PUBLISHED as FOLDER
+from benchmarks.harness import pyplot, read_json, replace_block, save_figure, source_name, span
+
 PLOTS = ("total_time.png", "cumulative_time.png")
 # The published runs, main run first: what the committed pages are rendered from.
 PUBLISHED = (
-    ROOT / "benchmarks" / "published" / "full-inductor-200.json",
-    ROOT / "benchmarks" / "published" / "schedule-inductor-200.json",
-    ROOT / "benchmarks" / "published" / "arguments-aot_eager.json",
+    FOLDER / "full-inductor-200.json",
+    FOLDER / "schedule-inductor-200.json",
+    FOLDER / "arguments-aot_eager.json",
 )
 ARGUMENTS = "arguments"  # the "kind" of a bench_arguments.py JSON
 
@@ -153,11 +142,6 @@ def _rows(data: dict[str, Any], workload: str) -> dict[str, dict[str, Any]]:
     return {r["strategy"]: r for r in data["results"] if r["workload"] == workload}
 
 
-def _span(values: list[float], fmt: str = ".0f") -> str:
-    lo, hi = min(values), max(values)
-    return f"{lo:{fmt}}" if f"{lo:{fmt}}" == f"{hi:{fmt}}" else f"{lo:{fmt}}-{hi:{fmt}}"
-
-
 def _workload_summary(data: dict[str, Any], workload: str, what: str, note: str = "") -> str | None:
     steps = data["config"]["steps"]
     rows = _rows(data, workload)
@@ -174,7 +158,7 @@ def _workload_summary(data: dict[str, Any], workload: str, what: str, note: str 
         f"`torch.compile` {_times(stock)} and took **{stock['total_s']:.0f} s**; with "
         f"{marked} marked by dynscalar it compiled "
         f"{'once' if compiles == [1] else ' or '.join(map(str, compiles)) + ' times'}"
-        f"{' (once per code path)' if per_path else ''} and took **{_span(totals)} s**, "
+        f"{' (once per code path)' if per_path else ''} and took **{span(totals)} s**, "
         f"{stock['total_s'] / max(totals):.1f}-{stock['total_s'] / min(totals):.1f}x less."
     )
 
@@ -235,7 +219,7 @@ def summary(data: dict[str, Any], sections: tuple[dict[str, Any], ...] = ()) -> 
     if compiled and "eager" in seed:
         out.append(
             f"- **The tiny seed model** (`Linear(64, 64)`): every compiled strategy spends its "
-            f"time in the first, cold compile ({_span([r['first_call_s'] for r in compiled])} s) "
+            f"time in the first, cold compile ({span([r['first_call_s'] for r in compiled])} s) "
             f"and none is meaningfully faster than another; eager calls "
             f"({seed['eager']['steady_median_ms']:.2f} ms) are faster than compiled ones here, so "
             "stock's fallback to eager costs nothing but its compiles."
@@ -353,8 +337,7 @@ def targets_block(runs: list[tuple[dict[str, Any], str]]) -> str:
 
 
 def replace_targets(readme: str, block: str) -> str:
-    start, end = readme.index(TARGETS_START), readme.index(TARGETS_END) + len(TARGETS_END)
-    return readme[:start] + block + readme[end:]
+    return replace_block(readme, TARGETS_START, TARGETS_END, block)
 
 
 def _stochastic_checks(data: dict[str, Any], workload: str) -> list[str]:
@@ -811,32 +794,7 @@ COLORS = {
 
 
 def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update({"font.size": 9, "xtick.labelsize": 9, "ytick.labelsize": 9})
-    return plt
-
-
-def _save(fig: Any, path: Path, dpi: int = 100) -> None:
-    """Save with the figure's smallest text (px) in the PNG's metadata: the figures are drawn
-    680 px wide, the docs' content column at 1280 px, and scripts/screenshot_docs.py fails a
-    page whose figures show text under 9 px."""
-    from matplotlib.text import Text
-
-    fig.canvas.draw()
-    sizes = [
-        t.get_fontsize()
-        for t in fig.findobj(Text)
-        if t.get_visible() and t.get_text().strip() and t.get_window_extent().width > 0
-    ]
-    fig.savefig(
-        path,
-        dpi=dpi,
-        metadata={"Software": None, "dynscalar-min-text-px": f"{min(sizes) * dpi / 72:.1f}"},
-    )
+    return pyplot(**{"font.size": 9, "xtick.labelsize": 9, "ytick.labelsize": 9})
 
 
 def plot_total_time(data: dict[str, Any], path: Path) -> None:
@@ -891,7 +849,7 @@ def plot_total_time(data: dict[str, Any], path: Path) -> None:
         fontsize=10,
     )
     fig.tight_layout(rect=(0, 0.03, 1, 1))
-    _save(fig, path)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -939,11 +897,11 @@ def plot_cumulative(data: dict[str, Any], path: Path, workload: str | None = Non
     ours = [rows[s]["total_s"] for s in DYNSCALAR if s in rows]
     fig.suptitle(
         f"{WORKLOAD_TITLES.get(workload, workload)}, one cold run per strategy"
-        + (f"\n(every dynscalar variant: {_span(ours)} s in total)" if ours else ""),
+        + (f"\n(every dynscalar variant: {span(ours)} s in total)" if ours else ""),
         fontsize=10,
     )
     fig.tight_layout()
-    _save(fig, path)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -1012,7 +970,7 @@ def plot_schedule(data: dict[str, Any], path: Path, workload: str = "schedule") 
         fontsize=10,
     )
     fig.tight_layout()
-    _save(fig, path)
+    save_figure(fig, path)
     plt.close(fig)
 
 
@@ -1037,44 +995,24 @@ def write_section_plots(data: dict[str, Any], folder: Path) -> list[Path]:
 
 def load_runs(paths: list[Path]) -> list[tuple[dict[str, Any], str]]:
     """Each JSON with the name the pages cite it by."""
-    return [(json.loads(p.read_text()), source_name(p)) for p in paths]
+    return [(read_json(p), source_name(p)) for p in paths]
 
 
-def source_name(result: Path) -> str:
-    result = result.resolve()
-    return str(result.relative_to(ROOT)) if result.is_relative_to(ROOT) else result.name
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "results",
-        type=Path,
-        nargs="*",
-        help="JSONs written by bench_strategies.py: the main run, then separate runs "
-        "(default: the published ones)",
-    )
-    parser.add_argument("--no-plots", action="store_true", help="only write the pages")
-    args = parser.parse_args()
-    runs = load_runs(args.results or list(PUBLISHED))
-    # The main run is the first that is not an arguments run; the rest keep their order.
-    main_run = next((i for i, (d, _) in enumerate(runs) if not is_arguments(d)), None)
-    if main_run is None:
-        parser.error("give a bench_strategies.py run too: the pages are rendered around it")
-    (data, source), sections = runs[main_run], runs[:main_run] + runs[main_run + 1 :]
-    docs = ROOT / "docs"
-    (docs / "benchmarks.md").write_text(render_benchmarks(data, source, tuple(sections)))
-    (docs / "comparison.md").write_text(render_comparison(data, source, tuple(sections)))
-    readme = HERE / "README.md"
+def write(paths: list[Path], docs: Path, readme: Path, plots: bool = True) -> list[Path]:
+    """docs/benchmarks.md, docs/comparison.md, the README's targets and (``plots``) the
+    figures, from the runs at ``paths``: the main run is the first that is not an
+    arguments run, the rest are sections in their order."""
+    runs = load_runs(paths)
+    main = next((i for i, (d, _) in enumerate(runs) if not is_arguments(d)), None)
+    if main is None:
+        raise SystemExit("give a strategies run too: the pages are rendered around it")
+    (data, source), sections = runs[main], tuple(runs[:main] + runs[main + 1 :])
+    (docs / "benchmarks.md").write_text(render_benchmarks(data, source, sections))
+    (docs / "comparison.md").write_text(render_comparison(data, source, sections))
     readme.write_text(replace_targets(readme.read_text(), targets_block(runs)))
-    written = ["docs/benchmarks.md", "docs/comparison.md", "benchmarks/README.md (targets)"]
-    if not args.no_plots:
-        plots = write_plots(data, IMG)
+    written = [docs / "benchmarks.md", docs / "comparison.md", readme]
+    if plots:
+        written += write_plots(data, docs / "img")
         for extra, _ in sections:
-            plots += write_section_plots(extra, IMG)
-        written += [str(p.relative_to(ROOT)) for p in plots]
-    print("wrote " + ", ".join(written))
-
-
-if __name__ == "__main__":
-    main()
+            written += write_section_plots(extra, docs / "img")
+    return written

@@ -1,29 +1,45 @@
-"""One process of ``bench_overhead.py``'s warm-restart section: compile, call, report.
+"""Warm restarts: a second process with the same ``TORCHINDUCTOR_CACHE_DIR``.
 
-    python benchmarks/_warm_child.py VARIANT BACKEND
-
-Prints one JSON line: the first call's time, compiles, whether outputs equal eager, and
-torch's cache counters (inductor's FX graph cache, the AOTAutograd cache).  Stock variants
-(``dynamic_sources``, ``float_stock``) never import dynscalar: they are what torch does on
-its own.  The parent runs each variant twice on one ``TORCHINDUCTOR_CACHE_DIR``.
+Each variant compiles and runs 4 training steps in a child (``python -m benchmarks.warm
+--child VARIANT BACKEND``), twice on one cache directory; the row holds both children's
+first-call time, compiles, equality with eager and torch's cache counters (inductor's FX
+graph cache, the AOTAutograd cache).  Stock variants never import dynscalar.
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import sys
+import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
 
-# this checkout's dynscalar, not whichever one the environment has installed (the script's
-# own folder, benchmarks/, is what Python puts first on sys.path)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.harness import CountingBackend, emit, run_child
 
 STOCK = {"dynamic_sources", "args_dynamic_sources", "float_stock"}
+WARM_VARIANTS: dict[str, tuple[str, str]] = {
+    # name: (label, "cold>warm" when the second process runs another variant)
+    "dynamic_sources": ("torch: dynamic_sources (no dynscalar)", ""),
+    "ds_registry": ("dynscalar.mark_dynamic_attr", ""),
+    "ds_proxy": ("dynscalar.DynamicInt attribute", ""),
+    "ds_decorator": ("@dynscalar.dynamic_attrs", ""),
+    "args_dynamic_sources": ("torch: dynamic_sources on the argument (no dynscalar)", ""),
+    "ds_args": ("dynscalar.mark_dynamic_args", ""),
+    "cross_stock_then_registry": (
+        "cache written by torch (dynamic_sources), read by mark_dynamic_attr",
+        "dynamic_sources>ds_registry",
+    ),
+    "float_stock": ("float written in forward, torch alone", ""),
+    "float_registry": ("dynamic float, dynscalar's AOT cache key (now)", ""),
+    "float_proxy": ("DynamicFloat attribute, dynscalar's AOT cache key (now)", ""),
+    "float_registry_bypass": ("dynamic float, AOTAutograd cache bypassed (before)", ""),
+    "cross_float_stock_then_registry": (
+        "cache written by torch (float written in forward), read by a dynamic float",
+        "float_stock>float_registry",
+    ),
+}
 
 
 class IntSeed(torch.nn.Module):
@@ -120,22 +136,12 @@ def build(variant: str) -> tuple[torch.nn.Module, bool]:
     raise SystemExit(f"unknown variant {variant!r}")
 
 
-def main() -> None:
-    variant, backend = sys.argv[1], sys.argv[2]
+def child(variant: str, backend: str) -> dict[str, Any]:
     torch.set_num_threads(1)
     model, args = build(variant)
     eager = copy.deepcopy(model)
-    graphs = 0
-    from torch._dynamo.backends.registry import lookup_backend
-
-    real = lookup_backend(backend)
-
-    def counting(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
-        nonlocal graphs
-        graphs += 1
-        return real(gm, example_inputs)
-
-    compiled = torch.compile(model, backend=counting)
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
     times, equal = [], True
     for step in range(4):  # a training step: the AOTAutograd entry is saved with the backward
         x = torch.randn(8, 64)
@@ -153,23 +159,55 @@ def main() -> None:
         equal &= bool(torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-5))
     from torch._dynamo.utils import counters
 
-    print(
-        json.dumps(
-            {
-                "variant": variant,
-                "backend": backend,
-                "first_call_s": times[0],
-                "later_call_ms": 1e3 * min(times[1:]),
-                "compiles": graphs,
-                "equal_to_eager": bool(equal),
-                "fxgraph": {k: v for k, v in counters["inductor"].items() if "fxgraph" in k},
-                "aot_autograd": {
-                    k: v for k, v in counters["aot_autograd"].items() if "autograd_cache" in k
-                },
-            }
-        )
+    return {
+        "variant": variant,
+        "backend": backend,
+        "first_call_s": times[0],
+        "later_call_ms": 1e3 * min(times[1:]),
+        "compiles": counter.frame_count,
+        "equal_to_eager": bool(equal),
+        "fxgraph": {k: v for k, v in counters["inductor"].items() if "fxgraph" in k},
+        "aot_autograd": {
+            k: v for k, v in counters["aot_autograd"].items() if "autograd_cache" in k
+        },
+    }
+
+
+def _child(variant: str, backend: str, cache: str, timeout: float) -> dict[str, Any]:
+    row, error, _ = run_child(
+        "benchmarks.warm",
+        ["--child", variant, backend],
+        timeout,
+        cache=cache,
+        env={"TORCH_COMPILE_DYNAMIC_SOURCES": ""},
+    )
+    return row if row is not None else {"variant": variant, "error": error[-2000:]}
+
+
+def run_warm(variants: list[str], backend: str, timeout: float) -> dict[str, Any]:
+    rows = []
+    for name in variants:
+        label, plan = WARM_VARIANTS[name]
+        cold_variant, warm_variant = plan.split(">") if plan else (name, name)
+        with tempfile.TemporaryDirectory(prefix="dynscalar-warm-") as cache:
+            cold = _child(cold_variant, backend, cache, timeout)
+            warm = _child(warm_variant, backend, cache, timeout)
+        rows.append({"variant": name, "label": label, "cold": cold, "warm": warm})
+        print(f"  warm {name}: {hits(warm)}", flush=True)
+    return {"backend": backend, "rows": rows}
+
+
+def hits(row: dict[str, Any]) -> str:
+    if "error" in row:
+        return "error"
+    fx, aot = row["fxgraph"], row["aot_autograd"]
+    fx_hit, fx_miss = fx.get("fxgraph_cache_hit", 0), fx.get("fxgraph_cache_miss", 0)
+    aot_hit, aot_miss = aot.get("autograd_cache_hit", 0), aot.get("autograd_cache_miss", 0)
+    return (
+        f"fx graph cache hit {fx_hit} miss {fx_miss}, aot cache hit {aot_hit} miss {aot_miss}"
+        f" bypass {aot.get('autograd_cache_bypass', 0)}, first call {row['first_call_s']:.2f} s"
     )
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__" and sys.argv[1:2] == ["--child"]:
+    emit(child(sys.argv[2], sys.argv[3]))
