@@ -101,7 +101,7 @@ CASES = {
 
 # --------------------------------------------------------------------------- strategies
 
-# Reader-facing names (render_docs.py uses them too) and what each strategy is.
+# Reader-facing names (render_strategies uses them too) and what each strategy is.
 NAMES = {
     "stock": "stock torch.compile",
     "dynamic_true": "torch.compile(dynamic=True)",

@@ -356,4 +356,4 @@ def run_scaling(
             }
         )
     torch._dynamo.reset()
-    return {"depth": depth, "backend": backend, "ks": ks, "rows": rows}
+    return {"depth": depth, "backend": backend, "ks": ks, "rows": rows, "stock_phase": True}

@@ -238,6 +238,11 @@ def run_percall(
                     "samples_us": [round(v * 1e6, 3) for v in samples[name]],
                 }
             )
-        out[backend] = {"rounds": rounds, "calls_per_round": number, "rows": rows}
+        out[backend] = {
+            "rounds": rounds,
+            "calls_per_round": number,
+            "rows": rows,
+            "stock_phase": True,
+        }
         torch._dynamo.reset()
     return out

@@ -67,22 +67,37 @@ def _percall(data: dict[str, Any]) -> list[str]:
         return []
     cg = data.get("callgrind", {}).get("percall", {})
     c = data["config"]
+    if any(section.get("stock_phase") for section in percall.values()):
+        how = [
+            "Torch's `dynamic_sources` rows are compiled and timed by stock torch, inside",
+            "`dynscalar.disabled()`, in a phase of their own before dynscalar's. The argument",
+            "strategies pass the counter in and get `step + 1` back; their reference is",
+            "`dynamic_sources` on the argument. In each phase strategies take turns,",
+            f"{c['rounds']} rounds of {c['number']} calls, the order rotated every round;",
+            "ratios pair round i of one phase with round i of the other. ",
+        ]
+    else:
+        how = [
+            "Torch's `dynamic_sources` rows are compiled by stock torch: dynscalar's hooks are "
+            "taken",
+            "out of Dynamo for that compile. The argument strategies pass the counter in and get",
+            "`step + 1` back; their reference is `dynamic_sources` on the argument. Strategies "
+            "take",
+            f"turns, {c['rounds']} rounds of {c['number']} calls, the order rotated every round;",
+            "ratios are paired per round. ",
+        ]
+    how[-1] += (
+        "Instructions per call come from callgrind (valgrind), one strategy per process,"
+        " and do not depend on the machine's load."
+        if cg
+        else "No instruction counts: this run was made without `--callgrind`."
+    )
     lines = [
         "## Per compiled call",
         "",
         "The seed model (`Linear(64, 64)`, `self.step += 1` in `forward`, an 8x64 input) compiled",
         "once per strategy, each with its own copy of `forward` (Dynamo caches per code object).",
-        "Torch's `dynamic_sources` rows are compiled by stock torch: dynscalar's hooks are taken",
-        "out of Dynamo for that compile. The argument strategies pass the counter in and get",
-        "`step + 1` back; their reference is `dynamic_sources` on the argument. Strategies take",
-        f"turns, {c['rounds']} rounds of {c['number']} calls, the order rotated every round;",
-        "ratios are paired per round. "
-        + (
-            "Instructions per call come from callgrind (valgrind), one strategy per process,"
-            " and do not depend on the machine's load."
-            if cg
-            else "No instruction counts: this run was made without `--callgrind`."
-        ),
+        *how,
         "",
     ]
     for backend, section in percall.items():
@@ -284,7 +299,13 @@ def _compile(data: dict[str, Any]) -> list[str]:
             else "First compile: median (p10-p90) over fresh copies; "
         )
         + f"call: {data['config'].get('scaling_rounds', '')} interleaved rounds, median "
-        "(p10-p90), paired against the model with nothing dynamic.",
+        "(p10-p90), paired against the model with nothing dynamic"
+        + (
+            " (stock torch's rows, nothing dynamic and `dynamic_sources`, are timed in a phase "
+            "of their own inside `dynscalar.disabled()`; pairs are round i of each phase)."
+            if scaling.get("stock_phase")
+            else "."
+        ),
         "",
         "| how | k | first compile (s) | us per call | call / nothing dynamic | compiles |",
         "|---|---:|---:|---:|---:|---:|",
@@ -351,19 +372,24 @@ def _warm(data: dict[str, Any]) -> list[str]:
         "plus a dynscalar component, `dynscalar/_bridge/_floats.py`): they never read an entry",
         "stock torch wrote for the same graph shape, which can hold the float's value baked in",
         "(pytorch#194976; the `float written in forward, torch alone` row), and stock torch",
-        "never reads theirs. Before, such graphs bypassed the AOTAutograd cache (the `before`",
-        "row).",
+        "never reads theirs"
+        + (
+            ". The alternative, bypassing the AOTAutograd cache for such graphs, is the "
+            f"`{bypass['label']}` row."
+            if (bypass := next((r for r in warm["rows"] if "bypass" in r["variant"]), None))
+            else "."
+        ),
         "",
     ]
     return lines
 
 
 def _command(config: dict[str, Any]) -> str:
-    """The bench_overhead.py command line of a run: its options that differ from the
-    defaults (``--quick`` runs name only ``--quick``)."""
+    """The command line of a run: its options that differ from the defaults (``--quick``
+    runs name only ``--quick``)."""
     if config.get("quick"):
-        return "python benchmarks/bench_overhead.py --quick"
-    parts = ["python benchmarks/bench_overhead.py"]
+        return "python -m benchmarks.overhead --quick"
+    parts = ["python -m benchmarks.overhead"]
     for name, value in config.items():
         default = _defaults().get(name, value)
         if name in ("quick", "name", "child_callgrind", "out") or value == default:
@@ -444,11 +470,11 @@ def summary(data: dict[str, Any]) -> list[str]:
 
 
 def goals_block(data: dict[str, Any], source: str) -> str:
-    """The goals bench_overhead.py checks, for benchmarks/README.md."""
+    """The goals benchmarks.overhead checks, for benchmarks/README.md."""
     lines = [
         GOALS_START.rstrip("\n"),
-        f"Goals checked by `bench_overhead.py`, as measured in `{source}` (written by "
-        "`benchmarks/render_overhead.py`; the figures themselves are on the Overhead page):",
+        f"Goals checked by `python -m benchmarks.overhead`, as measured in `{source}` (written "
+        "by `python -m benchmarks.render`; the figures themselves are on the Overhead page):",
         "",
         "| section | goal | measured: median (p10-p90) | status |",
         "|---|---|---|---|",
@@ -479,7 +505,7 @@ def render(data: dict[str, Any], source: str) -> str:
         "",
         "**Machine:** " + _machine(data),
         "",
-        "Generated by `benchmarks/render_overhead.py` from "
+        "Generated by `python -m benchmarks.render` from "
         f"`{source}`, written by `{_command(data['config'])}`; the goals the benchmark "
         "checks are listed in `benchmarks/README.md`.",
         "",

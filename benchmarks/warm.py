@@ -32,9 +32,9 @@ WARM_VARIANTS: dict[str, tuple[str, str]] = {
         "dynamic_sources>ds_registry",
     ),
     "float_stock": ("float written in forward, torch alone", ""),
-    "float_registry": ("dynamic float, dynscalar's AOT cache key (now)", ""),
-    "float_proxy": ("DynamicFloat attribute, dynscalar's AOT cache key (now)", ""),
-    "float_registry_bypass": ("dynamic float, AOTAutograd cache bypassed (before)", ""),
+    "float_registry": ("dynamic float, dynscalar's AOT cache key", ""),
+    "float_proxy": ("DynamicFloat attribute, dynscalar's AOT cache key", ""),
+    "float_registry_bypass": ("dynamic float, AOTAutograd cache bypassed instead", ""),
     "cross_float_stock_then_registry": (
         "cache written by torch (float written in forward), read by a dynamic float",
         "float_stock>float_registry",
@@ -67,8 +67,8 @@ class ArgSeed(torch.nn.Module):
 
 
 class FloatSeed(torch.nn.Module):
-    """A float read and written in forward (a decaying scale): the case the AOTAutograd
-    cache bypass was made for (a stock entry could hold the value baked in)."""
+    """A float read and written in forward (a decaying scale): a stock AOTAutograd cache
+    entry for this graph shape can hold the value baked in."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -81,23 +81,27 @@ class FloatSeed(torch.nn.Module):
         return out
 
 
-def _bypass_like_before() -> None:
-    """What dynscalar did before its cache key: bypass the AOTAutograd cache for graphs with
-    a dynamic float input (to compare warm restarts)."""
+def _bypass_cache() -> None:
+    """The alternative to dynscalar's own AOTAutograd cache key: bypass the cache for every
+    graph with a float input that the tensorify pass turned into a tensor."""
     import wrapt
     from torch._functorch._aot_autograd import autograd_cache
 
-    from dynscalar._bridge import _floats
+    import dynscalar as ds
+    from dynscalar._bridge._install import applied_patches
 
-    assert _floats.ensure_aot_hooks()
-    current = autograd_cache.autograd_cache_key
-    if isinstance(current, wrapt.FunctionWrapper):  # undo the cache-key hook
-        autograd_cache.autograd_cache_key = current.__wrapped__
+    # the float hooks are applied at the first dynamic float Dynamo meets
+    torch.compile(lambda x, p: x * p, backend="eager")(torch.ones(2), ds.DynamicFloat(0.5))
+    torch._dynamo.reset()
+    if (autograd_cache, "autograd_cache_key") in applied_patches():
+        autograd_cache.autograd_cache_key = vars(autograd_cache)["autograd_cache_key"].__wrapped__
 
     def bypass(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
         wrapped(*args, **kwargs)
-        if _floats._has_dynamic_float_input(args[0] if args else kwargs["gm"]):
-            raise autograd_cache.BypassAOTAutogradCache("dynscalar: dynamic float (before)")
+        gm = args[0] if args else kwargs["gm"]
+        for node in gm.graph.find_nodes(op="placeholder"):
+            if getattr(node.meta.get("example_value"), "item_memo", None) is not None:
+                raise autograd_cache.BypassAOTAutogradCache("a dynamic float input")
 
     wrapt.wrap_function_wrapper(autograd_cache, "check_cacheable", bypass)
 
@@ -127,7 +131,7 @@ def build(variant: str) -> tuple[torch.nn.Module, bool]:
         return ds.mark_dynamic_args(ArgSeed(), "step"), True
     if variant in ("float_registry", "float_registry_bypass"):
         if variant.endswith("_bypass"):
-            _bypass_like_before()
+            _bypass_cache()
         return ds.mark_dynamic_attr(FloatSeed(), "scale"), False
     if variant == "float_proxy":
         model = FloatSeed()
