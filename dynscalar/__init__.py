@@ -16,18 +16,15 @@ Examples:
     True
 
 ``import dynscalar`` does not import ``torch._dynamo``; the bridge installs itself when
-Dynamo is first imported (by ``torch.compile``).
+Dynamo is first imported (by ``torch.compile``), and ``dynscalar.disabled()`` takes it out
+again for a block of code.
 """
 
 from __future__ import annotations
 
-import wrapt as _wrapt
-
 from ._args import dynamic_args, mark_dynamic_args, unmark_dynamic_args
 from ._auto import auto_dynamic
-from ._bridge import on_dynamo_import as _on_dynamo_import
-from ._bridge._export import on_export_import as _on_export_import
-from ._bridge._logs import register_torch_log as _register_torch_log
+from ._bridge import on_import as _on_import
 from ._diagnostics import (
     BridgeError,
     BridgeUnavailableWarning,
@@ -55,6 +52,7 @@ from ._registry import (
 )
 from ._serialization import register_safe_globals as _register_safe_globals
 from ._spec import DynamicSpec
+from ._switch import disabled
 
 __version__ = "0.1.0"
 
@@ -79,6 +77,7 @@ __all__ = [
     "MarkRecord",
     "__version__",
     "auto_dynamic",
+    "disabled",
     "explain",
     "dynamic_args",
     "dynamic_attrs",
@@ -93,6 +92,4 @@ __all__ = [
 ]
 
 _register_safe_globals()
-_register_torch_log()  # TORCH_LOGS=dynscalar (INFO) / +dynscalar (DEBUG)
-_wrapt.register_post_import_hook(_on_dynamo_import, "torch._dynamo")
-_wrapt.register_post_import_hook(_on_export_import, "torch.export")
+_on_import()  # the log name, the torch.export wrapper, and the bridge at torch._dynamo's import

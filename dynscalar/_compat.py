@@ -1,13 +1,15 @@
 """Torch version flags and feature detection, defined once.
 
-Versions are compared with ``packaging.version.Version`` (``"2.10" >= "2.8"`` is False
-as strings).  Nothing here imports ``torch._dynamo``.
+Versions are compared as tuples of release numbers (``"2.10" >= "2.8"`` is False as
+strings); pre-release and local tags are dropped (``2.15.0a0+git1234`` is ``(2, 15, 0)``).
+Nothing here imports ``torch._dynamo``.
 """
 
 from __future__ import annotations
 
+import re
+
 import torch
-from packaging.version import Version
 
 __all__ = [
     "MIN_TORCH",
@@ -15,20 +17,28 @@ __all__ = [
     "TESTED_TORCH",
     "TORCH_SUPPORTED",
     "TORCH_VERSION",
+    "release",
 ]
 
-#: The installed torch release, without local tags (``2.13.0+cpu`` -> ``2.13.0``).
-TORCH_VERSION = Version(Version(torch.__version__).base_version)
+
+def release(version: str) -> tuple[int, ...]:
+    """The release numbers of a version string: ``"2.13.0+cpu"`` -> ``(2, 13, 0)``."""
+    match = re.match(r"\d+(?:\.\d+)*", version.strip())
+    return tuple(int(part) for part in match.group(0).split(".")) if match else ()
+
+
+#: The installed torch release, without pre-release or local tags (``2.13.0+cpu`` -> ``2.13.0``).
+TORCH_VERSION = ".".join(map(str, release(torch.__version__)))
 
 #: Oldest torch whose Dynamo internals the bridge was written and verified against.
-MIN_TORCH = Version("2.13.0")
+MIN_TORCH = "2.13.0"
 
 #: Releases the test suite has been run on.
-TESTED_TORCH = (Version("2.13.0"), Version("2.14.1"), Version("2.15.0"))
+TESTED_TORCH = ("2.13.0", "2.14.1", "2.15.0")
 
-TORCH_SUPPORTED = TORCH_VERSION >= MIN_TORCH
+TORCH_SUPPORTED = release(TORCH_VERSION) >= release(MIN_TORCH)
 
 # torch 2.15 fixed pytorch#194976 in the float-tensorify pass: a float it cannot lower is
 # specialized through a restart (exact, one compile per value) instead of being baked into
 # the graph, and clamp_min/clamp_max became lowerable.
-TENSORIFY_RESTARTS_INSTEAD_OF_BAKING = TORCH_VERSION >= Version("2.15.0")  # noqa: SIM300
+TENSORIFY_RESTARTS_INSTEAD_OF_BAKING = release(TORCH_VERSION) >= (2, 15)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from dynscalar import _bridge
-from dynscalar._bridge import _checks
+from dynscalar import BridgeError
+from dynscalar._bridge import _install, _table
 
 
 def run_python(code: str) -> subprocess.CompletedProcess[str]:
@@ -29,7 +30,7 @@ def test_import_does_not_import_dynamo() -> None:
         m = dynscalar.mark_dynamic_attr(__import__("torch").nn.Linear(1, 1), "in_features")
         x = dynscalar.DynamicInt(3) + 1
         assert "torch._dynamo" not in sys.modules, "import dynscalar imported torch._dynamo"
-        from dynscalar._bridge import is_installed
+        from dynscalar._bridge._install import is_installed
         assert not is_installed()
         import torch._dynamo
         assert is_installed(), "post-import hook did not install the bridge"
@@ -44,7 +45,7 @@ def test_bridge_installs_when_dynamo_was_imported_first() -> None:
     result = run_python(
         """
         import torch._dynamo, dynscalar
-        from dynscalar._bridge import is_installed
+        from dynscalar._bridge._install import is_installed
         assert is_installed()
         print("ok")
         """
@@ -55,25 +56,28 @@ def test_bridge_installs_when_dynamo_was_imported_first() -> None:
 def test_install_is_idempotent() -> None:
     from torch._dynamo.variables.builder import VariableBuilder
 
-    _bridge.install()
+    _install.install()
     before = VariableBuilder.__dict__["_wrap"]
-    _bridge.install()
+    _install.install()
     assert VariableBuilder.__dict__["_wrap"] is before
-    assert _bridge.is_installed()
+    assert _install.is_installed()
 
 
 def test_moved_internal_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
-    moved = dict(_checks._EXPECTED_SIGNATURES)
-    moved["VariableBuilder.wrap_symint"] = ("self", "value", "dynamism")
-    monkeypatch.setattr(_checks, "_EXPECTED_SIGNATURES", moved)
-    with pytest.raises(_bridge.BridgeError, match=r"changed VariableBuilder\.wrap_symint"):
-        _bridge.check_internals()
+    entry = _table.find(":VariableBuilder.wrap_symint")
+    moved = dataclasses.replace(entry, params=("self", "value", "dynamism"))
+    table = tuple(moved if p is entry else p for p in _table.PRIVATES)
+    monkeypatch.setattr(_table, "PRIVATES", table)
+    with pytest.raises(BridgeError, match=r"changed VariableBuilder\.wrap_symint"):
+        _table.check("dynamo")
 
 
 def test_old_torch_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_checks, "TORCH_SUPPORTED", False)
-    with pytest.raises(_bridge.BridgeError, match=r"needs torch>=2\.13"):
-        _bridge.check_internals()
+    from dynscalar import _compat
+
+    monkeypatch.setattr(_compat, "TORCH_SUPPORTED", False)
+    with pytest.raises(BridgeError, match=r"needs torch>=2\.13"):
+        _table.check("dynamo")
 
 
 def test_bridge_installs_cleanly_when_torch_compile_imports_dynamo() -> None:
@@ -98,9 +102,34 @@ def test_bridge_installs_cleanly_when_torch_compile_imports_dynamo() -> None:
         eager = M()
         for _ in range(3):
             torch.testing.assert_close(compiled(torch.ones(2)), eager(torch.ones(2)))
-        from dynscalar._bridge import is_installed
+        from dynscalar._bridge._install import is_installed
         assert is_installed() and len(graphs) == 1
         assert m.step == eager.step == 3 and m.scale == eager.scale == 0.0625
+        print("ok")
+        """
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "ok"
+
+
+def test_import_is_lazy() -> None:
+    """``import dynscalar`` loads the public API, the bridge's hook and its table only, and
+    runs no tensor op (kernels are probed at first use)."""
+    result = run_python(
+        """
+        import sys, torch
+        from torch.utils._python_dispatch import TorchDispatchMode
+        ops = []
+        class Record(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                ops.append(str(func))
+                return func(*args, **(kwargs or {}))
+        with Record():
+            import dynscalar
+        bridge = sorted(m for m in sys.modules if m.startswith("dynscalar._bridge"))
+        assert bridge == ["dynscalar._bridge", "dynscalar._bridge._table"], bridge
+        assert not ops, ops
+        assert "torch._dynamo" not in sys.modules
         print("ok")
         """
     )

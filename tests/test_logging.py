@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from dynscalar._bridge._logs import named_in_torch_logs
+from dynscalar._bridge import named_in_torch_logs
 
 ROOT = Path(__file__).resolve().parents[1]
 

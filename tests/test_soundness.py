@@ -757,7 +757,7 @@ def test_any_install_failure_degrades_with_one_warning() -> None:
     ours = [w for w in caught if issubclass(w.category, dynscalar.BridgeUnavailableWarning)]
     assert len(ours) == 1, [str(w.message) for w in caught]
     assert "ValueError: no signature found" in str(ours[0].message), ours[0].message
-    import dynscalar._bridge as bridge
+    import dynscalar._bridge._install as bridge
     assert not bridge.is_installed()
     from torch._dynamo.side_effects import SideEffects
     assert not hasattr(SideEffects.__dict__["codegen_update_mutated"], "__wrapped__")

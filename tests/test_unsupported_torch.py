@@ -8,12 +8,12 @@ import textwrap
 
 SIMULATE_MOVED_INTERNAL = """
 import warnings
-import dynscalar, dynscalar._bridge as bridge, dynscalar._bridge._checks as checks
+import dataclasses
+import dynscalar, dynscalar._bridge._install as bridge, dynscalar._bridge._table as table
 # Simulate a torch release where wrap_symint changed its signature.
-checks._EXPECTED_SIGNATURES = {
-    **checks._EXPECTED_SIGNATURES,
-    "VariableBuilder.wrap_symint": ("self", "value", "dynamism"),
-}
+entry = table.find(":VariableBuilder.wrap_symint")
+moved = dataclasses.replace(entry, params=("self", "value", "dynamism"))
+table.PRIVATES = tuple(moved if p is entry else p for p in table.PRIVATES)
 import torch
 
 class M(torch.nn.Module):
@@ -62,12 +62,12 @@ def test_moved_internal_degrades_to_specialization() -> None:
 
 SIMULATE_MOVED_FLOAT_INTERNAL = """
 import warnings
-import dynscalar, dynscalar._bridge._checks as checks
+import dataclasses
+import dynscalar, dynscalar._bridge._table as table
 # Simulate a torch release where the float-tensorify pass changed its signature.
-checks._FLOAT_SIGNATURES = {
-    **checks._FLOAT_SIGNATURES,
-    "graph_compile.tensorify_python_scalars": ("gm", "shape_env"),
-}
+entry = table.find(":tensorify_python_scalars")
+moved = dataclasses.replace(entry, params=("gm", "shape_env"))
+table.PRIVATES = tuple(moved if p is entry else p for p in table.PRIVATES)
 import torch
 
 def f(x, t):

@@ -1,36 +1,85 @@
 """The bridge: the only package that touches ``torch._dynamo`` and other private torch internals.
 
-Why it exists: Dynamo decides how to trace a Python value in ``VariableBuilder._wrap``.
-Exact ``int`` attributes of a module become constants guarded by value (one compile per
-value), and a wrapt proxy is not an exact type at all, so stock Dynamo fails on it
-("No constant base type found in MRO").  The bridge wraps ``_wrap`` and, for a
-``DynamicInt``/``DynamicFloat`` or a registry-marked attribute, asks Dynamo for a symbolic
-graph input instead.  docs/how-it-works.md tells the whole story.
+``import dynscalar`` imports this module and the table of private names (``_table``) only:
+it registers the ``dynscalar`` log name with torch, wraps the public ``torch.export.export``
+(its hook module is imported at the first export), and asks to be called when
+``torch._dynamo`` is imported; the rest of the bridge is imported then.  Nothing here
+imports ``torch._dynamo`` or runs a kernel.
 
-One module per concern, each readable on its own:
-
-* ``_checks``: the private names and signatures relied on, verified before patching;
-* ``_install``: lazy, idempotent installation (a post-import hook on ``torch._dynamo``),
-  and the degraded fallback when internals moved;
-* ``_wrap``: the ``_wrap`` hook - which values become symbolic, and with which spec;
-* ``_sources``: how guards and graph inputs read a marked value;
-* ``_ints`` / ``_floats``: SymInt and SymFloat inputs (floats also patch the AOT passes);
-* ``_writeback``: attributes assigned in compiled code keep eager's class and spec;
-* ``_reports``: specialization warnings and errors at the user's line;
-* ``_state``: the lock and the per-compile tables shared by the above.
+The map of the bridge's modules, one concern each, is in docs/how-it-works.md ("The bridge,
+module by module"); every private torch name it relies on is one entry of ``_table``.
 """
 
 from __future__ import annotations
 
-from ._checks import BridgeError, check_float_internals, check_internals
-from ._install import install, install_fallback, is_installed, on_dynamo_import
+import logging
+import os
 
-__all__ = [
-    "BridgeError",
-    "check_float_internals",
-    "check_internals",
-    "install",
-    "install_fallback",
-    "is_installed",
-    "on_dynamo_import",
-]
+__all__ = ["LOG_NAME", "named_in_torch_logs", "on_import", "register_torch_log"]
+
+LOG_NAME = "dynscalar"
+log = logging.getLogger(LOG_NAME)
+
+
+def on_import() -> None:
+    """What ``import dynscalar`` does to torch: the log name, the export wrapper, and the
+    post-import hook that installs the rest of the bridge with ``torch._dynamo``."""
+    import wrapt
+
+    register_torch_log()
+    wrapt.register_post_import_hook(_on_export_import, "torch.export")
+    wrapt.register_post_import_hook(_on_dynamo_import, "torch._dynamo")
+
+
+def _on_dynamo_import(module: object) -> None:
+    from ._install import on_dynamo_import
+
+    on_dynamo_import(module)
+
+
+def _on_export_import(_module: object) -> None:
+    """Wrap ``torch.export.export`` (already imported by ``import torch``) so that a user's
+    first export is seen too.  Never raises: where it moved, export keeps torch's behaviour."""
+    from . import _table
+
+    try:
+        _table.apply_phase("export", lazy=True)
+    except Exception as exc:  # noqa: BLE001 - export then behaves as in stock torch
+        log.info("torch.export not wrapped: %s", exc)
+
+
+def register_torch_log() -> bool:
+    """Register ``dynscalar`` as a torch log name (``TORCH_LOGS=dynscalar`` / ``+dynscalar``);
+    False (nothing changed) if torch moved its registry.
+
+    torch routes its logs through a registry of short names (``register_log`` in
+    ``torch._logging._internal``); ``TORCH_LOGS`` and ``torch._logging.set_logs`` look names
+    up there, set the level and attach torch's handler.  torch parses ``TORCH_LOGS`` once, at
+    ``import torch``; a name it does not know but can import is treated as a module name, so
+    ``TORCH_LOGS=dynscalar`` already enables the ``dynscalar`` logger.  Registering the name
+    makes it a log like torch's own for what comes later (``set_logs``).  Logging is
+    diagnostics only: a torch without this registry still runs dynscalar.
+    """
+    try:
+        from torch._logging import _internal
+    except ImportError:
+        return False
+    registry = getattr(_internal, "log_registry", None)
+    register = getattr(_internal, "register_log", None)
+    if registry is None or register is None:
+        return False
+    if named_in_torch_logs(os.environ.get("TORCH_LOGS", "")):
+        # torch has attached (or, when it is importing dynscalar itself, is about to attach)
+        # its handler to our logger; like torch's registered logs, do not also pass records
+        # on to the root logger's handlers (each line would print twice).
+        log.propagate = False
+    try:
+        register(LOG_NAME, [LOG_NAME])  # (setting_name, log_name), as the table records
+        return bool(registry.is_log(LOG_NAME))
+    except (AttributeError, TypeError):  # a different signature or registry: not ours to fix
+        return False
+
+
+def named_in_torch_logs(setting: str) -> bool:
+    """True if a ``TORCH_LOGS`` value names ``dynscalar`` (``dynscalar``, ``+dynscalar``...)."""
+    return any(item.strip().lstrip("+-") == LOG_NAME for item in setting.split(","))

@@ -72,8 +72,7 @@ def in_graph_call_hook(
     from torch._dynamo.variables.functions import UserFunctionVariable
 
     target = replacement if replacement is not None else fn
-    if target in _nn.CLAMPS:
-        _nn.clamp_gradient_at_bounds()  # asked of the kernel once, outside the trace
+    _nn.probe_kernels()  # asked of the kernels once, outside the trace
     log.debug(
         "%s receives a dynamic float: tracing %s",
         getattr(fn, "__qualname__", fn),

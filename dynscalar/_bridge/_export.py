@@ -15,7 +15,6 @@ its public class.
 
 from __future__ import annotations
 
-import inspect
 import types
 import warnings
 from typing import Any
@@ -23,7 +22,7 @@ from typing import Any
 from .._diagnostics import DynscalarError, SpecializationError, SpecializationWarning
 from .._proxy import DynamicScalar
 
-__all__ = ["export_hook", "on_export_import"]
+__all__ = ["export_hook"]
 
 
 def _names_read(code: types.CodeType) -> set[str]:
@@ -106,26 +105,3 @@ def export_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict
             raise SpecializationError(message + " (strict=True on the mark)")
         warnings.warn(message, SpecializationWarning, stacklevel=3)
     return wrapped(*args, **kwargs)
-
-
-_EXPECTED = ("mod", "args", "kwargs")
-
-
-def on_export_import(module: Any) -> None:
-    """Post-import hook for ``torch.export`` (already imported by ``import torch``): wrap
-    ``torch.export.export``, a public function, so that a user's first export is seen too
-    (the rest of the bridge installs later, when the export imports ``torch._dynamo``).
-    Never raises: where the function moved, export keeps torch's behaviour."""
-    import wrapt
-
-    function = getattr(module, "export", None)
-    if not callable(function):
-        return
-    try:
-        parameters = tuple(inspect.signature(inspect.unwrap(function)).parameters)
-    except (TypeError, ValueError):
-        return
-    if parameters[: len(_EXPECTED)] != _EXPECTED or "strict" not in parameters:
-        return
-    if not isinstance(function, wrapt.FunctionWrapper):
-        wrapt.wrap_function_wrapper(module, "export", export_hook)

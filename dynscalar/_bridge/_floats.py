@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import inspect
 import logging
 import math
 import pathlib
 from typing import Any
 
-import wrapt
-
 from .._diagnostics import (
-    BridgeError,
     DynamicFloatSpecializedError,
     SpecializationError,
     SpecializationWarning,
@@ -20,7 +16,6 @@ from .._diagnostics import (
 )
 from .._proxy import DynamicFloat, DynamicScalar
 from .._spec import DynamicSpec
-from ._checks import check_float_internals
 from ._forced import ForcedFloats, used_float_symbols
 from ._guards import guard_proxy
 from ._reports import passthrough, remember, user_location
@@ -32,13 +27,18 @@ from ._restarts import (
     unbacked_in_floats,
 )
 from ._sources import source_name, swapped_source
-from ._state import CompileState, Origin, compile_state, lock, peek_state
+from ._state import CompileState, Origin, compile_state, peek_state
 
 log = logging.getLogger("dynscalar")
 
-__all__ = ["ensure_aot_hooks", "float_hooks_problem", "wrap_float"]
-
-_float_hooks: BridgeError | bool = False
+__all__ = [
+    "cache_key_hook",
+    "check_cacheable_hook",
+    "ensure_aot_hooks",
+    "float_hooks_problem",
+    "tensorify_hook",
+    "wrap_float",
+]
 
 #: what torch's tensorify pass forced of the bridge's floats, remembered as stock remembers
 _forced_floats = ForcedFloats()
@@ -52,31 +52,19 @@ def _memory_key(builder: Any, source: Any) -> str:
 
 
 def ensure_aot_hooks() -> bool:
-    """Patch the AOT pipeline, once, at the first marked value Dynamo meets; False when
-    its internals moved (floats then refuse to compile, ints compile without the int64
-    guards of ``_restarts``)."""
-    global _float_hooks
-    with lock:
-        if _float_hooks is False:
-            try:
-                check_float_internals()
-            except BridgeError as exc:
-                _float_hooks = exc
-            else:
-                from torch._functorch._aot_autograd import autograd_cache, graph_compile
+    """Apply the table's float phase (the AOT pipeline's hooks) once, at the first marked
+    value Dynamo meets; False when its internals moved (floats then refuse to compile,
+    ints compile without the int64 guards of ``_restarts``)."""
+    from ._install import ensure_phase
 
-                # module globals, looked up at call time by the AOT pipeline
-                wrapt.wrap_function_wrapper(
-                    graph_compile, "tensorify_python_scalars", _tensorify_hook
-                )
-                _install_cache_hook(autograd_cache)
-                _float_hooks = True
-        return _float_hooks is True
+    return ensure_phase("floats")
 
 
 def float_hooks_problem() -> str | None:
     """Why dynamic floats cannot be compiled exactly on this torch (None: they can)."""
-    return None if ensure_aot_hooks() else str(_float_hooks)
+    from ._install import phase_problem
+
+    return phase_problem("floats")
 
 
 def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: str) -> Any:
@@ -196,7 +184,7 @@ def _unsupported_uses(gm: Any, ours: dict[Any, str]) -> list[str]:
     return sorted(found)
 
 
-def _tensorify_hook(
+def tensorify_hook(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     def split(gm: Any, shape_env: Any, fake_mode: Any) -> tuple[Any, Any, Any]:
@@ -356,31 +344,18 @@ def _report_value_guards(shape_env: Any, state: CompileState, ops: list[str]) ->
 # (autograd_cache.py, sanitize_gm_for_cache / normalize_placeholder_names), so a marked
 # float's graph has the same key as stock torch's automatic-dynamic graph for the same
 # unmarked float.  Stock torch can store an entry with the value baked in there
-# (pytorch#194976), and a hit would skip the tensorify pass and _tensorify_hook.
+# (pytorch#194976), and a hit would skip the tensorify pass and tensorify_hook.
 #
 # So such graphs get a key of their own: torch's key plus a component that only the bridge
 # adds (a hash of the bridge's files, which hold the passes run on them and the guards
 # they add, e.g. _restarts' int64 guards, and of dynscalar's version).  A stock graph never
 # computes that key, so it never reads an entry the bridge stored, and the bridge never
 # reads one stock torch stored; an entry under the bridge's key
-# was written by a compile that went through _tensorify_hook (a compile that would bake a
+# was written by a compile that went through tensorify_hook (a compile that would bake a
 # value raises there and stores nothing).  Inductor's FX graph cache is keyed after the
-# pass and needs nothing.  Where torch's key function is not the one this was written for,
-# such graphs bypass the AOTAutograd cache instead (the safe fallback: a cold AOT compile).
-_CACHE_KEY_PARAMS = ("mod", "example_inputs", "config", "compiler_config_extra")
-
-
-def _install_cache_hook(autograd_cache: Any) -> None:
-    key_fn = getattr(autograd_cache, "autograd_cache_key", None)
-    try:
-        params = tuple(inspect.signature(inspect.unwrap(key_fn)).parameters) if key_fn else ()
-    except (TypeError, ValueError):
-        params = ()
-    if params == _CACHE_KEY_PARAMS:
-        wrapt.wrap_function_wrapper(autograd_cache, "autograd_cache_key", _cache_key_hook)
-    else:
-        log.info("AOTAutograd cache: %s moved; graphs with dynamic floats bypass it", key_fn)
-        wrapt.wrap_function_wrapper(autograd_cache, "check_cacheable", _check_cacheable_hook)
+# pass and needs nothing.  Where torch's key function is not the one this was written for
+# (the table's optional ``autograd_cache_key`` entry), such graphs bypass the AOTAutograd
+# cache instead (``check_cacheable_hook``; the safe fallback: a cold AOT compile).
 
 
 def _cache_key_component() -> str:
@@ -413,7 +388,7 @@ def _has_dynamic_float_input(gm: Any) -> bool:
     return False
 
 
-def _cache_key_hook(
+def cache_key_hook(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """Around ``autograd_cache_key(mod, ...)``: a key of the bridge's own for its graphs."""
@@ -429,7 +404,7 @@ def _cache_key_hook(
     ]
 
 
-def _check_cacheable_hook(
+def check_cacheable_hook(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     wrapped(*args, **kwargs)

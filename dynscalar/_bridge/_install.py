@@ -1,110 +1,120 @@
-"""Installing the bridge into Dynamo (lazily, idempotently), or degrading when it cannot be.
+"""When the table's patches go in and out: at ``import torch._dynamo``, at the first
+marked float, in degraded mode, and around ``dynscalar.disabled()``.
 
-``import dynscalar`` registers :func:`on_dynamo_import` as a post-import hook on
-``torch._dynamo``.  It checks every private callable the bridge patches (``_checks``)
-before touching anything, applies all patches or none (a failure half-way undoes the
-ones already applied), and never lets an exception escape into ``import torch._dynamo``:
-whatever goes wrong, dynscalar degrades to specializing its marks (exact results, one
-compile per value) with one :class:`~dynscalar.BridgeUnavailableWarning`.
+A phase is checked whole before any of it is applied, and applied whole or not at all
+(``_table.apply``).  Whatever goes wrong at ``import torch._dynamo``, dynscalar degrades
+to specializing its marks (exact results, one compile per value) with one
+:class:`~dynscalar.BridgeUnavailableWarning`, and the import itself never fails.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
+import contextlib
 import logging
-from collections.abc import Callable, Mapping
+import types
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-import wrapt
-
-from .._compat import TORCH_VERSION
 from .._diagnostics import BridgeError, BridgeUnavailableWarning, warn_once
-from .._proxy import DynamicScalar
-from ._builtins import range_hook
-from ._checks import check_internals
-from ._decompositions import builtin_decomposition_hook, in_graph_call_hook
-from ._ints import data_dependent_hook, unbacked_branch_hook
-from ._methods import tensor_method_hook
-from ._properties import property_get_hook
-from ._reports import evaluate_sym_node_hook
+from . import _table
 from ._state import lock
-from ._wrap import wrap_hook, wrap_plain
-from ._writeback import (
-    builtin_call_hook,
-    codegen_suffix_hook,
-    codegen_update_mutated_hook,
-    polyfilled_call_hook,
-    symnode_method_hook,
-)
+from ._table import Patch, Phase
 
 log = logging.getLogger("dynscalar")
 
-__all__ = ["install", "install_fallback", "is_installed", "on_dynamo_import"]
+__all__ = [
+    "applied_patches",
+    "disabled",
+    "ensure_phase",
+    "install",
+    "install_fallback",
+    "is_installed",
+    "on_dynamo_import",
+    "phase_problem",
+]
 
-_installed = False
-_fallback_installed = False
+_degraded: list[Patch] = []  # the table's degraded hooks, while in place
+_degraded_by_disabled = False  # whether disabled() put them there (and takes them out)
 
 
 def is_installed() -> bool:
-    """True once the bridge is active in this process."""
-    return _installed
+    """True once the bridge is installed into Dynamo in this process (even while disabled)."""
+    return _table.PHASES.get("dynamo") is True
 
 
-def _patches() -> list[tuple[Any, str, Callable[..., Any]]]:
-    """(owner, attribute, wrapper) for every function the bridge wraps with wrapt."""
-    from torch._dynamo import output_graph, side_effects
-    from torch._dynamo.variables import builder
-    from torch._dynamo.variables.builtin import BuiltinVariable
-    from torch._dynamo.variables.functions import PolyfilledFunctionVariable, PropertyVariable
-    from torch._dynamo.variables.tensor import SymNodeVariable, TensorVariable
-    from torch._dynamo.variables.torch import TorchInGraphFunctionVariable
-    from torch.fx.experimental import symbolic_shapes
-
-    return [
-        (TorchInGraphFunctionVariable, "call_function", in_graph_call_hook),
-        (TensorVariable, "call_method", tensor_method_hook),
-        (builder.VariableBuilder, "_wrap", wrap_hook),
-        (PropertyVariable, "tp_descr_get_impl", property_get_hook),
-        (symbolic_shapes.ShapeEnv, "_make_data_dependent_error", data_dependent_hook),
-        (symbolic_shapes.ShapeEnv, "evaluate_sym_node", evaluate_sym_node_hook),
-        (SymNodeVariable, "evaluate_expr", unbacked_branch_hook),
-        (side_effects.SideEffects, "codegen_update_mutated", codegen_update_mutated_hook),
-        (output_graph.OutputGraph, "codegen_suffix", codegen_suffix_hook),
-        # one wrapper: write-back's record around the decompositions' rewrite
-        (BuiltinVariable, "call_function", _chained(builtin_call_hook, builtin_decomposition_hook)),
-        (SymNodeVariable, "call_method", symnode_method_hook),
-        (PolyfilledFunctionVariable, "call_function", polyfilled_call_hook),
-    ]
+def applied_patches() -> list[tuple[Any, str]]:
+    """(owner, attribute) of every patch in place; ``vars(owner)[attribute]`` is its
+    ``wrapt.FunctionWrapper`` (the benchmarks time the hooks through this)."""
+    with lock:
+        return [
+            (p.owner, p.attribute)
+            for p in _table.APPLIED + _degraded
+            if vars(p.owner).get(p.attribute) is p.wrapper
+        ]
 
 
-def _chained(outer: Callable[..., Any], inner: Callable[..., Any]) -> Callable[..., Any]:
-    """One wrapt wrapper doing ``outer`` around ``inner`` (each ``(wrapped, instance, args,
-    kwargs)``): a function is wrapped once, so undoing it is one step."""
+def install() -> None:
+    """Install the bridge into Dynamo (idempotent, thread-safe, all or nothing).
 
-    def chained(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        def call_inner(*a: Any, **k: Any) -> Any:
-            return inner(wrapped, instance, a, k)
-
-        return outer(call_inner, instance, args, kwargs)
-
-    return chained
-
-
-def _version_patches() -> list[tuple[Any, str, Callable[..., Any]]]:
-    """Patches for bugs of one torch version, applied only where that version's code is.
-
-    ``range(SymFloat)`` (``_builtins``): torch 2.13's ``call_range(self, tx, *args)``; from
-    2.14 on it takes ``**kwargs`` too and converts with ``pynumber_index``, which raises.
+    Called automatically when ``torch._dynamo`` is imported; calling it by hand is only
+    needed to surface a :class:`~dynscalar.BridgeError` early.
     """
-    from torch._dynamo import exc
-    from torch._dynamo.variables.builtin import BuiltinVariable
+    with lock:
+        if is_installed():
+            return
+        patches = _table.apply(_table.check("dynamo"))
+        try:
+            _skip_proxy_frames()
+        except BaseException:
+            for patch in reversed(patches):
+                _table.unwrap(patch)
+            raise
+        _table.APPLIED.extend(patches)
+        _table.PHASES["dynamo"] = True
+        from .._compat import TORCH_VERSION
 
-    patches: list[tuple[Any, str, Callable[..., Any]]] = []
-    call_range = inspect.signature(inspect.unwrap(BuiltinVariable.call_range)).parameters
-    if tuple(call_range) == ("self", "tx", "args") and hasattr(exc, "raise_observed_exception"):
-        patches.append((BuiltinVariable, "call_range", range_hook))
-    return patches
+        log.info("dynscalar bridge installed into torch %s", TORCH_VERSION)
+
+
+def ensure_phase(phase: Phase) -> bool:
+    """Check and apply ``phase`` once (the float path, at the first marked float); False
+    when its internals moved (:func:`phase_problem` says why)."""
+    with lock:
+        return _table.apply_phase(phase)
+
+
+def phase_problem(phase: Phase) -> str | None:
+    """Why ``phase`` could not be applied (None: it is)."""
+    return None if ensure_phase(phase) else str(_table.PHASES[phase])
+
+
+def install_fallback() -> bool:
+    """When the full bridge cannot be installed: specialize proxies instead of crashing.
+
+    Stock Dynamo fails on a wrapt proxy ("No constant base type found in MRO"), so a
+    proxy must still be turned into its plain value: the table's degraded hooks do that.
+    Returns False if even those internals moved.
+    """
+    with lock:
+        if _degraded or is_installed():
+            return True
+        try:
+            _degraded.extend(_apply_degraded())
+        except Exception:  # noqa: BLE001 - anything: no fallback, and the caller says so
+            return False
+        return True
+
+
+def _apply_degraded() -> list[Patch]:
+    entries = [e for e in _table.by_phase("dynamo") if e.degraded_hook is not None]
+    for entry in entries:
+        if entry.params is not None and entry.found_params() != entry.params:
+            raise BridgeError(f"{entry.name} moved")
+    done: list[Patch] = []
+    for entry in entries:
+        assert entry.degraded_hook is not None
+        done.append(_table.wrap(entry, _table.hook_function(entry.degraded_hook)))
+    return done
 
 
 def _skip_proxy_frames() -> None:
@@ -115,13 +125,12 @@ def _skip_proxy_frames() -> None:
     every Python frame it calls is a candidate for compilation - including a proxy's
     ``__torch_function__`` and operators.  Those are dynscalar internals with nothing to
     gain from compiling, and torch 2.13 compiles ``__torch_function__`` without a guard on
-    its ``func`` argument: the graph built for ``tensor + proxy`` was reused for
-    ``tensor * proxy`` (found by the fuzzer).  ``skip_code`` marks each code object once
-    (the frame runs as plain Python); traced code never calls them (the bridge turns
-    proxies into symbolic values before any method is looked up).
+    its ``func`` argument: the graph built for ``tensor + proxy`` would be reused for
+    ``tensor * proxy``.  ``skip_code`` marks each code object once (the frame runs as
+    plain Python); traced code never calls them (the bridge turns proxies into symbolic
+    values before any method is looked up).  The marks concern proxies only, so they
+    stay inside :func:`disabled`.
     """
-    import types
-
     from torch._dynamo.eval_frame import skip_code
 
     from .. import _proxy
@@ -145,75 +154,13 @@ def _skip_proxy_frames() -> None:
             skip_code(function.__code__)
 
 
-def install() -> None:
-    """Install the bridge into Dynamo (idempotent, thread-safe, all or nothing).
-
-    Called automatically when ``torch._dynamo`` is imported; calling it by hand is only
-    needed to surface a :class:`~dynscalar.BridgeError` early.
-    """
-    global _installed
-    with lock:
-        if _installed:
-            return
-        check_internals()
-        undo: list[Callable[[], None]] = []
-        try:
-            for owner, name, hook in _patches() + _version_patches():
-                original = owner.__dict__[name]
-                wrapt.wrap_function_wrapper(owner, name, hook)
-                undo.append(functools.partial(setattr, owner, name, original))
-            _skip_proxy_frames()
-        except BaseException:
-            for step in reversed(undo):
-                step()
-            raise
-        _installed = True
-        log.info("dynscalar bridge installed into torch %s", TORCH_VERSION)
-
-
-def install_fallback() -> bool:
-    """When the full bridge cannot be installed: specialize proxies instead of crashing.
-
-    Stock Dynamo fails on a wrapt proxy ("No constant base type found in MRO"), so a
-    proxy must still be turned into its plain value.  This needs only
-    ``VariableBuilder._wrap(self, value)``; returns False if even that moved.
-    """
-    global _fallback_installed
-    with lock:
-        if _fallback_installed or _installed:
-            return True
-        try:
-            from torch._dynamo.variables import builder
-
-            params = tuple(
-                inspect.signature(inspect.unwrap(builder.VariableBuilder._wrap)).parameters
-            )
-            if params != ("self", "value"):
-                return False
-            wrapt.wrap_function_wrapper(builder.VariableBuilder, "_wrap", _fallback_hook)
-        except Exception:  # noqa: BLE001 - anything: no fallback, and the caller says so
-            return False
-        _fallback_installed = True
-        return True
-
-
-def _fallback_hook(
-    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Any:
-    value = args[0] if args else kwargs["value"]
-    if not isinstance(value, DynamicScalar):
-        return wrapped(*args, **kwargs)
-    try:
-        return wrap_plain(wrapped, instance, value)
-    except ImportError:  # no AttrSource/guards: the value without a source swap
-        return wrapped(value.__wrapped__)
-
-
 def on_dynamo_import(_module: object) -> None:
     """Post-import hook for ``torch._dynamo``: install, or warn once why not.
 
     Never raises: ``import torch._dynamo`` must not fail because dynscalar is imported.
     """
+    from .._compat import TORCH_VERSION
+
     try:
         install()
     except Exception as exc:  # noqa: BLE001 - any failure degrades, with the reason
@@ -238,3 +185,36 @@ def on_dynamo_import(_module: object) -> None:
             BridgeUnavailableWarning,
             stacklevel=3,
         )
+
+
+@contextlib.contextmanager
+def disabled() -> Iterator[None]:
+    """Run torch.compile as if dynscalar were not installed (``dynscalar.disabled``)."""
+    global _degraded_by_disabled
+    import torch._dynamo  # the bridge installs itself first if Dynamo was not imported yet
+
+    with lock:
+        _table.BYPASS[0] += 1
+        if _table.BYPASS[0] == 1:
+            torch._dynamo.reset()
+            for patch in reversed(_table.APPLIED):
+                if not _table.unwrap(patch):
+                    log.info("%s was wrapped again since; its hook is bypassed", patch.entry.name)
+            if not _degraded:
+                with contextlib.suppress(Exception):  # proxies then fail as in stock torch
+                    _degraded.extend(_apply_degraded())
+                    _degraded_by_disabled = True
+    try:
+        yield
+    finally:
+        with lock:
+            _table.BYPASS[0] -= 1
+            if _table.BYPASS[0] == 0:
+                if _degraded_by_disabled:
+                    for patch in reversed(_degraded):
+                        _table.unwrap(patch)
+                    _degraded.clear()
+                    _degraded_by_disabled = False
+                for patch in _table.APPLIED:
+                    _table.rewrap(patch)
+                torch._dynamo.reset()

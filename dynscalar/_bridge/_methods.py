@@ -31,7 +31,7 @@ from typing import Any
 import torch
 
 from . import _nn
-from ._nn import CLAMPS, METHOD_DECOMPOSITIONS, clamp_gradient_at_bounds
+from ._nn import METHOD_DECOMPOSITIONS, probe_kernels
 from ._state import is_dynamic_float
 
 __all__ = ["FOREACH_DECOMPOSITIONS", "tensor_method_hook"]
@@ -66,8 +66,7 @@ def tensor_method_hook(
         # the float would be forced to a constant; trace _nn's decomposition instead
         from torch._dynamo.variables.functions import UserFunctionVariable
 
-        if replacement in CLAMPS:
-            clamp_gradient_at_bounds()  # asked of the kernel once, outside the trace
+        probe_kernels()  # asked of the kernels once, outside the trace
         return tx.inline_user_function_return(
             UserFunctionVariable(replacement), [instance, *call_args], dict(call_kwargs)
         )

@@ -201,6 +201,15 @@ def clamp_gradient_at_bounds() -> bool:
 CLAMP_GRADIENT_AT_BOUNDS: bool | None = None
 
 
+def probe_kernels() -> None:
+    """Ask the installed kernels, once, what the decompositions must match (the clamp
+    gradient at a bound, softshrink's rounding of lambd).  Called by the hooks before a
+    decomposition is traced: traced code reads the answers from module globals, and no
+    kernel runs at import."""
+    clamp_gradient_at_bounds()
+    softshrink_rounds_lambd()
+
+
 def clamp(input: Tensor, min: Any = None, max: Any = None) -> Tensor:
     if not _exact_dtype(input):  # an int tensor with a float bound promotes: as torch
         return torch.clamp(input, min, max)
@@ -390,22 +399,26 @@ def hardshrink(input: Tensor, lambd: Any = 0.5) -> Tensor:
     return torch.where((input >= -lam) & (input <= lam), torch.zeros_like(input), input)
 
 
-def _softshrink_rounds_lambd() -> bool:
+def softshrink_rounds_lambd() -> bool:
     """Whether the installed softshrink_kernel casts lambd to a half/bfloat16 input's dtype
     before computing in float32 (torch 2.14 and later do; 2.13 computes with the float).
-    Asked of the kernel once, at import: bfloat16 rounds 0.3 up to 0.30078125."""
-    x = torch.tensor([0.30078125], dtype=torch.bfloat16)
-    return bool(torch.nn.functional.softshrink(x, 0.3).item() == 0.0)
+    Asked of the kernel once, by :func:`probe_kernels` before the first decomposition is
+    traced: bfloat16 rounds 0.3 up to 0.30078125."""
+    global SOFTSHRINK_ROUNDS_LAMBD
+    if SOFTSHRINK_ROUNDS_LAMBD is None:
+        x = torch.tensor([0.30078125], dtype=torch.bfloat16)
+        SOFTSHRINK_ROUNDS_LAMBD = bool(torch.nn.functional.softshrink(x, 0.3).item() == 0.0)
+    return SOFTSHRINK_ROUNDS_LAMBD
 
 
-_SOFTSHRINK_ROUNDS_LAMBD = _softshrink_rounds_lambd()
+SOFTSHRINK_ROUNDS_LAMBD: bool | None = None
 
 
 def softshrink(input: Tensor, lambd: Any = 0.5) -> Tensor:
     # softshrink_kernel: x > lambd ? x - lambd : (x < -lambd ? x + lambd : x * 0), in the
     # op math type (x * 0 keeps nan and the sign of zero, as ATen does)
     x = _upcast(input)
-    if x is not input and _SOFTSHRINK_ROUNDS_LAMBD:
+    if x is not input and SOFTSHRINK_ROUNDS_LAMBD:  # set by probe_kernels() before tracing
         lambd = _scalar_like(input, lambd).float()
     out = _like(torch.where(x > lambd, x - lambd, torch.where(x < -lambd, x + lambd, x * 0)), input)
     if x is not input:

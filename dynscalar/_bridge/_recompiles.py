@@ -17,8 +17,9 @@ that failed on the fewest (once torch made a scalar dynamic itself, older versio
 on it, but it no longer forces anything). When every version also fails something else (a
 tensor shape: a smaller last batch), the recompile is not the scalars' doing.
 
-Private torch names used, checked by :func:`check_recompile_internals` before anything is
-patched; every patch is a pass-through wrapper that returns what the original returns:
+Private torch names used (the ``"doctor"`` entries of ``_table``, plus attributes of guard
+managers read on an instance), checked by :func:`check_recompile_internals` before anything
+is patched; every patch is a pass-through wrapper that returns what the original returns:
 
 * ``convert_frame.get_and_maybe_log_recompilation_reasons(cache_entries, frame, backend,
   skip_logging)``: called once per recompile with the cached versions and the frame;
@@ -35,7 +36,6 @@ patched; every patch is a pass-through wrapper that returns what the original re
 from __future__ import annotations
 
 import ast
-import inspect
 import math
 import os
 import sys
@@ -47,6 +47,7 @@ from types import CodeType, FrameType
 from typing import Any
 
 from .._diagnostics import BridgeError
+from . import _table
 
 __all__ = [
     "PathStep",
@@ -58,31 +59,11 @@ __all__ = [
     "is_library_file",
 ]
 
-# name -> expected parameter names of the private callables wrapped here.
-_EXPECTED_SIGNATURES: dict[str, tuple[str, ...]] = {
-    "convert_frame.get_and_maybe_log_recompilation_reasons": (
-        "cache_entries",
-        "frame",
-        "backend",
-        "skip_logging",
-    ),
-    "convert_frame.exceeds_recompile_limit": ("cache_size", "compile_id"),
-    "guards.get_verbose_code_parts": ("code_parts", "guard", "recompile_hint"),
-}
+# Guard-manager attributes read on instances (C++ objects: checked on one, not by the table).
 _WRAPPER_ATTRIBUTES = ("root", "global_scope", "closure_vars")
 _MANAGER_METHODS = ("get_leaf_guards", "get_child_managers", "get_source", "check")
 _SCALAR_GUARD = "EQUALS_MATCH"  # the leaf guard class Dynamo uses for `x == 7`
 _HINT = " (HINT: "  # Dynamo appends hints to a guard's text
-
-
-def _internals() -> dict[str, Any]:
-    from torch._dynamo import convert_frame, guards
-
-    return {  # attribute errors here mean a name moved
-        name: getattr(convert_frame if name.startswith("convert_frame.") else guards, attr)
-        for name in _EXPECTED_SIGNATURES
-        for attr in [name.partition(".")[2]]
-    }
 
 
 def check_recompile_internals() -> None:
@@ -90,8 +71,8 @@ def check_recompile_internals() -> None:
     import torch
 
     version = torch.__version__
+    _table.check("doctor", who="dynscalar doctor", what="the doctor")
     try:
-        found = _internals()
         from torch._C._dynamo import guards as cguards
         from torch._dynamo.guards import GuardManagerWrapper
 
@@ -101,13 +82,6 @@ def check_recompile_internals() -> None:
             f"dynscalar doctor: a torch._dynamo internal it reads moved in torch {version}: "
             f"{exc}. Use TORCH_LOGS=recompiles instead (first failing guard per version)."
         ) from exc
-    for name, expected in _EXPECTED_SIGNATURES.items():
-        params = tuple(inspect.signature(inspect.unwrap(found[name])).parameters)
-        if params != expected:
-            raise BridgeError(
-                f"dynscalar doctor: torch {version} changed {name}{params}; the doctor was "
-                f"written for {name}{expected}. Please report this with your torch version."
-            )
     missing = [a for a in _WRAPPER_ATTRIBUTES if not hasattr(wrapper, a)]
     missing += [f"GuardManager.{m}" for m in _MANAGER_METHODS if not hasattr(wrapper.root, m)]
     if not hasattr(wrapper.root, "clone_manager"):
@@ -226,11 +200,9 @@ class RecompileWatcher:
 
     def __enter__(self) -> RecompileWatcher:
         check_recompile_internals()
-        from torch._dynamo import convert_frame, guards
-
-        self._patch(convert_frame, "get_and_maybe_log_recompilation_reasons", self._wrap_reasons)
-        self._patch(convert_frame, "exceeds_recompile_limit", self._wrap_limit)
-        self._patch(guards, "get_verbose_code_parts", self._wrap_verbose)
+        self._patch(":get_and_maybe_log_recompilation_reasons", self._wrap_reasons)
+        self._patch(":exceeds_recompile_limit", self._wrap_limit)
+        self._patch(":get_verbose_code_parts", self._wrap_verbose)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -239,7 +211,8 @@ class RecompileWatcher:
                 setattr(owner, name, original)
         self._saved.clear()
 
-    def _patch(self, owner: Any, name: str, make: Callable[[Any], Any]) -> None:
+    def _patch(self, target: str, make: Callable[[Any], Any]) -> None:
+        owner, name = _table.find(target).resolve()
         original = getattr(owner, name)
         wrapper = make(original)
         setattr(owner, name, wrapper)

@@ -51,7 +51,7 @@ from ._state import Origin, compile_state, resolved
 
 log = logging.getLogger("dynscalar")
 
-__all__ = ["wrap_hook", "wrap_plain"]
+__all__ = ["wrap_degraded", "wrap_hook", "wrap_plain"]
 
 # Attribute values whose owner is looked up in the registry: the scalars themselves, and
 # the types a mark must not sit on (so a bad mark fails clearly, not silently).
@@ -420,6 +420,21 @@ def wrap_plain(wrapped: Any, builder: Any, value: Any) -> Any:
 
     guard_proxy(builder.source)
     with swapped_source(builder, AttrSource(builder.source, "__wrapped__")):
+        return wrapped(value.__wrapped__)
+
+
+def wrap_degraded(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """The hook on ``VariableBuilder._wrap`` when the bridge is not installed (its
+    internals moved) and inside ``dynscalar.disabled()``: a proxy becomes its plain value,
+    as stock torch compiles that value; anything else is left to Dynamo untouched."""
+    value = args[0] if args else kwargs["value"]
+    if not isinstance(value, DynamicScalar):
+        return wrapped(*args, **kwargs)
+    try:
+        return wrap_plain(wrapped, instance, value)
+    except ImportError:  # no AttrSource/guards: the value without a source swap
         return wrapped(value.__wrapped__)
 
 

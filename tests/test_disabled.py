@@ -1,0 +1,204 @@
+"""``dynscalar.disabled()``: torch.compile inside it is stock torch (compile counts, guards)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from typing import Any
+
+import pytest
+import torch
+import wrapt
+
+import dynscalar
+from dynscalar._bridge import _install, _table
+
+# A seed model whose step changes every call: stock torch compiles once per value until
+# recompile_limit (8), then runs the frame eagerly.
+MODEL = """
+import torch
+
+class Seed(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.layer = torch.nn.Linear(3, 3)
+        self.step = 0
+        self.scale = 0.5
+
+    def forward(self, x):
+        self.step += 1
+        self.scale = self.scale * 0.9
+        return self.layer(x) * self.step * self.scale
+"""
+
+
+# Graphs after each call, the guards of every cached version and the outputs; the same
+# code runs here and in a process that never imports dynscalar.
+RUN = """
+def run(model, calls):
+    import re
+    import torch
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    counter = CompileCounterWithBackend("eager")
+    compiled = torch.compile(model, backend=counter)
+    counts, outputs = [], []
+    for i in range(calls):
+        outputs.append(compiled(torch.full((2, 3), float(i))).tolist())
+        counts.append(counter.frame_count)
+    entries = _debug_get_cache_entry_list(type(model).forward.__code__)
+    def normal(part):  # object ids and global names differ from process to process
+        return re.sub(r"___\\d+", "___N", re.sub(r"\\b\\d{6,}\\b", "<id>", part))
+
+    guards = [
+        sorted(normal(p) for p in entry.guard_manager.code_parts if "check_global_state" not in p)
+        for entry in entries
+    ]
+    return counts, guards, outputs
+"""
+
+
+def _run(model: torch.nn.Module, calls: int) -> tuple[list[int], list[list[str]], list[Any]]:
+    namespace: dict[str, Any] = {}
+    exec(RUN, namespace)
+    return namespace["run"](model, calls)  # type: ignore[no-any-return]
+
+
+def _stock(calls: int) -> dict[str, Any]:
+    """The same run in a process that never imports dynscalar."""
+    code = (
+        MODEL
+        + RUN
+        + textwrap.dedent(
+            f"""
+            import json, sys
+            counts, guards, outputs = run(Seed(), {calls})
+            assert "dynscalar" not in sys.modules
+            print(json.dumps({{"counts": counts, "guards": guards, "outputs": outputs}}))
+            """
+        )
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def _seed() -> torch.nn.Module:
+    namespace: dict[str, Any] = {"__name__": "__main__"}  # the class's name in guards
+    exec(MODEL, namespace)
+    return namespace["Seed"]()  # type: ignore[no-any-return]
+
+
+def test_marked_model_inside_disabled_is_stock_torch() -> None:
+    calls = 10
+    stock = _stock(calls)
+    assert stock["counts"][-1] == 8  # stock: one graph per value up to recompile_limit
+
+    marked = dynscalar.mark_dynamic_attr(_seed(), "step", "scale")
+    counts, _, _ = _run(marked, 3)  # compiled with dynscalar first: the block must undo it
+    assert counts == [1, 1, 1]
+    torch._dynamo.reset()
+
+    marked = dynscalar.mark_dynamic_attr(_seed(), "step", "scale")
+    with dynscalar.disabled():
+        counts, guards, outputs = _run(marked, calls)
+    assert counts == stock["counts"]
+    assert guards == stock["guards"]
+    assert outputs == stock["outputs"]  # the same model, weights and inputs: equal to stock
+    assert marked.step == calls and dynscalar.is_dynamic_attr(marked, "step")
+
+    # marks work again afterwards, and disabled() reset what it compiled
+    counts, _, _ = _run(marked, 5)
+    assert counts == [1, 1, 1, 1, 1]
+
+
+def test_every_patch_is_out_inside_and_back_after() -> None:
+    torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1))  # the bridge is installed
+    assert _install.ensure_phase("floats")
+    before = {(id(owner), name): vars(owner)[name] for owner, name in _install.applied_patches()}
+    patched = {p.entry.name for p in _table.APPLIED}
+    assert {"VariableBuilder._wrap", "graph_compile.tensorify_python_scalars"} <= patched
+    assert "export.export" in patched
+
+    with dynscalar.disabled():
+        for patch in _table.APPLIED:
+            current = vars(patch.owner)[patch.attribute]
+            if patch.entry.degraded_hook:  # proxies only: read as their plain value
+                assert current is not patch.wrapper and current.__wrapped__ is patch.original
+            else:
+                assert current is patch.original, patch.entry.name
+        with dynscalar.disabled():  # nested: still out
+            assert vars(_table.APPLIED[0].owner)[_table.APPLIED[0].attribute] is not (
+                _table.APPLIED[0].wrapper
+            )
+        assert not isinstance(vars(torch.export)["export"], wrapt.FunctionWrapper)
+        # proxies, which stock Dynamo cannot trace, are read as their plain value
+        assert [name for _, name in _install.applied_patches()] == ["_wrap"]
+
+    after = {(id(owner), name): vars(owner)[name] for owner, name in _install.applied_patches()}
+    assert after == before
+
+
+def test_proxy_inside_disabled_compiles_like_its_plain_value() -> None:
+    from torch._dynamo.testing import CompileCounterWithBackend
+
+    def f(x: torch.Tensor, n: Any) -> torch.Tensor:
+        return x * n
+
+    with dynscalar.disabled():
+        counter = CompileCounterWithBackend("eager")
+        compiled = torch.compile(f, backend=counter)
+        for n in (2, 3, 4):
+            x = torch.ones(2)
+            torch.testing.assert_close(compiled(x, dynscalar.DynamicInt(n)), f(x, n))
+        plain = CompileCounterWithBackend("eager")
+        torch._dynamo.reset()
+        compiled = torch.compile(f, backend=plain)
+        for n in (2, 3, 4):
+            compiled(torch.ones(2), n)
+    # stock torch: a constant, then automatic dynamic after the second value
+    assert counter.frame_count == plain.frame_count == 2
+
+
+def test_a_wrapper_someone_put_over_ours_is_bypassed() -> None:
+    from torch._dynamo.variables.builder import VariableBuilder
+
+    torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1))
+    ours = vars(VariableBuilder)["_wrap"]
+    calls: list[int] = []
+
+    def theirs(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        calls.append(1)
+        return wrapped(*args, **kwargs)
+
+    wrapt.wrap_function_wrapper(VariableBuilder, "_wrap", theirs)
+    try:
+        marked = dynscalar.mark_dynamic_attr(_seed(), "step", "scale")
+        with dynscalar.disabled():
+            counts, _, _ = _run(marked, 3)
+        assert counts == [1, 2, 3]  # our hook passed straight through: one graph per value
+        assert calls
+    finally:
+        VariableBuilder._wrap = ours  # type: ignore[method-assign]
+    counts, _, _ = _run(marked, 3)
+    assert counts == [1, 1, 1]
+
+
+@pytest.mark.parametrize("depth", [1, 2])
+def test_marks_work_after_nested_blocks(depth: int) -> None:
+    import contextlib
+
+    marked = dynscalar.mark_dynamic_attr(_seed(), "step", "scale")
+    with contextlib.ExitStack() as stack:
+        for _ in range(depth):
+            stack.enter_context(dynscalar.disabled())
+        counts, _, _ = _run(marked, 3)
+        assert counts == [1, 2, 3]
+    counts, _, _ = _run(marked, 4)
+    assert counts == [1, 1, 1, 1]
