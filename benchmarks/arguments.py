@@ -1,33 +1,13 @@
-"""Benchmark: a compiled *function* called with a changing scalar argument, per strategy.
+"""A compiled *function* ``f(x, n)`` called with a changing scalar argument, per strategy.
 
-``f(x, n)`` is compiled once and called with ``--values`` distinct values of its scalar
-argument (``--rounds`` passes over them), in three cases (``CASES``):
+Cases (:data:`CASES`): ``arith`` (``x * n + n``, 1 control path), ``branch`` (``if n % 2``,
+2) and ``float`` (``x * p``, 1).  Strategies (:data:`STRATEGIES`, described in
+``benchmarks/README.md``), each in a fresh process with a fresh inductor cache; stock
+strategies never import dynscalar, and ``torch_dynamic_spec`` runs in the Python given with
+``--torch-2-14`` (or this one, when its torch has ``torch.fx.experimental.dynamic_spec``).
+Every call is compared with ``f`` run eagerly on the plain value, exactly.
 
-* ``arith``: an int used arithmetically, ``x * n + n`` (1 control path);
-* ``branch``: an int with a branch, ``if n % 2: ... else: ...`` (2 control paths);
-* ``float``: a float, ``x * p`` (1 control path).
-
-Strategies (``STRATEGIES``), each in a fresh Python process with a fresh inductor cache:
-
-* ``stock``: ``torch.compile(f)``, plain ints/floats passed;
-* ``dynamic_true``: ``torch.compile(f, dynamic=True)``;
-* ``ds_value``: the caller passes ``dynscalar.DynamicInt(n)`` / ``DynamicFloat(p)``;
-* ``ds_args``: ``torch.compile(dynscalar.mark_dynamic_args(f, "n"))``, plain values passed;
-* ``ds_decorator``: ``@dynscalar.dynamic_args("n")`` on ``f``, plain values passed;
-* ``torch_dynamic_spec``: torch 2.14's ``torch.compile(f, dynamic_shapes={"n": IntVar("n")})``
-  (``torch.fx.experimental.dynamic_spec``). Run with ``--torch-2-14 PYTHON`` (a Python whose
-  torch has it; the row records that torch's version), or in this process's Python when
-  its torch has it. Only stock torch is imported in those children (and in ``stock`` and
-  ``dynamic_true``'s): dynscalar's bridge is not installed there.
-
-Every call's output is compared with ``f`` run eagerly on the same plain value, exactly
-(``torch.testing.assert_close(rtol=0, atol=0)``); ``equal_to_eager`` is true when all are.
-``compiles`` counts the graphs Dynamo kept (``restarts``: graphs handed to the backend
-and thrown away by a restart); ``fell_back_to_eager`` says Dynamo hit ``recompile_limit``.
-Timing (secondary; wall clock on a shared machine): ``first_call_s`` is the first call
-(the cold compile), ``steady_median_us`` the median call of the last round.
-
-    python -m benchmarks.arguments --out arguments.json      # aot_eager, 8 values
+    python -m benchmarks.arguments --out arguments.json      # aot_eager, 8 values x 5 rounds
     python -m benchmarks.arguments --torch-2-14 /path/to/venv/bin/python --out a.json
     python -m benchmarks.arguments --quick --backend eager --out /tmp/q.json
 """
@@ -54,6 +34,7 @@ from benchmarks.harness import (
     unique_graphs,
     write_json,
 )
+from benchmarks.render_strategies import _arguments_section
 
 SHAPE = (64, 64)
 
@@ -251,52 +232,22 @@ def run_child(
 
 
 def spawn_child(python: str, case: str, strategy: str, args: argparse.Namespace) -> dict[str, Any]:
-    """One (case, strategy) pair in a fresh process (``python``: this tree's benchmarks and
-    dynscalar, whatever that Python has installed) with a fresh inductor cache."""
+    """One (case, strategy) pair in a fresh process of ``python`` (with this tree's
+    benchmarks and dynscalar, whatever that Python has installed)."""
     cmd = ["--child", case, strategy, "--values", str(args.values), "--rounds", str(args.rounds)]
     row, error, wall = harness.run_child(
         "benchmarks.arguments", [*cmd, "--backend", args.backend], args.timeout, python=python
     )
     if row is None:
-        label = NAMES[strategy]
-        return {"case": case, "strategy": strategy, "label": label, "error": error[-2000:]} | {
-            "equal_to_eager": False
-        }
-    row["process_wall_s"] = wall
-    return row
-
-
-def _compiles_cell(r: dict[str, Any]) -> str:
-    if "error" in r:
-        return "error"
-    text = str(r["compiles"])
-    if r.get("restarts"):
-        text += f" (+{r['restarts']} restart{'s' if r['restarts'] != 1 else ''})"
-    return text + (", then eager" if r["fell_back_to_eager"] else "")
-
-
-def format_table(rows: list[dict[str, Any]], cases: list[str]) -> str:
-    """Compiles per strategy (rows) and case (columns), and equality with eager."""
-    strategies = list(dict.fromkeys(r["strategy"] for r in rows))
-    by = {(r["case"], r["strategy"]): r for r in rows}
-    lines = [
-        "| strategy | torch | " + " | ".join(cases) + " | same as eager |",
-        "|---|---|" + "---:|" * len(cases) + "---|",
-    ]
-    for s in strategies:
-        mine = [by[(c, s)] for c in cases if (c, s) in by]
-        version = next((r["torch"] for r in mine if "torch" in r), "?")
-        cells = [_compiles_cell(by[(c, s)]) if (c, s) in by else "-" for c in cases]
-        wrong = [r["case"] for r in mine if not r["equal_to_eager"] and "error" not in r]
-        same = "yes" if not wrong else "**NO** (" + ", ".join(wrong) + ")"
-        lines.append(f"| {NAMES[s]} | {version} | " + " | ".join(cells) + f" | {same} |")
-    return "\n".join(lines)
+        row = {"case": case, "strategy": strategy, "label": NAMES[strategy], "error": error[-2000:]}
+        return row | {"equal_to_eager": False}
+    return row | {"process_wall_s": wall}
 
 
 def run_parent(args: argparse.Namespace) -> int:
     """Run every pair, print the table, write the JSON; exit 1 on wrong numbers."""
-    cases = _split(args.cases, list(CASES))
-    strategies = _split(args.strategies, [s for s in STRATEGIES if s != TORCH_2_14])
+    cases = harness.split(args.cases, CASES, list(CASES))
+    strategies = harness.split(args.strategies, STRATEGIES, list(STRATEGIES[:-1]))
     python_2_14 = args.torch_2_14 or (sys.executable if has_dynamic_spec() else None)
     if python_2_14 and TORCH_2_14 not in strategies and not args.strategies:
         strategies.append(TORCH_2_14)
@@ -305,42 +256,29 @@ def run_parent(args: argparse.Namespace) -> int:
     info = machine_info()
     print(
         f"dynscalar argument benchmark: backend={args.backend}, {args.values} values x "
-        f"{args.rounds} rounds, torch {info['torch']}, {info['cores']} cores, "
-        f"load {info['loadavg_start']}",
+        f"{args.rounds} rounds, torch {info['torch']}, load {info['loadavg_start']}",
         flush=True,
     )
     rows, start = [], time.perf_counter()
     for case in cases:
         for s in strategies:
-            python = python_2_14 if s == TORCH_2_14 else sys.executable
-            row = spawn_child(python or sys.executable, case, s, args)
-            rows.append(row)
-            state = row.get("error", "").splitlines()[-1:] or [
-                f"{_compiles_cell(row)} compile(s), equal to eager: {row['equal_to_eager']}"
-            ]
-            print(f"{case} / {s}: {state[0]}", flush=True)
+            rows.append(
+                row := spawn_child(
+                    python_2_14 if s == TORCH_2_14 else sys.executable, case, s, args
+                )
+            )
+            done = f"{row.get('compiles')} compile(s), equal to eager: {row['equal_to_eager']}"
+            print(f"{case} / {s}: {row['error'].splitlines()[-1] if 'error' in row else done}")
     info["loadavg_end"] = loadavg()
-    print("\n" + format_table(rows, cases))
+    config = {"backend": args.backend, "values": args.values, "rounds": args.rounds}
+    config |= {"shape": list(SHAPE), "strategies": strategies, "cases": cases}
     result = {
         "kind": "arguments",
         "machine": info,
-        "config": {
-            "backend": args.backend,
-            "values": args.values,
-            "rounds": args.rounds,
-            "shape": list(SHAPE),
-            "strategies": strategies,
-            "cases": cases,
-            "torch_2_14_python": args.torch_2_14,
-        },
+        "config": config | {"torch_2_14_python": args.torch_2_14},
         "cases": {
-            c: {
-                "description": CASES[c].description,
-                "arg": CASES[c].arg,
-                "kind": CASES[c].kind,
-                "control_paths": CASES[c].control_paths,
-                "values": CASES[c].values(args.values),
-            }
+            c: {"description": CASES[c].description, "arg": CASES[c].arg, "kind": CASES[c].kind}
+            | {"control_paths": CASES[c].control_paths, "values": CASES[c].values(args.values)}
             for c in cases
         },
         "what": {s: WHAT[s] for s in strategies},
@@ -348,23 +286,12 @@ def run_parent(args: argparse.Namespace) -> int:
         "wall_s": time.perf_counter() - start,
         "results": rows,
     }
-    out = write_json(args.out, result)
-    print(f"\nwrote {out}")
-    wrong = [r for r in rows if not r["equal_to_eager"] and "error" not in r]
-    return 1 if wrong else 0
-
-
-def _split(value: str | None, default: list[str]) -> list[str]:
-    names = default if not value else [v.strip() for v in value.split(",") if v.strip()]
-    known = {*CASES, *STRATEGIES}
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise SystemExit(f"unknown name(s) {unknown}; cases {list(CASES)}, strategies {STRATEGIES}")
-    return names
+    print("\n".join(_arguments_section(result, str(args.out))).replace("<wbr>", ""))
+    print(f"\nwrote {write_json(args.out, result)}")
+    return 1 if any(not r["equal_to_eager"] and "error" not in r for r in rows) else 0
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """Command-line options."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", default="aot_eager", help="torch.compile backend")
     parser.add_argument("--values", type=int, default=None, help="distinct values (default 8)")
@@ -391,8 +318,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.child:
-        row = run_child(args.child[0], args.child[1], args.values, args.rounds, args.backend)
-        emit(row)
+        emit(run_child(args.child[0], args.child[1], args.values, args.rounds, args.backend))
         return 0
     return run_parent(args)
 
