@@ -11,6 +11,7 @@ are drawn from the per-step times in the same JSONs.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
@@ -791,6 +792,20 @@ def _pyplot() -> Any:
     return pyplot(**{"font.size": 9, "xtick.labelsize": 9, "ytick.labelsize": 9})
 
 
+def _cumulative(row: dict[str, Any], strategy: str) -> tuple[list[float], dict[str, Any]]:
+    """Cumulative time after each step (from 0), and the strategy's line style."""
+    points = [0.0, *itertools.accumulate(row["step_times_s"])]
+    style = {"color": COLORS.get(strategy, "#4c72b0"), "linewidth": 2}
+    return points, style | {"linestyle": "--" if strategy == "stock" else "-"}
+
+
+def _compiled(label: str, r: dict[str, Any]) -> str:
+    plural = "" if r["compiles"] == 1 else "s"
+    return f"{label}: {r['compiles']} compile{plural}" + (
+        ", then eager" if r["fell_back_to_eager"] else ""
+    )
+
+
 def plot_total_time(data: dict[str, Any], path: Path) -> None:
     """Small multiples, one row per workload: first call and the rest, stacked, from 0.
 
@@ -860,25 +875,9 @@ def plot_cumulative(data: dict[str, Any], path: Path, workload: str | None = Non
     zoom = min(steps, 12)
     fig, (near, whole) = plt.subplots(2, 1, figsize=(6.8, 7.4))
     for s in shown:
-        total, points = 0.0, [0.0]
-        for t in rows[s]["step_times_s"]:
-            total += t
-            points.append(total)
-        r = rows[s]
-        plural = "" if r["compiles"] == 1 else "s"
-        then = ", then eager" if r["fell_back_to_eager"] else ""
-        style = {
-            "color": COLORS.get(s, "#4c72b0"),
-            "linewidth": 2,
-            "linestyle": "--" if s == "stock" else "-",
-        }
+        points, style = _cumulative(rows[s], s)
         near.plot(range(zoom + 1), points[: zoom + 1], marker=".", **style)
-        whole.plot(
-            range(len(points)),
-            points,
-            label=f"{name(s)}: {r['compiles']} compile{plural}{then}",
-            **style,
-        )
+        whole.plot(range(len(points)), points, label=_compiled(name(s), rows[s]), **style)
     near.set(xlim=(0, zoom), xlabel="step", ylabel="cumulative wall time (s)")
     near.set_title(f"first {zoom} steps: the compiles", fontsize=10)
     whole.set(xlim=(0, steps), xlabel="step", ylabel="cumulative wall time (s)")
@@ -908,21 +907,8 @@ def plot_schedule(data: dict[str, Any], path: Path, workload: str = "schedule") 
     fig, (timing, losses) = plt.subplots(2, 1, figsize=(6.8, 7.6))
     shown = [s for s in data["config"]["strategies"] if s in rows and s != "eager"]
     for s in shown:
-        r = rows[s]
-        total, points = 0.0, [0.0]
-        for t in r["step_times_s"]:
-            total += t
-            points.append(total)
-        plural = "" if r["compiles"] == 1 else "s"
-        then = ", then eager" if r["fell_back_to_eager"] else ""
-        timing.plot(
-            range(len(points)),
-            points,
-            color=COLORS.get(s, "#4c72b0"),
-            linewidth=2,
-            linestyle="--" if s == "stock" else "-",
-            label=f"{name(s, r)}: {r['compiles']} compile{plural}{then}",
-        )
+        points, style = _cumulative(rows[s], s)
+        timing.plot(range(len(points)), points, label=_compiled(name(s, rows[s]), rows[s]), **style)
     timing.set(xlim=(0, steps), xlabel="step", ylabel="cumulative wall time (s)")
     timing.set_ylim(bottom=0)
     timing.set_title("time", fontsize=10)
