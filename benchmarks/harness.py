@@ -268,6 +268,12 @@ def replace_block(text: str, start: str, end: str, block: str) -> str:
     return text[:a] + block + text[b:]
 
 
+def template(name: str, **fields: Any) -> list[str]:
+    """The lines of the page fragment ``benchmarks/templates/<name>.md``, its ``{fields}``
+    filled in (``str.format``): the renderers' fixed prose lives there."""
+    return (HERE / "templates" / f"{name}.md").read_text().format(**fields).split("\n")[:-1]
+
+
 def span(values: list[float], fmt: str = ".0f") -> str:
     """``lo-hi`` of ``values`` as formatted, or one value when both ends print the same."""
     lo, hi = format(min(values), fmt), format(max(values), fmt)

@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import PUBLISHED, ROOT, read_json, source_name
+from benchmarks.harness import PUBLISHED, ROOT, read_json, source_name, template
 
 JSON_PATH = PUBLISHED / "nn-coverage.json"
 PAGE_PATH = ROOT / "docs" / "nn-coverage.md"
@@ -162,48 +162,14 @@ def render(data: dict[str, Any], source: str = "benchmarks/published/nn-coverage
         lines.append(f"- {_name(e)}: **{e['status']}**; " + "; ".join(reasons) + ".")
     lines += [
         "",
-        "## How to read the table",
-        "",
-        "- *stock*: compiles of stock torch for the same row without the mark (the baseline). "
-        "A plain float attribute is a constant; from the second value on Dynamo's automatic "
-        "dynamic tries a SymFloat, which most of these ops force back to a constant (a "
-        "restart), so 4 values typically make 5 graphs.",
-        "- *compiles*: graphs compiled across the 4 values with the mark (`(≠)`: not equal "
-        "to eager). `*`: all of them during the first call: torch's tensorify pass restarts "
-        "the first compile to drop a float input the graph does not use (a value read only in "
-        "training, in eval); no value guard follows and no later value compiles. *compile "
-        "once* below means no graph after the first call.",
-        "- *max |Δ|*: the largest difference from eager over the 4 calls, for outputs / "
-        "gradients (inputs and parameters) / buffers (when the module has buffers: running "
-        "statistics are compared after every call).",
-        "- Random rows are compared by distribution, which holds on every backend: on "
-        "`eager` and `aot_eager` the decompositions draw eager's own random numbers where the "
-        "CPU kernel draws one double per element (`tests/test_nn_coverage.py` compares them "
-        "bit for bit), inductor draws from its own stream (marked or not). Dropout rows "
-        "compare the values of elements (or channels) that both kept (alpha "
-        f"dropout: and both dropped) and check the dropped fraction is within {SIGMAS:g} "
-        "binomial standard deviations of `p` on a large input (*sd*: the worst deviation); "
-        "attention rows (and RReLU) in training compare per-element means of outputs and "
-        f"gradients over {data['config']['stat_calls']} calls per value (*SE*: the worst "
-        "difference in standard errors, beyond the backend's tolerance: on inductor the "
-        "gradient of attention's key bias, 0 in exact arithmetic, is rounding noise whose mean "
-        "follows the kernels' summation order); their eval rows compare element-wise.",
-        "- *tolerance* (eager, aot_eager): exact unless the decomposition rounds differently "
-        "from ATen's fused kernel (reasons below). *inductor tolerance*: torch's float32 "
-        f"default (rtol {FLOAT32_DEFAULT[0]:g}, atol {FLOAT32_DEFAULT[1]:g}) unless stock "
-        "inductor, unmarked, already differs from eager by more on that row; then the "
-        "difference stock inductor measured (*stock inductor*). A stock difference of "
-        f"{WRONG:g} or more is a wrong value, not rounding, and is never used as a tolerance "
-        "(*stock wrong*).",
-        "",
-        "## Table",
-        "",
-        "Graphs compiled across the values, per backend: *stock* unmarked, *marked* with "
-        "`mark_dynamic_attr`.",
-        "",
-        "| row | values | stock: aot_eager / inductor | marked: eager / aot_eager / inductor "
-        "| status |",
-        "|---|---|---|---|---|",
+        *template(
+            "nn-coverage-reading",
+            sigmas=SIGMAS,
+            stat_calls=data["config"]["stat_calls"],
+            rtol=FLOAT32_DEFAULT[0],
+            atol=FLOAT32_DEFAULT[1],
+            wrong=WRONG,
+        ),
     ]
     for e in rows:
         cells = [

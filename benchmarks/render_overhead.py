@@ -12,7 +12,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import pyplot, read_json, replace_block, save_figure, source_name, span
+from benchmarks.harness import (
+    pyplot,
+    read_json,
+    replace_block,
+    save_figure,
+    source_name,
+    span,
+    template,
+)
 
 
 def _q(q: dict[str, float] | None, unit: str = "x", digits: int = 3) -> str:
@@ -194,12 +202,7 @@ def _eager(data: dict[str, Any]) -> list[str]:
         lines += [
             f"| **sum** | **{total:,}** |",
             "",
-            "Every proxy an operator returns is a new wrapt object: the allocation (wrapt's",
-            "`tp_new` also allocates an instance dict) and the `__wrapped__` setter (which looks",
-            "up and calls `__wrapped_setattr_fixups__` on every store) are wrapt's C code, and a",
-            "Python subclass's `__add__` is a Python call. That sum is the floor for an",
-            "operator that returns a wrapt proxy from Python code.",
-            "",
+            *template("overhead-floor"),
         ]
         spent = add["proxy"] - base
         timed = {r["case"]: r for r in eager["rows"]}.get("add")
@@ -237,29 +240,16 @@ def _compile(data: dict[str, Any]) -> list[str]:
     if not comp:
         return []
     share = comp["share"]
-    lines = [
-        "## Compile time",
-        "",
-        f"### The bridge's share of a first compile ({share['depth']} transformer blocks, "
-        f"{share['modules']} modules, {share['attributes']} attributes)",
-        "",
-        "`step` (int, incremented in `forward`) and `warm` (float) marked with",
-        "`mark_dynamic_attr`; inference (`eval()`, `no_grad`). The bridge's time is the self",
-        "time of every hook it installs in Dynamo (time in the hook minus time in what it",
-        "wraps, and than Dynamo realizing a lazy variable), measured during the compile. The",
-        "stock compile alternates with it: the bridge taken out, the counter made dynamic by",
-        "`dynamic_sources` and the float by `specialize_float=False`. Each compile starts with",
-        "empty inductor caches (`torch._inductor.utils.fresh_cache`)."
-        + (
-            " One compile of each per backend (`--share-repeats 1`): no range to show."
-            if data["config"].get("share_repeats") == 1
-            else ""
-        ),
-        "",
-        "| backend | first call, marked (s) | first call, stock (s) | marked / stock "
-        "| bridge share of the first call | bridge share of Dynamo's trace |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
+    single = data["config"].get("share_repeats") == 1
+    lines = template(
+        "overhead-share",
+        depth=share["depth"],
+        modules=share["modules"],
+        attributes=share["attributes"],
+        repeats=" One compile of each per backend (`--share-repeats 1`): no range to show."
+        if single
+        else "",
+    )
     for backend, b in share["backends"].items():
         lines.append(
             f"| {backend} | {_q(b['first_call_s'], '', 2)} | {_q(b['stock_first_call_s'], '', 2)} "
@@ -327,19 +317,7 @@ def _warm(data: dict[str, Any]) -> list[str]:
     warm = data.get("warm")
     if not warm:
         return []
-    lines = [
-        "## Warm restart",
-        "",
-        f"Two processes, one after the other, with one fresh `TORCHINDUCTOR_CACHE_DIR` "
-        f"({warm['backend']}); each runs four training steps (forward and backward) of the",
-        "seed model, or of a model whose float `scale` is read and written in `forward`. Counters",
-        "are torch's (`torch._dynamo.utils.counters`) in the second process. torch's own rows",
-        "never import dynscalar.",
-        "",
-        "| variant | first call, cold (s) | first call, warm (s) | compiles (warm) "
-        "| equal to eager (cold, warm) |",
-        "|---|---:|---:|---:|---|",
-    ]
+    lines = template("overhead-warm", backend=warm["backend"])
     caches = [
         "| variant | FX graph cache hit / miss | AOTAutograd cache hit / miss / bypass |",
         "|---|---:|---:|",
