@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import dataclasses
 import math
 import os
 import sys
@@ -461,23 +462,8 @@ class Result:
         return self.error is None and not self.failures
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "backend": self.backend,
-            "marked": self.marked,
-            "compiles": self.compiles,
-            "per_call": self.per_call,
-            "rtol": self.rtol,
-            "atol": self.atol,
-            "max_abs": self.max_abs,
-            "needed_atol": self.needed_atol,
-            "equal": self.equal,
-            "failures": self.failures,
-            "check": self.check,
-            "stat": self.stat,
-            "warnings": self.warnings,
-            "error": self.error,
-            "seconds": round(self.seconds, 2),
-        }
+        out = dataclasses.asdict(self)
+        return out | {"equal": self.equal, "seconds": round(self.seconds, 2)}
 
 
 def eager_tolerance(row: Row) -> tuple[float, float]:
