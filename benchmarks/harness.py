@@ -243,9 +243,9 @@ def pyplot(**rc: Any) -> Any:
 
 
 def save_figure(fig: Any, path: Path, dpi: int = 100) -> None:
-    """Save with the figure's smallest text (px) in the PNG's metadata: figures are drawn
-    680 px wide (the docs' content column at 1280 px), and scripts/screenshot_docs.py fails
-    a page whose figures show text under 9 px."""
+    """Save and close ``fig``, its smallest text (px) in the PNG's metadata: figures are
+    drawn 680 px wide (the docs' column at 1280 px), and scripts/screenshot_docs.py fails a
+    page whose figures show text under 9 px."""
     from matplotlib.text import Text
 
     fig.canvas.draw()
@@ -259,6 +259,15 @@ def save_figure(fig: Any, path: Path, dpi: int = 100) -> None:
         dpi=dpi,
         metadata={"Software": None, "dynscalar-min-text-px": f"{min(sizes) * dpi / 72:.1f}"},
     )
+    pyplot().close(fig)
+
+
+def spread(qs: list[dict[str, float]], scale: float = 1.0) -> list[list[float]]:
+    """Error bars (below, above the median) from p10-p90 quantiles, times ``scale``."""
+    return [
+        [(q["median"] - q["p10"]) * scale for q in qs],
+        [(q["p90"] - q["median"]) * scale for q in qs],
+    ]
 
 
 # ------------------------------------------------------------------------------ pages

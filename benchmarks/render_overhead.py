@@ -19,6 +19,7 @@ from benchmarks.harness import (
     save_figure,
     source_name,
     span,
+    spread,
     template,
 )
 
@@ -529,10 +530,7 @@ def plot_percall(data: dict[str, Any], path: Path) -> None:
         rows = section["rows"]
         ys = list(range(len(rows)))
         med = [r["us"]["median"] for r in rows]
-        err = [
-            [r["us"]["median"] - r["us"]["p10"] for r in rows],
-            [r["us"]["p90"] - r["us"]["median"] for r in rows],
-        ]
+        err = spread([r["us"] for r in rows])
         colors = ["#4c72b0" if r["strategy"].startswith("ds_") else "#b0b0b0" for r in rows]
         ax.barh(ys, med, xerr=err, color=colors, capsize=2, error_kw={"lw": 0.8})
         top = max(r["us"]["p90"] for r in rows)
@@ -550,7 +548,6 @@ def plot_percall(data: dict[str, Any], path: Path) -> None:
     )
     fig.tight_layout()
     save_figure(fig, path)
-    plt.close(fig)
 
 
 def plot_eager(data: dict[str, Any], path: Path) -> None:
@@ -562,10 +559,7 @@ def plot_eager(data: dict[str, Any], path: Path) -> None:
     ax.barh(
         ys,
         [r["overhead_ns"]["median"] / 1000 for r in rows],
-        xerr=[
-            [(r["overhead_ns"]["median"] - r["overhead_ns"]["p10"]) / 1000 for r in rows],
-            [(r["overhead_ns"]["p90"] - r["overhead_ns"]["median"]) / 1000 for r in rows],
-        ],
+        xerr=spread([r["overhead_ns"] for r in rows], 1e-3),
         color="#4c72b0",
         capsize=2,
         error_kw={"lw": 0.8},
@@ -577,7 +571,6 @@ def plot_eager(data: dict[str, Any], path: Path) -> None:
     ax.grid(alpha=0.3, axis="x")
     fig.tight_layout()
     save_figure(fig, path)
-    plt.close(fig)
 
 
 SCALING_LABELS = {
@@ -606,12 +599,7 @@ def plot_scaling(data: dict[str, Any], path: Path) -> None:
             ax.errorbar(
                 ks,
                 [r[key]["median"] for r in rows],
-                yerr=None
-                if once
-                else [
-                    [r[key]["median"] - r[key]["p10"] for r in rows],
-                    [r[key]["p90"] - r[key]["median"] for r in rows],
-                ],
+                yerr=None if once else spread([r[key] for r in rows]),
                 marker=markers[how],
                 ls="none" if once else "-",
                 capsize=3,
@@ -639,7 +627,6 @@ def plot_scaling(data: dict[str, Any], path: Path) -> None:
     bottom.legend(loc="lower right", ncol=2)
     fig.tight_layout()
     save_figure(fig, path)
-    plt.close(fig)
 
 
 def write_plots(data: dict[str, Any], folder: Path) -> list[Path]:

@@ -819,7 +819,6 @@ def plot_total_time(data: dict[str, Any], path: Path) -> None:
     )
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     save_figure(fig, path)
-    plt.close(fig)
 
 
 def plot_cumulative(data: dict[str, Any], path: Path, workload: str | None = None) -> None:
@@ -855,7 +854,6 @@ def plot_cumulative(data: dict[str, Any], path: Path, workload: str | None = Non
     )
     fig.tight_layout()
     save_figure(fig, path)
-    plt.close(fig)
 
 
 def plot_schedule(data: dict[str, Any], path: Path, workload: str = "schedule") -> None:
@@ -911,7 +909,6 @@ def plot_schedule(data: dict[str, Any], path: Path, workload: str = "schedule") 
     )
     fig.tight_layout()
     save_figure(fig, path)
-    plt.close(fig)
 
 
 def write_plots(data: dict[str, Any], folder: Path) -> list[Path]:
