@@ -1,32 +1,19 @@
-"""Coverage of torch.nn float hyperparameters under dynscalar (issue 11): catalogue and runner.
+"""torch.nn float hyperparameters under dynscalar: the catalogue and its runner.
 
-One row per (module, float attribute, mode): mark the attribute(s) with
-``dynscalar.mark_dynamic_attr``, compile with a counting backend, run 4 values (each set on
-the compiled model and on an eager twin between calls) and record
+One row per (module, float attribute, mode): the attribute(s) marked with
+``dynscalar.mark_dynamic_attr``, compiled with a counting backend and run with 4 values
+beside an eager twin, on ``eager``, ``aot_eager`` and ``inductor``, and unmarked on stock
+``aot_eager`` and ``inductor`` (the baseline, and the inductor tolerance).  Random rows are
+checked by distribution (dropped fraction within 6 binomial standard deviations of ``p``,
+or per-element means within 6 standard errors); the others element-wise, exactly on
+``eager``/``aot_eager`` unless ``dynscalar._bridge._nn.TOLERANCES`` lists the op.
 
-* compiles on ``eager`` / ``aot_eager`` / ``inductor``, and stock torch's compiles on
-  ``aot_eager`` for the same row unmarked (the baseline);
-* the largest difference from eager for outputs, gradients (inputs and parameters) and
-  buffers, and whether every one is within the row's tolerance;
-* for random rows, a distribution check instead of element-wise equality (inductor draws
-  from its own random stream; on eager/aot_eager the tests compare draws bit for bit): the
-  dropped fraction within 6 binomial standard
-  deviations of ``p`` with kept (and, for alpha dropout, dropped) values equal to eager's
-  where both kept them; or per-element means over many calls within 6 standard errors.
-
-Tolerances: on ``eager``/``aot_eager`` exact (``rtol=atol=0``) unless
-``dynscalar._bridge._nn.TOLERANCES`` lists the op (a decomposition that rounds differently
-from ATen's fused kernel). On ``inductor``: torch's float32 default (``rtol=1.3e-6,
-atol=1e-5``), unless stock inductor itself, unmarked, differs from eager by more on that row,
-in which case the measured stock difference is the tolerance (the table says which).
-
-    python benchmarks/nn_coverage.py                         # every row, all three backends
-    python benchmarks/nn_coverage.py --backends eager,aot_eager --rows dropout,layernorm-eps
-    python benchmarks/nn_coverage.py --render-only           # docs/nn-coverage.md from the JSON
-    python benchmarks/nn_coverage.py --rows clamp-bounds --merge   # re-measure rows into it
+    python -m benchmarks.nn_coverage                       # every row, all three backends
+    python -m benchmarks.nn_coverage --backends eager,aot_eager --rows dropout,layernorm
+    python -m benchmarks.nn_coverage --rows clamp-clip-range --merge   # re-measure rows
 
 The JSON goes to ``benchmarks/published/nn-coverage.json`` (``--out``) and the page to
-``docs/nn-coverage.md``; ``tests/test_nn_coverage.py`` runs the same rows.
+``docs/nn-coverage.md`` (``python -m benchmarks.render`` rewrites it from the JSON).
 """
 
 from __future__ import annotations
@@ -34,10 +21,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import json
+import dataclasses
 import math
 import os
-import platform
 import sys
 import time
 import warnings
@@ -51,18 +37,19 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 import dynscalar
+from benchmarks.harness import CountingBackend, machine_info, read_json, source_name, write_json
+from benchmarks.render_nn_coverage import (
+    BACKENDS,
+    FLOAT32_DEFAULT,
+    JSON_PATH,
+    PAGE_PATH,
+    SIGMAS,
+    WRONG,
+    compiled_once,
+    render,
+)
 from dynscalar._bridge._nn import TOLERANCES
-from dynscalar._demo import cpu_model
 
-ROOT = Path(__file__).resolve().parents[1]
-JSON_PATH = ROOT / "benchmarks" / "published" / "nn-coverage.json"
-PAGE_PATH = ROOT / "docs" / "nn-coverage.md"
-
-BACKENDS = ("eager", "aot_eager", "inductor")
-#: torch.testing.assert_close's default for float32, the inductor tolerance unless stock
-#: inductor needs more on a row.
-FLOAT32_DEFAULT = (1.3e-6, 1e-5)
-SIGMAS = 6.0  # binomial standard deviations / standard errors a random row may be off
 STAT_CALLS = 200  # calls per value for the per-element mean check
 
 
@@ -233,584 +220,171 @@ ACT = lambda g: (_randn(g, 16, 33, scale=3.0),)  # noqa: E731
 LRN = lambda g: (_randn(g, 2, 6, 5, 5),)  # noqa: E731
 
 
+# fmt: off
 def catalogue() -> list[Row]:
     """Every row of the table, in table order."""
     rows = [
         # ------------------------------------------------------------------ dropout
-        Row(
-            "dropout",
-            "nn.Dropout",
-            ("p",),
-            P,
-            lambda: nn.Dropout(0.5),
-            lambda g: (_positive(g, 256, 256),),
-            train=True,
-            kind="dropout",
-        ),
-        Row(
-            "dropout1d",
-            "nn.Dropout1d",
-            ("p",),
-            P,
-            lambda: nn.Dropout1d(0.5),
-            lambda g: (_positive(g, 64, 256, 4),),
-            train=True,
-            kind="dropout",
-            feature=True,
-        ),
-        Row(
-            "dropout2d",
-            "nn.Dropout2d",
-            ("p",),
-            P,
-            lambda: nn.Dropout2d(0.5),
-            lambda g: (_positive(g, 64, 128, 2, 2),),
-            train=True,
-            kind="dropout",
-            feature=True,
-        ),
-        Row(
-            "dropout3d",
-            "nn.Dropout3d",
-            ("p",),
-            P,
-            lambda: nn.Dropout3d(0.5),
-            lambda g: (_positive(g, 32, 128, 2, 2, 2),),
-            train=True,
-            kind="dropout",
-            feature=True,
-        ),
-        Row(
-            "alphadropout",
-            "nn.AlphaDropout",
-            ("p",),
-            P,
-            lambda: nn.AlphaDropout(0.5),
-            lambda g: (_positive(g, 256, 256),),
-            train=True,
-            kind="dropout",
-            alpha=True,
-        ),
-        Row(
-            "featurealphadropout",
-            "nn.FeatureAlphaDropout",
-            ("p",),
-            P,
-            lambda: nn.FeatureAlphaDropout(0.5),
-            lambda g: (_positive(g, 64, 256, 2, 2),),
-            train=True,
-            kind="dropout",
-            feature=True,
-            alpha=True,
-        ),
+        Row("dropout", "nn.Dropout", ("p",), P, lambda: nn.Dropout(0.5),
+            lambda g: (_positive(g, 256, 256),), train=True, kind="dropout"),
+        Row("dropout1d", "nn.Dropout1d", ("p",), P, lambda: nn.Dropout1d(0.5),
+            lambda g: (_positive(g, 64, 256, 4),), train=True, kind="dropout", feature=True),
+        Row("dropout2d", "nn.Dropout2d", ("p",), P, lambda: nn.Dropout2d(0.5),
+            lambda g: (_positive(g, 64, 128, 2, 2),), train=True, kind="dropout", feature=True),
+        Row("dropout3d", "nn.Dropout3d", ("p",), P, lambda: nn.Dropout3d(0.5),
+            lambda g: (_positive(g, 32, 128, 2, 2, 2),), train=True, kind="dropout", feature=True),
+        Row("alphadropout", "nn.AlphaDropout", ("p",), P, lambda: nn.AlphaDropout(0.5),
+            lambda g: (_positive(g, 256, 256),), train=True, kind="dropout", alpha=True),
+        Row("featurealphadropout", "nn.FeatureAlphaDropout", ("p",), P,
+            lambda: nn.FeatureAlphaDropout(0.5), lambda g: (_positive(g, 64, 256, 2, 2),),
+            train=True, kind="dropout", feature=True, alpha=True),
         # ------------------------------------------------------------------ activations
-        Row(
-            "leakyrelu",
-            "nn.LeakyReLU",
-            ("negative_slope",),
-            (0.01, 0.1, 0.2, 0.3),
-            lambda: nn.LeakyReLU(0.01),
-            ACT,
-        ),
-        Row(
-            "rrelu-eval",
-            "nn.RReLU",
-            ("lower",),
-            (0.05, 0.1, 0.125, 0.2),
-            lambda: nn.RReLU(0.125, 1 / 3),
-            ACT,
-        ),
-        Row(
-            "rrelu-upper-eval",
-            "nn.RReLU",
-            ("upper",),
-            (0.2, 0.3, 0.4, 0.5),
-            lambda: nn.RReLU(0.125, 1 / 3),
-            ACT,
-        ),
-        Row(
-            "rrelu-train",
-            "nn.RReLU",
-            ("lower",),
-            (0.05, 0.1, 0.125, 0.2),
-            lambda: nn.RReLU(0.125, 1 / 3),
-            ACT,
-            train=True,
-            kind="mean",
-        ),
+        Row("leakyrelu", "nn.LeakyReLU", ("negative_slope",), (0.01, 0.1, 0.2, 0.3),
+            lambda: nn.LeakyReLU(0.01), ACT),
+        Row("rrelu-eval", "nn.RReLU", ("lower",), (0.05, 0.1, 0.125, 0.2),
+            lambda: nn.RReLU(0.125, 1 / 3), ACT),
+        Row("rrelu-upper-eval", "nn.RReLU", ("upper",), (0.2, 0.3, 0.4, 0.5),
+            lambda: nn.RReLU(0.125, 1 / 3), ACT),
+        Row("rrelu-train", "nn.RReLU", ("lower",), (0.05, 0.1, 0.125, 0.2),
+            lambda: nn.RReLU(0.125, 1 / 3), ACT, train=True, kind="mean"),
         Row("elu", "nn.ELU", ("alpha",), (0.5, 1.0, 1.5, 2.0), lambda: nn.ELU(1.0), ACT, op="elu"),
-        Row(
-            "celu",
-            "nn.CELU",
-            ("alpha",),
-            (0.5, 1.0, 1.5, 2.0),
-            lambda: nn.CELU(1.0),
-            ACT,
-            op="celu",
-        ),
-        Row(
-            "softplus-beta",
-            "nn.Softplus",
-            ("beta",),
-            (0.5, 1.0, 2.0, 3.0),
-            lambda: nn.Softplus(1.0, 5.0),
-            ACT,
-            op="softplus",
-        ),
-        Row(
-            "softplus-threshold",
-            "nn.Softplus",
-            ("threshold",),
-            (1.0, 2.0, 5.0, 20.0),
-            lambda: nn.Softplus(1.0, 20.0),
-            ACT,
-            op="softplus",
-        ),
-        Row(
-            "hardtanh-max",
-            "nn.Hardtanh",
-            ("max_val",),
-            (0.5, 1.0, 1.5, 2.0),
-            lambda: nn.Hardtanh(-1.0, 1.0),
-            ACT,
-        ),
-        Row(
-            "hardtanh-min",
-            "nn.Hardtanh",
-            ("min_val",),
-            (-2.0, -1.5, -1.0, -0.5),
-            lambda: nn.Hardtanh(-1.0, 1.0),
-            ACT,
-        ),
-        Row(
-            "clamp-clip-range",
-            "torch.clamp (PPO clip range)",
-            ("clip_eps",),
-            (0.1, 0.15, 0.2, 0.3),
-            ClipRange,
-            lambda g: (_positive(g, 64, 16),),
-        ),
-        Row(
-            "threshold",
-            "nn.Threshold",
-            ("threshold",),
-            (-0.5, 0.0, 0.1, 0.5),
-            lambda: nn.Threshold(0.1, -1.0),
-            ACT,
-        ),
-        Row(
-            "threshold-value",
-            "nn.Threshold",
-            ("value",),
-            (-2.0, -1.0, 0.5, 3.0),
-            lambda: nn.Threshold(0.1, -1.0),
-            ACT,
-        ),
-        Row(
-            "hardshrink",
-            "nn.Hardshrink",
-            ("lambd",),
-            (0.25, 0.5, 0.75, 1.0),
-            lambda: nn.Hardshrink(0.5),
-            ACT,
-        ),
-        Row(
-            "softshrink",
-            "nn.Softshrink",
-            ("lambd",),
-            (0.25, 0.5, 0.75, 1.0),
-            lambda: nn.Softshrink(0.5),
-            ACT,
-        ),
+        Row("celu", "nn.CELU", ("alpha",), (0.5, 1.0, 1.5, 2.0), lambda: nn.CELU(1.0), ACT,
+            op="celu"),
+        Row("softplus-beta", "nn.Softplus", ("beta",), (0.5, 1.0, 2.0, 3.0),
+            lambda: nn.Softplus(1.0, 5.0), ACT, op="softplus"),
+        Row("softplus-threshold", "nn.Softplus", ("threshold",), (1.0, 2.0, 5.0, 20.0),
+            lambda: nn.Softplus(1.0, 20.0), ACT, op="softplus"),
+        Row("hardtanh-max", "nn.Hardtanh", ("max_val",), (0.5, 1.0, 1.5, 2.0),
+            lambda: nn.Hardtanh(-1.0, 1.0), ACT),
+        Row("hardtanh-min", "nn.Hardtanh", ("min_val",), (-2.0, -1.5, -1.0, -0.5),
+            lambda: nn.Hardtanh(-1.0, 1.0), ACT),
+        Row("clamp-clip-range", "torch.clamp (PPO clip range)", ("clip_eps",),
+            (0.1, 0.15, 0.2, 0.3), ClipRange, lambda g: (_positive(g, 64, 16),)),
+        Row("threshold", "nn.Threshold", ("threshold",), (-0.5, 0.0, 0.1, 0.5),
+            lambda: nn.Threshold(0.1, -1.0), ACT),
+        Row("threshold-value", "nn.Threshold", ("value",), (-2.0, -1.0, 0.5, 3.0),
+            lambda: nn.Threshold(0.1, -1.0), ACT),
+        Row("hardshrink", "nn.Hardshrink", ("lambd",), (0.25, 0.5, 0.75, 1.0),
+            lambda: nn.Hardshrink(0.5), ACT),
+        Row("softshrink", "nn.Softshrink", ("lambd",), (0.25, 0.5, 0.75, 1.0),
+            lambda: nn.Softshrink(0.5), ACT),
         # ------------------------------------------------------------------ norms
-        Row(
-            "layernorm",
-            "nn.LayerNorm",
-            ("eps",),
-            EPS,
-            lambda: _affine(nn.LayerNorm(16)),
-            lambda g: _norm_small(g, 4, 5, 16),
-            op="layer_norm",
-        ),
-        Row(
-            "groupnorm",
-            "nn.GroupNorm",
-            ("eps",),
-            EPS,
-            lambda: _affine(nn.GroupNorm(3, 6)),
-            lambda g: _norm_small(g, 4, 6, 5, 3),
-            op="group_norm",
-        ),
-        Row(
-            "rmsnorm",
-            "nn.RMSNorm",
-            ("eps",),
-            EPS,
-            lambda: _affine(nn.RMSNorm(16, eps=1e-6)),
-            lambda g: _norm_small(g, 4, 5, 16),
-            op="rms_norm",
-        ),
-        Row(
-            "instancenorm1d",
-            "nn.InstanceNorm1d",
-            ("eps",),
-            EPS,
-            lambda: _affine(nn.InstanceNorm1d(6, affine=True)),
-            lambda g: _norm_small(g, 4, 6, 10),
-            op="instance_norm",
-        ),
-        Row(
-            "instancenorm2d",
-            "nn.InstanceNorm2d",
-            ("eps",),
-            EPS,
-            lambda: nn.InstanceNorm2d(4),
-            lambda g: _norm_small(g, 3, 4, 5, 5),
-            op="instance_norm",
-        ),
-        Row(
-            "instancenorm1d-stats",
-            "nn.InstanceNorm1d (track_running_stats)",
-            ("eps",),
-            EPS,
+        Row("layernorm", "nn.LayerNorm", ("eps",), EPS, lambda: _affine(nn.LayerNorm(16)),
+            lambda g: _norm_small(g, 4, 5, 16), op="layer_norm"),
+        Row("groupnorm", "nn.GroupNorm", ("eps",), EPS, lambda: _affine(nn.GroupNorm(3, 6)),
+            lambda g: _norm_small(g, 4, 6, 5, 3), op="group_norm"),
+        Row("rmsnorm", "nn.RMSNorm", ("eps",), EPS, lambda: _affine(nn.RMSNorm(16, eps=1e-6)),
+            lambda g: _norm_small(g, 4, 5, 16), op="rms_norm"),
+        Row("instancenorm1d", "nn.InstanceNorm1d", ("eps",), EPS,
+            lambda: _affine(nn.InstanceNorm1d(6, affine=True)), lambda g: _norm_small(g, 4, 6, 10),
+            op="instance_norm"),
+        Row("instancenorm2d", "nn.InstanceNorm2d", ("eps",), EPS, lambda: nn.InstanceNorm2d(4),
+            lambda g: _norm_small(g, 3, 4, 5, 5), op="instance_norm"),
+        Row("instancenorm1d-stats", "nn.InstanceNorm1d (track_running_stats)", ("eps",), EPS,
             lambda: nn.InstanceNorm1d(6, track_running_stats=True),
-            lambda g: _norm_small(g, 4, 6, 10),
-            train=True,
-            op="instance_norm",
-        ),
-        Row(
-            "localresponsenorm-alpha",
-            "nn.LocalResponseNorm",
-            ("alpha",),
-            (1e-4, 1e-3, 1e-2, 0.1),
-            lambda: nn.LocalResponseNorm(3),
-            LRN,
-            note="no decomposition needed: F.local_response_norm multiplies by alpha",
-        ),
-        Row(
-            "localresponsenorm-k",
-            "nn.LocalResponseNorm",
-            ("k",),
-            (0.5, 1.0, 2.0, 3.0),
-            lambda: nn.LocalResponseNorm(3),
-            LRN,
-            note="no decomposition needed: F.local_response_norm adds k",
-        ),
-        Row(
-            "localresponsenorm-beta",
-            "nn.LocalResponseNorm",
-            ("beta",),
-            (0.5, 0.75, 1.0, 1.5),
-            lambda: nn.LocalResponseNorm(3),
-            LRN,
-            op="pow",
-            note="`div.pow(beta)`: traced as `torch.pow` with a 0-d tensor exponent",
-        ),
+            lambda g: _norm_small(g, 4, 6, 10), train=True, op="instance_norm"),
+        Row("localresponsenorm-alpha", "nn.LocalResponseNorm", ("alpha",), (1e-4, 1e-3, 1e-2, 0.1),
+            lambda: nn.LocalResponseNorm(3), LRN,
+            note="no decomposition needed: F.local_response_norm multiplies by alpha"),
+        Row("localresponsenorm-k", "nn.LocalResponseNorm", ("k",), (0.5, 1.0, 2.0, 3.0),
+            lambda: nn.LocalResponseNorm(3), LRN,
+            note="no decomposition needed: F.local_response_norm adds k"),
+        Row("localresponsenorm-beta", "nn.LocalResponseNorm", ("beta",), (0.5, 0.75, 1.0, 1.5),
+            lambda: nn.LocalResponseNorm(3), LRN, op="pow",
+            note="`div.pow(beta)`: traced as `torch.pow` with a 0-d tensor exponent"),
     ]
     for cls, shape in ((nn.BatchNorm1d, (16, 6, 5)), (nn.BatchNorm2d, (8, 6, 4, 4))):
         name = cls.__name__.lower()
         inputs = lambda g, s=shape: (_randn(g, *s, scale=2.0) + 0.3,)  # noqa: E731
         rows += [
-            Row(
-                f"{name}-momentum-train",
-                f"nn.{cls.__name__}",
-                ("momentum",),
-                (0.05, 0.1, 0.3, 0.9),
-                _bn(cls, 6),
-                inputs,
-                train=True,
-                op="batch_norm",
-            ),
-            Row(
-                f"{name}-eps-train",
-                f"nn.{cls.__name__}",
-                ("eps",),
-                EPS,
-                _bn(cls, 6),
-                inputs,
-                train=True,
-                op="batch_norm",
-            ),
-            Row(
-                f"{name}-momentum-eval",
-                f"nn.{cls.__name__}",
-                ("momentum",),
-                (0.05, 0.1, 0.3, 0.9),
-                _bn(cls, 6),
-                inputs,
-                op="batch_norm",
-                unused=True,
-                note="momentum is unused in eval",
-            ),
-            Row(
-                f"{name}-eps-eval",
-                f"nn.{cls.__name__}",
-                ("eps",),
-                EPS,
-                _bn(cls, 6),
-                inputs,
-                op="batch_norm",
-            ),
+            Row(f"{name}-momentum-train", f"nn.{cls.__name__}", ("momentum",),
+                (0.05, 0.1, 0.3, 0.9), _bn(cls, 6), inputs, train=True, op="batch_norm"),
+            Row(f"{name}-eps-train", f"nn.{cls.__name__}", ("eps",), EPS, _bn(cls, 6), inputs,
+                train=True, op="batch_norm"),
+            Row(f"{name}-momentum-eval", f"nn.{cls.__name__}", ("momentum",),
+                (0.05, 0.1, 0.3, 0.9), _bn(cls, 6), inputs, op="batch_norm", unused=True,
+                note="momentum is unused in eval"),
+            Row(f"{name}-eps-eval", f"nn.{cls.__name__}", ("eps",), EPS, _bn(cls, 6), inputs,
+                op="batch_norm"),
         ]
     rows += [
         # ------------------------------------------------------------------ attention
-        Row(
-            "mha-dropout-train",
-            "nn.MultiheadAttention",
-            ("dropout",),
-            (0.1, 0.2, 0.3, 0.5),
-            _mha,
-            _mha_in,
-            train=True,
-            grad=(0, 1, 2),
-            kind="mean",
-        ),
-        Row(
-            "mha-dropout-eval",
-            "nn.MultiheadAttention",
-            ("dropout",),
-            (0.1, 0.2, 0.3, 0.5),
-            _mha,
-            _mha_in,
-            grad=(0, 1, 2),
-            unused=True,
-            note="dropout is unused in eval",
-        ),
-        Row(
-            "transformer-dropout-train",
-            "nn.TransformerEncoderLayer",
-            TRANSFORMER_ATTRS,
-            (0.1, 0.2, 0.3, 0.5),
-            _encoder,
-            _seq,
-            train=True,
-            kind="mean",
-        ),
-        Row(
-            "transformer-dropout-eval",
-            "nn.TransformerEncoderLayer",
-            TRANSFORMER_ATTRS,
-            (0.1, 0.2, 0.3, 0.5),
-            _encoder,
-            _seq,
-            unused=True,
-            note="dropout is unused in eval",
-        ),
-        Row(
-            "sdpa-dropout-train",
-            "F.scaled_dot_product_attention",
-            ("dropout_p",),
-            (0.1, 0.2, 0.3, 0.5),
-            lambda: SDPA(dropout_p=0.1),
-            _qkv,
-            train=True,
-            grad=(0, 1, 2),
-            kind="mean",
-        ),
-        Row(
-            "sdpa-dropout-eval",
-            "F.scaled_dot_product_attention",
-            ("dropout_p",),
-            (0.1, 0.2, 0.3, 0.5),
-            lambda: SDPA(dropout_p=0.1),
-            _qkv,
-            grad=(0, 1, 2),
-            note="the wrapper passes 0.0 in eval: Dynamo never reads `dropout_p`",
-        ),
-        Row(
-            "sdpa-scale",
-            "F.scaled_dot_product_attention",
-            ("scale",),
-            (0.1, 0.3, 0.5, 1.0),
-            lambda: SDPA(scale=0.3),
-            _qkv,
-            grad=(0, 1, 2),
-            op="scaled_dot_product_attention",
-        ),
+        Row("mha-dropout-train", "nn.MultiheadAttention", ("dropout",), (0.1, 0.2, 0.3, 0.5), _mha,
+            _mha_in, train=True, grad=(0, 1, 2), kind="mean"),
+        Row("mha-dropout-eval", "nn.MultiheadAttention", ("dropout",), (0.1, 0.2, 0.3, 0.5), _mha,
+            _mha_in, grad=(0, 1, 2), unused=True, note="dropout is unused in eval"),
+        Row("transformer-dropout-train", "nn.TransformerEncoderLayer", TRANSFORMER_ATTRS,
+            (0.1, 0.2, 0.3, 0.5), _encoder, _seq, train=True, kind="mean"),
+        Row("transformer-dropout-eval", "nn.TransformerEncoderLayer", TRANSFORMER_ATTRS,
+            (0.1, 0.2, 0.3, 0.5), _encoder, _seq, unused=True, note="dropout is unused in eval"),
+        Row("sdpa-dropout-train", "F.scaled_dot_product_attention", ("dropout_p",),
+            (0.1, 0.2, 0.3, 0.5), lambda: SDPA(dropout_p=0.1), _qkv, train=True, grad=(0, 1, 2),
+            kind="mean"),
+        Row("sdpa-dropout-eval", "F.scaled_dot_product_attention", ("dropout_p",),
+            (0.1, 0.2, 0.3, 0.5), lambda: SDPA(dropout_p=0.1), _qkv, grad=(0, 1, 2),
+            note="the wrapper passes 0.0 in eval: Dynamo never reads `dropout_p`"),
+        Row("sdpa-scale", "F.scaled_dot_product_attention", ("scale",), (0.1, 0.3, 0.5, 1.0),
+            lambda: SDPA(scale=0.3), _qkv, grad=(0, 1, 2), op="scaled_dot_product_attention"),
         # ------------------------------------------------------------------ losses
-        Row(
-            "crossentropy-ignore",
-            "nn.CrossEntropyLoss (indices, ignore_index)",
-            ("label_smoothing",),
-            SMOOTHING,
-            _ce(ignore_index=-1),
-            _ce_indices,
-            op="cross_entropy_loss",
-        ),
-        Row(
-            "crossentropy-weight",
-            "nn.CrossEntropyLoss (indices, class weights)",
-            ("label_smoothing",),
-            SMOOTHING,
-            _ce(weight=torch.linspace(0.5, 2.0, 7)),
-            _ce_weighted,
-            op="cross_entropy_loss",
-        ),
-        Row(
-            "crossentropy-3d",
-            "nn.CrossEntropyLoss (N, C, d indices, ignore_index, none)",
-            ("label_smoothing",),
-            SMOOTHING,
-            _ce(ignore_index=2, reduction="none"),
-            _ce_3d,
-            op="cross_entropy_loss",
-        ),
-        Row(
-            "crossentropy-probs",
-            "nn.CrossEntropyLoss (class probabilities)",
-            ("label_smoothing",),
-            SMOOTHING,
-            _ce(),
-            _ce_probs,
-            grad=(0, 1),
-            op="cross_entropy_loss",
-        ),
-        Row(
-            "huber",
-            "nn.HuberLoss",
-            ("delta",),
-            (0.5, 1.0, 1.5, 2.0),
-            nn.HuberLoss,
+        Row("crossentropy-ignore", "nn.CrossEntropyLoss (indices, ignore_index)",
+            ("label_smoothing",), SMOOTHING, _ce(ignore_index=-1), _ce_indices,
+            op="cross_entropy_loss"),
+        Row("crossentropy-weight", "nn.CrossEntropyLoss (indices, class weights)",
+            ("label_smoothing",), SMOOTHING, _ce(weight=torch.linspace(0.5, 2.0, 7)), _ce_weighted,
+            op="cross_entropy_loss"),
+        Row("crossentropy-3d", "nn.CrossEntropyLoss (N, C, d indices, ignore_index, none)",
+            ("label_smoothing",), SMOOTHING, _ce(ignore_index=2, reduction="none"), _ce_3d,
+            op="cross_entropy_loss"),
+        Row("crossentropy-probs", "nn.CrossEntropyLoss (class probabilities)",
+            ("label_smoothing",), SMOOTHING, _ce(), _ce_probs,
+            grad=(0, 1), op="cross_entropy_loss"),
+        Row("huber", "nn.HuberLoss", ("delta",), (0.5, 1.0, 1.5, 2.0), nn.HuberLoss,
             lambda g: (_randn(g, 16, 9, scale=2.0), _randn(g, 16, 9)),
-            grad=(0, 1),
-            op="huber_loss",
-        ),
-        Row(
-            "smoothl1",
-            "nn.SmoothL1Loss",
-            ("beta",),
-            (0.5, 1.0, 1.5, 2.0),
-            nn.SmoothL1Loss,
-            lambda g: (_randn(g, 16, 9, scale=2.0), _randn(g, 16, 9)),
-            grad=(0, 1),
-            op="smooth_l1_loss",
-        ),
-        Row(
-            "marginranking",
-            "nn.MarginRankingLoss",
-            ("margin",),
-            MARGIN,
-            nn.MarginRankingLoss,
-            lambda g: (_randn(g, 64), _randn(g, 64), _sign(g, 64)),
-            grad=(0, 1),
-        ),
-        Row(
-            "hingeembedding",
-            "nn.HingeEmbeddingLoss",
-            ("margin",),
-            MARGIN,
-            nn.HingeEmbeddingLoss,
-            lambda g: (_randn(g, 64, 5).abs(), _sign(g, 64, 5)),
-        ),
-        Row(
-            "tripletmargin",
-            "nn.TripletMarginLoss",
-            ("margin",),
-            MARGIN,
-            nn.TripletMarginLoss,
-            lambda g: (_randn(g, 32, 8), _randn(g, 32, 8), _randn(g, 32, 8)),
-            grad=(0, 1, 2),
-        ),
-        Row(
-            "cosineembedding",
-            "nn.CosineEmbeddingLoss",
-            ("margin",),
-            MARGIN,
-            nn.CosineEmbeddingLoss,
-            lambda g: (_randn(g, 32, 8), _randn(g, 32, 8), _sign(g, 32)),
-            grad=(0, 1),
-        ),
-        Row(
-            "multimargin",
-            "nn.MultiMarginLoss",
-            ("margin",),
-            MARGIN,
-            nn.MultiMarginLoss,
+            grad=(0, 1), op="huber_loss"),
+        Row("smoothl1", "nn.SmoothL1Loss", ("beta",), (0.5, 1.0, 1.5, 2.0), nn.SmoothL1Loss,
+            lambda g: (_randn(g, 16, 9, scale=2.0), _randn(g, 16, 9)), grad=(0, 1),
+            op="smooth_l1_loss"),
+        Row("marginranking", "nn.MarginRankingLoss", ("margin",), MARGIN, nn.MarginRankingLoss,
+            lambda g: (_randn(g, 64), _randn(g, 64), _sign(g, 64)), grad=(0, 1)),
+        Row("hingeembedding", "nn.HingeEmbeddingLoss", ("margin",), MARGIN, nn.HingeEmbeddingLoss,
+            lambda g: (_randn(g, 64, 5).abs(), _sign(g, 64, 5))),
+        Row("tripletmargin", "nn.TripletMarginLoss", ("margin",), MARGIN, nn.TripletMarginLoss,
+            lambda g: (_randn(g, 32, 8), _randn(g, 32, 8), _randn(g, 32, 8)), grad=(0, 1, 2)),
+        Row("cosineembedding", "nn.CosineEmbeddingLoss", ("margin",), MARGIN,
+            nn.CosineEmbeddingLoss, lambda g: (_randn(g, 32, 8), _randn(g, 32, 8), _sign(g, 32)),
+            grad=(0, 1)),
+        Row("multimargin", "nn.MultiMarginLoss", ("margin",), MARGIN, nn.MultiMarginLoss,
             lambda g: (_randn(g, 32, 8), torch.randint(0, 8, (32,), generator=g)),
-            op="multi_margin_loss",
-        ),
-        Row(
-            "tripletmargin-eps",
-            "nn.TripletMarginLoss",
-            ("eps",),
-            (1e-6, 1e-3, 0.1, 1.0),
-            nn.TripletMarginLoss,
-            lambda g: (_randn(g, 32, 8), _randn(g, 32, 8), _randn(g, 32, 8)),
-            grad=(0, 1, 2),
-        ),
-        Row(
-            "poissonnll-eps",
-            "nn.PoissonNLLLoss (log_input=False, full)",
-            ("eps",),
-            (1e-8, 1e-3, 0.1, 0.5),
-            lambda: nn.PoissonNLLLoss(log_input=False, full=True),
+            op="multi_margin_loss"),
+        Row("tripletmargin-eps", "nn.TripletMarginLoss", ("eps",), (1e-6, 1e-3, 0.1, 1.0),
+            nn.TripletMarginLoss, lambda g: (_randn(g, 32, 8), _randn(g, 32, 8), _randn(g, 32, 8)),
+            grad=(0, 1, 2)),
+        Row("poissonnll-eps", "nn.PoissonNLLLoss (log_input=False, full)", ("eps",),
+            (1e-8, 1e-3, 0.1, 0.5), lambda: nn.PoissonNLLLoss(log_input=False, full=True),
             lambda g: (torch.rand(16, 4, generator=g) + 0.05, torch.rand(16, 4, generator=g) * 4),
-            grad=(0, 1),
-        ),
-        Row(
-            "cosinesimilarity",
-            "nn.CosineSimilarity",
-            ("eps",),
-            (1e-8, 1e-3, 0.5, 2.0),
-            nn.CosineSimilarity,
-            _cos,
-            grad=(0, 1),
-        ),
-        Row(
-            "pairwisedistance-eps",
-            "nn.PairwiseDistance",
-            ("eps",),
-            (1e-6, 1e-3, 0.1, 1.0),
-            nn.PairwiseDistance,
-            lambda g: (_randn(g, 16, 8), _randn(g, 16, 8)),
-            grad=(0, 1),
-        ),
-        Row(
-            "pairwisedistance-norm",
-            "nn.PairwiseDistance",
-            ("norm",),
-            (1.0, 1.5, 2.0, 3.0),
-            nn.PairwiseDistance,
-            lambda g: (_randn(g, 16, 8), _randn(g, 16, 8)),
-            grad=(0, 1),
-            compiles=2,
-            specialized=("aot_eager", "inductor"),
+            grad=(0, 1)),
+        Row("cosinesimilarity", "nn.CosineSimilarity", ("eps",), (1e-8, 1e-3, 0.5, 2.0),
+            nn.CosineSimilarity, _cos, grad=(0, 1)),
+        Row("pairwisedistance-eps", "nn.PairwiseDistance", ("eps",), (1e-6, 1e-3, 0.1, 1.0),
+            nn.PairwiseDistance, lambda g: (_randn(g, 16, 8), _randn(g, 16, 8)), grad=(0, 1)),
+        Row("pairwisedistance-norm", "nn.PairwiseDistance", ("norm",), (1.0, 1.5, 2.0, 3.0),
+            nn.PairwiseDistance, lambda g: (_randn(g, 16, 8), _randn(g, 16, 8)), grad=(0, 1),
+            compiles=2, specialized=("aot_eager", "inductor"),
             note="on eager the order stays symbolic with a guard on `ord == 2` (2 paths); on "
             "AOT backends the order of `linalg.vector_norm` is a Scalar the tensorify pass "
-            "cannot lower",
-        ),
-        Row(
-            "lppool-norm",
-            "nn.LPPool1d",
-            ("norm_type",),
-            (1.5, 2.0, 3.0, 4.0),
-            lambda: nn.LPPool1d(2.0, 2),
-            lambda g: (_randn(g, 2, 3, 8).abs() + 0.1,),
-            op="pow",
-            note="`pow(norm_type)`: traced as `torch.pow` with a 0-d tensor exponent",
-        ),
+            "cannot lower"),
+        Row("lppool-norm", "nn.LPPool1d", ("norm_type",), (1.5, 2.0, 3.0, 4.0),
+            lambda: nn.LPPool1d(2.0, 2), lambda g: (_randn(g, 2, 3, 8).abs() + 0.1,), op="pow",
+            note="`pow(norm_type)`: traced as `torch.pow` with a 0-d tensor exponent"),
     ]
     return rows
+# fmt: on
 
 
 ROWS: dict[str, Row] = {row.id: row for row in catalogue()}
 
 
 # --------------------------------------------------------------------------- running a row
-
-
-class CountingBackend:
-    """A torch.compile backend that counts the graphs handed to the real backend."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self.graphs = 0
-
-    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
-        from torch._dynamo.backends.registry import lookup_backend
-
-        self.graphs += 1
-        return lookup_backend(self.name)(gm, example_inputs)
 
 
 def _owner(model: nn.Module, path: str) -> tuple[nn.Module, str]:
@@ -888,23 +462,8 @@ class Result:
         return self.error is None and not self.failures
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "backend": self.backend,
-            "marked": self.marked,
-            "compiles": self.compiles,
-            "per_call": self.per_call,
-            "rtol": self.rtol,
-            "atol": self.atol,
-            "max_abs": self.max_abs,
-            "needed_atol": self.needed_atol,
-            "equal": self.equal,
-            "failures": self.failures,
-            "check": self.check,
-            "stat": self.stat,
-            "warnings": self.warnings,
-            "error": self.error,
-            "seconds": round(self.seconds, 2),
-        }
+        out = dataclasses.asdict(self)
+        return out | {"equal": self.equal, "seconds": round(self.seconds, 2)}
 
 
 def eager_tolerance(row: Row) -> tuple[float, float]:
@@ -913,10 +472,6 @@ def eager_tolerance(row: Row) -> tuple[float, float]:
         rtol, atol, _ = TOLERANCES[row.op]
         return rtol, atol
     return 0.0, 0.0
-
-
-#: a difference of stock inductor from eager this large is a wrong value, not rounding
-WRONG = 1e-3
 
 
 def inductor_tolerance(stock: Result | dict[str, Any] | None) -> dict[str, Any]:
@@ -1143,8 +698,8 @@ def run_row(
             compiled = torch.compile(model, backend=counter)
 
             def after() -> None:
-                result.per_call.append(counter.graphs)
-                result.compiles = counter.graphs
+                result.per_call.append(counter.frame_count)
+                result.compiles = counter.frame_count
 
             if row.kind == "dropout":
                 _run_dropout(row, compiled, model, eager, cmp, result, after)
@@ -1164,12 +719,6 @@ def run_row(
 
 
 # --------------------------------------------------------------------------- the whole table
-
-
-def compiled_once(result: dict[str, Any]) -> bool:
-    """No graph compiled after the first value (a restart within the first call is one compile)."""
-    calls = result["per_call"]
-    return not result["error"] and bool(calls) and calls[-1] == calls[0]
 
 
 def status(row: Row, results: dict[str, dict[str, Any]]) -> str:
@@ -1225,254 +774,6 @@ def run_table(
     return {"rows": out}
 
 
-def machine_info() -> dict[str, Any]:
-    return {
-        "cpu": cpu_model(),
-        "cores": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "dynscalar": dynscalar.__version__,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-    }
-
-
-# --------------------------------------------------------------------------- the page
-
-
-def _fmt(x: float | None) -> str:
-    if x is None:
-        return "-"
-    if x == 0:
-        return "0"
-    if math.isinf(x):
-        return "inf"
-    return f"{x:.1e}"
-
-
-def _inductor_tol(tol: dict[str, Any]) -> str:
-    if tol["source"].startswith("float32 default"):
-        return "float32 default" + (" (stock wrong)" if "wrong" in tol["source"] else "")
-    return f"{_tol(tol['rtol'], tol['atol'])} (stock inductor)"
-
-
-def _tol(rtol: float, atol: float) -> str:
-    return "exact" if rtol == 0 and atol == 0 else f"rtol {rtol:g}, atol {atol:g}"
-
-
-def _compiles(entry: dict[str, Any], where: str, backend: str) -> str:
-    r = entry[where].get(backend)
-    if r is None:
-        return "-"
-    if r["error"]:
-        return "error"
-    text = str(r["compiles"])
-    if r["compiles"] > 1 and compiled_once(r):
-        text += "*"  # all on the first call: a restart, not a recompile
-    return text + ("" if r["equal"] else " (**≠**)")
-
-
-def _diff(entry: dict[str, Any], backend: str) -> str:
-    r = entry["backends"].get(backend)
-    if r is None or r["error"]:
-        return "-"
-    m = r["max_abs"]
-    if entry["kind"] == "mean":
-        return f"{r['stat']:.1f} SE"
-    parts = [_fmt(m["output"]), _fmt(m["grad"])]
-    if m["buffer"]:
-        parts.append(_fmt(m["buffer"]))
-    text = " / ".join(parts)
-    if entry["kind"] == "dropout":
-        text += f"; {r['stat']:.1f} sd"
-    return text
-
-
-def _name(entry: dict[str, Any]) -> str:
-    attrs = ", ".join(f"`{a}`" for a in entry["attrs"])
-    return f"`{entry['module']}` {attrs} ({entry['mode']})"
-
-
-def render(data: dict[str, Any], source: str = "benchmarks/published/nn-coverage.json") -> str:
-    """The Markdown page, a pure function of the JSON (re-rendering is byte-identical)."""
-    rows = data["rows"]
-    backends = data["config"]["backends"]
-    m = data["machine"]
-    n = len(rows)
-
-    def once(where: str, backend: str) -> int:
-        return sum(1 for e in rows if backend in e[where] and compiled_once(e[where][backend]))
-
-    equal = sum(1 for e in rows if all(r["equal"] for r in e["backends"].values()))
-    lines = [
-        "# torch.nn coverage",
-        "",
-        f"Generated by `benchmarks/nn_coverage.py` from `{source}`; do not edit by hand.",
-        "",
-        f"**Machine:** {m['cpu']}, {m['cores']} cores, torch threads: {m['torch_threads']}, "
-        f"torch {m['torch']}, dynscalar {m['dynscalar']}, Python {m['python']}.",
-        *[
-            f"Re-measured later with `--merge` ({', '.join(run['backends'])}, "
-            f"{run['machine']['cpu']}, torch {run['machine']['torch']}): "
-            + ", ".join(f"`{r}`" for r in run["rows"])
-            + "."
-            for run in data.get("partial_runs", [])
-        ],
-        "",
-        "## Summary",
-        "",
-        f"{n} rows: a float hyperparameter of a torch.nn module (or functional), marked with "
-        "`dynscalar.mark_dynamic_attr` and changed between calls to "
-        f"{len(rows[0]['values']) if rows else 4} different values, on the compiled model "
-        "and on an eager twin.",
-        "",
-    ]
-    for backend in backends:
-        share = f" ({100 * once('backends', backend) / n:.0f}%)" if n else ""
-        lines.append(
-            f"- **{backend}**: {once('backends', backend)} of {n} rows compile once{share}"
-            + (
-                f"; stock torch, unmarked: {once('stock', backend)} of {n}."
-                if any(backend in e["stock"] for e in rows)
-                else "."
-            )
-        )
-    if any("aot_eager" in e["stock"] for e in rows) and "aot_eager" not in backends:
-        lines.append(f"- stock torch on aot_eager, unmarked: {once('stock', 'aot_eager')} of {n}.")
-    lines.append(
-        f"- **Equal to eager** within the row's tolerance on every backend: {equal} of {n} rows."
-    )
-    wrong = [
-        e
-        for e in rows
-        if "inductor" in e["stock"] and max(e["stock"]["inductor"]["max_abs"].values()) >= WRONG
-    ]
-    if wrong:
-        names = "; ".join(
-            f"{_name(e)}, max |Δ| {_fmt(max(e['stock']['inductor']['max_abs'].values()))}"
-            for e in wrong
-        )
-        lines.append(
-            "- **Stock inductor returns wrong numbers** (unmarked, no warning) on: "
-            f"{names}. With the mark these rows are equal to eager."
-        )
-    lines += [
-        "",
-        "Rows that are not *dynamic, equal*:",
-        "",
-    ]
-    others = [e for e in rows if e["status"] != "dynamic, equal"]
-    if not others:
-        lines.append("- none.")
-    for e in others:
-        results = e["backends"]
-        counts = ", ".join(f"{b} {r['compiles']}" for b, r in results.items())
-        reasons = [f"compiles: {counts}"]
-        for backend, r in results.items():
-            if r["error"]:
-                reasons.append(f"{backend}: {r['error']}")
-            elif not r["equal"]:
-                reasons.append(f"{backend}: {'; '.join(r['failures'][:2])}")
-        warned = sorted({w.split(";")[0] for r in results.values() for w in r["warnings"]})
-        reasons += [f"warned: “{w}”" for w in warned]
-        if e["note"]:
-            reasons.append(e["note"])
-        lines.append(f"- {_name(e)}: **{e['status']}**; " + "; ".join(reasons) + ".")
-    lines += [
-        "",
-        "## How to read the table",
-        "",
-        "- *stock*: compiles of stock torch for the same row without the mark (the baseline). "
-        "A plain float attribute is a constant; from the second value on Dynamo's automatic "
-        "dynamic tries a SymFloat, which most of these ops force back to a constant (a "
-        "restart), so 4 values typically make 5 graphs.",
-        "- *compiles*: graphs compiled across the 4 values with the mark (`(≠)`: not equal "
-        "to eager). `*`: all of them during the first call: torch's tensorify pass restarts "
-        "the first compile to drop a float input the graph does not use (a value read only in "
-        "training, in eval); no value guard follows and no later value compiles. *compile "
-        "once* below means no graph after the first call.",
-        "- *max |Δ|*: the largest difference from eager over the 4 calls, for outputs / "
-        "gradients (inputs and parameters) / buffers (when the module has buffers: running "
-        "statistics are compared after every call).",
-        "- Random rows are compared by distribution, which holds on every backend: on "
-        "`eager` and `aot_eager` the decompositions draw eager's own random numbers where the "
-        "CPU kernel draws one double per element (`tests/test_nn_coverage.py` compares them "
-        "bit for bit), inductor draws from its own stream (marked or not). Dropout rows "
-        "compare the values of elements (or channels) that both kept (alpha "
-        f"dropout: and both dropped) and check the dropped fraction is within {SIGMAS:g} "
-        "binomial standard deviations of `p` on a large input (*sd*: the worst deviation); "
-        "attention rows (and RReLU) in training compare per-element means of outputs and "
-        f"gradients over {data['config']['stat_calls']} calls per value (*SE*: the worst "
-        "difference in standard errors, beyond the backend's tolerance: on inductor the "
-        "gradient of attention's key bias, 0 in exact arithmetic, is rounding noise whose mean "
-        "follows the kernels' summation order); their eval rows compare element-wise.",
-        "- *tolerance* (eager, aot_eager): exact unless the decomposition rounds differently "
-        "from ATen's fused kernel (reasons below). *inductor tolerance*: torch's float32 "
-        f"default (rtol {FLOAT32_DEFAULT[0]:g}, atol {FLOAT32_DEFAULT[1]:g}) unless stock "
-        "inductor, unmarked, already differs from eager by more on that row; then the "
-        "difference stock inductor measured (*stock inductor*). A stock difference of "
-        f"{WRONG:g} or more is a wrong value, not rounding, and is never used as a tolerance "
-        "(*stock wrong*).",
-        "",
-        "## Table",
-        "",
-        "Graphs compiled across the values, per backend: *stock* unmarked, *marked* with "
-        "`mark_dynamic_attr`.",
-        "",
-        "| row | values | stock: aot_eager / inductor | marked: eager / aot_eager / inductor "
-        "| status |",
-        "|---|---|---|---|---|",
-    ]
-    for e in rows:
-        cells = [
-            _name(e),
-            ", ".join(f"{v:g}" for v in e["values"]),
-            " / ".join(_compiles(e, "stock", b) for b in ("aot_eager", "inductor")),
-            " / ".join(_compiles(e, "backends", b) for b in BACKENDS),
-            e["status"] if e["status"] == "dynamic, equal" else f"**{e['status']}**",
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "## Differences from eager",
-        "",
-        "The marked module against eager: outputs / gradients (/ buffers); *status* above "
-        "says whether every backend, eager included, stayed within its tolerance.",
-        "",
-        "| row | max \\|Δ\\| aot_eager | max \\|Δ\\| inductor | tolerance | inductor tolerance |",
-        "|---|---|---|---|---|",
-    ]
-    for e in rows:
-        ind = e.get("inductor_tolerance")
-        cells = [
-            _name(e),
-            _diff(e, "aot_eager"),
-            _diff(e, "inductor"),
-            _tol(*e["tolerance"]),
-            "-" if ind is None else _inductor_tol(ind),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
-    notes = [e for e in rows if e["note"]]
-    if notes:
-        lines += ["", "Notes:", ""]
-        lines += [f"- {_name(e)}: {e['note']}." for e in notes]
-    used = sorted({e["op"] for e in rows if e["op"] in data["tolerances"]})
-    lines += ["", "## Tolerances", "", "| op | rtol | atol | why |", "|---|---:|---:|---|"]
-    for op in used:
-        rtol, atol, why = data["tolerances"][op]
-        lines.append(f"| `{op}` | {rtol:g} | {atol:g} | {why} |")
-    lines.append("")
-    return "\n".join(lines)
-
-
-def write_page(data: dict[str, Any], page: Path = PAGE_PATH, json_path: Path = JSON_PATH) -> None:
-    try:
-        source = str(json_path.resolve().relative_to(ROOT))
-    except ValueError:
-        source = json_path.name
-    page.write_text(render(data, source))
-
-
 # --------------------------------------------------------------------------- command line
 
 
@@ -1503,7 +804,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=JSON_PATH)
     parser.add_argument("--page", type=Path, default=PAGE_PATH)
     parser.add_argument("--no-stock", action="store_true", help="skip the unmarked baselines")
-    parser.add_argument("--render-only", action="store_true", help="re-render --page from --out")
     parser.add_argument(
         "--merge",
         action="store_true",
@@ -1514,15 +814,11 @@ def main(argv: list[str] | None = None) -> int:
         "--threads",
         type=int,
         default=1,
-        help="torch threads (default 1: on a shared 2-core machine 2 threads made a tiny "
+        help="torch threads (default 1: on 2 shared cores, 2 threads made a tiny "
         "TransformerEncoderLayer step ~80x slower)",
     )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    if args.render_only:
-        write_page(json.loads(args.out.read_text()), args.page, args.out)
-        print(f"wrote {args.page}")
-        return 0
     ids = [s for s in args.rows.split(",") if s]
     unknown = [s for s in ids if s not in ROWS]
     if unknown:
@@ -1547,13 +843,12 @@ def main(argv: list[str] | None = None) -> int:
     measured = run_table(rows, backends, stock=not args.no_stock)
     wall_s = round(time.perf_counter() - start, 1)
     if args.merge:
-        data = _merged(json.loads(args.out.read_text()), data, measured["rows"], wall_s)
+        data = _merged(read_json(args.out), data, measured["rows"], wall_s)
     else:
         data.update(measured)
         data["wall_s"] = wall_s
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n")
-    write_page(data, args.page, args.out)
+    write_json(args.out, data)
+    args.page.write_text(render(data, source_name(args.out)))
     print(f"wrote {args.out} and {args.page} in {wall_s:.0f} s")
     bad = [e["id"] for e in data["rows"] if e["status"] in ("NOT EQUAL", "error")]
     if bad:

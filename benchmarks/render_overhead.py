@@ -1,27 +1,27 @@
-"""Write docs/overhead.md from a bench_overhead.py JSON result.
+"""docs/overhead.md, its figures and the README's goals from an overhead JSON.
 
 Every number on the page comes from the JSON of one run, with the machine, the torch
-version and the load average beside it:
-
-    python benchmarks/render_overhead.py benchmarks/published/overhead.json
-
-The page opens with a summary in plain words; the goals the benchmark checks go to
-``benchmarks/README.md`` (between its ``overhead-goals`` markers), not to the page. The
-figures are drawn here from the JSON into ``docs/img/`` (``overhead_*.png``), at the width of
-the docs' content column, with their smallest text recorded in the PNG for
-``scripts/screenshot_docs.py``; a curve is drawn only through values measured at least
-three times (a single run is shown as points).
+version and the load average beside it. The page opens with a summary in plain words; the
+goals go to ``benchmarks/README.md`` (between its ``overhead-goals`` markers). Figures
+(``overhead_*.png``) are drawn at the docs' column width, with their smallest text recorded
+in the PNG; a curve is drawn only through values measured at least three times.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
+from benchmarks.harness import (
+    pyplot,
+    read_json,
+    replace_block,
+    save_figure,
+    source_name,
+    span,
+    spread,
+    template,
+)
 
 
 def _q(q: dict[str, float] | None, unit: str = "x", digits: int = 3) -> str:
@@ -76,22 +76,37 @@ def _percall(data: dict[str, Any]) -> list[str]:
         return []
     cg = data.get("callgrind", {}).get("percall", {})
     c = data["config"]
+    if any(section.get("stock_phase") for section in percall.values()):
+        how = [
+            "Torch's `dynamic_sources` rows are compiled and timed by stock torch, inside",
+            "`dynscalar.disabled()`, in a phase of their own before dynscalar's. The argument",
+            "strategies pass the counter in and get `step + 1` back; their reference is",
+            "`dynamic_sources` on the argument. In each phase strategies take turns,",
+            f"{c['rounds']} rounds of {c['number']} calls, the order rotated every round;",
+            "ratios pair round i of one phase with round i of the other. ",
+        ]
+    else:
+        how = [
+            "Torch's `dynamic_sources` rows are compiled by stock torch: dynscalar's hooks are "
+            "taken",
+            "out of Dynamo for that compile. The argument strategies pass the counter in and get",
+            "`step + 1` back; their reference is `dynamic_sources` on the argument. Strategies "
+            "take",
+            f"turns, {c['rounds']} rounds of {c['number']} calls, the order rotated every round;",
+            "ratios are paired per round. ",
+        ]
+    how[-1] += (
+        "Instructions per call come from callgrind (valgrind), one strategy per process,"
+        " and do not depend on the machine's load."
+        if cg
+        else "No instruction counts: this run was made without `--callgrind`."
+    )
     lines = [
         "## Per compiled call",
         "",
         "The seed model (`Linear(64, 64)`, `self.step += 1` in `forward`, an 8x64 input) compiled",
         "once per strategy, each with its own copy of `forward` (Dynamo caches per code object).",
-        "Torch's `dynamic_sources` rows are compiled by stock torch: dynscalar's hooks are taken",
-        "out of Dynamo for that compile. The argument strategies pass the counter in and get",
-        "`step + 1` back; their reference is `dynamic_sources` on the argument. Strategies take",
-        f"turns, {c['rounds']} rounds of {c['number']} calls, the order rotated every round;",
-        "ratios are paired per round. "
-        + (
-            "Instructions per call come from callgrind (valgrind), one strategy per process,"
-            " and do not depend on the machine's load."
-            if cg
-            else "No instruction counts: this run was made without `--callgrind`."
-        ),
+        *how,
         "",
     ]
     for backend, section in percall.items():
@@ -188,12 +203,7 @@ def _eager(data: dict[str, Any]) -> list[str]:
         lines += [
             f"| **sum** | **{total:,}** |",
             "",
-            "Every proxy an operator returns is a new wrapt object: the allocation (wrapt's",
-            "`tp_new` also allocates an instance dict) and the `__wrapped__` setter (which looks",
-            "up and calls `__wrapped_setattr_fixups__` on every store) are wrapt's C code, and a",
-            "Python subclass's `__add__` is a Python call. That sum is the floor for an",
-            "operator that returns a wrapt proxy from Python code.",
-            "",
+            *template("overhead-floor"),
         ]
         spent = add["proxy"] - base
         timed = {r["case"]: r for r in eager["rows"]}.get("add")
@@ -231,29 +241,16 @@ def _compile(data: dict[str, Any]) -> list[str]:
     if not comp:
         return []
     share = comp["share"]
-    lines = [
-        "## Compile time",
-        "",
-        f"### The bridge's share of a first compile ({share['depth']} transformer blocks, "
-        f"{share['modules']} modules, {share['attributes']} attributes)",
-        "",
-        "`step` (int, incremented in `forward`) and `warm` (float) marked with",
-        "`mark_dynamic_attr`; inference (`eval()`, `no_grad`). The bridge's time is the self",
-        "time of every hook it installs in Dynamo (time in the hook minus time in what it",
-        "wraps, and than Dynamo realizing a lazy variable), measured during the compile. The",
-        "stock compile alternates with it: the bridge taken out, the counter made dynamic by",
-        "`dynamic_sources` and the float by `specialize_float=False`. Each compile starts with",
-        "empty inductor caches (`torch._inductor.utils.fresh_cache`)."
-        + (
-            " One compile of each per backend (`--share-repeats 1`): no range to show."
-            if data["config"].get("share_repeats") == 1
-            else ""
-        ),
-        "",
-        "| backend | first call, marked (s) | first call, stock (s) | marked / stock "
-        "| bridge share of the first call | bridge share of Dynamo's trace |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
+    single = data["config"].get("share_repeats") == 1
+    lines = template(
+        "overhead-share",
+        depth=share["depth"],
+        modules=share["modules"],
+        attributes=share["attributes"],
+        repeats=" One compile of each per backend (`--share-repeats 1`): no range to show."
+        if single
+        else "",
+    )
     for backend, b in share["backends"].items():
         lines.append(
             f"| {backend} | {_q(b['first_call_s'], '', 2)} | {_q(b['stock_first_call_s'], '', 2)} "
@@ -293,7 +290,13 @@ def _compile(data: dict[str, Any]) -> list[str]:
             else "First compile: median (p10-p90) over fresh copies; "
         )
         + f"call: {data['config'].get('scaling_rounds', '')} interleaved rounds, median "
-        "(p10-p90), paired against the model with nothing dynamic.",
+        "(p10-p90), paired against the model with nothing dynamic"
+        + (
+            " (stock torch's rows, nothing dynamic and `dynamic_sources`, are timed in a phase "
+            "of their own inside `dynscalar.disabled()`; pairs are round i of each phase)."
+            if scaling.get("stock_phase")
+            else "."
+        ),
         "",
         "| how | k | first compile (s) | us per call | call / nothing dynamic | compiles |",
         "|---|---:|---:|---:|---:|---:|",
@@ -315,19 +318,7 @@ def _warm(data: dict[str, Any]) -> list[str]:
     warm = data.get("warm")
     if not warm:
         return []
-    lines = [
-        "## Warm restart",
-        "",
-        f"Two processes, one after the other, with one fresh `TORCHINDUCTOR_CACHE_DIR` "
-        f"({warm['backend']}); each runs four training steps (forward and backward) of the",
-        "seed model, or of a model whose float `scale` is read and written in `forward`. Counters",
-        "are torch's (`torch._dynamo.utils.counters`) in the second process. torch's own rows",
-        "never import dynscalar.",
-        "",
-        "| variant | first call, cold (s) | first call, warm (s) | compiles (warm) "
-        "| equal to eager (cold, warm) |",
-        "|---|---:|---:|---:|---|",
-    ]
+    lines = template("overhead-warm", backend=warm["backend"])
     caches = [
         "| variant | FX graph cache hit / miss | AOTAutograd cache hit / miss / bypass |",
         "|---|---:|---:|",
@@ -360,19 +351,24 @@ def _warm(data: dict[str, Any]) -> list[str]:
         "plus a dynscalar component, `dynscalar/_bridge/_floats.py`): they never read an entry",
         "stock torch wrote for the same graph shape, which can hold the float's value baked in",
         "(pytorch#194976; the `float written in forward, torch alone` row), and stock torch",
-        "never reads theirs. Before, such graphs bypassed the AOTAutograd cache (the `before`",
-        "row).",
+        "never reads theirs"
+        + (
+            ". The alternative, bypassing the AOTAutograd cache for such graphs, is the "
+            f"`{bypass['label']}` row."
+            if (bypass := next((r for r in warm["rows"] if "bypass" in r["variant"]), None))
+            else "."
+        ),
         "",
     ]
     return lines
 
 
 def _command(config: dict[str, Any]) -> str:
-    """The bench_overhead.py command line of a run: its options that differ from the
-    defaults (``--quick`` runs name only ``--quick``)."""
+    """The command line of a run: its options that differ from the defaults (``--quick``
+    runs name only ``--quick``)."""
     if config.get("quick"):
-        return "python benchmarks/bench_overhead.py --quick"
-    parts = ["python benchmarks/bench_overhead.py"]
+        return "python -m benchmarks.overhead --quick"
+    parts = ["python -m benchmarks.overhead"]
     for name, value in config.items():
         default = _defaults().get(name, value)
         if name in ("quick", "name", "child_callgrind", "out") or value == default:
@@ -383,34 +379,13 @@ def _command(config: dict[str, Any]) -> str:
 
 
 def _defaults() -> dict[str, Any]:
-    import importlib.util
-    import sys
+    from benchmarks.overhead import parse_args
 
-    global _DEFAULTS
-    if _DEFAULTS is None:
-        name = "_bench_overhead_defaults"
-        spec = importlib.util.spec_from_file_location(name, HERE / "bench_overhead.py")
-        assert spec is not None and spec.loader is not None
-        bench = importlib.util.module_from_spec(spec)
-        sys.modules[name] = bench  # its dataclasses look their module up
-        try:
-            spec.loader.exec_module(bench)
-            _DEFAULTS = vars(bench.parse_args([]))
-        finally:
-            del sys.modules[name]
-    return _DEFAULTS
-
-
-_DEFAULTS: dict[str, Any] | None = None
+    return vars(parse_args([]))
 
 
 DS_ATTR = ("ds_registry", "ds_decorator")
 DS_ARGS = ("ds_args", "ds_args_decorator")
-
-
-def _span(values: list[float], fmt: str) -> str:
-    lo, hi = min(values), max(values)
-    return format(lo, fmt) if format(lo, fmt) == format(hi, fmt) else f"{lo:{fmt}}-{hi:{fmt}}"
 
 
 def summary(data: dict[str, Any]) -> list[str]:
@@ -435,10 +410,10 @@ def summary(data: dict[str, Any]) -> list[str]:
         out.append(
             "**Per compiled call**, a mark that keeps the value a plain number "
             "(`mark_dynamic_attr`, `@dynamic_attrs`, `mark_dynamic_args`) costs nothing "
-            f"measurable ({_span(kept, '.2f')}x the time of torch's own `dynamic_sources`), and "
+            f"measurable ({span(kept, '.2f')}x the time of torch's own `dynamic_sources`), and "
             "a `DynamicInt` stored in the attribute about "
-            f"{_span([(r['ratio']['median'] - 1) * 100 for r in proxy], '.0f')}% "
-            f"({_span(extra_us, '.1f')} µs of a {_span(base_us, '.0f')} µs call)."
+            f"{span([(r['ratio']['median'] - 1) * 100 for r in proxy], '.0f')}% "
+            f"({span(extra_us, '.1f')} µs of a {span(base_us, '.0f')} µs call)."
         )
     eager = {r["case"]: r for r in (data.get("eager") or {}).get("rows", [])}
     if "add" in eager:
@@ -456,7 +431,7 @@ def summary(data: dict[str, Any]) -> list[str]:
             f"int takes {add['plain_ns']['median'] / 1000:.2f} µs)"
         )
         if calls:
-            sentence += f" and {_span(calls, '.1f')} µs per torch call that receives it"
+            sentence += f" and {span(calls, '.1f')} µs per torch call that receives it"
         if forward:
             sentence += (
                 f": the seed model's eager forward takes "
@@ -468,17 +443,17 @@ def summary(data: dict[str, Any]) -> list[str]:
     if comp:
         shares = [b["share_of_first_call"]["median"] * 100 for b in comp["backends"].values()]
         out.append(
-            f"Compiling, dynscalar's own hooks take {_span(shares, '.1f')}% of a first compile."
+            f"Compiling, dynscalar's own hooks take {span(shares, '.1f')}% of a first compile."
         )
     return [" ".join(out)] if out else []
 
 
 def goals_block(data: dict[str, Any], source: str) -> str:
-    """The goals bench_overhead.py checks, for benchmarks/README.md."""
+    """The goals benchmarks.overhead checks, for benchmarks/README.md."""
     lines = [
         GOALS_START.rstrip("\n"),
-        f"Goals checked by `bench_overhead.py`, as measured in `{source}` (written by "
-        "`benchmarks/render_overhead.py`; the figures themselves are on the Overhead page):",
+        f"Goals checked by `python -m benchmarks.overhead`, as measured in `{source}` (written "
+        "by `python -m benchmarks.render`; the figures themselves are on the Overhead page):",
         "",
         "| section | goal | measured: median (p10-p90) | status |",
         "|---|---|---|---|",
@@ -493,8 +468,7 @@ GOALS_END = "<!-- overhead-goals:end -->\n"
 
 
 def replace_goals(readme: str, block: str) -> str:
-    start, end = readme.index(GOALS_START), readme.index(GOALS_END) + len(GOALS_END)
-    return readme[:start] + block + readme[end:]
+    return replace_block(readme, GOALS_START, GOALS_END, block)
 
 
 def render(data: dict[str, Any], source: str) -> str:
@@ -510,7 +484,7 @@ def render(data: dict[str, Any], source: str) -> str:
         "",
         "**Machine:** " + _machine(data),
         "",
-        "Generated by `benchmarks/render_overhead.py` from "
+        "Generated by `python -m benchmarks.render` from "
         f"`{source}`, written by `{_command(data['config'])}`; the goals the benchmark "
         "checks are listed in `benchmarks/README.md`.",
         "",
@@ -527,40 +501,9 @@ BASE_PT = 9.5
 
 
 def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update(
-        {
-            "font.size": BASE_PT,
-            "axes.titlesize": BASE_PT + 0.5,
-            "axes.labelsize": BASE_PT,
-            "xtick.labelsize": BASE_PT,
-            "ytick.labelsize": BASE_PT,
-            "legend.fontsize": BASE_PT,
-        }
-    )
-    return plt
-
-
-def save_figure(fig: Any, path: Path) -> None:
-    """Save at DPI with the figure's smallest text (px) recorded in the PNG's metadata."""
-    from matplotlib.text import Text
-
-    fig.canvas.draw()
-    sizes = [
-        t.get_fontsize()
-        for t in fig.findobj(Text)
-        if t.get_visible() and t.get_text().strip() and t.get_window_extent().width > 0
-    ]
-    smallest = min(sizes) * DPI / 72
-    fig.savefig(
-        path,
-        dpi=DPI,
-        metadata={"Software": None, "dynscalar-min-text-px": f"{smallest:.1f}"},
-    )
+    size = {k: BASE_PT for k in ("font.size", "axes.labelsize", "legend.fontsize")}
+    size |= {"xtick.labelsize": BASE_PT, "ytick.labelsize": BASE_PT}
+    return pyplot(**size, **{"axes.titlesize": BASE_PT + 0.5})
 
 
 def _short(label: str) -> str:
@@ -587,10 +530,7 @@ def plot_percall(data: dict[str, Any], path: Path) -> None:
         rows = section["rows"]
         ys = list(range(len(rows)))
         med = [r["us"]["median"] for r in rows]
-        err = [
-            [r["us"]["median"] - r["us"]["p10"] for r in rows],
-            [r["us"]["p90"] - r["us"]["median"] for r in rows],
-        ]
+        err = spread([r["us"] for r in rows])
         colors = ["#4c72b0" if r["strategy"].startswith("ds_") else "#b0b0b0" for r in rows]
         ax.barh(ys, med, xerr=err, color=colors, capsize=2, error_kw={"lw": 0.8})
         top = max(r["us"]["p90"] for r in rows)
@@ -608,7 +548,6 @@ def plot_percall(data: dict[str, Any], path: Path) -> None:
     )
     fig.tight_layout()
     save_figure(fig, path)
-    plt.close(fig)
 
 
 def plot_eager(data: dict[str, Any], path: Path) -> None:
@@ -620,10 +559,7 @@ def plot_eager(data: dict[str, Any], path: Path) -> None:
     ax.barh(
         ys,
         [r["overhead_ns"]["median"] / 1000 for r in rows],
-        xerr=[
-            [(r["overhead_ns"]["median"] - r["overhead_ns"]["p10"]) / 1000 for r in rows],
-            [(r["overhead_ns"]["p90"] - r["overhead_ns"]["median"]) / 1000 for r in rows],
-        ],
+        xerr=spread([r["overhead_ns"] for r in rows], 1e-3),
         color="#4c72b0",
         capsize=2,
         error_kw={"lw": 0.8},
@@ -635,7 +571,6 @@ def plot_eager(data: dict[str, Any], path: Path) -> None:
     ax.grid(alpha=0.3, axis="x")
     fig.tight_layout()
     save_figure(fig, path)
-    plt.close(fig)
 
 
 SCALING_LABELS = {
@@ -664,12 +599,7 @@ def plot_scaling(data: dict[str, Any], path: Path) -> None:
             ax.errorbar(
                 ks,
                 [r[key]["median"] for r in rows],
-                yerr=None
-                if once
-                else [
-                    [r[key]["median"] - r[key]["p10"] for r in rows],
-                    [r[key]["p90"] - r[key]["median"] for r in rows],
-                ],
+                yerr=None if once else spread([r[key] for r in rows]),
                 marker=markers[how],
                 ls="none" if once else "-",
                 capsize=3,
@@ -697,7 +627,6 @@ def plot_scaling(data: dict[str, Any], path: Path) -> None:
     bottom.legend(loc="lower right", ncol=2)
     fig.tight_layout()
     save_figure(fig, path)
-    plt.close(fig)
 
 
 def write_plots(data: dict[str, Any], folder: Path) -> list[Path]:
@@ -715,21 +644,9 @@ def write_plots(data: dict[str, Any], folder: Path) -> list[Path]:
     return written
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("result", type=Path, help="JSON written by bench_overhead.py")
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "overhead.md")
-    parser.add_argument("--readme", type=Path, default=HERE / "README.md")
-    args = parser.parse_args()
-    data = json.loads(args.result.read_text())
-    result = args.result.resolve()
-    source = str(result.relative_to(ROOT)) if result.is_relative_to(ROOT) else result.name
-    write_plots(data, args.out.parent / "img")
-    args.out.write_text(render(data, source))
-    readme = args.readme.read_text()
-    args.readme.write_text(replace_goals(readme, goals_block(data, source)))
-    print(f"wrote {args.out}, its figures and the goals in {args.readme}")
-
-
-if __name__ == "__main__":
-    main()
+def write(path: Path, docs: Path, readme: Path, plots: bool = True) -> list[Path]:
+    """docs/overhead.md, the README's goals and (``plots``) the figures from one run."""
+    data, source = read_json(path), source_name(path)
+    (docs / "overhead.md").write_text(render(data, source))
+    readme.write_text(replace_goals(readme.read_text(), goals_block(data, source)))
+    return [docs / "overhead.md", readme, *(write_plots(data, docs / "img") if plots else [])]

@@ -1,4 +1,4 @@
-"""Workloads for ``bench_strategies.py``: each model with a Python step counter, and its oracle.
+"""Workloads for ``benchmarks.strategies``: each model with a Python step counter, and its oracle.
 
 Every workload has two model classes with identical parameters (both are built after
 ``torch.manual_seed(0)`` and create their parameters in the same order):
@@ -302,7 +302,7 @@ class Workload:
     ``schedule(model, step, steps, wrap)``, when set, is what the training loop does before
     every step (set hyperparameters; ``wrap`` makes each value, e.g. ``DynamicFloat``).
     ``stochastic`` workloads use random ops in training mode (dropout), so their outputs
-    cannot be compared element-wise with eager: ``bench_strategies.py`` checks them in two
+    cannot be compared element-wise with eager: ``benchmarks.strategies`` checks them in two
     passes instead; ``derandomize(model)`` turns the random ops off for the exact pass.
     ``not_applicable``: strategy -> why it does not apply to this workload.
     """

@@ -1,4 +1,4 @@
-"""benchmarks/bench_overhead.py on a tiny setting, and docs/overhead.md from its published JSON.
+"""benchmarks.overhead on a tiny setting, and docs/overhead.md from its published JSON.
 
 The run checks plumbing and correctness (every strategy compiles once and equals eager),
 not speed: timings on a tiny setting mean nothing.
@@ -6,14 +6,14 @@ not speed: timings on a tiny setting mean nothing.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from benchmarks import render_overhead
 
 ROOT = Path(__file__).resolve().parents[1]
 PUBLISHED = ROOT / "benchmarks" / "published" / "overhead.json"
@@ -23,17 +23,9 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 pytest.importorskip("matplotlib", reason="plots need matplotlib (the 'bench' extra)")
 
 
-def load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_quick_overhead_run(tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "benchmarks/bench_overhead.py", "--quick", "--out", str(tmp_path)],
+        [sys.executable, "-m", "benchmarks.overhead", "--quick", "--out", str(tmp_path)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -68,16 +60,14 @@ def test_quick_overhead_run(tmp_path: Path) -> None:
     assert {g["status"] for g in data["goals"]} <= {"PASS", "MISS", "n/a"}
     for png in data["plots"]:
         assert (tmp_path / png).read_bytes()[:8] == PNG_MAGIC
-    page = load("render_overhead").render(data, "overhead.json")
+    page = render_overhead.render(data, "overhead.json")
     assert page.startswith("# Overhead\n") and "## Per compiled call" in page
 
 
 def test_published_page_is_rendered_from_the_published_json() -> None:
-    """docs/overhead.md is exactly what render_overhead.py makes of the committed JSON."""
+    """docs/overhead.md is exactly what render_overhead makes of the committed JSON."""
     data = json.loads(PUBLISHED.read_text())
-    page = load("render_overhead").render(data, "benchmarks/published/overhead.json")
-    assert page == PAGE.read_text(), "re-run: python benchmarks/render_overhead.py " + str(
-        PUBLISHED.relative_to(ROOT)
-    )
+    page = render_overhead.render(data, "benchmarks/published/overhead.json")
+    assert page == PAGE.read_text(), "re-run: python -m benchmarks.render"
     for png in data["plots"]:
         assert (ROOT / "docs" / "img" / png).read_bytes()[:8] == PNG_MAGIC

@@ -8,7 +8,6 @@ correct dropout and fail for broken ones (a check that cannot fail checks nothin
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
 import subprocess
@@ -38,20 +37,16 @@ def is_png(path: Path) -> bool:
 
 
 def bench() -> types.ModuleType:
-    """benchmarks/bench_strategies.py as a module (it puts benchmarks/ on sys.path)."""
-    if "bench_strategies" not in sys.modules:
-        path = ROOT / "benchmarks" / "bench_strategies.py"
-        spec = importlib.util.spec_from_file_location("bench_strategies", path)
-        assert spec and spec.loader
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["bench_strategies"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["bench_strategies"]
+    """benchmarks.strategies, imported here (it imports torch and dynscalar)."""
+    from benchmarks import strategies
+
+    return strategies
 
 
 def test_quick_benchmark_run(tmp_path: Path) -> None:
     out = run(
-        "benchmarks/bench_strategies.py",
+        "-m",
+        "benchmarks.strategies",
         "--quick",
         "--backend",
         "eager",
@@ -93,7 +88,8 @@ def test_quick_schedule_run(tmp_path: Path) -> None:
     """Dropout p and label smoothing set by the loop every step: stock compiles once per
     value, every dynscalar form once (one control path), and all pass the three checks."""
     out = run(
-        "benchmarks/bench_strategies.py",
+        "-m",
+        "benchmarks.strategies",
         "--backend",
         "aot_eager",
         "--steps",
@@ -148,7 +144,8 @@ def test_quick_arguments_run(tmp_path: Path) -> None:
     stock once more (the first value is a constant), and every call equals eager exactly."""
     result_path = tmp_path / "arguments.json"
     out = run(
-        "benchmarks/bench_arguments.py",
+        "-m",
+        "benchmarks.arguments",
         "--quick",
         "--backend",
         "eager",
@@ -183,7 +180,8 @@ def test_quick_arguments_run(tmp_path: Path) -> None:
     assert rows[("float", "ds_value")]["values"] == [0.15, 0.25, 0.35, 0.45]
     assert "| dynscalar: mark_dynamic_args |" in out
 
-    render = _load("render_docs", ROOT / "benchmarks" / "render_docs.py")
+    from benchmarks import render_strategies as render
+
     page = "\n".join(render._arguments_section(result, "arguments.json"))
     assert "## Marking function arguments" in page
     table: dict[str, str] = {}  # the first table: compiles per case
@@ -197,7 +195,8 @@ def test_quick_arguments_run(tmp_path: Path) -> None:
 def test_arguments_render_says_wrong_numbers_and_errors() -> None:
     """The section must not hide a strategy that returned other numbers than eager or
     failed: a check that cannot fail checks nothing."""
-    render = _load("render_docs", ROOT / "benchmarks" / "render_docs.py")
+    from benchmarks import render_strategies as render
+
     good = {"torch": "2.13.0", "compiles": 1, "restarts": 0, "fell_back_to_eager": False}
     good |= {"equal_to_eager": True, "first_call_s": 0.1, "steady_median_us": 50.0}
     data = {
@@ -218,14 +217,6 @@ def test_arguments_render_says_wrong_numbers_and_errors() -> None:
     assert "**Wrong numbers:** dynscalar: mark_dynamic_args on arith." in page
     assert "| stock torch.compile | ? | error | - |" in page
     assert "`Boom: broken`" in page
-
-
-def _load(name: str, path: Path) -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _stand_in(bench: types.ModuleType, trained: Any, kind: str) -> Any:

@@ -1,8 +1,9 @@
 """The documentation site: generated pages match their scripts, no literal markup, no broken pages.
 
-* ``docs/benchmarks.md`` and ``docs/comparison.md`` are written by ``benchmarks/render_docs.py``
-  from the published benchmark JSON and never edited by hand: regenerating them must give
-  the committed files (and the committed plots must exist, at the size the script draws).
+* ``docs/benchmarks.md`` and ``docs/comparison.md`` are written by ``python -m
+  benchmarks.render`` from the published benchmark JSON and never edited by hand:
+  regenerating them must give the committed files (and the committed plots must exist, at
+  the size the script draws).
 * ``mkdocs build --strict`` passes, and fails on a literal Sphinx role (``:class:`X```) in a
   rendered page (``scripts/mkdocs_hooks.py``).
 * The CLI section of the API reference names every ``demo`` option.
@@ -59,9 +60,10 @@ def mkdocs_build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_benchmark_pages_are_what_render_docs_writes(tmp_path: Path) -> None:
-    render = load(ROOT / "benchmarks" / "render_docs.py")
+    from benchmarks import render_strategies as render
+
     (data, source), *sections = render.load_runs(list(render.PUBLISHED))
-    regenerate = "python benchmarks/render_docs.py"
+    regenerate = "python -m benchmarks.render"
     assert (ROOT / "docs/benchmarks.md").read_text() == render.render_benchmarks(
         data, source, tuple(sections)
     ), f"docs/benchmarks.md differs from its script's output: run {regenerate}"
@@ -79,7 +81,8 @@ def test_benchmark_pages_are_what_render_docs_writes(tmp_path: Path) -> None:
 
 
 def test_published_runs_are_what_the_pages_cite() -> None:
-    render = load(ROOT / "benchmarks" / "render_docs.py")
+    from benchmarks import render_strategies as render
+
     assert [p.name for p in render.PUBLISHED] == [
         PUBLISHED.name,
         "schedule-inductor-200.json",
@@ -100,7 +103,8 @@ def test_published_runs_are_what_the_pages_cite() -> None:
 def test_published_arguments_run_is_what_the_comparison_shows() -> None:
     """Function arguments: every dynscalar mark compiles once per control path, exactly
     equal to eager; the page shows the run's counts."""
-    render = load(ROOT / "benchmarks" / "render_docs.py")
+    from benchmarks import render_strategies as render
+
     run = json.loads(render.PUBLISHED[2].read_text())
     assert run["kind"] == "arguments" and run["config"]["values"] >= 8
     rows = {(r["case"], r["strategy"]): r for r in run["results"]}
@@ -342,14 +346,15 @@ def test_overhead_and_benchmark_pages_are_written_for_users() -> None:
     benchmarks/README.md (written by the same scripts), not on the pages."""
     import re
 
-    overhead = load(ROOT / "benchmarks" / "render_overhead.py")
-    strategies = load(ROOT / "benchmarks" / "render_docs.py")
+    from benchmarks import render_overhead as overhead
+    from benchmarks import render_strategies as strategies
+
     data = json.loads((ROOT / "benchmarks/published/overhead.json").read_text())
     readme = (ROOT / "benchmarks/README.md").read_text()
     source = "benchmarks/published/overhead.json"
-    assert overhead.goals_block(data, source) in readme, "run benchmarks/render_overhead.py"
+    assert overhead.goals_block(data, source) in readme, "run python -m benchmarks.render"
     runs = strategies.load_runs(list(strategies.PUBLISHED))
-    assert strategies.targets_block(runs) in readme, "run benchmarks/render_docs.py"
+    assert strategies.targets_block(runs) in readme, "run python -m benchmarks.render"
     for page in ("overhead.md", "benchmarks.md"):
         text = (ROOT / "docs" / page).read_text()
         summary = text[text.index("## Summary") : text.index("\n## ", text.index("## Summary"))]

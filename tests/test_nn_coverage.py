@@ -1,6 +1,6 @@
 """torch.nn float hyperparameters under dynscalar (issue 11): the coverage table, row by row.
 
-Every row of ``benchmarks/nn_coverage.py`` (the same catalogue and runner that write
+Every row of ``benchmarks.nn_coverage`` (the same catalogue and runner that write
 ``docs/nn-coverage.md``) compiles on ``eager`` and ``aot_eager`` exactly as often as the
 catalogue says and equals eager within the row's tolerance; a few rows also on inductor.
 The second half checks the decompositions of ``dynscalar/_bridge/_nn.py`` against the ATen
@@ -9,10 +9,8 @@ ops they replace, eagerly, across dtypes and at the edges that once went wrong.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,23 +19,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from benchmarks import nn_coverage as cov
+from benchmarks import render_nn_coverage as page
 from dynscalar._bridge import _nn
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load_coverage() -> Any:
-    spec = importlib.util.spec_from_file_location(
-        "nn_coverage", ROOT / "benchmarks" / "nn_coverage.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["nn_coverage"] = module  # dataclasses resolve annotations through it
-    spec.loader.exec_module(module)
-    return module
-
-
-cov = _load_coverage()
 ROWS = cov.catalogue()
 
 
@@ -51,7 +39,7 @@ def _one_thread() -> Iterator[None]:
 
 
 def _published() -> dict[str, Any]:
-    return json.loads(cov.JSON_PATH.read_text())
+    return json.loads(page.JSON_PATH.read_text())
 
 
 def _check(row: Any, result: Any, backend: str) -> None:
@@ -103,7 +91,7 @@ def test_catalogue_and_published_table_agree() -> None:
 
 
 def test_published_page_is_rendered_from_the_published_json() -> None:
-    assert cov.render(_published()) == cov.PAGE_PATH.read_text()
+    assert page.render(_published()) == page.PAGE_PATH.read_text()
 
 
 def test_issue_11_target_in_the_published_table() -> None:
@@ -111,14 +99,14 @@ def test_issue_11_target_in_the_published_table() -> None:
     data = _published()
     rows = data["rows"]
     for backend in ("aot_eager", "inductor"):
-        once = sum(cov.compiled_once(e["backends"][backend]) for e in rows)
+        once = sum(page.compiled_once(e["backends"][backend]) for e in rows)
         assert once >= 0.9 * len(rows), (backend, once, len(rows))
     assert all(e["status"] != "NOT EQUAL" and e["status"] != "error" for e in rows)
 
 
 def test_render_is_stable() -> None:
     data = _published()
-    assert cov.render(json.loads(json.dumps(data))) == cov.render(data)
+    assert page.render(json.loads(json.dumps(data))) == page.render(data)
 
 
 # --------------------------------------------------------------------------- decompositions

@@ -1,39 +1,37 @@
-"""Write docs/benchmarks.md, docs/comparison.md and their plots from bench_strategies.py JSONs.
+"""docs/benchmarks.md, docs/comparison.md and their figures from strategies/arguments JSONs.
 
-Every number on those pages comes from the JSON of a benchmark run, with the machine and
-torch version beside it; the pages are never edited by hand (tests/test_docs.py checks that
-the committed pages are what this script writes). The first JSON is the main run; each
-further one (a workload measured in a separate run, such as ``schedule``) is rendered as
-its own section with its own machine line and targets:
-
-    python benchmarks/render_docs.py        # the published runs (PUBLISHED)
-    python benchmarks/render_docs.py MAIN.json [SEPARATE.json ...]
-
-A JSON written by bench_arguments.py (``"kind": "arguments"``, a compiled function called
-with a changing scalar argument) may be given among them, in any place: it becomes the
-comparison page's "Marking function arguments" section, and is not a benchmarks section.
-
-The plots (docs/img/total_time.png, docs/img/cumulative_time.png from the main run;
-docs/img/<workload>.png for a stochastic workload of a separate run) are drawn from the
-per-step times in the same JSONs; ``--no-plots`` skips them (no matplotlib needed).
+Every number on those pages comes from the JSON of a run, with the machine and torch
+version beside it; the pages are never edited by hand. The first JSON is the main run; each
+further one (a workload measured in a separate run, such as ``schedule``) becomes its own
+section with its own machine line and targets. An arguments run (``"kind": "arguments"``)
+becomes the comparison page's "Marking function arguments" section. The figures
+(``total_time.png``, ``cumulative_time.png``; ``<workload>.png`` for a stochastic workload)
+are drawn from the per-step times in the same JSONs.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
+import itertools
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-IMG = ROOT / "docs" / "img"
-HERE = ROOT / "benchmarks"
+from benchmarks.harness import PUBLISHED as FOLDER
+from benchmarks.harness import (
+    pyplot,
+    read_json,
+    replace_block,
+    save_figure,
+    source_name,
+    span,
+    template,
+)
+
 PLOTS = ("total_time.png", "cumulative_time.png")
 # The published runs, main run first: what the committed pages are rendered from.
 PUBLISHED = (
-    ROOT / "benchmarks" / "published" / "full-inductor-200.json",
-    ROOT / "benchmarks" / "published" / "schedule-inductor-200.json",
-    ROOT / "benchmarks" / "published" / "arguments-aot_eager.json",
+    FOLDER / "full-inductor-200.json",
+    FOLDER / "schedule-inductor-200.json",
+    FOLDER / "arguments-aot_eager.json",
 )
 ARGUMENTS = "arguments"  # the "kind" of a bench_arguments.py JSON
 
@@ -153,11 +151,6 @@ def _rows(data: dict[str, Any], workload: str) -> dict[str, dict[str, Any]]:
     return {r["strategy"]: r for r in data["results"] if r["workload"] == workload}
 
 
-def _span(values: list[float], fmt: str = ".0f") -> str:
-    lo, hi = min(values), max(values)
-    return f"{lo:{fmt}}" if f"{lo:{fmt}}" == f"{hi:{fmt}}" else f"{lo:{fmt}}-{hi:{fmt}}"
-
-
 def _workload_summary(data: dict[str, Any], workload: str, what: str, note: str = "") -> str | None:
     steps = data["config"]["steps"]
     rows = _rows(data, workload)
@@ -174,7 +167,7 @@ def _workload_summary(data: dict[str, Any], workload: str, what: str, note: str 
         f"`torch.compile` {_times(stock)} and took **{stock['total_s']:.0f} s**; with "
         f"{marked} marked by dynscalar it compiled "
         f"{'once' if compiles == [1] else ' or '.join(map(str, compiles)) + ' times'}"
-        f"{' (once per code path)' if per_path else ''} and took **{_span(totals)} s**, "
+        f"{' (once per code path)' if per_path else ''} and took **{span(totals)} s**, "
         f"{stock['total_s'] / max(totals):.1f}-{stock['total_s'] / min(totals):.1f}x less."
     )
 
@@ -235,7 +228,7 @@ def summary(data: dict[str, Any], sections: tuple[dict[str, Any], ...] = ()) -> 
     if compiled and "eager" in seed:
         out.append(
             f"- **The tiny seed model** (`Linear(64, 64)`): every compiled strategy spends its "
-            f"time in the first, cold compile ({_span([r['first_call_s'] for r in compiled])} s) "
+            f"time in the first, cold compile ({span([r['first_call_s'] for r in compiled])} s) "
             f"and none is meaningfully faster than another; eager calls "
             f"({seed['eager']['steady_median_ms']:.2f} ms) are faster than compiled ones here, so "
             "stock's fallback to eager costs nothing but its compiles."
@@ -302,10 +295,7 @@ def _targets(data: dict[str, Any]) -> list[str]:
     by_target: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for t in data["targets"]:
         by_target.setdefault(t["target"], {}).setdefault(t["workload"], []).append(t)
-    out = [
-        "| target | " + " | ".join(workloads) + " |",
-        "|---|" + "---|" * len(workloads),
-    ]
+    out = ["| target | " + " | ".join(workloads) + " |", "|---|" + "---|" * len(workloads)]
     for target, per in by_target.items():
         cells = []
         for w in workloads:
@@ -330,7 +320,7 @@ TARGETS_END = "<!-- strategy-targets:end -->\n"
 
 
 def targets_block(runs: list[tuple[dict[str, Any], str]]) -> str:
-    """The targets bench_strategies.py checks, per published run, for benchmarks/README.md:
+    """The targets benchmarks.strategies checks, per published run, for benchmarks/README.md:
     met by how many of the three dynscalar strategies (`DynamicInt` value,
     `mark_dynamic_attr`, `@dynamic_attrs`), with the measured values."""
     lines = [TARGETS_START.rstrip("\n")]
@@ -353,8 +343,7 @@ def targets_block(runs: list[tuple[dict[str, Any], str]]) -> str:
 
 
 def replace_targets(readme: str, block: str) -> str:
-    start, end = readme.index(TARGETS_START), readme.index(TARGETS_END) + len(TARGETS_END)
-    return readme[:start] + block + readme[end:]
+    return replace_block(readme, TARGETS_START, TARGETS_END, block)
 
 
 def _stochastic_checks(data: dict[str, Any], workload: str) -> list[str]:
@@ -363,36 +352,18 @@ def _stochastic_checks(data: dict[str, Any], workload: str) -> list[str]:
     rows = _rows(data, workload)
     probe = next((r["dropout_probe"] for r in rows.values() if "dropout_probe" in r), None)
     draws = probe["draws"] if probe else 64
-    out = [
-        "Compiled dropout draws its masks from another random stream than eager (always, with",
-        "`torch.compile`), so a training run with dropout cannot be compared with eager element",
-        "by element. *Equal to eager* means all three checks below passed:",
-        "",
-        "1. **Exact pass.** After the timed run, the strategy is compiled afresh and trains for",
-        f"   the same {c['steps']} steps with the same schedule, with every `nn.Dropout` in eval",
-        "   mode (label smoothing still scheduled). Every loss, the final weights and each",
-        f"   weight's total update are compared with eager like the other workloads "
-        f"(`rtol={c['rtol']:g}`,",
-        f"   `atol={c['atol']:g}`; updates within {c['update_rtol']:g} of their size).",
-        "2. **Loss trajectory.** The timed run's training losses, cut into "
-        f"{min(c['loss_windows'], max(1, c['steps'] // 3))} windows, against",
-        f"   {c['reference_seeds']} eager runs with other random streams: per window, "
-        "`z = (run - mean) / (sd * sqrt(1 + 1/R))`",
-        f"   (t-distributed with {c['reference_seeds'] - 1} degrees of freedom for a run like "
-        f"eager's); passes when every `|z| <= {c['loss_z']:g}`.",
-        "3. **Dropout probe.** At the weights the timed run ended with, the loss of the last",
-        f"   batch drawn {draws} times through the compiled training graph and {draws} times "
-        "eagerly with the",
-        "   same weights, at the first and the last step's `p` (0.3 and 0.05): Welch's z for the",
-        f"   means and the Brown-Forsythe z for the spreads, each within {c['loss_z']:g}. "
-        "This is the check",
-        "   that sees a dropout using a stale `p` or a wrong scale; the trajectory check alone",
-        "   does not (see `benchmarks/README.md` for what each check detects).",
-        "",
-        "| strategy | exact pass: largest difference | loss trajectory: max \\|z\\| "
-        "| dropout probe: max \\|z\\| |",
-        "|---|---:|---:|---:|",
-    ]
+    out = template(
+        "stochastic-checks",
+        steps=c["steps"],
+        rtol=c["rtol"],
+        atol=c["atol"],
+        update_rtol=c["update_rtol"],
+        windows=min(c["loss_windows"], max(1, c["steps"] // 3)),
+        seeds=c["reference_seeds"],
+        dof=c["reference_seeds"] - 1,
+        z=c["loss_z"],
+        draws=draws,
+    )
     for s in data["config"]["strategies"]:
         r = rows.get(s)
         if r is None or "loss_check" not in r:
@@ -468,7 +439,7 @@ def _section(data: dict[str, Any], source: str, workload: str) -> list[str]:
 
 
 def is_arguments(data: dict[str, Any]) -> bool:
-    """Whether a JSON is a bench_arguments.py run (the comparison page's own section)."""
+    """Whether a JSON is a benchmarks.arguments run (the comparison page's own section)."""
     return data.get("kind") == ARGUMENTS
 
 
@@ -495,28 +466,13 @@ def render_benchmarks(
         "",
         "**Machine:** " + _machine(data),
         "",
-        "Reproduce the training numbers with `python -m dynscalar demo --workload train`, or",
-        "the whole page with `python benchmarks/bench_strategies.py` (about 25 minutes; see",
-        "`benchmarks/README.md`). This page is generated by `benchmarks/render_docs.py` from",
-        f"`{source}`" + "".join(f" and `{src}`" for _, src in sections) + ".",
-        "",
-        "![Total time per strategy and workload: the first, cold compile and everything after "
-        "it](img/total_time.png)",
-        "",
-        "![Cumulative time while training: stock torch.compile's 8 compiles against one per "
-        "code path](img/cumulative_time.png)",
-        "",
-        "## Strategies",
-        "",
-        "| strategy | what it is |",
-        "|---|---|",
+        *template(
+            "benchmarks-reproduce",
+            sources=f"`{source}`" + "".join(f" and `{src}`" for _, src in sections) + ".",
+        ),
         *(f"| {cell(s)} | {WHAT.get(s, '')} |" for s in strategies),
         "",
-        "*Compiles* counts Dynamo graphs; *then eager* means torch hit `recompile_limit` and ran",
-        "the model uncompiled from then on. *First call* is the cold compile; *steady* the median",
-        "of the last half of the steps. *Equal to eager* compares every output (training: every",
-        "loss, the final weights and each weight's total update) with the plain model run",
-        "eagerly on the same inputs.",
+        *template("benchmarks-legend"),
         "",
     ]
     for workload, info in data["workloads"].items():
@@ -570,27 +526,12 @@ def render_comparison(
             if not wrong
             else "**Wrong numbers:** " + ", ".join(wrong) + "."
         ),
-        "The tensor buffer compiles once on `train` because its `step % 4` branch is rewritten",
-        "as a 0/1 mask that computes both branches on every step; written the upstream way",
-        "(`self.step.add_(1)` in place), it trains with wrong gradients on torch 2.13",
-        "([pytorch#197039](https://github.com/pytorch/pytorch/issues/197039); see the",
-        "[FAQ](faq.md#why-not-keep-the-counter-in-a-tensor-buffer)).",
-        "",
+        *template("comparison-buffer"),
     ]
     for extra, extra_source in sections:
         for workload, info in extra["workloads"].items():
             lines += _comparison_section(extra, extra_source, workload, info)
-    lines += [
-        "dynscalar also covers what the knobs do not: floats (including floats written inside",
-        "forward, exact on inductor where stock torch 2.13 is not,",
-        "[pytorch#194976](https://github.com/pytorch/pytorch/issues/194976)), per-value marks",
-        "for function arguments, ranges, unbacked ints, specialization warnings and a recompile",
-        "doctor. When stock `torch.compile` needs only one extra compile (a function argument, a",
-        "float the loop sets), see [When not to use dynscalar](faq.md#when-not-to-use-dynscalar).",
-        "",
-        f"*Machine:* {_machine(data)} Generated by `benchmarks/render_docs.py` from `{source}`.",
-        "",
-    ]
+    lines += template("comparison-beyond", machine=_machine(data), source=source)
     for run, run_source in arguments:
         lines += _arguments_section(run, run_source)
     return "\n".join(lines)
@@ -679,12 +620,12 @@ def _stock_arguments(data: dict[str, Any], by: dict[tuple[str, str], Any]) -> li
         "Unlike a module attribute, a plain function argument costs stock `torch.compile` one "
         "extra compile in every case here, not one per value: the first value is compiled as "
         "a constant, and from the second on automatic dynamic makes it a symbol. dynscalar's "
-        "marks (and `dynamic=True`, for every input) make it a symbol from the first call.",
+        "marks (and `dynamic=True`, for every input) make it a symbol from the first call."
     ]
 
 
 def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
-    """The comparison page's section on function arguments, from a bench_arguments.py run."""
+    """The comparison page's section on function arguments, from an arguments run."""
     c, m = data["config"], data["machine"]
     cases = list(data["cases"])
     by = {(r["case"], r["strategy"]): r for r in data["results"]}
@@ -748,10 +689,7 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
                 lines.append("")
     if wrong:
         lines += ["**Wrong numbers:** " + ", ".join(wrong) + ".", ""]
-    lines += [
-        "| strategy | how | limits |",
-        "|---|---|---|",
-    ]
+    lines += ["| strategy | how | limits |", "|---|---|---|"]
     for s in c["strategies"]:
         lines.append(f"| {cell_name(s)} | {data['what'][s]} | {ARGUMENT_LIMITS.get(s, '')} |")
     lines += [
@@ -787,8 +725,8 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
             if load > 0.5
             else ". "
         )
-        + f"Generated by `benchmarks/render_docs.py` from `{source}` "
-        "(`benchmarks/bench_arguments.py`).",
+        + f"Generated by `python -m benchmarks.render` from `{source}` "
+        "(`python -m benchmarks.arguments`).",
         "",
     ]
     return lines
@@ -811,31 +749,20 @@ COLORS = {
 
 
 def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams.update({"font.size": 9, "xtick.labelsize": 9, "ytick.labelsize": 9})
-    return plt
+    return pyplot(**{"font.size": 9, "xtick.labelsize": 9, "ytick.labelsize": 9})
 
 
-def _save(fig: Any, path: Path, dpi: int = 100) -> None:
-    """Save with the figure's smallest text (px) in the PNG's metadata: the figures are drawn
-    680 px wide, the docs' content column at 1280 px, and scripts/screenshot_docs.py fails a
-    page whose figures show text under 9 px."""
-    from matplotlib.text import Text
+def _cumulative(row: dict[str, Any], strategy: str) -> tuple[list[float], dict[str, Any]]:
+    """Cumulative time after each step (from 0), and the strategy's line style."""
+    points = [0.0, *itertools.accumulate(row["step_times_s"])]
+    style = {"color": COLORS.get(strategy, "#4c72b0"), "linewidth": 2}
+    return points, style | {"linestyle": "--" if strategy == "stock" else "-"}
 
-    fig.canvas.draw()
-    sizes = [
-        t.get_fontsize()
-        for t in fig.findobj(Text)
-        if t.get_visible() and t.get_text().strip() and t.get_window_extent().width > 0
-    ]
-    fig.savefig(
-        path,
-        dpi=dpi,
-        metadata={"Software": None, "dynscalar-min-text-px": f"{min(sizes) * dpi / 72:.1f}"},
+
+def _compiled(label: str, r: dict[str, Any]) -> str:
+    plural = "" if r["compiles"] == 1 else "s"
+    return f"{label}: {r['compiles']} compile{plural}" + (
+        ", then eager" if r["fell_back_to_eager"] else ""
     )
 
 
@@ -891,8 +818,7 @@ def plot_total_time(data: dict[str, Any], path: Path) -> None:
         fontsize=10,
     )
     fig.tight_layout(rect=(0, 0.03, 1, 1))
-    _save(fig, path)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def plot_cumulative(data: dict[str, Any], path: Path, workload: str | None = None) -> None:
@@ -908,25 +834,9 @@ def plot_cumulative(data: dict[str, Any], path: Path, workload: str | None = Non
     zoom = min(steps, 12)
     fig, (near, whole) = plt.subplots(2, 1, figsize=(6.8, 7.4))
     for s in shown:
-        total, points = 0.0, [0.0]
-        for t in rows[s]["step_times_s"]:
-            total += t
-            points.append(total)
-        r = rows[s]
-        plural = "" if r["compiles"] == 1 else "s"
-        then = ", then eager" if r["fell_back_to_eager"] else ""
-        style = {
-            "color": COLORS.get(s, "#4c72b0"),
-            "linewidth": 2,
-            "linestyle": "--" if s == "stock" else "-",
-        }
+        points, style = _cumulative(rows[s], s)
         near.plot(range(zoom + 1), points[: zoom + 1], marker=".", **style)
-        whole.plot(
-            range(len(points)),
-            points,
-            label=f"{name(s)}: {r['compiles']} compile{plural}{then}",
-            **style,
-        )
+        whole.plot(range(len(points)), points, label=_compiled(name(s), rows[s]), **style)
     near.set(xlim=(0, zoom), xlabel="step", ylabel="cumulative wall time (s)")
     near.set_title(f"first {zoom} steps: the compiles", fontsize=10)
     whole.set(xlim=(0, steps), xlabel="step", ylabel="cumulative wall time (s)")
@@ -939,12 +849,11 @@ def plot_cumulative(data: dict[str, Any], path: Path, workload: str | None = Non
     ours = [rows[s]["total_s"] for s in DYNSCALAR if s in rows]
     fig.suptitle(
         f"{WORKLOAD_TITLES.get(workload, workload)}, one cold run per strategy"
-        + (f"\n(every dynscalar variant: {_span(ours)} s in total)" if ours else ""),
+        + (f"\n(every dynscalar variant: {span(ours)} s in total)" if ours else ""),
         fontsize=10,
     )
     fig.tight_layout()
-    _save(fig, path)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def plot_schedule(data: dict[str, Any], path: Path, workload: str = "schedule") -> None:
@@ -956,21 +865,8 @@ def plot_schedule(data: dict[str, Any], path: Path, workload: str = "schedule") 
     fig, (timing, losses) = plt.subplots(2, 1, figsize=(6.8, 7.6))
     shown = [s for s in data["config"]["strategies"] if s in rows and s != "eager"]
     for s in shown:
-        r = rows[s]
-        total, points = 0.0, [0.0]
-        for t in r["step_times_s"]:
-            total += t
-            points.append(total)
-        plural = "" if r["compiles"] == 1 else "s"
-        then = ", then eager" if r["fell_back_to_eager"] else ""
-        timing.plot(
-            range(len(points)),
-            points,
-            color=COLORS.get(s, "#4c72b0"),
-            linewidth=2,
-            linestyle="--" if s == "stock" else "-",
-            label=f"{name(s, r)}: {r['compiles']} compile{plural}{then}",
-        )
+        points, style = _cumulative(rows[s], s)
+        timing.plot(range(len(points)), points, label=_compiled(name(s, rows[s]), rows[s]), **style)
     timing.set(xlim=(0, steps), xlabel="step", ylabel="cumulative wall time (s)")
     timing.set_ylim(bottom=0)
     timing.set_title("time", fontsize=10)
@@ -1012,8 +908,7 @@ def plot_schedule(data: dict[str, Any], path: Path, workload: str = "schedule") 
         fontsize=10,
     )
     fig.tight_layout()
-    _save(fig, path)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def write_plots(data: dict[str, Any], folder: Path) -> list[Path]:
@@ -1037,44 +932,24 @@ def write_section_plots(data: dict[str, Any], folder: Path) -> list[Path]:
 
 def load_runs(paths: list[Path]) -> list[tuple[dict[str, Any], str]]:
     """Each JSON with the name the pages cite it by."""
-    return [(json.loads(p.read_text()), source_name(p)) for p in paths]
+    return [(read_json(p), source_name(p)) for p in paths]
 
 
-def source_name(result: Path) -> str:
-    result = result.resolve()
-    return str(result.relative_to(ROOT)) if result.is_relative_to(ROOT) else result.name
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument(
-        "results",
-        type=Path,
-        nargs="*",
-        help="JSONs written by bench_strategies.py: the main run, then separate runs "
-        "(default: the published ones)",
-    )
-    parser.add_argument("--no-plots", action="store_true", help="only write the pages")
-    args = parser.parse_args()
-    runs = load_runs(args.results or list(PUBLISHED))
-    # The main run is the first that is not an arguments run; the rest keep their order.
-    main_run = next((i for i, (d, _) in enumerate(runs) if not is_arguments(d)), None)
-    if main_run is None:
-        parser.error("give a bench_strategies.py run too: the pages are rendered around it")
-    (data, source), sections = runs[main_run], runs[:main_run] + runs[main_run + 1 :]
-    docs = ROOT / "docs"
-    (docs / "benchmarks.md").write_text(render_benchmarks(data, source, tuple(sections)))
-    (docs / "comparison.md").write_text(render_comparison(data, source, tuple(sections)))
-    readme = HERE / "README.md"
+def write(paths: list[Path], docs: Path, readme: Path, plots: bool = True) -> list[Path]:
+    """docs/benchmarks.md, docs/comparison.md, the README's targets and (``plots``) the
+    figures, from the runs at ``paths``: the main run is the first that is not an
+    arguments run, the rest are sections in their order."""
+    runs = load_runs(paths)
+    main = next((i for i, (d, _) in enumerate(runs) if not is_arguments(d)), None)
+    if main is None:
+        raise SystemExit("give a strategies run too: the pages are rendered around it")
+    (data, source), sections = runs[main], tuple(runs[:main] + runs[main + 1 :])
+    (docs / "benchmarks.md").write_text(render_benchmarks(data, source, sections))
+    (docs / "comparison.md").write_text(render_comparison(data, source, sections))
     readme.write_text(replace_targets(readme.read_text(), targets_block(runs)))
-    written = ["docs/benchmarks.md", "docs/comparison.md", "benchmarks/README.md (targets)"]
-    if not args.no_plots:
-        plots = write_plots(data, IMG)
+    written = [docs / "benchmarks.md", docs / "comparison.md", readme]
+    if plots:
+        written += write_plots(data, docs / "img")
         for extra, _ in sections:
-            plots += write_section_plots(extra, IMG)
-        written += [str(p.relative_to(ROOT)) for p in plots]
-    print("wrote " + ", ".join(written))
-
-
-if __name__ == "__main__":
-    main()
+            written += write_section_plots(extra, docs / "img")
+    return written

@@ -1,61 +1,26 @@
-"""Benchmark: ways of keeping a Python scalar dynamic under torch.compile, side by side.
+"""Every way of keeping a Python scalar dynamic under torch.compile, side by side.
 
-Each (workload, strategy) pair runs in a fresh Python process with a fresh, empty
-``TORCHINDUCTOR_CACHE_DIR``, so every compile is cold and no strategy profits from another's
-cache. The parent collects one JSON line per child, prints a Markdown table per workload and
-a PASS/MISS line per target, and writes ``<out>/<name>.json``, ``<out>/total_time.png``,
-``<out>/cumulative_time.png`` (and ``<out>/schedule.png`` with the schedule workload).
+Each (workload, strategy) pair runs in a fresh process with a fresh, empty
+``TORCHINDUCTOR_CACHE_DIR`` (every compile cold), times each step with
+``time.perf_counter`` and compares the run with the plain model run eagerly on the same
+inputs (``equal_to_eager``); a stochastic workload (``schedule``: dropout in training) is
+checked by an exact pass with dropout off, its loss trajectory against eager runs
+(:func:`loss_check`) and a dropout probe (:func:`dropout_probe`).  ``compiles`` counts the
+graphs Dynamo kept; ``restarts`` those the float-tensorify pass threw away.  Strategies and
+workloads are described in ``benchmarks/README.md``.
 
-Strategies (see ``STRATEGIES``; a workload lists the ones that do not apply to it):
-
-* ``eager``: no torch.compile.
-* ``stock``: ``torch.compile(model)``; the int attribute is a constant, one compile per value
-  until ``recompile_limit`` (8), then eager for the rest of the run.
-* ``unspec_int``: ``torch._dynamo.config.allow_unspec_int_on_nn_module = True``.
-* ``dynamic_sources``: ``torch.compiler.config.dynamic_sources = "L['self'].step"`` (the
-  workload's ``sources``).
-* ``torch_dynamicint``: ``model.step = torch.fx.experimental.sym_node.DynamicInt(0)``.
-* ``oracle``: the counter in a 0-d int64 buffer (``workloads.py``): updated in place for
-  inference; reassigned (``self.step = self.step + 1``) for training, because the in-place
-  form gets silently wrong gradients on torch 2.13 (opt-in strategy ``oracle_inplace``
-  shows it). The ``step % k`` branch becomes a 0/1 mask with the same numerics.
-* ``ds_proxy`` / ``ds_registry`` / ``ds_decorator``: ``dynscalar.DynamicInt(0)``,
-  ``dynscalar.mark_dynamic_attr(model, "step")``, ``@dynscalar.dynamic_attrs("step")`` (the
-  workload's ``dynamic`` attributes; on ``schedule`` the loop sets ``DynamicFloat`` values).
-
-Every child also runs the plain model eagerly on the same inputs after its timed loop and
-compares outputs (training: every loss, the final parameters and the counter);
-``equal_to_eager`` is false, and the report says so loudly, when they differ. A stochastic
-workload (``schedule``: dropout in training) is checked three ways instead, since compiled
-dropout draws other masks than eager: an exact pass with the dropout in eval mode, its
-training-loss trajectory against ``REFERENCE_SEEDS`` eager runs (``loss_check``), and a
-dropout probe at fixed weights (``dropout_probe``).
-
-Timing: ``time.perf_counter`` around each call (training: the schedule, forward, backward
-and the optimizer step when there is one). ``first_call_s`` is the first call (the cold
-compile); ``steady_median_ms`` the median of the last half of the steps; ``total_s`` the
-sum. ``compiles`` counts the graphs Dynamo kept; ``restarts`` the graphs handed to the
-backend and then thrown away by torch's float-tensorify restart.
-
-    python benchmarks/bench_strategies.py                      # full run: inductor, 200 steps
-    python benchmarks/bench_strategies.py --backend aot_eager --steps 20
-    python benchmarks/bench_strategies.py --workloads train --strategies stock,oracle,ds_registry
-    python benchmarks/bench_strategies.py --workloads schedule --threads 1
+    python -m benchmarks.strategies                      # inductor, 200 steps, everything
+    python -m benchmarks.strategies --backend aot_eager --steps 20
+    python -m benchmarks.strategies --workloads schedule --threads 1
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
-import json
-import logging
 import math
-import os
-import platform
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,14 +29,22 @@ from typing import Any
 
 import torch
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-from render_docs import NAMES, label, write_plots  # noqa: E402
-from workloads import WORKLOADS, Workload  # noqa: E402
-
-import dynscalar  # noqa: E402  (installs the Dynamo bridge hook before Dynamo loads)
-from dynscalar._demo import cpu_model, import_pyplot  # noqa: E402
+import dynscalar
+from benchmarks import harness
+from benchmarks.harness import (
+    HERE,
+    CountingBackend,
+    RecompileLimitWatch,
+    emit,
+    loadavg,
+    machine_info,
+    pyplot,
+    split,
+    unique_graphs,
+    write_json,
+)
+from benchmarks.render_strategies import NAMES, _stochastic_checks, _table, label, write_plots
+from benchmarks.workloads import WORKLOADS, Workload
 
 DEFAULT_OUT = HERE / "results" / "latest"
 RTOL, ATOL = 1e-4, 1e-5  # compiled vs eager: inductor reorders float math, nothing more
@@ -112,14 +85,6 @@ def _plain(w: Workload) -> torch.nn.Module:
     return _seeded(w.plain)
 
 
-def _oracle(w: Workload) -> torch.nn.Module:
-    return _seeded(w.oracle)
-
-
-def _oracle_inplace(w: Workload) -> torch.nn.Module:
-    return _seeded(w.oracle_inplace)
-
-
 def _with_value(value: Callable[[Any], Any]) -> Callable[[Workload], torch.nn.Module]:
     """Replace each dynamic attribute's value by ``value(old)`` (a proxy, torch's DynamicInt)."""
 
@@ -157,26 +122,25 @@ def _decorator(w: Workload) -> torch.nn.Module:
     return _seeded(cls)
 
 
+def _dynamic_sources(w: Workload) -> None:
+    # the sources Dynamo gives the attributes when torch.compile(model) traces forward
+    # (TORCH_LOGS=guards: L['self'].step; on schedule L['self']._modules['drop1'].p, ...)
+    torch.compiler.config.dynamic_sources = ",".join(w.sources)
+
+
 def _unspec_int(w: Workload) -> None:
     torch._dynamo.config.allow_unspec_int_on_nn_module = True
 
 
-def _dynamic_sources(w: Workload) -> None:
-    # The sources Dynamo gives the attributes when torch.compile(model) traces
-    # forward(self, ...) (TORCH_LOGS=guards on the seed model: source=L['self'].step, type
-    # guard, no value guard; on schedule: L['self']._modules['drop1'].p, ...).
-    torch.compiler.config.dynamic_sources = ",".join(w.sources)
-
-
 STRATEGIES: dict[str, Strategy] = {
-    # Labels are the reader-facing names the docs use (render_docs.NAMES).
+    # labels: the reader-facing names the docs use (render_strategies.NAMES)
     "eager": Strategy(NAMES["eager"], compiled=False, build=_plain),
     "stock": Strategy(NAMES["stock"], build=_plain),
     "unspec_int": Strategy(NAMES["unspec_int"], setup=_unspec_int, build=_plain),
     "dynamic_sources": Strategy(NAMES["dynamic_sources"], setup=_dynamic_sources, build=_plain),
     "torch_dynamicint": Strategy(NAMES["torch_dynamicint"], build=_with_value(_torch_dynamicint)),
-    "oracle": Strategy(NAMES["oracle"], build=_oracle),
-    "oracle_inplace": Strategy(NAMES["oracle_inplace"], build=_oracle_inplace),
+    "oracle": Strategy(NAMES["oracle"], build=lambda w: _seeded(w.oracle)),
+    "oracle_inplace": Strategy(NAMES["oracle_inplace"], build=lambda w: _seeded(w.oracle_inplace)),
     "ds_proxy": Strategy(
         NAMES["ds_proxy"], build=_with_value(dynscalar.mark_dynamic), wrap=dynscalar.mark_dynamic
     ),
@@ -190,32 +154,6 @@ DEFAULT_STRATEGIES = [s for s in STRATEGIES if s != "oracle_inplace"]
 
 
 # --------------------------------------------------------------------------- child process
-
-
-class CountingBackend:
-    """A torch.compile backend that counts the Dynamo graphs handed to the real backend."""
-
-    def __init__(self, name: str) -> None:
-        from torch._dynamo.backends.registry import lookup_backend
-
-        self.real = lookup_backend(name)
-        self.graphs = 0
-
-    def __call__(self, gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
-        self.graphs += 1
-        return self.real(gm, example_inputs)
-
-
-class RecompileLimitWatch(logging.Handler):
-    """Counts Dynamo's "hit config.recompile_limit" warnings (the frame then runs eager)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.hits = 0
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if "recompile_limit" in record.getMessage():
-            self.hits += 1
 
 
 def _run_loop(
@@ -300,15 +238,6 @@ def _compare_with_eager(
     }
 
 
-def _graphs() -> int:
-    """Graphs Dynamo kept so far. A backend call that ends in a restart (torch's
-    float-tensorify pass restarts analysis to specialize a float or drop an unused one)
-    hands the backend a graph that is then thrown away: not counted here."""
-    from torch._dynamo.utils import counters
-
-    return int(counters["stats"]["unique_graphs"])
-
-
 def _compiled_run(
     strategy: Strategy,
     workload: Workload,
@@ -318,26 +247,14 @@ def _compiled_run(
 ) -> tuple[Callable[..., torch.Tensor], list[float], list[torch.Tensor], dict[str, Any]]:
     """Compile (or not) and run the loop; the callable and the compile counts of this run."""
     counter = CountingBackend(backend)
-    watch = RecompileLimitWatch()
-    logging.getLogger("torch._dynamo").addHandler(watch)
-    before = _graphs()
+    before = unique_graphs()
     call = torch.compile(model, backend=counter) if strategy.compiled else model
-    try:
+    with RecompileLimitWatch() as watch:
         times, outputs = _run_loop(call, model, workload, inputs, strategy.wrap)
-    finally:
-        logging.getLogger("torch._dynamo").removeHandler(watch)
-    compiles = _graphs() - before
-    return (
-        call,
-        times,
-        outputs,
-        {
-            "compiles": compiles,
-            "restarts": counter.graphs - compiles,
-            "recompile_limit_hits": watch.hits,
-            "fell_back_to_eager": watch.hits > 0,
-        },
-    )
+    compiles = unique_graphs() - before
+    counts = {"compiles": compiles, "restarts": counter.frame_count - compiles}
+    counts |= {"recompile_limit_hits": watch.hits, "fell_back_to_eager": watch.hits > 0}
+    return call, times, outputs, counts
 
 
 def run_child(
@@ -352,7 +269,7 @@ def run_child(
     in eval mode (a fresh compile after ``torch._dynamo.reset()``; not timed).
     """
     workload, strategy = WORKLOADS[workload_name], STRATEGIES[strategy_name]
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    load = (loadavg() or [None])[0]
     if threads:
         torch.set_num_threads(threads)
     if strategy.setup is not None:
@@ -551,81 +468,31 @@ def loss_check(losses: list[float], reference: list[list[float]]) -> dict[str, A
 # --------------------------------------------------------------------------- parent process
 
 
-def machine_info() -> dict[str, Any]:
-    """CPU model, cores, torch and Python versions, load average."""
-    return {
-        "cpu": cpu_model(),
-        "cores": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "torch": torch.__version__,
-        "dynscalar": dynscalar.__version__,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "loadavg_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-    }
-
-
-def _spawn(cmd: list[str], args: argparse.Namespace) -> tuple[dict[str, Any] | None, str, float]:
-    """Run this script with ``cmd`` in a fresh process with a fresh inductor cache; return
-    its last stdout line parsed as JSON (or None and the error), and the wall time."""
-    with tempfile.TemporaryDirectory(prefix="dynscalar-bench-") as cache:
-        env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
-        cmd = [sys.executable, str(Path(__file__).resolve()), *cmd]
-        cmd += ["--steps", str(args.steps), "--backend", args.backend]
-        cmd += ["--threads", str(args.threads)]
-        start = time.perf_counter()
-        try:
-            proc = subprocess.run(
-                cmd, env=env, capture_output=True, text=True, timeout=args.timeout, check=False
-            )
-        except subprocess.TimeoutExpired:
-            return None, f"timed out after {args.timeout:.0f} s", time.perf_counter() - start
-    wall = time.perf_counter() - start
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:
-        return None, proc.stderr[-3000:] or f"exit {proc.returncode}", wall
-    return json.loads(lines[-1]), "", wall
+def _spawn(cmd: list[str], args: argparse.Namespace) -> tuple[Any, str, float]:
+    """This experiment with ``cmd`` in a fresh process with a fresh inductor cache."""
+    cmd += ["--steps", str(args.steps), "--backend", args.backend, "--threads", str(args.threads)]
+    return harness.run_child("benchmarks.strategies", cmd, args.timeout)
 
 
 def spawn_child(workload: str, strategy: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Run one pair in a fresh process with a fresh inductor cache; return its row."""
+    """One pair in a fresh process with a fresh inductor cache: its row."""
     row, error, wall = _spawn(["--child", workload, strategy], args)
     if row is None:
-        return _failed(workload, strategy, error)
-    row["process_wall_s"] = wall
-    return row
-
-
-def spawn_reference(workload: str, args: argparse.Namespace) -> dict[str, Any]:
-    """The eager ensemble of a stochastic workload (run_reference), in its own process."""
-    result, error, wall = _spawn(["--reference", workload], args)
-    if result is None:
-        raise SystemExit(f"the eager reference runs of {workload} failed:\n{error}")
-    result["process_wall_s"] = wall
-    return result
+        name = label(strategy, workload)
+        row = {"workload": workload, "strategy": strategy, "label": name, "error": error}
+        return row | {"equal_to_eager": False}
+    return row | {"process_wall_s": wall}
 
 
 def apply_loss_checks(rows: list[dict[str, Any]], references: dict[str, dict[str, Any]]) -> None:
-    """Stochastic rows: the loss check against the eager ensemble; ``equal_to_eager`` is
-    the exact pass (random ops off), the loss check and the dropout probe together."""
+    """Stochastic rows: ``equal_to_eager`` is the exact pass (random ops off), the loss
+    check against the eager ensemble and the dropout probe together."""
     for row in rows:
         reference = references.get(row["workload"])
-        if reference is None or "error" in row:
-            continue
-        row["loss_check"] = loss_check(row["losses"], reference["losses"])
-        row["equal_to_eager"] = bool(
-            row["eval_equal"] and row["loss_check"]["pass"] and row["dropout_probe"]["pass"]
-        )
-
-
-def _failed(workload: str, strategy: str, error: str) -> dict[str, Any]:
-    return {
-        "workload": workload,
-        "strategy": strategy,
-        "label": label(strategy, workload),
-        "error": error,
-        "equal_to_eager": False,
-    }
+        if reference is not None and "error" not in row:
+            row["loss_check"] = check = loss_check(row["losses"], reference["losses"])
+            row["equal_to_eager"] = row["eval_equal"] and check["pass"]
+            row["equal_to_eager"] &= row["dropout_probe"]["pass"]
 
 
 def add_ratios(rows: list[dict[str, Any]]) -> None:
@@ -640,119 +507,30 @@ def add_ratios(rows: list[dict[str, Any]]) -> None:
 
 
 def check_targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Issue 6's targets for each dynscalar strategy; a missing baseline is 'n/a'."""
+    """The targets of each dynscalar strategy; a missing baseline is 'n/a'."""
     targets = []
-    for row in rows:
-        if row["strategy"] not in DYNSCALAR:
-            continue
-        w = WORKLOADS[row["workload"]]
-        checks: list[tuple[str, float | None, float]] = []
+    for row in (r for r in rows if r["strategy"] in DYNSCALAR):
+        checks: list[tuple[str, Any, Any]] = [("equal to eager", row["equal_to_eager"], True)]
         if "error" not in row:
-            checks = [
-                ("compiles == control paths", row["compiles"], w.control_paths),
+            checks += [
+                ("compiles == control paths", row["compiles"], WORKLOADS[row["workload"]]),
                 ("total <= 0.3x stock", row.get("total_vs_stock"), 0.3),
                 ("total <= 1.10x oracle", row.get("total_vs_oracle"), 1.10),
                 ("steady state <= 1.05x oracle", row.get("steady_median_vs_oracle"), 1.05),
                 ("first compile <= 1.10x stock's", row.get("first_call_vs_stock"), 1.10),
             ]
-        targets.append(
-            {
-                "workload": row["workload"],
-                "strategy": row["strategy"],
-                "target": "equal to eager",
-                "value": row["equal_to_eager"],
-                "limit": True,
-                "status": "PASS" if row["equal_to_eager"] else "MISS",
-            }
-        )
         for name, value, limit in checks:
+            if isinstance(limit, Workload):
+                limit = limit.control_paths
             if value is None:
                 status = "n/a"
-            elif name.startswith("compiles"):
+            elif isinstance(limit, bool) or name.startswith("compiles"):
                 status = "PASS" if value == limit else "MISS"
             else:
                 status = "PASS" if value <= limit else "MISS"
-            targets.append(
-                {
-                    "workload": row["workload"],
-                    "strategy": row["strategy"],
-                    "target": name,
-                    "value": value,
-                    "limit": limit,
-                    "status": status,
-                }
-            )
+            target = {"workload": row["workload"], "strategy": row["strategy"], "target": name}
+            targets.append(target | {"value": value, "limit": limit, "status": status})
     return targets
-
-
-def _fmt(value: float | None, spec: str = ".2f", suffix: str = "") -> str:
-    return "—" if value is None else f"{value:{spec}}{suffix}"
-
-
-def _compiles_cell(r: dict[str, Any]) -> str:
-    text = str(r["compiles"])
-    if r.get("restarts"):
-        text += f" (+{r['restarts']} restart{'s' if r['restarts'] != 1 else ''})"
-    return text + (", then eager" if r["fell_back_to_eager"] else "")
-
-
-def format_table(
-    rows: list[dict[str, Any]], workload: str, not_applicable: dict[str, str] | None = None
-) -> str:
-    """One Markdown table for one workload."""
-    lines = [
-        "| strategy | compiles | first call (s) | total (s) | steady median (ms/step) "
-        "| total / oracle | steady / oracle | total / stock | equal to eager |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    for r in (r for r in rows if r["workload"] == workload):
-        if "error" in r:
-            lines.append(f"| {r['label']} | FAILED: {r['error'].splitlines()[-1][:80]} |||||||")
-            continue
-        equal = "yes" if r["equal_to_eager"] else "**NO: WRONG NUMBERS**"
-        if "loss_check" in r:
-            equal += (
-                f" (exact pass: {'yes' if r['eval_equal'] else 'NO'}, "
-                f"loss max |z| {r['loss_check']['max_abs_z']:.1f}, "
-                f"probe max |z| {r['dropout_probe']['max_abs_z']:.1f})"
-            )
-        lines.append(
-            f"| {r['label']} | {_compiles_cell(r)} | {r['first_call_s']:.2f} | {r['total_s']:.2f} "
-            f"| {r['steady_median_ms']:.3f} | {_fmt(r.get('total_vs_oracle'), '.2f', 'x')} "
-            f"| {_fmt(r.get('steady_median_vs_oracle'), '.2f', 'x')} "
-            f"| {_fmt(r.get('total_vs_stock'), '.2f', 'x')} | {equal} |"
-        )
-    for strategy, why in (not_applicable or {}).items():
-        lines.append(f"| {label(strategy, workload)} | n/a: {why} ||||||||")
-    return "\n".join(lines)
-
-
-def format_targets(targets: list[dict[str, Any]]) -> str:
-    """One PASS/MISS line per target."""
-    lines = []
-    for t in targets:
-        value = t["value"]
-        shown = f"{value:.2f}" if isinstance(value, float) else str(value)
-        lines.append(
-            f"{t['status']:4}  {t['workload']:9} {t['strategy']:12} {t['target']:30} "
-            f"(measured {shown}, target {t['limit']})"
-        )
-    return "\n".join(lines)
-
-
-def _pyplot() -> Any:
-    try:
-        return import_pyplot()
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise SystemExit(str(exc)) from exc
-
-
-def plot(result: dict[str, Any], out: Path) -> list[Path]:
-    """``total_time.png``, ``cumulative_time.png`` and ``<workload>.png`` for a stochastic
-    workload: the docs' plots (render_docs.py)."""
-    _pyplot()
-    ok = {**result, "results": [r for r in result["results"] if "error" not in r]}
-    return write_plots(ok, out)
 
 
 def _elapsed(seconds: float) -> str:
@@ -761,128 +539,85 @@ def _elapsed(seconds: float) -> str:
 
 def run_parent(args: argparse.Namespace) -> int:
     """Run every pair, report, write JSON and plots; exit 1 on failures or wrong numbers."""
-    workloads = _split(args.workloads, WORKLOADS, list(WORKLOADS))
-    strategies = _split(args.strategies, STRATEGIES, DEFAULT_STRATEGIES)
+    workloads = split(args.workloads, WORKLOADS, list(WORKLOADS))
+    strategies = split(args.strategies, STRATEGIES, DEFAULT_STRATEGIES)
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    _pyplot()  # fail now, not after the run, when matplotlib is missing
+    pyplot()  # fail now, not after the run, when matplotlib is missing
     info = machine_info()
+    threads = args.threads or info["torch_threads"]
     print(
-        f"dynscalar strategy benchmark: backend={args.backend}, {args.steps} steps, "
-        f"torch {info['torch']}, {info['cpu']}, {info['cores']} cores "
-        f"({args.threads or info['torch_threads']} torch threads), load {info['loadavg_start']}",
+        f"dynscalar strategy benchmark: backend={args.backend}, {args.steps} steps, torch "
+        f"{info['torch']}, {info['cpu']}, {info['cores']} cores ({threads} torch threads), "
+        f"load {info['loadavg_start']}",
         flush=True,
     )
-    load = info["loadavg_start"]
-    if load and load[0] > 0.5:
+    if info["loadavg_start"] and info["loadavg_start"][0] > 0.5:
         print(
-            f"warning: load average {load[0]:.2f} before the run: other processes share these "
-            "cores, so timings will be noisy (single steps stall for ~300 ms on a busy 2-core "
-            "machine). Run on a quiet machine, or try --threads 1.",
-            flush=True,
+            f"warning: load average {info['loadavg_start'][0]:.2f}: other processes share "
+            "these cores, so timings will be noisy (try a quiet machine, or --threads 1)."
         )
-    rows, start = [], time.perf_counter()
     skipped = {
         w: {s: why for s, why in WORKLOADS[w].not_applicable.items() if s in strategies}
         for w in workloads
     }
-    for w, why in skipped.items():
-        for s, reason in why.items():
-            print(f"{w} / {s}: n/a ({reason})", flush=True)
     pairs = [(w, s) for w in workloads for s in strategies if s not in skipped[w]]
+    rows, start = [], time.perf_counter()
     for i, (w, s) in enumerate(pairs, start=1):
-        print(
-            f"[{i}/{len(pairs)}] {w} / {s}: started at {_elapsed(time.perf_counter() - start)}",
-            flush=True,
-        )
-        row = spawn_child(w, s, args)
-        rows.append(row)
+        print(f"[{i}/{len(pairs)}] {w} / {s} ({_elapsed(time.perf_counter() - start)})", flush=True)
+        rows.append(row := spawn_child(w, s, args))
         if "error" in row:
-            print(f"[{i}/{len(pairs)}] {w} / {s}: FAILED\n{row['error']}", flush=True)
+            print(f"  FAILED\n{row['error']}", flush=True)
         else:
-            check = (
-                f"exact pass (dropout off): {row['eval_equal']}, loss check after the reference"
-                if "eval_equal" in row
-                else f"equal to eager: {row['equal_to_eager']}"
-            )
-            print(
-                f"[{i}/{len(pairs)}] {w} / {s}: {_compiles_cell(row)} compile(s), total "
-                f"{row['total_s']:.2f} s, process {row['process_wall_s']:.1f} s, {check} "
-                f"(elapsed {_elapsed(time.perf_counter() - start)})",
-                flush=True,
-            )
+            print(f"  {row['compiles']} compile(s), total {row['total_s']:.2f} s", flush=True)
     references = {}
     for w in workloads:
         if WORKLOADS[w].stochastic and any(r["workload"] == w for r in rows):
-            print(
-                f"{w}: eager reference ({REFERENCE_SEEDS} runs with other random streams) "
-                f"started at {_elapsed(time.perf_counter() - start)}",
-                flush=True,
-            )
-            references[w] = spawn_reference(w, args)
+            print(f"{w}: {REFERENCE_SEEDS} eager reference runs", flush=True)
+            reference, error, wall = _spawn(["--reference", w], args)
+            if reference is None:
+                raise SystemExit(f"the eager reference runs of {w} failed:\n{error}")
+            references[w] = reference | {"process_wall_s": wall}
     apply_loss_checks(rows, references)
     add_ratios(rows)
-    targets = check_targets(rows)
-    info["loadavg_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
-    wall = time.perf_counter() - start
-
-    for w in workloads:
-        print(
-            f"\n### {w}: {WORKLOADS[w].description} "
-            f"({WORKLOADS[w].control_paths} control path(s))\n"
-        )
-        print(format_table(rows, w, skipped[w]))
-    wrong = [r for r in rows if not r["equal_to_eager"]]
-    if wrong:
-        print(
-            "\n!!! WRONG NUMBERS OR FAILURES (not equal to eager): "
-            + ", ".join(f"{r['workload']}/{r['strategy']}" for r in wrong)
-        )
-    if targets:
-        print("\nTargets (dynscalar strategies):\n" + format_targets(targets))
-
+    info["loadavg_end"] = loadavg()
+    config = {"backend": args.backend, "steps": args.steps, "threads": threads}
+    config |= {"workloads": workloads, "strategies": strategies, "rtol": RTOL, "atol": ATOL}
+    config |= {"update_rtol": UPDATE_RTOL, "reference_seeds": REFERENCE_SEEDS}
+    config |= {"loss_windows": LOSS_WINDOWS, "loss_z": LOSS_Z}
     result = {
         "machine": info,
-        "config": {
-            "backend": args.backend,
-            "steps": args.steps,
-            "threads": args.threads or torch.get_num_threads(),
-            "workloads": workloads,
-            "strategies": strategies,
-            "rtol": RTOL,
-            "atol": ATOL,
-            "update_rtol": UPDATE_RTOL,
-            "reference_seeds": REFERENCE_SEEDS,
-            "loss_windows": LOSS_WINDOWS,
-            "loss_z": LOSS_Z,
-        },
+        "config": config,
         "workloads": {
-            w: {
-                "description": WORKLOADS[w].description,
-                "control_paths": WORKLOADS[w].control_paths,
-                **({"stochastic": True} if WORKLOADS[w].stochastic else {}),
-                **({"not_applicable": skipped[w]} if skipped[w] else {}),
-            }
+            w: {"description": WORKLOADS[w].description}
+            | {"control_paths": WORKLOADS[w].control_paths}
+            | ({"stochastic": True} if WORKLOADS[w].stochastic else {})
+            | ({"not_applicable": skipped[w]} if skipped[w] else {})
             for w in workloads
         },
         "references": references,
-        "wall_s": wall,
+        "wall_s": time.perf_counter() - start,
         "results": rows,
-        "targets": targets,
+        "targets": check_targets(rows),
     }
-    json_path = out / f"{args.name or time.strftime('%Y%m%d-%H%M%S')}.json"
-    json_path.write_text(json.dumps(result, indent=1))
-    pngs = plot(result, out)
-    print(f"\nwrote {json_path}, " + ", ".join(map(str, pngs)) + f" in {_elapsed(wall)}")
+    for w in workloads:
+        print(f"\n### {w}: {WORKLOADS[w].description}\n")
+        table = _table({r["strategy"]: r for r in rows if r["workload"] == w}, strategies)
+        print("\n".join(table).replace("<wbr>", ""))
+        if WORKLOADS[w].stochastic:
+            checks = _stochastic_checks(result, w)
+            print("\n".join(checks[checks.index("|---|---:|---:|---:|") - 1 :]))
+        for s, why in skipped[w].items():
+            print(f"| {label(s, w)} | n/a: {why} |")
+    wrong = [f"{r['workload']}/{r['strategy']}" for r in rows if not r["equal_to_eager"]]
+    if wrong:
+        print("\n!!! WRONG NUMBERS OR FAILURES (not equal to eager): " + ", ".join(wrong))
+    for t in result["targets"]:
+        print(f"{t['status']:4}  {t['workload']:9} {t['strategy']:12} {t['target']}: {t['value']}")
+    json_path = write_json(out / f"{args.name or time.strftime('%Y%m%d-%H%M%S')}.json", result)
+    ok = {**result, "results": [r for r in rows if "error" not in r]}
+    plots = write_plots(ok, out)
+    print(f"\nwrote {json_path}, " + ", ".join(map(str, plots)))
     return 1 if wrong else 0
-
-
-def _split(value: str | None, known: dict[str, Any], default: list[str]) -> list[str]:
-    names = default if not value else [v.strip() for v in value.split(",") if v.strip()]
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise SystemExit(f"unknown name(s) {unknown}; choose from {list(known)}")
-    return names
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -921,11 +656,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.reference:
-        print(json.dumps(run_reference(args.reference, args.steps, args.threads)), flush=True)
+        emit(run_reference(args.reference, args.steps, args.threads))
         return 0
     if args.child:
         row = run_child(args.child[0], args.child[1], args.steps, args.backend, args.threads)
-        print(json.dumps(row), flush=True)
+        emit(row)
         return 0
     return run_parent(args)
 

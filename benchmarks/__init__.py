@@ -1,0 +1,1 @@
+"""dynscalar's benchmarks: ``python -m benchmarks.<experiment>``; pages: ``benchmarks.render``."""

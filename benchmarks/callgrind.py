@@ -1,0 +1,190 @@
+"""Instructions per call under valgrind's callgrind: counts that do not depend on the load.
+
+Every per-call strategy and eager case runs in a child (``python -m benchmarks.callgrind
+KIND NAME VARIANT N``) that warms up, switches instrumentation on and counts ``N`` calls
+between two ``torch._C._valgrind_toggle()``; the eager floor measures the pieces of
+``DynamicInt + 1`` alone.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import torch
+import wrapt
+
+import dynscalar as ds
+from benchmarks.eager import EAGER_CASES
+from benchmarks.harness import run_child
+from benchmarks.percall import PERCALL, make_runner
+
+
+def callgrind_available() -> bool:
+    return shutil.which("valgrind") is not None and shutil.which("callgrind_control") is not None
+
+
+def _instructions(args: list[str], workdir: Path, timeout: float) -> int:
+    """Instructions counted between the child's two toggles."""
+    out_file = workdir / f"callgrind.{abs(hash(tuple(args)))}.out"
+    valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no"]
+    # Its own inductor cache: under valgrind the CPU reports AVX2 (no AVX-512), and kernels
+    # compiled there, loaded later from a shared cache by a native process, crash it.
+    _, error, _ = run_child(
+        "benchmarks.callgrind",
+        args,
+        timeout,
+        cache=str(workdir / "inductor-cache"),
+        wrapper=[*valgrind, f"--callgrind-out-file={out_file}"],
+        allow_empty=True,
+    )
+    if error:
+        raise RuntimeError(f"callgrind child {args} failed:\n{error}")
+    for line in out_file.read_text(errors="replace").splitlines():
+        if line.startswith(("summary:", "totals:")):
+            return int(line.split()[1])
+    raise RuntimeError(f"no totals in {out_file}")
+
+
+def child(kind: str, name: str, variant: str, number: int) -> None:
+    """In a valgrind child: warm up, switch instrumentation on, count ``number`` calls."""
+    torch.set_num_threads(1)
+    if kind == "percall":
+        if PERCALL[name].stock:
+            ds.disabled().__enter__()  # this process only measures stock torch
+        runner = make_runner(name, variant)
+        runner.compile()
+        fn = runner.call
+    elif kind == "floor":
+        fn = FLOOR_CASES[name][1]()
+    else:
+        fn = EAGER_CASES[name][1 if variant == "proxy" else 0]()
+    for _ in range(50):
+        fn()
+    subprocess.run(
+        ["callgrind_control", "--instr=on", str(os.getpid())], check=True, capture_output=True
+    )
+    for _ in range(20):  # instrumented, not counted: caches settle
+        fn()
+    torch._C._valgrind_toggle()
+    for _ in range(number):
+        fn()
+    torch._C._valgrind_toggle()
+
+
+def run_callgrind(
+    backends: list[str], strategies: list[str], eager_cases: list[str], number: int, jobs: int
+) -> dict[str, Any]:
+    """Instructions per call of every per-call strategy (none when ``strategies`` is empty)
+    and eager case, and the pieces of the eager floor (``jobs`` processes at once)."""
+    tasks = [("percall", s, b) for b in backends for s in strategies]
+    tasks += [("eager", c, v) for c in eager_cases for v in ("plain", "proxy")]
+    tasks += [("floor", c, "proxy") for c in FLOOR_CASES]
+    with tempfile.TemporaryDirectory(prefix="dynscalar-cg-") as tmp:
+
+        def one(task: tuple[str, str, str]) -> int:
+            return round(_instructions([*task, str(number)], Path(tmp), 3600) / number)
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            counts = dict(zip(tasks, pool.map(one, tasks), strict=True))
+    percall: dict[str, Any] = {}
+    for backend in backends:
+        rows = percall[backend] = {}
+        for name in strategies:
+            ref = counts.get(("percall", PERCALL[name].reference, backend))
+            n = counts[("percall", name, backend)]
+            rows[name] = {"instructions": n, "ratio": round(n / ref, 4) if ref else None}
+    eager = {c: {v: counts[("eager", c, v)] for v in ("plain", "proxy")} for c in eager_cases}
+    floor = {case: counts[("floor", case, "proxy")] for case in FLOOR_CASES}
+    return {"calls": number, "percall": percall, "eager": eager, "floor": floor}
+
+
+def _floor_call() -> Callable[[], Any]:
+    return lambda: None
+
+
+def _floor_dispatch() -> Callable[[], Any]:
+    class Number:
+        __slots__ = ()
+
+        def __add__(self, other: Any) -> Any:
+            return 8
+
+    a = Number()
+    return lambda: a + 1
+
+
+def _floor_alloc() -> Callable[[], Any]:
+    # wrapt's allocation of a proxy object, as DynamicInt's constructor does it
+    return lambda: wrapt.BaseObjectProxy.__new__(ds.DynamicInt)
+
+
+def _floor_store_value() -> Callable[[], Any]:
+    p = ds.DynamicInt(7)
+    setter = next(  # wrapt's own __wrapped__ descriptor
+        k.__dict__["__wrapped__"] for k in type(p).__mro__ if "__wrapped__" in k.__dict__
+    ).__set__
+    return lambda: setter(p, 7)
+
+
+def _floor_store_spec() -> Callable[[], Any]:
+    p = ds.DynamicInt(7)
+    spec = p.spec
+
+    def store() -> None:
+        p._self_spec = spec  # type: ignore[attr-defined]  # the slot the spec lives in
+
+    return store
+
+
+def _floor_read() -> Callable[[], Any]:
+    p = ds.DynamicInt(7)
+    return lambda: p.__wrapped__
+
+
+def _floor_torch_function() -> Callable[[], Any]:
+    t = torch.ones(8, 8)
+    result = t * 2
+
+    class Hooked:
+        """Not a number to torch: torch.mul hands it to a hook that returns at once."""
+
+        __slots__ = ()
+
+        @classmethod
+        def __torch_function__(
+            cls, func: Any, types: Any, args: Any = (), kwargs: Any = None
+        ) -> Any:
+            return result
+
+    h = Hooked()
+    return lambda: torch.mul(t, h)
+
+
+#: Pieces of ``DynamicInt + 1`` measured alone under callgrind (the eager floor), and the
+#: floor of a torch call receiving an object that is not a number to torch's C parser:
+#: name -> (what it is, factory of the measured call)
+FLOOR_CASES: dict[str, tuple[str, Callable[[], Callable[[], Any]]]] = {
+    "call": ("the measuring loop and an empty call (subtracted from the others)", _floor_call),
+    "dispatch": ("a Python-level `__add__` returning an int (operator dispatch)", _floor_dispatch),
+    "read": ("reading `proxy.__wrapped__`", _floor_read),
+    "alloc": ("allocating and freeing a wrapt proxy (`BaseObjectProxy.__new__`)", _floor_alloc),
+    "store_value": ("storing the value through wrapt's `__wrapped__` setter", _floor_store_value),
+    "store_spec": ("storing the spec slot", _floor_store_spec),
+    "torch_function": (
+        "`torch.mul(t, h)` where `h` has a `__torch_function__` that returns at once",
+        _floor_torch_function,
+    ),
+}
+
+
+if __name__ == "__main__":
+    kind, name, variant, number = sys.argv[1:5]
+    child(kind, name, variant, int(number))

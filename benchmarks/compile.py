@@ -1,0 +1,359 @@
+"""Compile overhead: the bridge's share of a first compile, and how compiles scale.
+
+* ``share``: the bridge's own time (its hooks' self time) in the first compile of a
+  48-layer transformer-style stack with over 2,000 attributes, against the same stack
+  compiled by stock torch (``dynscalar.disabled()``, the int by ``dynamic_sources``, the
+  float by ``specialize_float=False``).
+* ``scaling``: compile time and per-call time with 1, 10 and 100 marked scalars across a
+  deep model, against the same scalars made dynamic by ``dynamic_sources`` and against none
+  (both stock torch); the stock variants are timed in their own interleaved phase inside
+  ``disabled()``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+import dynscalar as ds
+from benchmarks.harness import (
+    CountingBackend,
+    cold_caches,
+    fresh_class,
+    interleaved,
+    paired_ratios,
+    quantiles,
+)
+
+
+class Block(torch.nn.Module):
+    """A pre-norm transformer block: attention and MLP, each with a scaled residual."""
+
+    def __init__(self, dim: int, heads: int, hidden: int) -> None:
+        super().__init__()
+        self.norm1 = torch.nn.LayerNorm(dim)
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+        self.proj = torch.nn.Linear(dim, dim)
+        self.norm2 = torch.nn.LayerNorm(dim)
+        self.fc1 = torch.nn.Linear(dim, hidden)
+        self.act = torch.nn.GELU()
+        self.fc2 = torch.nn.Linear(hidden, dim)
+        self.drop = torch.nn.Dropout(0.1)
+        self.heads = heads
+        self.gamma = 1.0  # residual scale: an unmarked float attribute read in forward
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).chunk(3, dim=-1)
+        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.gamma * self.drop(self.proj(a.transpose(1, 2).reshape(b, t, d)))
+        return x + self.gamma * self.drop(self.fc2(self.act(self.fc1(self.norm2(x)))))
+
+
+class Stack(torch.nn.Module):
+    """``depth`` transformer blocks, a step counter and a float warm-up factor (both marked
+    in the ``compile`` section: one dynamic int, one dynamic float)."""
+
+    def __init__(self, depth: int, dim: int = 64, heads: int = 4, hidden: int = 128) -> None:
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(Block(dim, heads, hidden) for _ in range(depth))
+        self.head = torch.nn.Linear(dim, dim)
+        self.step = 0
+        self.warm = 0.01
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.step += 1
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x) * self.warm + self.step
+
+
+def count_attributes(model: torch.nn.Module) -> int:
+    """Everything reachable as ``module.name`` on every module: instance attributes,
+    parameters, buffers and submodules."""
+    return sum(
+        len([k for k in vars(m) if not k.startswith("_")])
+        + len(m._parameters)
+        + len(m._buffers)
+        + len(m._modules)
+        for m in model.modules()
+    )
+
+
+class HookTimer:
+    """Time spent in the bridge's own code during a compile, by hook.
+
+    A stack of regions: entering a hook opens a bridge region, and entering what the hook
+    wraps (torch's original), or Dynamo realizing a lazy variable (work Dynamo does anyway,
+    here or later), opens a torch region; elapsed time goes to the region on top.  So a
+    hook's time excludes torch's work it triggers, and a hook nested in that work (the
+    ``_wrap`` hook inside a realization) is counted once, as itself.
+    """
+
+    def __init__(self) -> None:
+        self.self_s: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+        self._stack: list[str | None] = []
+        self._last = time.perf_counter()
+
+    def _switch(self) -> None:
+        now = time.perf_counter()
+        if self._stack and self._stack[-1] is not None:
+            label = self._stack[-1]
+            self.self_s[label] = self.self_s.get(label, 0.0) + now - self._last
+        self._last = now
+
+    def _enter(self, label: str | None) -> None:
+        self._switch()
+        self._stack.append(label)
+
+    def _leave(self) -> None:
+        self._switch()
+        self._stack.pop()
+
+    def timed(self, label: str, hook: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+            def torch_part(*a: Any, **k: Any) -> Any:
+                self._enter(None)
+                try:
+                    return wrapped(*a, **k)
+                finally:
+                    self._leave()
+
+            self.calls[label] = self.calls.get(label, 0) + 1
+            self._enter(label)
+            try:
+                return hook(torch_part, instance, args, kwargs)
+            finally:
+                self._leave()
+
+        return wrapper
+
+    def region(self, label: str | None, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            if label is not None:
+                self.calls[label] = self.calls.get(label, 0) + 1
+            self._enter(label)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._leave()
+
+        return wrapper
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        """Swap every applied bridge patch (``applied_patches()``) for a timed copy."""
+        import wrapt
+        from torch._dynamo.variables.lazy import LazyVariableTracker
+
+        from dynscalar._bridge._install import applied_patches
+
+        restore: list[tuple[Any, str, Any]] = []
+        for owner, name in applied_patches():
+            # a class's __dict__: getattr would bind the wrapper (wrapt's descriptor protocol)
+            current = vars(owner)[name]
+            restore.append((owner, name, current))
+            label = f"{getattr(owner, '__name__', owner)}.{name}"
+            hook = self.timed(label, current._self_wrapper)
+            setattr(owner, name, wrapt.FunctionWrapper(current.__wrapped__, hook))
+        realize = vars(LazyVariableTracker)["realize"]
+        restore.append((LazyVariableTracker, "realize", realize))
+        LazyVariableTracker.realize = self.region(None, realize)  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            for owner, name, current in reversed(restore):
+                setattr(owner, name, current)
+
+
+@contextlib.contextmanager
+def _stock(sources: str, **dynamo: Any) -> Iterator[None]:
+    """Stock torch compiling with ``dynamic_sources=sources`` and Dynamo's ``dynamo``."""
+    patch = torch.compiler.config.patch(dynamic_sources=sources)
+    with ds.disabled(), patch, torch._dynamo.config.patch(**dynamo):
+        yield
+
+
+def apply_float_hooks() -> None:
+    """The float path's hooks are applied at the first dynamic float Dynamo meets: meet one."""
+    torch.compile(lambda x, p: x * p, backend="eager")(torch.ones(2), ds.DynamicFloat(0.5))
+    torch._dynamo.reset()
+
+
+def _compile_stack(depth: int, backend: str, tag: str, bridge: bool) -> dict[str, Any]:
+    """First call of a fresh ``Stack``: marked (bridge) or with dynamic_sources (stock)."""
+    from torch._dynamo.utils import compilation_time_metrics
+
+    torch.manual_seed(0)
+    model = fresh_class(Stack, tag)(depth).eval()
+    if bridge:
+        apply_float_hooks()
+        ds.mark_dynamic_attr(model, "step", "warm")
+        context: Any = contextlib.nullcontext()
+    else:  # stock torch: the int via dynamic_sources, the float via specialize_float=False
+        context = _stock("L['self'].step", specialize_float=False)
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    x = torch.randn(2, 16, 64)
+    compilation_time_metrics.clear()
+    timer = HookTimer()
+    with torch.no_grad(), context, timer.installed() if bridge else contextlib.nullcontext():
+        start = time.perf_counter()
+        compiled(x)
+        first = time.perf_counter() - start
+    backend_s = sum(compilation_time_metrics.get("OutputGraph.call_user_compiler", []))
+    bridge_s = sum(timer.self_s.values())
+    return {
+        "tag": tag,
+        "bridge": bridge,
+        "first_call_s": first,
+        "backend_compile_s": backend_s,
+        "trace_s": first - backend_s,
+        "bridge_self_s": bridge_s,
+        "share_of_first_call": bridge_s / first if bridge else None,
+        "share_of_trace": bridge_s / (first - backend_s) if bridge and first > backend_s else None,
+        "hooks": {
+            k: {"self_s": round(v, 6), "calls": timer.calls[k]}
+            for k, v in sorted(timer.self_s.items(), key=lambda kv: -kv[1])
+        },
+        "compiles": counter.frame_count,
+    }
+
+
+def run_share(depth: int, backends: list[str], repeats: int) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "depth": depth,
+        "attributes": count_attributes(Stack(depth)),
+        "modules": sum(1 for _ in Stack(depth).modules()),
+        "backends": {},
+    }
+    for backend in backends:
+        runs: list[dict[str, Any]] = []
+        for r in range(repeats):  # bridge and stock alternate
+            order = (True, False) if r % 2 == 0 else (False, True)
+            for bridge in order:
+                torch._dynamo.reset()
+                tag = f"share_{backend}_{'ds' if bridge else 'stock'}_{r}"
+                runs.append(_compile_stack(depth, backend, tag, bridge))
+        marked = [r for r in runs if r["bridge"]]
+        stock = [r for r in runs if not r["bridge"]]
+        out["backends"][backend] = {
+            "runs": runs,
+            "share_of_first_call": quantiles([r["share_of_first_call"] for r in marked]),
+            "share_of_trace": quantiles(
+                [r["share_of_trace"] for r in marked if r["share_of_trace"]]
+            ),
+            "first_call_s": quantiles([r["first_call_s"] for r in marked]),
+            "stock_first_call_s": quantiles([r["first_call_s"] for r in stock]),
+            "first_call_vs_stock": quantiles(
+                [m["first_call_s"] / s["first_call_s"] for m, s in zip(marked, stock, strict=True)]
+            ),
+        }
+    torch._dynamo.reset()
+    return out
+
+
+class Offset(torch.nn.Module):
+    def __init__(self, offset: int) -> None:
+        super().__init__()
+        self.offset = offset
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.offset
+
+
+class OffsetStack(torch.nn.Module):
+    """``depth`` blocks that each add an int attribute: ``k`` of them are made dynamic."""
+
+    def __init__(self, depth: int) -> None:
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(Offset(i) for i in range(depth))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.blocks:
+            x = block(x)
+        return x
+
+
+def _scaling_model(how: str, k: int, depth: int, tag: str) -> tuple[torch.nn.Module, str]:
+    """The model, and the dynamic_sources a stock variant compiles with."""
+    model = fresh_class(OffsetStack, tag)(depth)
+    blocks = list(model.blocks)[:k]
+    if how == "ds_registry":
+        for block in blocks:
+            ds.mark_dynamic_attr(block, "offset")
+    elif how == "ds_proxy":
+        for block in blocks:
+            block.offset = ds.DynamicInt(block.offset)
+    elif how == "dynamic_sources":
+        return model, ",".join(
+            f"L['self']._modules['blocks']._modules['{i}'].offset" for i in range(k)
+        )
+    return model, ""  # "static": nothing dynamic, every offset a constant (stock torch)
+
+
+STOCK_HOWS = ("dynamic_sources", "static")
+
+
+def _scaling_phase(
+    variants: list[tuple[str, int]], depth: int, backend: str, repeats: int
+) -> tuple[dict[str, list[float]], dict[str, Callable[[], Any]], dict[str, int]]:
+    compile_s: dict[str, list[float]] = {f"{h}:{k}": [] for h, k in variants}
+    compiled: dict[str, Callable[[], Any]] = {}
+    compiles: dict[str, int] = {}
+    x = torch.randn(8, 64)
+    for r in range(repeats):
+        shift = r % len(variants)
+        for how, k in variants[shift:] + variants[:shift]:
+            key = f"{how}:{k}"
+            torch.manual_seed(0)
+            model, sources = _scaling_model(how, k, depth, f"scale_{how}_{k}_{r}")
+            counter = CountingBackend(backend)
+            fn = torch.compile(model, backend=counter)
+            with cold_caches(), torch.compiler.config.patch(dynamic_sources=sources):
+                start = time.perf_counter()
+                fn(x)
+                compile_s[key].append(time.perf_counter() - start)
+            compiled[key], compiles[key] = (lambda fn=fn: fn(x)), counter.frame_count
+    for fn in compiled.values():
+        for _ in range(10):
+            fn()
+    return compile_s, compiled, compiles
+
+
+def run_scaling(
+    depth: int, ks: list[int], backend: str, repeats: int, rounds: int, number: int
+) -> dict[str, Any]:
+    hows = ["ds_registry", "ds_proxy", "dynamic_sources"]
+    variants = [(h, k) for k in ks for h in hows] + [("static", 0)]
+    stock = [v for v in variants if v[0] in STOCK_HOWS]
+    with ds.disabled():
+        compile_s, compiled, compiles = _scaling_phase(stock, depth, backend, repeats)
+        samples = interleaved(compiled, rounds, number)
+    more = _scaling_phase([v for v in variants if v not in stock], depth, backend, repeats)
+    compile_s |= more[0]
+    compiles |= more[2]
+    samples |= interleaved(more[1], rounds, number)
+    ref = samples["static:0"]
+    rows = []
+    for how, k in variants:
+        key = f"{how}:{k}"
+        rows.append(
+            {
+                "how": how,
+                "k": k,
+                "compile_s": quantiles(compile_s[key]),
+                "call_us": quantiles(samples[key], 1e6),
+                "call_vs_static": quantiles(paired_ratios(samples[key], ref)),
+                "compiles": compiles[key],
+            }
+        )
+    torch._dynamo.reset()
+    return {"depth": depth, "backend": backend, "ks": ks, "rows": rows, "stock_phase": True}

@@ -1,0 +1,289 @@
+"""What every experiment shares: counting, machine info, timing, JSON and child processes.
+
+* :data:`CountingBackend`: torch's ``torch._dynamo.testing.CompileCounterWithBackend``
+  (``frame_count``: the graphs handed to the real backend).
+* :class:`RecompileLimitWatch`: counts Dynamo's "hit config.recompile_limit" warnings
+  (``torch._dynamo.convert_frame``); the frame runs eagerly after one.
+* :func:`interleaved` / :func:`quantiles` / :func:`paired_ratios`: samples of several
+  callables taken in turns, reported as median and p10-p90.
+* :func:`run_child`: ``python -m benchmarks.<experiment> ...`` in a fresh process (its own
+  empty ``TORCHINDUCTOR_CACHE_DIR`` unless given one); its last stdout line is JSON.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import types
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch._dynamo.testing import CompileCounterWithBackend
+
+ROOT = Path(__file__).resolve().parents[1]
+HERE = ROOT / "benchmarks"
+PUBLISHED = HERE / "published"
+IMG = ROOT / "docs" / "img"
+
+
+#: A backend by name (``eager``, ``aot_eager``, ``inductor``) whose ``frame_count`` counts
+#: the graphs handed to it (torch's own test helper).
+CountingBackend = CompileCounterWithBackend
+
+
+class RecompileLimitWatch(logging.Handler):
+    """Counts Dynamo's "hit config.recompile_limit" warnings while installed."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.hits = 0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "recompile_limit" in record.getMessage():
+            self.hits += 1
+
+    def __enter__(self) -> RecompileLimitWatch:
+        logging.getLogger("torch._dynamo").addHandler(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        logging.getLogger("torch._dynamo").removeHandler(self)
+
+
+def unique_graphs() -> int:
+    """Graphs Dynamo kept so far (a graph thrown away by a tensorify restart is not one)."""
+    from torch._dynamo.utils import counters
+
+    return int(counters["stats"]["unique_graphs"])
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` knows."""
+    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def loadavg() -> list[float] | None:
+    return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
+
+
+def machine_info(**extra: Any) -> dict[str, Any]:
+    """CPU, cores, torch threads, versions and the load average now."""
+    import wrapt
+
+    import dynscalar
+
+    c_ext = type(wrapt.BaseObjectProxy).__module__ == "builtins"
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "dynscalar": dynscalar.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "wrapt": f"{wrapt.__version__} ({'C extension' if c_ext else 'pure Python'})",
+        "loadavg_start": loadavg(),
+        **extra,
+    }
+
+
+# ----------------------------------------------------------------------------- timing
+#: "cpu": this thread's CPU time (a process that loses its core does not count the wait);
+#: "wall": time.perf_counter.
+TIMER = {"name": "cpu"}
+
+
+def interleaved(
+    fns: dict[str, Callable[[], Any]], rounds: int, number: int
+) -> dict[str, list[float]]:
+    """Seconds per call of each function: ``rounds`` samples of ``number`` calls each,
+    the functions taking turns in an order rotated every round."""
+    names = list(fns)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    timer = time.thread_time if TIMER["name"] == "cpu" else time.perf_counter
+    for r in range(rounds):
+        shift = r % len(names)
+        for name in names[shift:] + names[:shift]:
+            fn = fns[name]
+            start = timer()
+            for _ in range(number):
+                fn()
+            samples[name].append((timer() - start) / number)
+    return samples
+
+
+def quantiles(values: list[float], scale: float = 1.0) -> dict[str, float]:
+    """Median and the p10-p90 spread of ``values`` (each times ``scale``)."""
+    ordered = sorted(values)
+    if len(ordered) == 1:
+        out = {"median": ordered[0], "p10": ordered[0], "p90": ordered[0]}
+    else:
+        deciles = statistics.quantiles(ordered, n=10, method="inclusive")
+        out = {"median": statistics.median(ordered), "p10": deciles[0], "p90": deciles[-1]}
+    return {k: v * scale for k, v in out.items()}
+
+
+def paired_ratios(samples: list[float], reference: list[float]) -> list[float]:
+    return [a / b for a, b in zip(samples, reference, strict=True)]
+
+
+def fresh_class(cls: type, tag: str, **namespace: Any) -> type:
+    """A subclass with its own copy of ``forward``'s code object: Dynamo caches compiled
+    code per code object, so strategies sharing one would pay for each other's guards."""
+    fwd = cls.forward  # type: ignore[attr-defined]
+    code = fwd.__code__.replace(co_name=f"forward_{tag}")
+    forward = types.FunctionType(
+        code, fwd.__globals__, "forward", fwd.__defaults__, fwd.__closure__
+    )
+    return type(f"{cls.__name__}_{tag}", (cls,), {"forward": forward, **namespace})
+
+
+@contextlib.contextmanager
+def cold_caches() -> Iterator[None]:
+    """A first compile as in a fresh process (``torch._inductor.utils.fresh_cache``)."""
+    from torch._inductor.utils import fresh_cache
+
+    with fresh_cache():
+        yield
+
+
+# ----------------------------------------------------------------------- JSON, children
+def read_json(path: Path) -> Any:
+    return json.loads(Path(path).read_text())
+
+
+def write_json(path: Path, data: Any, indent: int = 1, newline: bool = True) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=indent) + ("\n" if newline else ""))
+    return path
+
+
+def source_name(path: Path) -> str:
+    """How a page cites a JSON: relative to the repository, else its file name."""
+    path = Path(path).resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
+
+
+def emit(row: Any) -> None:
+    """A child's answer: one JSON line on stdout."""
+    print(json.dumps(row), flush=True)
+
+
+def run_child(
+    module: str,
+    args: list[str],
+    timeout: float,
+    python: str = sys.executable,
+    cache: str | None = None,
+    env: dict[str, str] | None = None,
+    wrapper: list[str] = (),  # type: ignore[assignment]
+    allow_empty: bool = False,
+) -> tuple[Any, str, float]:
+    """Run ``python -m module *args`` from the repository root with an inductor cache
+    (a fresh empty one unless ``cache``); return (last stdout line as JSON or None, the
+    error text, wall seconds)."""
+    with tempfile.TemporaryDirectory(prefix="dynscalar-bench-") as fresh:
+        full = {**os.environ, **(env or {}), "TORCHINDUCTOR_CACHE_DIR": cache or fresh}
+        full["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), full.get("PYTHONPATH")]))
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(
+                [*wrapper, python, "-m", module, *args],
+                cwd=ROOT,
+                env=full,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            return None, f"timed out after {timeout:.0f} s", time.perf_counter() - start
+    wall = time.perf_counter() - start
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not (lines or allow_empty):
+        return None, proc.stderr[-3000:] or f"exit {proc.returncode}", wall
+    return (json.loads(lines[-1]) if lines else None), "", wall
+
+
+def split(value: str | None, known: Any, default: list[str]) -> list[str]:
+    """A comma list of names, each one of ``known``."""
+    names = default if not value else [v.strip() for v in value.split(",") if v.strip()]
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(f"unknown name(s) {unknown}; choose from {list(known)}")
+    return names
+
+
+def pyplot(**rc: Any) -> Any:
+    """matplotlib's pyplot on Agg with ``rc`` set, or a clear exit without matplotlib."""
+    try:
+        import matplotlib
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise SystemExit("the plots need matplotlib: pip install -e '.[bench]'") from exc
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update(rc)
+    return plt
+
+
+def save_figure(fig: Any, path: Path, dpi: int = 100) -> None:
+    """Save and close ``fig``, its smallest text (px) in the PNG's metadata: figures are
+    drawn 680 px wide (the docs' column at 1280 px), and scripts/screenshot_docs.py fails a
+    page whose figures show text under 9 px."""
+    from matplotlib.text import Text
+
+    fig.canvas.draw()
+    sizes = [
+        t.get_fontsize()
+        for t in fig.findobj(Text)
+        if t.get_visible() and t.get_text().strip() and t.get_window_extent().width > 0
+    ]
+    fig.savefig(
+        path,
+        dpi=dpi,
+        metadata={"Software": None, "dynscalar-min-text-px": f"{min(sizes) * dpi / 72:.1f}"},
+    )
+    pyplot().close(fig)
+
+
+def spread(qs: list[dict[str, float]], scale: float = 1.0) -> list[list[float]]:
+    """Error bars (below, above the median) from p10-p90 quantiles, times ``scale``."""
+    return [
+        [(q["median"] - q["p10"]) * scale for q in qs],
+        [(q["p90"] - q["median"]) * scale for q in qs],
+    ]
+
+
+# ------------------------------------------------------------------------------ pages
+def replace_block(text: str, start: str, end: str, block: str) -> str:
+    """``text`` with everything from marker ``start`` through marker ``end`` replaced."""
+    a, b = text.index(start), text.index(end) + len(end)
+    return text[:a] + block + text[b:]
+
+
+def template(name: str, **fields: Any) -> list[str]:
+    """The lines of the page fragment ``benchmarks/templates/<name>.md``, its ``{fields}``
+    filled in (``str.format``): the renderers' fixed prose lives there."""
+    return (HERE / "templates" / f"{name}.md").read_text().format(**fields).split("\n")[:-1]
+
+
+def span(values: list[float], fmt: str = ".0f") -> str:
+    """``lo-hi`` of ``values`` as formatted, or one value when both ends print the same."""
+    lo, hi = format(min(values), fmt), format(max(values), fmt)
+    return lo if lo == hi else f"{lo}-{hi}"

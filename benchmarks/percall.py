@@ -1,0 +1,248 @@
+"""Per compiled call: one call of the seed model for every way of marking its counter.
+
+``Linear(64, 64)`` with ``self.step += 1`` (or the step passed and returned), compiled per
+backend: a ``DynamicInt`` attribute, ``mark_dynamic_attr``, ``@dynamic_attrs``,
+``mark_dynamic_args`` / ``@dynamic_args`` against ``torch.compiler.config.dynamic_sources``
+compiled and timed inside ``dynscalar.disabled()`` (stock torch), and a static graph.
+Stock strategies are timed in one interleaved phase inside ``disabled()``, dynscalar's in
+another after it (leaving ``disabled()`` resets Dynamo, so the two cannot share a loop);
+ratios pair round ``i`` of one phase with round ``i`` of the other.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+import dynscalar as ds
+from benchmarks.harness import CountingBackend, fresh_class, interleaved, paired_ratios, quantiles
+from dynscalar._demo import SeedModel
+
+REFERENCE = "dynamic_sources"
+
+
+class SeedArgs(torch.nn.Module):
+    """The seed model with the counter passed in and returned (argument marks)."""
+
+    def __init__(self, width: int = 64) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(width, width)
+
+    def forward(self, x: torch.Tensor, step: int) -> tuple[torch.Tensor, int]:
+        x = x + 1
+        return self.layer(x), step + 1
+
+
+class SeedStatic(torch.nn.Module):
+    """The seed model without a counter: a static graph, the floor of a compiled call."""
+
+    def __init__(self, width: int = 64) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(width, width)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + 1
+        out: torch.Tensor = self.layer(x)
+        return out
+
+
+@dataclass(frozen=True)
+class PerCall:
+    label: str
+    kind: str  # "attr" (self.step += 1), "args" (step passed and returned), "static"
+    reference: str  # the strategy whose ratio is "the best torch can do" for this shape
+    build: Callable[[str], torch.nn.Module]
+    stock: bool = False  # compiled and timed inside dynscalar.disabled()
+    sources: str = ""  # torch.compiler.config.dynamic_sources while compiling
+
+
+def _seed(tag: str) -> torch.nn.Module:
+    module: torch.nn.Module = fresh_class(SeedModel, tag)()
+    return module
+
+
+def _proxy(tag: str) -> torch.nn.Module:
+    model = _seed(tag)
+    model.step = ds.DynamicInt(0)
+    return model
+
+
+def _args_decorator(tag: str) -> torch.nn.Module:
+    cls = fresh_class(SeedArgs, tag)
+    ds.dynamic_args("step")(cls.forward)  # function marks: keyed by the code object
+    module: torch.nn.Module = cls()
+    return module
+
+
+PERCALL: dict[str, PerCall] = {
+    "dynamic_sources": PerCall(
+        "torch: compiler.config.dynamic_sources", "attr", REFERENCE, _seed, True, "L['self'].step"
+    ),
+    "ds_proxy": PerCall("dynscalar.DynamicInt attribute", "attr", REFERENCE, _proxy),
+    "ds_registry": PerCall(
+        "dynscalar.mark_dynamic_attr",
+        "attr",
+        REFERENCE,
+        lambda tag: ds.mark_dynamic_attr(_seed(tag), "step"),
+    ),
+    "ds_decorator": PerCall(
+        "@dynscalar.dynamic_attrs",
+        "attr",
+        REFERENCE,
+        lambda tag: ds.dynamic_attrs("step")(fresh_class(SeedModel, tag))(),
+    ),
+    "args_dynamic_sources": PerCall(
+        "torch: dynamic_sources on the argument",
+        "args",
+        "args_dynamic_sources",
+        lambda tag: fresh_class(SeedArgs, tag)(),
+        True,
+        "L['step']",
+    ),
+    "ds_args": PerCall(
+        "dynscalar.mark_dynamic_args (module)",
+        "args",
+        "args_dynamic_sources",
+        lambda tag: ds.mark_dynamic_args(fresh_class(SeedArgs, tag)(), "step"),
+    ),
+    "ds_args_decorator": PerCall(
+        "@dynscalar.dynamic_args (function)", "args", "args_dynamic_sources", _args_decorator
+    ),
+    "dynamic_sources_bridge": PerCall(
+        "dynamic_sources, dynscalar imported (unmarked model)",
+        "attr",
+        REFERENCE,
+        _seed,
+        sources="L['self'].step",
+    ),
+    "static": PerCall(
+        "static graph (no counter), for reference",
+        "static",
+        REFERENCE,
+        lambda tag: fresh_class(SeedStatic, tag)(),
+    ),
+}
+DS_PERCALL = ("ds_proxy", "ds_registry", "ds_decorator", "ds_args", "ds_args_decorator")
+
+
+@dataclass
+class Runner:
+    """A compiled strategy ready to be timed, with its eager twin for the final check."""
+
+    name: str
+    call: Callable[[], Any]
+    check: Callable[[], bool]
+    counter: CountingBackend
+    sources: str
+
+    def compile(self) -> None:
+        """The first call compiles.  Called once every strategy of a phase is built:
+        building a decorated class or marking a function bumps the marks epoch, which would
+        recompile graphs compiled before."""
+        with torch.compiler.config.patch(dynamic_sources=self.sources):
+            self.call()
+
+
+def make_runner(name: str, backend: str, width: int = 64) -> Runner:
+    strategy = PERCALL[name]
+    torch.manual_seed(0)
+    model = strategy.build(name)
+    eager = copy.deepcopy(model)
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    x = torch.randn(8, width)
+    state = {"step": 0}
+
+    if strategy.kind == "args":
+
+        def call() -> Any:
+            out, state["step"] = compiled(x, state["step"])
+            return out
+
+        def check() -> bool:
+            ok = True
+            for i in range(3):
+                xi = torch.randn(8, width)
+                got, s1 = compiled(xi, i)
+                want, s2 = eager(xi, i)
+                ok &= bool(torch.allclose(got, want, rtol=1e-5, atol=1e-6) and s1 == s2 == i + 1)
+            return ok
+
+    else:
+
+        def call() -> Any:
+            return compiled(x)
+
+        def check() -> bool:
+            if strategy.kind == "attr":  # same counter value on both before comparing
+                eager.step = model.step
+            ok = True
+            for _ in range(3):
+                xi = torch.randn(8, width)
+                ok &= bool(torch.allclose(compiled(xi), eager(xi), rtol=1e-5, atol=1e-6))
+            if strategy.kind == "attr":
+                ok &= type(model.step) is type(eager.step) and model.step == eager.step
+            return ok
+
+    return Runner(name, call, check, counter, strategy.sources)
+
+
+def _phase(
+    backend: str, names: list[str], rounds: int, number: int, warmup: int
+) -> tuple[dict[str, Runner], dict[str, list[float]]]:
+    runners = {name: make_runner(name, backend) for name in names}
+    for runner in runners.values():
+        runner.compile()
+    for runner in runners.values():
+        for _ in range(warmup):
+            runner.call()
+    samples = interleaved({n: r.call for n, r in runners.items()}, rounds, number) if names else {}
+    return runners, samples
+
+
+def run_percall(
+    backends: list[str], strategies: list[str], rounds: int, number: int, warmup: int
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    stock = [s for s in strategies if PERCALL[s].stock]
+    for backend in backends:
+        with ds.disabled():
+            runners, samples = _phase(backend, stock, rounds, number, warmup)
+            checks = {name: runner.check() for name, runner in runners.items()}
+        bridge, more = _phase(
+            backend, [s for s in strategies if s not in stock], rounds, number, warmup
+        )
+        runners |= bridge
+        samples |= more
+        checks |= {name: runner.check() for name, runner in bridge.items()}
+        rows = []
+        for name in strategies:
+            runner, strategy = runners[name], PERCALL[name]
+            ref, attr_ref = samples.get(strategy.reference), samples.get(REFERENCE)
+            rows.append(
+                {
+                    "strategy": name,
+                    "label": strategy.label,
+                    "reference": strategy.reference,
+                    "compiles": runner.counter.frame_count,
+                    "equal_to_eager": checks[name],
+                    "us": quantiles(samples[name], 1e6),
+                    "ratio": quantiles(paired_ratios(samples[name], ref)) if ref else None,
+                    "ratio_vs_attr_reference": (
+                        quantiles(paired_ratios(samples[name], attr_ref)) if attr_ref else None
+                    ),
+                    "samples_us": [round(v * 1e6, 3) for v in samples[name]],
+                }
+            )
+        out[backend] = {
+            "rounds": rounds,
+            "calls_per_round": number,
+            "rows": rows,
+            "stock_phase": True,
+        }
+        torch._dynamo.reset()
+    return out

@@ -1,0 +1,217 @@
+"""Warm restarts: a second process with the same ``TORCHINDUCTOR_CACHE_DIR``.
+
+Each variant compiles and runs 4 training steps in a child (``python -m benchmarks.warm
+--child VARIANT BACKEND``), twice on one cache directory; the row holds both children's
+first-call time, compiles, equality with eager and torch's cache counters (inductor's FX
+graph cache, the AOTAutograd cache).  Stock variants never import dynscalar.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import tempfile
+import time
+from typing import Any
+
+import torch
+
+from benchmarks.harness import CountingBackend, emit, run_child
+
+STOCK = {"dynamic_sources", "args_dynamic_sources", "float_stock"}
+WARM_VARIANTS: dict[str, tuple[str, str]] = {
+    # name: (label, "cold>warm" when the second process runs another variant)
+    "dynamic_sources": ("torch: dynamic_sources (no dynscalar)", ""),
+    "ds_registry": ("dynscalar.mark_dynamic_attr", ""),
+    "ds_proxy": ("dynscalar.DynamicInt attribute", ""),
+    "ds_decorator": ("@dynscalar.dynamic_attrs", ""),
+    "args_dynamic_sources": ("torch: dynamic_sources on the argument (no dynscalar)", ""),
+    "ds_args": ("dynscalar.mark_dynamic_args", ""),
+    "cross_stock_then_registry": (
+        "cache written by torch (dynamic_sources), read by mark_dynamic_attr",
+        "dynamic_sources>ds_registry",
+    ),
+    "float_stock": ("float written in forward, torch alone", ""),
+    "float_registry": ("dynamic float, dynscalar's AOT cache key", ""),
+    "float_proxy": ("DynamicFloat attribute, dynscalar's AOT cache key", ""),
+    "float_registry_bypass": ("dynamic float, AOTAutograd cache bypassed instead", ""),
+    "cross_float_stock_then_registry": (
+        "cache written by torch (float written in forward), read by a dynamic float",
+        "float_stock>float_registry",
+    ),
+}
+
+
+class IntSeed(torch.nn.Module):
+    """The seed model: ``Linear(64, 64)`` and ``self.step += 1``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(64, 64)
+        self.step = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + 1
+        self.step += 1
+        out: torch.Tensor = self.layer(x)
+        return out
+
+
+class ArgSeed(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(64, 64)
+
+    def forward(self, x: torch.Tensor, step: int) -> tuple[torch.Tensor, int]:
+        return self.layer(x + 1), step + 1
+
+
+class FloatSeed(torch.nn.Module):
+    """A float read and written in forward (a decaying scale): a stock AOTAutograd cache
+    entry for this graph shape can hold the value baked in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(64, 64)
+        self.scale = 0.5
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor = self.layer(x) * self.scale
+        self.scale = self.scale * 0.99
+        return out
+
+
+def _bypass_cache() -> None:
+    """The alternative to dynscalar's own AOTAutograd cache key: bypass the cache for every
+    graph with a float input that the tensorify pass turned into a tensor."""
+    import wrapt
+    from torch._functorch._aot_autograd import autograd_cache
+
+    import dynscalar as ds
+    from dynscalar._bridge._install import applied_patches
+
+    # the float hooks are applied at the first dynamic float Dynamo meets
+    torch.compile(lambda x, p: x * p, backend="eager")(torch.ones(2), ds.DynamicFloat(0.5))
+    torch._dynamo.reset()
+    if (autograd_cache, "autograd_cache_key") in applied_patches():
+        autograd_cache.autograd_cache_key = vars(autograd_cache)["autograd_cache_key"].__wrapped__
+
+    def bypass(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+        wrapped(*args, **kwargs)
+        gm = args[0] if args else kwargs["gm"]
+        for node in gm.graph.find_nodes(op="placeholder"):
+            if getattr(node.meta.get("example_value"), "item_memo", None) is not None:
+                raise autograd_cache.BypassAOTAutogradCache("a dynamic float input")
+
+    wrapt.wrap_function_wrapper(autograd_cache, "check_cacheable", bypass)
+
+
+def build(variant: str) -> tuple[torch.nn.Module, bool]:
+    """The model for ``variant`` and whether it takes the step as an argument."""
+    torch.manual_seed(0)
+    if variant in STOCK:
+        if variant == "dynamic_sources":
+            torch.compiler.config.dynamic_sources = "L['self'].step"
+            return IntSeed(), False
+        if variant == "args_dynamic_sources":
+            torch.compiler.config.dynamic_sources = "L['step']"
+            return ArgSeed(), True
+        return FloatSeed(), False
+    import dynscalar as ds
+
+    if variant == "ds_registry":
+        return ds.mark_dynamic_attr(IntSeed(), "step"), False
+    if variant == "ds_proxy":
+        model = IntSeed()
+        model.step = ds.DynamicInt(0)
+        return model, False
+    if variant == "ds_decorator":
+        return ds.dynamic_attrs("step")(type("Decorated", (IntSeed,), {}))(), False
+    if variant == "ds_args":
+        return ds.mark_dynamic_args(ArgSeed(), "step"), True
+    if variant in ("float_registry", "float_registry_bypass"):
+        if variant.endswith("_bypass"):
+            _bypass_cache()
+        return ds.mark_dynamic_attr(FloatSeed(), "scale"), False
+    if variant == "float_proxy":
+        model = FloatSeed()
+        model.scale = ds.DynamicFloat(0.5)
+        return model, False
+    raise SystemExit(f"unknown variant {variant!r}")
+
+
+def child(variant: str, backend: str) -> dict[str, Any]:
+    torch.set_num_threads(1)
+    model, args = build(variant)
+    eager = copy.deepcopy(model)
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    times, equal = [], True
+    for step in range(4):  # a training step: the AOTAutograd entry is saved with the backward
+        x = torch.randn(8, 64)
+        start = time.perf_counter()
+        got = compiled(x, step) if args else compiled(x)
+        (got[0] if args else got).sum().backward()
+        times.append(time.perf_counter() - start)
+        want = eager(x, step) if args else eager(x)
+        (want[0] if args else want).sum().backward()
+        if args:
+            equal &= got[1] == want[1]
+            got, want = got[0], want[0]
+        equal &= bool(torch.allclose(got, want, rtol=1e-5, atol=1e-6))
+    for p, q in zip(model.parameters(), eager.parameters(), strict=True):
+        equal &= bool(torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-5))
+    from torch._dynamo.utils import counters
+
+    return {
+        "variant": variant,
+        "backend": backend,
+        "first_call_s": times[0],
+        "later_call_ms": 1e3 * min(times[1:]),
+        "compiles": counter.frame_count,
+        "equal_to_eager": bool(equal),
+        "fxgraph": {k: v for k, v in counters["inductor"].items() if "fxgraph" in k},
+        "aot_autograd": {
+            k: v for k, v in counters["aot_autograd"].items() if "autograd_cache" in k
+        },
+    }
+
+
+def _child(variant: str, backend: str, cache: str, timeout: float) -> dict[str, Any]:
+    row, error, _ = run_child(
+        "benchmarks.warm",
+        ["--child", variant, backend],
+        timeout,
+        cache=cache,
+        env={"TORCH_COMPILE_DYNAMIC_SOURCES": ""},
+    )
+    return row if row is not None else {"variant": variant, "error": error[-2000:]}
+
+
+def run_warm(variants: list[str], backend: str, timeout: float) -> dict[str, Any]:
+    rows = []
+    for name in variants:
+        label, plan = WARM_VARIANTS[name]
+        cold_variant, warm_variant = plan.split(">") if plan else (name, name)
+        with tempfile.TemporaryDirectory(prefix="dynscalar-warm-") as cache:
+            cold = _child(cold_variant, backend, cache, timeout)
+            warm = _child(warm_variant, backend, cache, timeout)
+        rows.append({"variant": name, "label": label, "cold": cold, "warm": warm})
+        print(f"  warm {name}: {hits(warm)}", flush=True)
+    return {"backend": backend, "rows": rows}
+
+
+def hits(row: dict[str, Any]) -> str:
+    if "error" in row:
+        return "error"
+    fx, aot = row["fxgraph"], row["aot_autograd"]
+    fx_hit, fx_miss = fx.get("fxgraph_cache_hit", 0), fx.get("fxgraph_cache_miss", 0)
+    aot_hit, aot_miss = aot.get("autograd_cache_hit", 0), aot.get("autograd_cache_miss", 0)
+    return (
+        f"fx graph cache hit {fx_hit} miss {fx_miss}, aot cache hit {aot_hit} miss {aot_miss}"
+        f" bypass {aot.get('autograd_cache_bypass', 0)}, first call {row['first_call_s']:.2f} s"
+    )
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--child"]:
+    emit(child(sys.argv[2], sys.argv[3]))
