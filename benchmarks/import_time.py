@@ -30,7 +30,10 @@ _MODULES = (
 
 
 def _env() -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    }
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure with bytecode, as installed
     return env
 

@@ -471,12 +471,40 @@ def replace_goals(readme: str, block: str) -> str:
     return replace_block(readme, GOALS_START, GOALS_END, block)
 
 
-def render(data: dict[str, Any], source: str) -> str:
+def _import(imports: dict[str, Any] | None, source: str) -> list[str]:
+    """The import section: ``import dynscalar`` against ``import torch``, one process each."""
+    if not imports:
+        return []
+    from benchmarks.import_time import table
+
+    rounds = imports["machine"].get("rounds")
+    return [
+        "## Import",
+        "",
+        f"`import dynscalar` right after `import torch`, in {rounds} fresh interpreters with the",
+        "bytecode cache written (`python -X importtime`; both times come from the same process,",
+        "so the ratio cancels most of the machine's load). The bridge installs itself later,",
+        "when `torch._dynamo` is first imported.",
+        "",
+        table(imports),
+        "",
+        f"Generated from `{source}`, written by `python -m benchmarks.import_time "
+        f"--rounds {rounds} --out {source}`.",
+        "",
+    ]
+
+
+def render(
+    data: dict[str, Any],
+    source: str,
+    imports: dict[str, Any] | None = None,
+    imports_source: str = "",
+) -> str:
     lines = [
         "# Overhead",
         "",
         "What dynscalar costs against the best torch can do: per compiled call, in eager code,",
-        "in compile time and on a warm restart.",
+        "in compile time, on a warm restart and at import.",
         "",
         "## Summary",
         "",
@@ -490,6 +518,7 @@ def render(data: dict[str, Any], source: str) -> str:
         "",
     ]
     lines += _percall(data) + _eager(data) + _compile(data) + _warm(data)
+    lines += _import(imports, imports_source)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -647,6 +676,8 @@ def write_plots(data: dict[str, Any], folder: Path) -> list[Path]:
 def write(path: Path, docs: Path, readme: Path, plots: bool = True) -> list[Path]:
     """docs/overhead.md, the README's goals and (``plots``) the figures from one run."""
     data, source = read_json(path), source_name(path)
-    (docs / "overhead.md").write_text(render(data, source))
+    imports_path = path.parent / "import.json"
+    imports = read_json(imports_path) if imports_path.exists() else None
+    (docs / "overhead.md").write_text(render(data, source, imports, source_name(imports_path)))
     readme.write_text(replace_goals(readme.read_text(), goals_block(data, source)))
     return [docs / "overhead.md", readme, *(write_plots(data, docs / "img") if plots else [])]

@@ -332,3 +332,12 @@ def test_missing_matplotlib_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) ->
         match=r"pip install matplotlib \(in a clone of the repository: pip install -e '\.\[bench",
     ):
         import_pyplot()
+
+
+def test_import_time_measures_both_imports_in_one_process() -> None:
+    from benchmarks import import_time
+
+    result = import_time.measure(rounds=1)
+    assert result["torch_ms"]["median"] > result["dynscalar_ms"]["median"] > 0
+    assert result["bridge_modules"] == ["dynscalar._bridge", "dynscalar._bridge._table"]
+    assert "| dynscalar / torch |" in import_time.table(result)
