@@ -359,7 +359,7 @@ def shot_name(page: str) -> str:
 #: The smallest text a figure may show at the page's column width (px at 1280 px).
 MIN_TEXT_PX = 9.0
 #: PNG text key the render scripts write: the height of the figure's smallest text, in px
-#: of the image itself (benchmarks/render_docs.py, benchmarks/render_overhead.py).
+#: of the image itself (benchmarks/render_strategies.py, benchmarks/render_overhead.py).
 TEXT_PX_KEY = "dynscalar-min-text-px"
 
 
