@@ -49,6 +49,7 @@ from benchmarks.render_nn_coverage import (
     render,
 )
 from dynscalar._bridge._nn import TOLERANCES
+from dynscalar._caches import reset_caches
 
 STAT_CALLS = 200  # calls per value for the per-element mean check
 
@@ -494,10 +495,8 @@ def inductor_tolerance(stock: Result | dict[str, Any] | None) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def _recording(result: Result) -> Iterator[None]:
-    """dynscalar's warnings of this run (each run reports its own: once-keys cleared)."""
-    from dynscalar import _diagnostics
-
-    _diagnostics._seen.clear()
+    """dynscalar's warnings of this run (each run reports its own: caches reset)."""
+    reset_caches()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
