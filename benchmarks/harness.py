@@ -283,6 +283,11 @@ def template(name: str, **fields: Any) -> list[str]:
     return (HERE / "templates" / f"{name}.md").read_text().format(**fields).split("\n")[:-1]
 
 
+def words(name: str) -> dict[str, Any]:
+    """The tables of reader-facing words in ``benchmarks/templates/<name>.json``."""
+    return read_json(HERE / "templates" / f"{name}.json")  # type: ignore[no-any-return]
+
+
 def span(values: list[float], fmt: str = ".0f") -> str:
     """``lo-hi`` of ``values`` as formatted, or one value when both ends print the same."""
     lo, hi = format(min(values), fmt), format(max(values), fmt)

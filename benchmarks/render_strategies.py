@@ -24,6 +24,7 @@ from benchmarks.harness import (
     source_name,
     span,
     template,
+    words,
 )
 
 PLOTS = ("total_time.png", "cumulative_time.png")
@@ -33,79 +34,20 @@ PUBLISHED = (
     FOLDER / "schedule-inductor-200.json",
     FOLDER / "arguments-aot_eager.json",
 )
-ARGUMENTS = "arguments"  # the "kind" of a bench_arguments.py JSON
+ARGUMENTS = "arguments"  # the "kind" of a benchmarks.arguments JSON
 
-# Reader-facing names of the strategies (bench_strategies.py labels its rows with these too).
-NAMES = {
-    "eager": "eager (no compile)",
-    "stock": "stock torch.compile",
-    "unspec_int": "torch: allow_unspec_int_on_nn_module",
-    "dynamic_sources": "torch: dynamic_sources",
-    "torch_dynamicint": "torch: sym_node.DynamicInt",
-    "oracle": "counter in a tensor buffer",
-    "oracle_inplace": "tensor buffer, updated in place",
-    "ds_proxy": "dynscalar: DynamicInt value",
-    "ds_registry": "dynscalar: mark_dynamic_attr",
-    "ds_decorator": "dynscalar: @dynamic_attrs",
-}
+WORDS = words("strategies")  # reader-facing names and notes: templates/strategies.json
+NAMES: dict[str, Any] = WORDS["names"]
+NAMES_BY_WORKLOAD: dict[str, Any] = WORDS["names_by_workload"]
+WHAT: dict[str, Any] = WORDS["what"]
+LIMITS: dict[str, Any] = WORDS["limits"]
+WHAT_BY_WORKLOAD: dict[str, Any] = WORDS["what_by_workload"]
+WORKLOAD_TITLES: dict[str, Any] = WORDS["workload_titles"]
+CHANGES: dict[str, Any] = WORDS["changes"]
+SCHEDULE_NOTES: dict[str, Any] = WORDS["schedule_notes"]
+ARGUMENT_LIMITS: dict[str, Any] = WORDS["argument_limits"]
+COLORS: dict[str, Any] = WORDS["colors"]
 DYNSCALAR = ("ds_proxy", "ds_registry", "ds_decorator")
-# Where a workload marks something else than a step counter, some names change.
-NAMES_BY_WORKLOAD = {"schedule": {"ds_proxy": "dynscalar: DynamicFloat values"}}
-
-# What each strategy is, in one line (independent of any measurement).
-WHAT = {
-    "eager": "the model without `torch.compile`",
-    "stock": "`torch.compile(model)`, nothing else",
-    "unspec_int": "`torch._dynamo.config.allow_unspec_int_on_nn_module = True`",
-    "dynamic_sources": "`torch.compiler.config.dynamic_sources = \"L['self'].step\"`",
-    "torch_dynamicint": "`model.step = torch.fx.experimental.sym_node.DynamicInt(0)`",
-    "oracle": "the counter as a 0-d int64 buffer; the `if` on it as a 0/1 mask",
-    "oracle_inplace": "the same buffer updated with `self.step.add_(1)`",
-    "ds_proxy": "`model.step = dynscalar.DynamicInt(0)`",
-    "ds_registry": '`dynscalar.mark_dynamic_attr(model, "step")`',
-    "ds_decorator": '`@dynscalar.dynamic_attrs("step")` on the class',
-}
-
-# What each torch knob cannot do, independent of any measurement.
-LIMITS = {
-    "stock": "recompiles per value until `recompile_limit` (8), then runs eagerly",
-    "unspec_int": "global flag; the first compile is always static; ints only",
-    "dynamic_sources": "string source names that depend on how the module is reached; ints only",
-    "torch_dynamicint": "decays to a plain `int` when Dynamo writes the attribute back; no float",
-    "oracle": "changes model code and semantics (`.item()` for Python use; branches as masks)",
-    "ds_proxy": "the value is a `DynamicInt` (a wrapt proxy) in eager code",
-    "ds_registry": "one line per module instance",
-    "ds_decorator": "one decorator per class",
-}
-
-# What each strategy is on the schedule workload (the values are nn.Module floats the loop sets).
-WHAT_BY_WORKLOAD = {
-    "schedule": {
-        "eager": "the model without `torch.compile`",
-        "stock": "`torch.compile(model)`, nothing marked",
-        "dynamic_sources": "`torch.compiler.config.dynamic_sources` = the three attributes' "
-        "sources, `L['self']._modules['drop1'].p`, `...['drop2'].p`, "
-        "`...['criterion'].label_smoothing`",
-        "oracle": "`p` and `label_smoothing` in 0-d float64 buffers that the loop fills; "
-        "dropout written as `x * (rand_like(x) < 1 - p) / (1 - p)`, the label-smoothed "
-        "loss with the tensor (ATen's formula)",
-        "ds_proxy": "the loop sets `dynscalar.DynamicFloat(value)` instead of the float",
-        "ds_registry": '`mark_dynamic_attr(model.drop1, "p")`, the same for `drop2`, and '
-        '`mark_dynamic_attr(model.criterion, "label_smoothing")`',
-        "ds_decorator": '`@dynamic_attrs("p")` on an `nn.Dropout` subclass and '
-        '`@dynamic_attrs("label_smoothing")` on an `nn.CrossEntropyLoss` subclass, used '
-        "by the model",
-    }
-}
-
-WORKLOAD_TITLES = {
-    "seed": "Seed model (inference)",
-    "pointwise": "Pointwise-heavy block (inference)",
-    "train": "Transformer block (training)",
-    "schedule": "Dropout and label-smoothing schedule (training)",
-}
-# What changes on every call, per workload (the summary's words).
-CHANGES = {"schedule": "whose dropout `p` and label smoothing change on every step"}
 
 
 def label(strategy: str, workload: str | None = None) -> str:
@@ -568,34 +510,7 @@ def _comparison_section(
     return lines
 
 
-# What each strategy amounts to when the values are float hyperparameters of torch.nn modules.
-SCHEDULE_NOTES = {
-    "stock": "a float the loop changes becomes symbolic after one recompile, but `dropout` and "
-    "`cross_entropy` take `float` parameters, so torch specializes it again: one compile per "
-    "value",
-    "dynamic_sources": "applies to ints only in torch 2.13 (a float source in the list is not "
-    "made dynamic): the same as stock",
-    "oracle": "changes the model: a hand-written dropout and loss; torch treats the 0-d float64 "
-    "buffers as float inputs (`.item()`, a NaN guard each)",
-    "ds_proxy": "the loop wraps every value it sets in `DynamicFloat` (a proxy in eager code)",
-    "ds_registry": "three lines, one per module attribute; values stay plain floats",
-    "ds_decorator": "needs subclasses of `nn.Dropout` and `nn.CrossEntropyLoss`",
-}
-
-
 # ----------------------------------------------------------------------------- arguments
-
-# What each argument strategy cannot do, independent of any measurement.
-ARGUMENT_LIMITS = {
-    "stock": "the first call compiles the value as a constant; the next value recompiles it "
-    "as a symbol (automatic dynamic)",
-    "dynamic_true": "every input of the function dynamic, tensor sizes included",
-    "ds_value": "the caller wraps each value; a proxy, not an `int`, in eager code",
-    "ds_args": "one line per function; callers pass plain values",
-    "ds_decorator": "one decorator per function; callers pass plain values",
-    "torch_dynamic_spec": "torch 2.14 and later; `IntVar` only (no float variable); "
-    "unbacked: no guard on the value, so a branch on it may fail to compile",
-}
 
 
 def _argument_row(r: dict[str, Any] | None) -> str:
@@ -733,19 +648,6 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
 
 
 # ----------------------------------------------------------------------------- plots
-
-COLORS = {
-    "eager": "#999999",
-    "stock": "#c0392b",
-    "unspec_int": "#e67e22",
-    "dynamic_sources": "#d4ac0d",
-    "torch_dynamicint": "#8e6c8a",
-    "oracle": "#555555",
-    "oracle_inplace": "#777777",
-    "ds_proxy": "#1f77b4",
-    "ds_registry": "#2ca02c",
-    "ds_decorator": "#17becf",
-}
 
 
 def _pyplot() -> Any:
