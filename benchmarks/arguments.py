@@ -1,16 +1,5 @@
-"""A compiled *function* ``f(x, n)`` called with a changing scalar argument, per strategy.
-
-Cases (:data:`CASES`): ``arith`` (``x * n + n``, 1 control path), ``branch`` (``if n % 2``,
-2) and ``float`` (``x * p``, 1).  Strategies (:data:`STRATEGIES`, described in
-``benchmarks/README.md``), each in a fresh process with a fresh inductor cache; stock
-strategies never import dynscalar, and ``torch_dynamic_spec`` runs in the Python given with
-``--torch-2-14`` (or this one, when its torch has ``torch.fx.experimental.dynamic_spec``).
-Every call is compared with ``f`` run eagerly on the plain value, exactly.
-
-    python -m benchmarks.arguments --out arguments.json      # aot_eager, 8 values x 5 rounds
-    python -m benchmarks.arguments --torch-2-14 /path/to/venv/bin/python --out a.json
-    python -m benchmarks.arguments --quick --backend eager --out /tmp/q.json
-"""
+"""A compiled *function* ``f(x, n)`` called with a changing scalar argument, per strategy
+and case, each in a fresh process, compared with eager exactly (benchmarks/README.md)."""
 
 from __future__ import annotations
 

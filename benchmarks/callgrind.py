@@ -1,10 +1,5 @@
-"""Instructions per call under valgrind's callgrind: counts that do not depend on the load.
-
-Every per-call strategy and eager case runs in a child (``python -m benchmarks.callgrind
-KIND NAME VARIANT N``) that warms up, switches instrumentation on and counts ``N`` calls
-between two ``torch._C._valgrind_toggle()``; the eager floor measures the pieces of
-``DynamicInt + 1`` alone.
-"""
+"""Instructions per call under valgrind's callgrind (counts that do not depend on the load),
+one child per strategy or eager case."""
 
 from __future__ import annotations
 

@@ -1,20 +1,8 @@
 """torch.nn float hyperparameters under dynscalar: the catalogue and its runner.
 
-One row per (module, float attribute, mode): the attribute(s) marked with
-``dynscalar.mark_dynamic_attr``, compiled with a counting backend and run with 4 values
-beside an eager twin, on ``eager``, ``aot_eager`` and ``inductor``, and unmarked on stock
-``aot_eager`` and ``inductor`` (the baseline, and the inductor tolerance).  Random rows are
-checked by distribution (dropped fraction within 6 binomial standard deviations of ``p``,
-or per-element means within 6 standard errors); the others element-wise, exactly on
-``eager``/``aot_eager`` unless ``dynscalar._bridge._nn.TOLERANCES`` lists the op.
-
-    python -m benchmarks.nn_coverage                       # every row, all three backends
-    python -m benchmarks.nn_coverage --backends eager,aot_eager --rows dropout,layernorm
-    python -m benchmarks.nn_coverage --rows clamp-clip-range --merge   # re-measure rows
-
-The JSON goes to ``benchmarks/published/nn-coverage.json`` (``--out``) and the page to
-``docs/nn-coverage.md`` (``python -m benchmarks.render`` rewrites it from the JSON).
-"""
+One row per (module, float attribute, mode), marked, compiled and run with 4 values
+beside an eager twin on each backend, and unmarked on stock torch; written to
+``benchmarks/published/nn-coverage.json`` and rendered as ``docs/nn-coverage.md``."""
 
 from __future__ import annotations
 
@@ -476,11 +464,8 @@ def eager_tolerance(row: Row) -> tuple[float, float]:
 
 
 def inductor_tolerance(stock: Result | dict[str, Any] | None) -> dict[str, Any]:
-    """torch's float32 default, unless stock inductor (unmarked) needed more on this row.
-
-    Stock's difference is adopted only while it is rounding (below ``WRONG``): a stock
-    inductor that returns wrong numbers is reported, never used as a tolerance.
-    """
+    """torch's float32 default, unless stock inductor (unmarked) needed more on this row
+    and its difference is rounding (below ``WRONG``)."""
     rtol, atol = FLOAT32_DEFAULT
     if stock is None:
         return {"rtol": rtol, "atol": atol, "source": "float32 default"}

@@ -1,13 +1,6 @@
-"""Per compiled call: one call of the seed model for every way of marking its counter.
-
-``Linear(64, 64)`` with ``self.step += 1`` (or the step passed and returned), compiled per
-backend: a ``DynamicInt`` attribute, ``mark_dynamic_attr``, ``@dynamic_attrs``,
-``mark_dynamic_args`` / ``@dynamic_args`` against ``torch.compiler.config.dynamic_sources``
-compiled and timed inside ``dynscalar.disabled()`` (stock torch), and a static graph.
-Stock strategies are timed in one interleaved phase inside ``disabled()``, dynscalar's in
-another after it (leaving ``disabled()`` resets Dynamo, so the two cannot share a loop);
-ratios pair round ``i`` of one phase with round ``i`` of the other.
-"""
+"""Per compiled call: one call of the seed model for every way of marking its counter,
+against torch's ``dynamic_sources``; stock strategies timed in a phase of their own
+inside ``dynscalar.disabled()``, ratios paired round by round."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""docs/overhead.md, its figures and the README's goals from an overhead JSON.
-
-Every number on the page comes from the JSON of one run, with the machine, the torch
-version and the load average beside it. The page opens with a summary in plain words; the
-goals go to ``benchmarks/README.md`` (between its ``overhead-goals`` markers). Figures
-(``overhead_*.png``) are drawn at the docs' column width, with their smallest text recorded
-in the PNG; a curve is drawn only through values measured at least three times.
-"""
+"""docs/overhead.md, its figures and the README's goals from an overhead JSON."""
 
 from __future__ import annotations
 
@@ -610,11 +603,8 @@ SCALING_LABELS = {
 
 
 def plot_scaling(data: dict[str, Any], path: Path) -> None:
-    """First compile and call time against the number of dynamic scalars, axes from 0.
-
-    A value measured once (``--scaling-repeats 1``) is drawn as a point; lines join only
-    values with a spread from several runs (the call time: interleaved rounds).
-    """
+    """First compile and call time against the number of dynamic scalars, axes from 0
+    (a value measured once is a point, not a curve)."""
     plt = _pyplot()
     scaling = data["compile"]["scaling"]
     static = next(r for r in scaling["rows"] if r["how"] == "static")

@@ -1,13 +1,5 @@
-"""docs/benchmarks.md, docs/comparison.md and their figures from strategies/arguments JSONs.
-
-Every number on those pages comes from the JSON of a run, with the machine and torch
-version beside it; the pages are never edited by hand. The first JSON is the main run; each
-further one (a workload measured in a separate run, such as ``schedule``) becomes its own
-section with its own machine line and targets. An arguments run (``"kind": "arguments"``)
-becomes the comparison page's "Marking function arguments" section. The figures
-(``total_time.png``, ``cumulative_time.png``; ``<workload>.png`` for a stochastic workload)
-are drawn from the per-step times in the same JSONs.
-"""
+"""docs/benchmarks.md, docs/comparison.md and their figures from strategies/arguments JSONs
+(the first strategies run is the main one; each further run becomes its own section)."""
 
 from __future__ import annotations
 
@@ -669,10 +661,7 @@ def _compiled(label: str, r: dict[str, Any]) -> str:
 
 
 def plot_total_time(data: dict[str, Any], path: Path) -> None:
-    """Small multiples, one row per workload: first call and the rest, stacked, from 0.
-
-    Drawn 680 px wide, the width of the docs' content column at 1280 px.
-    """
+    """Small multiples, one row per workload: first call and the rest, stacked, from 0."""
     plt = _pyplot()
     from matplotlib.patches import Patch
 

@@ -1,18 +1,8 @@
 """Every way of keeping a Python scalar dynamic under torch.compile, side by side.
 
-Each (workload, strategy) pair runs in a fresh process with a fresh, empty
-``TORCHINDUCTOR_CACHE_DIR`` (every compile cold), times each step with
-``time.perf_counter`` and compares the run with the plain model run eagerly on the same
-inputs (``equal_to_eager``); a stochastic workload (``schedule``: dropout in training) is
-checked by an exact pass with dropout off, its loss trajectory against eager runs
-(:func:`loss_check`) and a dropout probe (:func:`dropout_probe`).  ``compiles`` counts the
-graphs Dynamo kept; ``restarts`` those the float-tensorify pass threw away.  Strategies and
-workloads are described in ``benchmarks/README.md``.
-
-    python -m benchmarks.strategies                      # inductor, 200 steps, everything
-    python -m benchmarks.strategies --backend aot_eager --steps 20
-    python -m benchmarks.strategies --workloads schedule --threads 1
-"""
+Each (workload, strategy) pair runs in a fresh process with a fresh inductor cache and is
+compared with the plain model run eagerly; strategies, workloads and the stochastic checks
+are described in ``benchmarks/README.md``."""
 
 from __future__ import annotations
 
@@ -63,11 +53,8 @@ def _identity(value: float) -> Any:
 
 @dataclass(frozen=True)
 class Strategy:
-    """How one strategy builds its model and configures torch in its child process.
-
-    ``wrap`` makes each value a workload's training loop sets (the ``schedule`` workload);
-    the proxy strategy sets ``DynamicFloat`` values, every other strategy plain floats.
-    """
+    """How one strategy builds its model and configures torch (``wrap``: how the loop makes
+    each value it sets; ``DynamicFloat`` for the proxy strategy)."""
 
     label: str
     compiled: bool = True
@@ -194,11 +181,8 @@ def _max_abs_diff(got: list[torch.Tensor], want: list[torch.Tensor]) -> tuple[fl
 def _update_rel_err(
     model: torch.nn.Module, reference: torch.nn.Module, initial: list[torch.Tensor]
 ) -> float:
-    """Largest error of a parameter's total update, relative to that update's size.
-
-    Far more sensitive than comparing parameters: a wrong gradient scale changes each
-    update by a large fraction but the parameters only by ``lr`` times that.
-    """
+    """Largest error of a parameter's total update, relative to that update's size (far
+    more sensitive to a wrong gradient than the parameters themselves)."""
     worst = 0.0
     for p, r, p0 in zip(model.parameters(), reference.parameters(), initial, strict=True):
         want = (r.detach() - p0).double()
@@ -260,14 +244,8 @@ def _compiled_run(
 def run_child(
     workload_name: str, strategy_name: str, steps: int, backend: str, threads: int = 0
 ) -> dict[str, Any]:
-    """Run one strategy on one workload in this process; return its result row.
-
-    Deterministic workloads: every output, the final parameters and each parameter's update
-    are compared with the plain model run eagerly (``equal_to_eager``). Stochastic workloads
-    (dropout in training) cannot be compared element-wise; their row carries the timed
-    run's losses for the parent's statistical check and an exact pass with the random ops
-    in eval mode (a fresh compile after ``torch._dynamo.reset()``; not timed).
-    """
+    """One strategy on one workload in this process: its result row (a stochastic workload's
+    row carries its losses, the dropout probe and an exact pass with dropout off)."""
     workload, strategy = WORKLOADS[workload_name], STRATEGIES[strategy_name]
     load = (loadavg() or [None])[0]
     if threads:
@@ -357,18 +335,8 @@ def dropout_probe(
     workload: Workload,
     inputs: list[tuple[torch.Tensor, ...]],
 ) -> dict[str, Any]:
-    """Does the compiled dropout use the value the loop set, with the right scaling?
-
-    At the parameters the timed run ended with, the model's training-mode loss on one batch
-    (the last) is drawn ``PROBE_DRAWS`` times through ``call`` (the compiled training
-    graph: parameters require grad; no backward, no update) and as many times through an
-    eager twin holding the same parameters, with the schedule at the first and at the last
-    step's values (p = 0.3 and 0.05). Only the masks differ, so the two samples come from
-    one distribution when the compiled dropout is right. Per value: Welch's z for the means
-    and the Brown-Forsythe z for the spreads; the probe passes when every ``|z| <= LOSS_Z``.
-    A dropout stuck at the other value shifts the spread by ~8 and the mean by ~7 standard
-    errors here; a missing ``1 / (1 - p)`` shifts the mean at p = 0.3 by ~13.
-    """
+    """Whether the compiled dropout uses the value the loop set, with the right scaling:
+    loss distributions against an eager twin at identical parameters (benchmarks/README.md)."""
     twin = _plain(workload)
     with torch.no_grad():
         for mine, theirs in zip(twin.parameters(), model.parameters(), strict=True):
@@ -426,18 +394,8 @@ def _window_means(losses: list[float], windows: int) -> list[float]:
 
 
 def loss_check(losses: list[float], reference: list[list[float]]) -> dict[str, Any]:
-    """Is this training-loss trajectory one eager training could have produced?
-
-    The trajectory is cut into ``windows`` chunks (4; fewer for short runs, at least 3
-    steps each). For each chunk, the eager ensemble (``reference``: R runs with other
-    random streams) gives a mean and a standard deviation across runs;
-    ``z = (run - mean) / (sd * sqrt(1 + 1/R))`` is then t-distributed with R - 1 degrees of
-    freedom if the run is exchangeable with the eager runs. The check passes when every
-    ``|z| <= LOSS_Z``: with R = 10 and LOSS_Z = 5, a correct run fails with probability
-    < 0.1% per chunk (P(|t_9| > 5) = 0.07%), while a dropout probability stuck at its first
-    value or a missing ``1 / (1 - p)`` scale moves some chunk by 8-50 sd on this workload
-    (benchmarks/README.md).
-    """
+    """Whether this training-loss trajectory is one eager training could have produced:
+    per-window z against the eager ensemble, each ``|z| <= LOSS_Z`` (benchmarks/README.md)."""
     windows = max(1, min(LOSS_WINDOWS, len(losses) // 3))
     runs = len(reference)
     got = _window_means(losses, windows)

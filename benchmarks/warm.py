@@ -1,10 +1,5 @@
-"""Warm restarts: a second process with the same ``TORCHINDUCTOR_CACHE_DIR``.
-
-Each variant compiles and runs 4 training steps in a child (``python -m benchmarks.warm
---child VARIANT BACKEND``), twice on one cache directory; the row holds both children's
-first-call time, compiles, equality with eager and torch's cache counters (inductor's FX
-graph cache, the AOTAutograd cache).  Stock variants never import dynscalar.
-"""
+"""Warm restarts: each variant compiles in two processes on one ``TORCHINDUCTOR_CACHE_DIR``;
+the row holds both first calls, compiles, equality with eager and torch's cache counters."""
 
 from __future__ import annotations
 
