@@ -132,21 +132,10 @@ def _lead(data: dict[str, Any], sections: tuple[dict[str, Any], ...]) -> list[st
                 ratios += [stock["total_s"] / r["total_s"] for r in ours]
     if not ratios:
         return []
-    return [
-        "When a Python scalar changes on every call, stock `torch.compile` compiles the model 8 "
-        "times and then runs it uncompiled; marked with dynscalar, it compiles once per code "
-        f"path, and the same training and inference runs took {min(ratios):.1f}-"
-        f"{max(ratios):.1f}x less time in total"
-        + (
-            ", with the same results as eager. "
-            if not any(_wrong(run) for run in (data, *sections))
-            else ". "
-        )
-        + "What a mark "
-        "costs per call and in eager code is on the [Overhead](overhead.md) page: nothing "
-        "measurable for `mark_dynamic_attr`.",
-        "",
-    ]
+    same = (
+        "" if any(_wrong(run) for run in (data, *sections)) else ", with the same results as eager"
+    )
+    return template("benchmarks-lead", lo=min(ratios), hi=max(ratios), same=same)
 
 
 def summary(data: dict[str, Any], sections: tuple[dict[str, Any], ...] = ()) -> list[str]:
@@ -160,36 +149,20 @@ def summary(data: dict[str, Any], sections: tuple[dict[str, Any], ...] = ()) -> 
     seed = _rows(data, "seed")
     compiled = [r for s, r in seed.items() if r["compiles"]]
     if compiled and "eager" in seed:
-        out.append(
-            f"- **The tiny seed model** (`Linear(64, 64)`): every compiled strategy spends its "
-            f"time in the first, cold compile ({span([r['first_call_s'] for r in compiled])} s) "
-            f"and none is meaningfully faster than another; eager calls "
-            f"({seed['eager']['steady_median_ms']:.2f} ms) are faster than compiled ones here, so "
-            "stock's fallback to eager costs nothing but its compiles."
+        first, eager_ms = (
+            span([r["first_call_s"] for r in compiled]),
+            seed["eager"]["steady_median_ms"],
         )
+        out.append(WORDS["summary_seed"].format(first=first, eager=eager_ms))
     wrong = _wrong(data) + [w for d in sections for w in _wrong(d)]
     stochastic = any(
         i.get("stochastic") for d in (data, *sections) for i in d["workloads"].values()
     )
-    out.append(
-        (
-            "- **Correctness:** every strategy returned the same losses, outputs and weights as "
-            "eager"
-            + (
-                " (with dropout on, the same loss distribution: see the checks below)."
-                if stochastic
-                else "."
-            )
-        )
-        if not wrong
-        else "- **Wrong numbers:** " + ", ".join(wrong) + "."
-    )
-    out.append(
-        "- **Noise:** timings are wall-clock on a shared 2-core virtual machine, one run each; "
-        "steady-state medians of sub-millisecond steps move by tens of percent between runs. "
-        "Compile counts and correctness do not."
-    )
-    return out
+    if wrong:
+        out.append("- **Wrong numbers:** " + ", ".join(wrong) + ".")
+    else:
+        out.append(WORDS["summary_correct"] + (WORDS["summary_dropout"] if stochastic else "."))
+    return [*out, WORDS["summary_noise"]]
 
 
 def _compiles_cell(r: dict[str, Any]) -> str:
