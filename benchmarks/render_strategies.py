@@ -235,16 +235,11 @@ def targets_block(runs: list[tuple[dict[str, Any], str]]) -> str:
         if is_arguments(data) or not data.get("targets"):
             continue
         firsts = [r["first_call_s"] for r in data["results"] if r["compiles"]]
+        lines += [f"`{source}` (met by how many of the three dynscalar strategies):", ""]
+        steps = data["config"]["steps"]
         lines += [
-            f"`{source}` (met by how many of the three dynscalar strategies):",
-            "",
             *_targets(data),
-            "",
-            f"`total <= 0.3x stock` is missed where the cold first compile "
-            f"({min(firsts):.0f}-{max(firsts):.0f} s in this run) dominates both totals over "
-            f"{data['config']['steps']} steps, and stock torch stops compiling after 8 values "
-            "and runs eagerly.",
-            "",
+            *template("targets-note", lo=min(firsts), hi=max(firsts), steps=steps),
         ]
     return "\n".join(lines) + TARGETS_END
 
@@ -303,15 +298,16 @@ def _section(data: dict[str, Any], source: str, workload: str) -> list[str]:
     na = info.get("not_applicable", {})
     what = WHAT_BY_WORKLOAD.get(workload, {})
     rows = _rows(data, workload)
+    title = WORKLOAD_TITLES.get(workload, workload)
     lines = [
-        f"## {WORKLOAD_TITLES.get(workload, workload)}",
-        "",
-        f"`{workload}`: {info['description']}; {info['control_paths']} control path(s), the "
-        "compiles a perfectly dynamic value needs.",
-        "",
-        f"**Separate run:** {_machine(data)} Compare these numbers with each other, not with "
-        f"the sections above. Generated from `{source}`.",
-        "",
+        *template(
+            "section",
+            title=title,
+            workload=workload,
+            info=info,
+            machine=_machine(data),
+            source=source,
+        ),
         *_loads(data, workload),
         "| strategy | what it is here |",
         "|---|---|",
@@ -329,19 +325,10 @@ def _section(data: dict[str, Any], source: str, workload: str) -> list[str]:
         restarted = ", ".join(
             f"{name(s, r)} {r['restarts']}" for s, r in rows.items() if r.get("restarts")
         )
-        lines += [
-            "*Compiles* counts the graphs Dynamo kept. A *restart* is a graph torch's",
-            "float-tensorify pass threw away to trace again with a float specialized or an unused",
-            f"one dropped (trace time, not a graph that runs): {restarted}.",
-            "",
-        ]
+        lines += template("restarts", restarted=restarted)
     if info.get("stochastic"):
         lines += [*_stochastic_checks(data, workload), ""]
-        lines += [
-            f"![{WORKLOAD_TITLES.get(workload, workload)}: cumulative time and the training loss "
-            f"against eager runs with other random streams](img/{workload}.png)",
-            "",
-        ]
+        lines += [f"![{title}: {WORDS['schedule_alt']}](img/{workload}.png)", ""]
     return lines
 
 
@@ -358,14 +345,7 @@ def render_benchmarks(
     lines = [
         "# Benchmarks",
         "",
-        "How much a step counter that changes on every call costs under `torch.compile`, and "
-        "what each way of keeping it dynamic saves"
-        + (
-            "; and the same for float hyperparameters of torch.nn modules that a training loop "
-            "schedules."
-            if sections
-            else "."
-        ),
+        WORDS["benchmarks_intro"] + (WORDS["benchmarks_intro_floats"] if sections else "."),
         "",
         "## Summary",
         "",
@@ -409,17 +389,8 @@ def render_comparison(
     arguments = [(d, src) for d, src in sections if is_arguments(d)]
     sections = tuple(s for s in sections if not is_arguments(s[0]))
     strategies = [s for s in data["config"]["strategies"] if s != "eager"]
-    lines = [
-        "# Comparison with torch's own knobs",
-        "",
-        "Torch offers several ways to stop a Python int from recompiling; each has a limit that",
-        "dynscalar does not. Compiles per workload (fewest possible: "
-        + ", ".join(f"{n} {data['workloads'][n]['control_paths']}" for n in names)
-        + "), from the run on the [Benchmarks](benchmarks.md) page.",
-        "",
-        "| strategy | compiles (" + " / ".join(names) + ") | limits |",
-        "|---|---|---|",
-    ]
+    paths = ", ".join(f"{n} {data['workloads'][n]['control_paths']}" for n in names)
+    lines = template("comparison-head", paths=paths, names=" / ".join(names))
     wrong = []
     for s in strategies:
         rows = [by[(n, s)] for n in names if (n, s) in by]
@@ -449,17 +420,15 @@ def _comparison_section(
 ) -> list[str]:
     rows = _rows(data, workload)
     na = info.get("not_applicable", {})
-    lines = [
-        f"## {WORKLOAD_TITLES.get(workload, workload)}",
-        "",
-        f"`{workload}` ({info['control_paths']} control path): {info['description']}. "
-        f"From a separate run ({data['config']['steps']} steps, backend "
-        f"`{data['config']['backend']}`, `{source}`; details on the "
-        f"[Benchmarks](benchmarks.md) page).",
-        "",
-        "| strategy | compiles | notes |",
-        "|---|---|---|",
-    ]
+    title = WORKLOAD_TITLES.get(workload, workload)
+    lines = template(
+        "comparison-section",
+        title=title,
+        workload=workload,
+        info=info,
+        c=data["config"],
+        source=source,
+    )
     for s in data["config"]["strategies"]:
         if s == "eager":
             continue
@@ -496,12 +465,7 @@ def _stock_arguments(data: dict[str, Any], by: dict[tuple[str, str], Any]) -> li
     }
     if extra != {1}:
         return []
-    return [
-        "Unlike a module attribute, a plain function argument costs stock `torch.compile` one "
-        "extra compile in every case here, not one per value: the first value is compiled as "
-        "a constant, and from the second on automatic dynamic makes it a symbol. dynscalar's "
-        "marks (and `dynamic=True`, for every input) make it a symbol from the first call."
-    ]
+    return [WORDS["stock_arguments"]]
 
 
 def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
@@ -514,29 +478,13 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
     def cell_name(s: str) -> str:  # may wrap after "_" and before "(": the tables fit 1280 px
         return str(names[s]).replace("_", "_<wbr>").replace("(", "<wbr>(")
 
-    lines = [
-        "## Marking function arguments",
-        "",
-        f"A compiled *function* `f(x, n)` called with {c['values']} distinct values of its "
-        f"scalar argument, {c['rounds']} times over, in a fresh process per strategy and case. "
-        "The cases (fewest possible compiles in brackets):",
-        "",
-    ]
+    lines = template("arguments-head", c=c)
     for case, info in data["cases"].items():
         shown = ", ".join(map(str, info["values"]))
-        lines.append(
-            f"- `{case}` ({info['control_paths']}): {info['description']}; "
-            f"{info['arg']} in {shown}."
-        )
-    lines += [
-        "",
-        "Compiles per case; *equal to eager* means every call's output equalled `f` run "
-        "eagerly on the plain value, bit for bit (`assert_close(rtol=0, atol=0)`).",
-        *_stock_arguments(data, by),
-        "",
-        "| strategy | torch | " + " | ".join(cases) + " | equal to eager |",
-        "|---|---|" + "---:|" * len(cases) + "---|",
-    ]
+        lines.append(WORDS["argument_case"].format(case=case, info=info, shown=shown))
+    lines += ["", WORDS["arguments_equal"], *_stock_arguments(data, by), ""]
+    lines += ["| strategy | torch | " + " | ".join(cases) + " | equal to eager |"]
+    lines += ["|---|---|" + "---:|" * len(cases) + "---|"]
     errors, wrong = [], []
     for s in c["strategies"]:
         rows = [by.get((case, s)) for case in cases]
@@ -562,26 +510,13 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
             if s == "stock" or not r or not stock or "error" in r or "error" in stock:
                 continue
             if r["compiles"] == stock["compiles"] > info["control_paths"]:
-                lines.append(
-                    f"*as stock* ({names[s]}, `{case}`): {r['compiles']} compiles, as many as "
-                    "stock `torch.compile`; the mark changed nothing."
-                )
-                lines.append("")
+                lines += [WORDS["as_stock"].format(name=names[s], case=case, n=r["compiles"]), ""]
     if wrong:
         lines += ["**Wrong numbers:** " + ", ".join(wrong) + ".", ""]
     lines += ["| strategy | how | limits |", "|---|---|---|"]
     for s in c["strategies"]:
         lines.append(f"| {cell_name(s)} | {data['what'][s]} | {ARGUMENT_LIMITS.get(s, '')} |")
-    lines += [
-        "",
-        "Time per call, secondary (the first call includes the cold compile; *steady* is the "
-        "median call of the last pass, when nothing compiles any more), "
-        + " / ".join(f"`{case}`" for case in cases)
-        + ":",
-        "",
-        "| strategy | first call (s) | steady (µs per call) |",
-        "|---|---:|---:|",
-    ]
+    lines += template("arguments-times", cases=" / ".join(f"`{case}`" for case in cases))
     for s in c["strategies"]:
         rows = [by.get((case, s)) for case in cases]
         first = " / ".join(
@@ -593,23 +528,19 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
         lines.append(f"| {cell_name(s)} | {first} | {steady} |")
     versions = sorted({r["torch"] for r in data["results"] if "torch" in r})
     load = m["loadavg_start"][0]
-    lines += [
-        "",
-        f"*Machine:* {m['cpu']}, {m['cores']} cores, torch "
-        + " and ".join(versions)
-        + f", Python {m['python']}; backend `{c['backend']}`, a `{c['shape'][0]}x"
-        f"{c['shape'][1]}` tensor; load average at start {load:.2f}"
-        + (f", at the end {m['loadavg_end'][0]:.2f}" if m.get("loadavg_end") else "")
-        + (
-            " (other jobs shared the cores: the times are noisy, the compile counts are not). "
-            if load > 0.5
-            else ". "
-        )
-        + f"Generated by `python -m benchmarks.render` from `{source}` "
-        "(`python -m benchmarks.arguments`).",
-        "",
-    ]
-    return lines
+    end = f", at the end {m['loadavg_end'][0]:.2f}" if m.get("loadavg_end") else ""
+    noisy = WORDS["arguments_noisy"] if load > 0.5 else ". "
+    versions_text = " and ".join(versions)
+    return lines + template(
+        "arguments-machine",
+        m=m,
+        c=c,
+        torch=versions_text,
+        load=load,
+        end=end,
+        noisy=noisy,
+        source=source,
+    )
 
 
 # ----------------------------------------------------------------------------- plots
