@@ -542,23 +542,35 @@ def _step(
     return [o.detach() for o in outs], grads
 
 
-def _run_exact(
-    row: Row, compiled: Any, model: nn.Module, eager: nn.Module, cmp: Comparison, after: Any
-) -> None:
-    for i, value in enumerate(row.values):
-        _set(model, row, value)
-        _set(eager, row, value)
-        inputs = _inputs(row, i)
-        outs_c, grads_c = _step(compiled, model, _leaves(inputs, row), i)
-        outs_e, grads_e = _step(eager, eager, _leaves(inputs, row), i)
-        for j, (a, b) in enumerate(zip(outs_c, outs_e, strict=True)):
-            cmp.add("output", f"value {value}: output {j}", a, b)
-        for j, (a, b) in enumerate(zip(grads_c, grads_e, strict=True)):
-            cmp.add("grad", f"value {value}: gradient {j}", a, b)
-        buffers_e = dict(eager.named_buffers())
-        for name, buf in model.named_buffers():
-            cmp.add("buffer", f"value {value}: buffer {name}", buf, buffers_e[name])
-        after()
+@dataclass
+class Pass:
+    """One value's run: the compiled and eager sides and where their differences go."""
+
+    row: Row
+    compiled: Any
+    model: nn.Module
+    eager: nn.Module
+    cmp: Comparison
+    value: float
+    seed: int
+    inputs: tuple[Tensor, ...]
+
+    def step(self, compiled: bool) -> tuple[list[Tensor], list[Tensor]]:
+        fn, owner = (self.compiled, self.model) if compiled else (self.eager, self.eager)
+        return _step(fn, owner, _leaves(self.inputs, self.row), self.seed)
+
+
+def _check_exact(p: Pass, calls: int) -> float:
+    outs_c, grads_c = p.step(True)
+    outs_e, grads_e = p.step(False)
+    for j, (a, b) in enumerate(zip(outs_c, outs_e, strict=True)):
+        p.cmp.add("output", f"value {p.value}: output {j}", a, b)
+    for j, (a, b) in enumerate(zip(grads_c, grads_e, strict=True)):
+        p.cmp.add("grad", f"value {p.value}: gradient {j}", a, b)
+    buffers_e = dict(p.eager.named_buffers())
+    for name, buf in p.model.named_buffers():
+        p.cmp.add("buffer", f"value {p.value}: buffer {name}", buf, buffers_e[name])
+    return 0.0
 
 
 def _dropped(row: Row, out: Tensor) -> Tensor:
@@ -566,97 +578,71 @@ def _dropped(row: Row, out: Tensor) -> Tensor:
     return out < 0 if row.alpha else out == 0
 
 
-def _run_dropout(
-    row: Row,
-    compiled: Any,
-    model: nn.Module,
-    eager: nn.Module,
-    cmp: Comparison,
-    result: Result,
-    after: Any,
-) -> None:
-    worst = 0.0
-    fractions = []
-    for i, value in enumerate(row.values):
-        _set(model, row, value)
-        _set(eager, row, value)
-        inputs = _inputs(row, i)
-        (out_c,), (grad_c,) = _step(compiled, model, _leaves(inputs, row), i)
-        (out_e,), (grad_e,) = _step(eager, eager, _leaves(inputs, row), i)
-        drop_c, drop_e = _dropped(row, out_c), _dropped(row, out_e)
-        if row.feature:  # one draw per (N, C) channel: whole channels dropped or kept
-            per_c = drop_c.flatten(2)
-            if not bool((per_c.all(-1) | ~per_c.any(-1)).all()):
-                cmp.failures.append(f"value {value}: channels partly dropped")
-            drop_c, drop_e = drop_c.flatten(2).all(-1), drop_e.flatten(2).all(-1)
-            agree = (drop_c == drop_e)[(...,) + (None,) * (out_c.dim() - 2)].expand_as(out_c)
-        else:
-            agree = drop_c == drop_e
-        n = drop_c.numel()
-        fraction = float(drop_c.float().mean())
-        fractions.append(f"{fraction:.3f}")
-        sd = math.sqrt(value * (1 - value) / n)
-        sigmas = abs(fraction - value) / sd if sd else (0.0 if fraction == value else math.inf)
-        worst = max(worst, sigmas)
-        if sigmas > SIGMAS:
-            cmp.failures.append(
-                f"value {value}: dropped fraction {fraction} is {sigmas:.1f} sd off"
-            )
-        if not bool(agree.any()):
-            cmp.failures.append(f"value {value}: no element kept by both")
-        cmp.add("output", f"value {value}: output where both agree", out_c[agree], out_e[agree])
-        cmp.add("grad", f"value {value}: gradient where both agree", grad_c[agree], grad_e[agree])
-        after()
-    unit = "channels" if row.feature else "elements"
-    result.check = (
-        f"dropped {unit} within {SIGMAS:g} sd of p (worst {worst:.1f} sd); "
-        f"{'kept and dropped' if row.alpha else 'kept'} values vs eager where both agree"
-    )
-    result.stat = worst
+def _check_dropout(p: Pass, calls: int) -> float:
+    """The dropped fraction against ``p``; the values where both sides agree, against eager."""
+    row, value, cmp = p.row, p.value, p.cmp
+    (out_c,), (grad_c,) = p.step(True)
+    (out_e,), (grad_e,) = p.step(False)
+    drop_c, drop_e = _dropped(row, out_c), _dropped(row, out_e)
+    if row.feature:  # one draw per (N, C) channel: whole channels dropped or kept
+        per_c = drop_c.flatten(2)
+        if not bool((per_c.all(-1) | ~per_c.any(-1)).all()):
+            cmp.failures.append(f"value {value}: channels partly dropped")
+        drop_c, drop_e = drop_c.flatten(2).all(-1), drop_e.flatten(2).all(-1)
+        agree = (drop_c == drop_e)[(...,) + (None,) * (out_c.dim() - 2)].expand_as(out_c)
+    else:
+        agree = drop_c == drop_e
+    fraction = float(drop_c.float().mean())
+    sd = math.sqrt(value * (1 - value) / drop_c.numel())
+    sigmas = abs(fraction - value) / sd if sd else (0.0 if fraction == value else math.inf)
+    if sigmas > SIGMAS:
+        cmp.failures.append(f"value {value}: dropped fraction {fraction} is {sigmas:.1f} sd off")
+    if not bool(agree.any()):
+        cmp.failures.append(f"value {value}: no element kept by both")
+    cmp.add("output", f"value {value}: output where both agree", out_c[agree], out_e[agree])
+    cmp.add("grad", f"value {value}: gradient where both agree", grad_c[agree], grad_e[agree])
+    return sigmas
 
 
-def _run_means(
-    row: Row,
-    compiled: Any,
-    model: nn.Module,
-    eager: nn.Module,
-    cmp: Comparison,
-    result: Result,
-    after: Any,
-    calls: int,
-) -> None:
-    worst = 0.0
-    for i, value in enumerate(row.values):
-        _set(model, row, value)
-        _set(eager, row, value)
-        inputs = _inputs(row, i)
-        samples: list[list[Tensor]] = [[], []]
-        for side, (fn, owner) in enumerate(((compiled, model), (eager, eager))):
-            for _ in range(calls):
-                outs, grads = _step(fn, owner, _leaves(inputs, row), i)
-                samples[side].append(torch.cat([t.flatten() for t in outs + grads]).double())
-        a, b = torch.stack(samples[0]), torch.stack(samples[1])
-        se = (a.var(0) / calls + b.var(0) / calls).sqrt()
-        # beyond the backend's tolerance: a quantity that is 0 in exact arithmetic (the
-        # gradient of attention's key bias) is rounding noise whose mean depends on the
-        # kernels' summation order, not on the random stream
-        floor = cmp.atol + cmp.rtol * b.mean(0).abs()
-        gap = ((a.mean(0) - b.mean(0)).abs() - floor).clamp_min(0)
-        constant = se == 0
-        z = torch.where(constant, torch.zeros_like(gap), gap / se.clamp_min(1e-300))
-        worst = max(worst, float(z.max()))
-        if float(z.max()) > SIGMAS:
-            cmp.failures.append(
-                f"value {value}: a mean is {float(z.max()):.1f} standard errors off"
-            )
-        if bool(constant.any()):  # elements no dropout reaches: equal as on exact rows
-            cmp.add("output", f"value {value}: constant elements", a[0][constant], b[0][constant])
-        after()
-    result.check = (
+def _check_means(p: Pass, calls: int) -> float:
+    """Per-element means of outputs and gradients over ``calls`` calls, against eager's."""
+    samples: list[list[Tensor]] = [[], []]
+    for side in (0, 1):
+        for _ in range(calls):
+            outs, grads = p.step(side == 0)
+            samples[side].append(torch.cat([t.flatten() for t in outs + grads]).double())
+    a, b = torch.stack(samples[0]), torch.stack(samples[1])
+    se = (a.var(0) / calls + b.var(0) / calls).sqrt()
+    # beyond the backend's tolerance: a quantity that is 0 in exact arithmetic (the
+    # gradient of attention's key bias) is rounding noise whose mean depends on the
+    # kernels' summation order, not on the random stream
+    floor = p.cmp.atol + p.cmp.rtol * b.mean(0).abs()
+    gap = ((a.mean(0) - b.mean(0)).abs() - floor).clamp_min(0)
+    constant = se == 0
+    z = float(torch.where(constant, torch.zeros_like(gap), gap / se.clamp_min(1e-300)).max())
+    if z > SIGMAS:
+        p.cmp.failures.append(f"value {p.value}: a mean is {z:.1f} standard errors off")
+    if bool(constant.any()):  # elements no dropout reaches: equal as on exact rows
+        p.cmp.add("output", f"value {p.value}: constant elements", a[0][constant], b[0][constant])
+    return z
+
+
+CHECKS = {"exact": _check_exact, "dropout": _check_dropout, "mean": _check_means}
+
+
+def _described(row: Row, worst: float, calls: int) -> str:
+    """The random rows' distribution check, in words."""
+    if row.kind == "dropout":
+        unit = "channels" if row.feature else "elements"
+        kept = "kept and dropped" if row.alpha else "kept"
+        return (
+            f"dropped {unit} within {SIGMAS:g} sd of p (worst {worst:.1f} sd); "
+            f"{kept} values vs eager where both agree"
+        )
+    return (
         f"per-element means of outputs and gradients over {calls} calls per value within "
         f"{SIGMAS:g} standard errors beyond the tolerance (worst {worst:.1f})"
     )
-    result.stat = worst
 
 
 def run_row(
@@ -681,16 +667,16 @@ def run_row(
             counter = CountingBackend(backend)
             compiled = torch.compile(model, backend=counter)
 
-            def after() -> None:
+            worst = 0.0
+            for i, value in enumerate(row.values):
+                _set(model, row, value)
+                _set(eager, row, value)
+                p = Pass(row, compiled, model, eager, cmp, value, i, _inputs(row, i))
+                worst = max(worst, CHECKS[row.kind](p, calls))
                 result.per_call.append(counter.frame_count)
                 result.compiles = counter.frame_count
-
-            if row.kind == "dropout":
-                _run_dropout(row, compiled, model, eager, cmp, result, after)
-            elif row.kind == "mean":
-                _run_means(row, compiled, model, eager, cmp, result, after, calls)
-            else:
-                _run_exact(row, compiled, model, eager, cmp, after)
+            if row.kind != "exact":
+                result.check, result.stat = _described(row, worst, calls), worst
     except Exception as exc:  # noqa: BLE001 - recorded in the table, never hidden
         result.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"
     finally:
