@@ -309,13 +309,11 @@ def summary(data: dict[str, Any]) -> list[str]:
             if r["strategy"] == "ds_proxy"
         ]
         base_us = [refs[b]["us"]["median"] for b in percall]
+        pct = span([(r["ratio"]["median"] - 1) * 100 for r in proxy], ".0f")
         out.append(
-            "**Per compiled call**, a mark that keeps the value a plain number "
-            "(`mark_dynamic_attr`, `@dynamic_attrs`, `mark_dynamic_args`) costs nothing "
-            f"measurable ({span(kept, '.2f')}x the time of torch's own `dynamic_sources`), and "
-            "a `DynamicInt` stored in the attribute about "
-            f"{span([(r['ratio']['median'] - 1) * 100 for r in proxy], '.0f')}% "
-            f"({span(extra_us, '.1f')} µs of a {span(base_us, '.0f')} µs call)."
+            WORDS["summary_percall"].format(
+                kept=span(kept, ".2f"), pct=pct, us=span(extra_us, ".1f"), base=span(base_us, ".0f")
+            )
         )
     eager = {r["case"]: r for r in (data.get("eager") or {}).get("rows", [])}
     if "add" in eager:
@@ -326,20 +324,13 @@ def summary(data: dict[str, Any]) -> list[str]:
             if case not in ("add", "seed_forward") and "forward" not in r["label"]
         ]
         forward = next((r for r in eager.values() if "forward" in r["label"]), None)
-        sentence = (
-            "**In eager code**, registry and argument marks cost nothing (the value stays an "
-            f"`int`), while a `DynamicInt` value adds about "
-            f"{add['overhead_ns']['median'] / 1000:.1f} µs per arithmetic operation (a plain "
-            f"int takes {add['plain_ns']['median'] / 1000:.2f} µs)"
-        )
+        us, plain = add["overhead_ns"]["median"] / 1000, add["plain_ns"]["median"] / 1000
+        sentence = WORDS["summary_eager"].format(us=us, plain=plain)
         if calls:
-            sentence += f" and {span(calls, '.1f')} µs per torch call that receives it"
+            sentence += WORDS["summary_eager_calls"].format(us=span(calls, ".1f"))
         if forward:
-            sentence += (
-                f": the seed model's eager forward takes "
-                f"{(forward['ratio']['median'] - 1) * 100:.0f}% longer with a `DynamicInt` "
-                "counter"
-            )
+            pct = (forward["ratio"]["median"] - 1) * 100
+            sentence += WORDS["summary_eager_forward"].format(pct=pct)
         out.append(sentence + ".")
     comp = (data.get("compile") or {}).get("share")
     if comp:
