@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import dynscalar
+from benchmarks.harness import words
 
 # The seed and train models are also the demo's (python -m dynscalar demo --workload train).
 from dynscalar._demo import SeedModel, TrainBlock
@@ -101,6 +102,7 @@ class TrainBlockOracleInPlace(TrainBlockOracle):
 # smoothing of an nn.CrossEntropyLoss (warmed up linearly to SMOOTHING over the first half of
 # the run, then held). No counter in the model: the values come from the loop.
 P_START, P_END, SMOOTHING, CLASSES = 0.3, 0.05, 0.1, 10
+WORDS = words("strategies")  # descriptions: templates/strategies.json
 
 
 def schedule(step: int, steps: int) -> tuple[float, float]:
@@ -237,7 +239,6 @@ class Workload:
     keeps dynamic (``dynamic``: submodule path -> attributes; ``sources``: Dynamo's names)."""
 
     name: str
-    description: str
     plain: Callable[[], torch.nn.Module]
     oracle: Callable[[], torch.nn.Module]
     oracle_inplace: Callable[[], torch.nn.Module]
@@ -254,6 +255,11 @@ class Workload:
     not_applicable: dict[str, str] = field(default_factory=dict)
     has_step: bool = True
 
+    @property
+    def description(self) -> str:
+        text = WORDS["workload_descriptions"][self.name]
+        return str(text).format(P_START=P_START, P_END=P_END, SMOOTHING=SMOOTHING)
+
 
 def _seeded(make: Callable[[torch.Generator], list[tuple[torch.Tensor, ...]]]) -> Callable:
     def inputs(steps: int) -> list[tuple[torch.Tensor, ...]]:
@@ -268,7 +274,6 @@ WORKLOADS: dict[str, Workload] = {
     for w in (
         Workload(
             name="seed",
-            description="seed model: Linear(64, 64), self.step += 1 in forward (inference)",
             plain=SeedModel,
             oracle=SeedOracle,
             oracle_inplace=SeedOracle,
@@ -277,8 +282,6 @@ WORKLOADS: dict[str, Workload] = {
         ),
         Workload(
             name="pointwise",
-            description="pointwise-heavy: 6 rounds of sin/cos/mul/add on 64x1024, "
-            "phase = step / 100 (inference)",
             plain=PointwiseBlock,
             oracle=PointwiseOracle,
             oracle_inplace=PointwiseOracle,
@@ -287,8 +290,6 @@ WORKLOADS: dict[str, Workload] = {
         ),
         Workload(
             name="train",
-            description="transformer block (dim 64, 4 heads, seq 32, batch 8) trained with "
-            "SGD: warm-up from step, `if step % 4 == 0` L2 penalty, optimizer step every 4",
             plain=TrainBlock,
             oracle=TrainBlockOracle,
             oracle_inplace=TrainBlockOracleInPlace,
@@ -301,10 +302,6 @@ WORKLOADS: dict[str, Workload] = {
         ),
         Workload(
             name="schedule",
-            description="the transformer block as a 10-class classifier trained with SGD; every "
-            f"step the loop sets both nn.Dropout modules' p ({P_START} -> {P_END}, annealed "
-            f"over the run) and nn.CrossEntropyLoss's label_smoothing (warm-up "
-            f"{SMOOTHING} * min(1, step / (steps // 2)))",
             plain=ScheduledClassifier,
             oracle=ScheduledClassifierOracle,
             oracle_inplace=ScheduledClassifierOracle,
@@ -321,14 +318,7 @@ WORKLOADS: dict[str, Workload] = {
             schedule=set_schedule,
             stochastic=True,
             derandomize=eval_dropout,
-            not_applicable={
-                "unspec_int": "ints only: the flag changes how int attributes of nn modules "
-                "are wrapped; p and label_smoothing are floats",
-                "torch_dynamicint": "ints only: DynamicInt is an int subclass (DynamicInt(0.3) "
-                "is refused) and torch 2.13 has no float counterpart",
-                "oracle_inplace": "the oracle's buffers are set outside forward; nothing to "
-                "update in place inside it",
-            },
+            not_applicable=WORDS["not_applicable"]["schedule"],
             has_step=False,
         ),
     )
