@@ -167,7 +167,7 @@ def render(data: dict[str, Any], source: str) -> str:
         "",
         "```bash",
         "# this run, then this page",
-        f"{data['command']} --json {source}",
+        f"{data['command']} \\\n    --json {source}",
         "python -m benchmarks.render",
         "# one program: its source, the verdict, a minimal program",
         f"python -m tests.fuzz --seed {data['seed']} --index 17",
