@@ -199,6 +199,7 @@ def _compare_with_eager(
     workload: Workload,
     inputs: list[tuple[torch.Tensor, ...]],
     prepare: Callable[[torch.nn.Module], None] | None = None,
+    equal_key: str = "equal_to_eager",
 ) -> dict[str, Any]:
     """Run the plain model eagerly on the same inputs; compare every output, the final
     parameters and (training) each parameter's total update."""
@@ -215,11 +216,8 @@ def _compare_with_eager(
     equal = close and params_close and update_err <= UPDATE_RTOL
     if workload.has_step:
         equal &= int(model.step) == reference.step == len(inputs)
-    return {
-        "max_abs_diff": max(diff, params_diff),
-        "update_rel_err": update_err,
-        "equal": bool(equal),
-    }
+    diffs = {"max_abs_diff": max(diff, params_diff), "update_rel_err": update_err}
+    return diffs | {equal_key: bool(equal)}
 
 
 def _compiled_run(
@@ -281,13 +279,7 @@ def run_child(
         if hasattr(model.get_submodule(path), attr)
     }
     if not workload.stochastic:
-        check = _compare_with_eager(model, outputs, workload, inputs)
-        row.update(
-            max_abs_diff=check["max_abs_diff"],
-            update_rel_err=check["update_rel_err"],
-            equal_to_eager=check["equal"],
-        )
-        return row
+        return row | _compare_with_eager(model, outputs, workload, inputs)
 
     # Stochastic: the timed run's losses go to the parent's loss check (loss_check); the
     # dropout probe compares loss distributions at identical parameters (dropout_probe).
@@ -300,18 +292,9 @@ def run_child(
     if prepare is not None:
         prepare(model)
     _, _, outputs, counts = _compiled_run(strategy, workload, model, inputs, backend)
-    check = _compare_with_eager(model, outputs, workload, inputs, prepare)
-    row.update(
-        eval_compiles=counts["compiles"],
-        eval_restarts=counts["restarts"],
-        eval_fell_back_to_eager=counts["fell_back_to_eager"],
-        max_abs_diff=check["max_abs_diff"],
-        update_rel_err=check["update_rel_err"],
-        eval_equal=check["equal"],
-        # Set by the parent once the loss check ran; False until then.
-        equal_to_eager=False,
-    )
-    return row
+    row |= {f"eval_{k}": counts[k] for k in ("compiles", "restarts", "fell_back_to_eager")}
+    row |= _compare_with_eager(model, outputs, workload, inputs, prepare, "eval_equal")
+    return row | {"equal_to_eager": False}  # set by the parent once the loss check ran
 
 
 def _welch_z(a: list[float], b: list[float]) -> float:
@@ -583,22 +566,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=None, help="steps per run (default 200)")
     parser.add_argument("--workloads", help=f"comma list of {list(WORKLOADS)} (default all)")
-    parser.add_argument(
-        "--strategies", help=f"comma list of {list(STRATEGIES)} (default: all but oracle_inplace)"
-    )
+    parser.add_argument("--strategies", help=f"comma list of {list(STRATEGIES)}")
     parser.add_argument("--backend", default="inductor", help="torch.compile backend")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=0,
-        help="torch.set_num_threads in each child (default 0: torch's default)",
-    )
+    parser.add_argument("--threads", type=int, default=0, help="torch threads per child")
     parser.add_argument("--quick", action="store_true", help="tiny run for tests: 12 steps")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="output directory")
     parser.add_argument("--name", help="JSON file name without .json (default: a timestamp)")
-    parser.add_argument(
-        "--timeout", type=float, default=1800, help="seconds per child process (default 1800)"
-    )
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds per child")
     parser.add_argument(
         "--child", nargs=2, metavar=("WORKLOAD", "STRATEGY"), help=argparse.SUPPRESS
     )
@@ -617,8 +591,7 @@ def main(argv: list[str] | None = None) -> int:
         emit(run_reference(args.reference, args.steps, args.threads))
         return 0
     if args.child:
-        row = run_child(args.child[0], args.child[1], args.steps, args.backend, args.threads)
-        emit(row)
+        emit(run_child(*args.child, args.steps, args.backend, args.threads))
         return 0
     return run_parent(args)
 
