@@ -557,9 +557,9 @@ def _cumulative(row: dict[str, Any], strategy: str) -> tuple[list[float], dict[s
     return points, style | {"linestyle": "--" if strategy == "stock" else "-"}
 
 
-def _compiled(label: str, r: dict[str, Any]) -> str:
+def _compiled(label: str, r: dict[str, Any], sep: str = ": ") -> str:
     plural = "" if r["compiles"] == 1 else "s"
-    return f"{label}: {r['compiles']} compile{plural}" + (
+    return f"{label}{sep}{r['compiles']} compile{plural}" + (
         ", then eager" if r["fell_back_to_eager"] else ""
     )
 
@@ -584,17 +584,9 @@ def plot_total_time(data: dict[str, Any], path: Path) -> None:
         ax.barh(ys, first, color="#c8c8c8")
         ax.barh(ys, rest, left=first, color="#4c72b0")  # one colour: the legend's
         top = max(f + r for f, r in zip(first, rest, strict=True))
-        for y, s in zip(ys, strategies, strict=True):
-            if s in rows:
-                r = rows[s]
-                plural = "" if r["compiles"] == 1 else "s"
-                note = ", then eager" if r["fell_back_to_eager"] else ""
-                ax.annotate(
-                    f" {r['total_s']:.0f} s, {r['compiles']} compile{plural}{note}",
-                    (r["total_s"], y),
-                    va="center",
-                    fontsize=9,
-                )
+        for y, s in ((y, s) for y, s in zip(ys, strategies, strict=True) if s in rows):
+            text = _compiled(f" {rows[s]['total_s']:.0f} s", rows[s], ", ")
+            ax.annotate(text, (rows[s]["total_s"], y), va="center", fontsize=9)
         ax.set_xlim(0, top * 2.1)  # room for the longest note
         ax.set_yticks(ys, [name(s) for s in strategies], fontsize=9.5)
         ax.invert_yaxis()
