@@ -1,16 +1,5 @@
-"""A compiled *function* ``f(x, n)`` called with a changing scalar argument, per strategy.
-
-Cases (:data:`CASES`): ``arith`` (``x * n + n``, 1 control path), ``branch`` (``if n % 2``,
-2) and ``float`` (``x * p``, 1).  Strategies (:data:`STRATEGIES`, described in
-``benchmarks/README.md``), each in a fresh process with a fresh inductor cache; stock
-strategies never import dynscalar, and ``torch_dynamic_spec`` runs in the Python given with
-``--torch-2-14`` (or this one, when its torch has ``torch.fx.experimental.dynamic_spec``).
-Every call is compared with ``f`` run eagerly on the plain value, exactly.
-
-    python -m benchmarks.arguments --out arguments.json      # aot_eager, 8 values x 5 rounds
-    python -m benchmarks.arguments --torch-2-14 /path/to/venv/bin/python --out a.json
-    python -m benchmarks.arguments --quick --backend eager --out /tmp/q.json
-"""
+"""A compiled *function* ``f(x, n)`` called with a changing scalar argument, per strategy
+and case, each in a fresh process, compared with eager exactly (benchmarks/README.md)."""
 
 from __future__ import annotations
 
@@ -18,6 +7,7 @@ import argparse
 import statistics
 import sys
 import time
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +22,7 @@ from benchmarks.harness import (
     loadavg,
     machine_info,
     unique_graphs,
+    words,
     write_json,
 )
 from benchmarks.render_strategies import _arguments_section
@@ -82,23 +73,9 @@ CASES = {
 
 # --------------------------------------------------------------------------- strategies
 
-# Reader-facing names (render_strategies uses them too) and what each strategy is.
-NAMES = {
-    "stock": "stock torch.compile",
-    "dynamic_true": "torch.compile(dynamic=True)",
-    "ds_value": "dynscalar: DynamicInt / DynamicFloat value",
-    "ds_args": "dynscalar: mark_dynamic_args",
-    "ds_decorator": "dynscalar: @dynamic_args",
-    "torch_dynamic_spec": "torch 2.14: dynamic_shapes IntVar",
-}
-WHAT = {
-    "stock": "`torch.compile(f)`, plain values",
-    "dynamic_true": "`torch.compile(f, dynamic=True)`, plain values",
-    "ds_value": "`f(x, dynscalar.DynamicInt(n))` (`DynamicFloat(p)` for the float)",
-    "ds_args": '`torch.compile(dynscalar.mark_dynamic_args(f, "n"))`, plain values',
-    "ds_decorator": '`@dynscalar.dynamic_args("n")` on `def f`, plain values',
-    "torch_dynamic_spec": '`torch.compile(f, dynamic_shapes={"n": IntVar("n")})`',
-}
+WORDS = words("arguments")  # reader-facing names: templates/arguments.json
+NAMES: dict[str, str] = WORDS["names"]
+WHAT: dict[str, str] = WORDS["what"]
 DYNSCALAR = ("ds_value", "ds_args", "ds_decorator")
 TORCH_2_14 = "torch_dynamic_spec"
 STRATEGIES = ("stock", "dynamic_true", *DYNSCALAR, TORCH_2_14)
@@ -141,31 +118,12 @@ def build(strategy: str, case: Case, backend: Any) -> tuple[Callable[..., Any], 
 
 
 def _decorated(case: Case) -> Callable[..., Any]:
-    """The case's function written with ``@dynscalar.dynamic_args`` (same body as above)."""
+    """The case's function under ``@dynscalar.dynamic_args`` (a copy with its own code)."""
     import dynscalar
 
-    if case.function is arith:
-
-        @dynscalar.dynamic_args("n")
-        def arith_(x: torch.Tensor, n: int) -> torch.Tensor:
-            return x * n + n
-
-        return arith_
-    if case.function is branch:
-
-        @dynscalar.dynamic_args("n")
-        def branch_(x: torch.Tensor, n: int) -> torch.Tensor:
-            if n % 2:
-                return x * n + 1
-            return x - n
-
-        return branch_
-
-    @dynscalar.dynamic_args("p")
-    def scale_(x: torch.Tensor, p: float) -> torch.Tensor:
-        return x * p
-
-    return scale_
+    f = case.function
+    code = f.__code__.replace(co_name=f"{f.__name__}_")
+    return dynscalar.dynamic_args(case.arg)(types.FunctionType(code, f.__globals__, code.co_name))
 
 
 # --------------------------------------------------------------------------- child process

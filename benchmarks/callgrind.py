@@ -1,10 +1,5 @@
-"""Instructions per call under valgrind's callgrind: counts that do not depend on the load.
-
-Every per-call strategy and eager case runs in a child (``python -m benchmarks.callgrind
-KIND NAME VARIANT N``) that warms up, switches instrumentation on and counts ``N`` calls
-between two ``torch._C._valgrind_toggle()``; the eager floor measures the pieces of
-``DynamicInt + 1`` alone.
-"""
+"""Instructions per call under valgrind's callgrind (counts that do not depend on the load),
+one child per strategy or eager case."""
 
 from __future__ import annotations
 
@@ -63,7 +58,7 @@ def child(kind: str, name: str, variant: str, number: int) -> None:
         runner.compile()
         fn = runner.call
     elif kind == "floor":
-        fn = FLOOR_CASES[name][1]()
+        fn = FLOOR_CASES[name]()
     else:
         fn = EAGER_CASES[name][1 if variant == "proxy" else 0]()
     for _ in range(50):
@@ -168,20 +163,17 @@ def _floor_torch_function() -> Callable[[], Any]:
     return lambda: torch.mul(t, h)
 
 
-#: Pieces of ``DynamicInt + 1`` measured alone under callgrind (the eager floor), and the
-#: floor of a torch call receiving an object that is not a number to torch's C parser:
-#: name -> (what it is, factory of the measured call)
-FLOOR_CASES: dict[str, tuple[str, Callable[[], Callable[[], Any]]]] = {
-    "call": ("the measuring loop and an empty call (subtracted from the others)", _floor_call),
-    "dispatch": ("a Python-level `__add__` returning an int (operator dispatch)", _floor_dispatch),
-    "read": ("reading `proxy.__wrapped__`", _floor_read),
-    "alloc": ("allocating and freeing a wrapt proxy (`BaseObjectProxy.__new__`)", _floor_alloc),
-    "store_value": ("storing the value through wrapt's `__wrapped__` setter", _floor_store_value),
-    "store_spec": ("storing the spec slot", _floor_store_spec),
-    "torch_function": (
-        "`torch.mul(t, h)` where `h` has a `__torch_function__` that returns at once",
-        _floor_torch_function,
-    ),
+#: Pieces of ``DynamicInt + 1`` measured alone (the eager floor; "call" is the measuring
+#: loop, subtracted from the others), and a torch call on an object with a
+#: ``__torch_function__`` that returns at once: name -> factory of the measured call
+FLOOR_CASES: dict[str, Callable[[], Callable[[], Any]]] = {
+    "call": _floor_call,
+    "dispatch": _floor_dispatch,
+    "read": _floor_read,
+    "alloc": _floor_alloc,
+    "store_value": _floor_store_value,
+    "store_spec": _floor_store_spec,
+    "torch_function": _floor_torch_function,
 }
 
 

@@ -1,14 +1,5 @@
-"""Compile overhead: the bridge's share of a first compile, and how compiles scale.
-
-* ``share``: the bridge's own time (its hooks' self time) in the first compile of a
-  48-layer transformer-style stack with over 2,000 attributes, against the same stack
-  compiled by stock torch (``dynscalar.disabled()``, the int by ``dynamic_sources``, the
-  float by ``specialize_float=False``).
-* ``scaling``: compile time and per-call time with 1, 10 and 100 marked scalars across a
-  deep model, against the same scalars made dynamic by ``dynamic_sources`` and against none
-  (both stock torch); the stock variants are timed in their own interleaved phase inside
-  ``disabled()``.
-"""
+"""Compile overhead: the bridge's share of a first compile (``share``), and compile and
+call time with 1, 10 and 100 marked scalars against stock torch (``scaling``)."""
 
 from __future__ import annotations
 
@@ -87,14 +78,8 @@ def count_attributes(model: torch.nn.Module) -> int:
 
 
 class HookTimer:
-    """Time spent in the bridge's own code during a compile, by hook.
-
-    A stack of regions: entering a hook opens a bridge region, and entering what the hook
-    wraps (torch's original), or Dynamo realizing a lazy variable (work Dynamo does anyway,
-    here or later), opens a torch region; elapsed time goes to the region on top.  So a
-    hook's time excludes torch's work it triggers, and a hook nested in that work (the
-    ``_wrap`` hook inside a realization) is counted once, as itself.
-    """
+    """Time spent in the bridge's own code during a compile, by hook (self time: torch's
+    work a hook triggers is a region of its own)."""
 
     def __init__(self) -> None:
         self.self_s: dict[str, float] = {}
@@ -118,20 +103,10 @@ class HookTimer:
         self._stack.pop()
 
     def timed(self, label: str, hook: Callable[..., Any]) -> Callable[..., Any]:
-        def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-            def torch_part(*a: Any, **k: Any) -> Any:
-                self._enter(None)
-                try:
-                    return wrapped(*a, **k)
-                finally:
-                    self._leave()
+        """A wrapt hook timed as ``label``; what it wraps (torch's part) timed as torch."""
 
-            self.calls[label] = self.calls.get(label, 0) + 1
-            self._enter(label)
-            try:
-                return hook(torch_part, instance, args, kwargs)
-            finally:
-                self._leave()
+        def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
+            return self.region(label, hook)(self.region(None, wrapped), instance, args, kwargs)
 
         return wrapper
 

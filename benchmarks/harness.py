@@ -1,14 +1,5 @@
-"""What every experiment shares: counting, machine info, timing, JSON and child processes.
-
-* :data:`CountingBackend`: torch's ``torch._dynamo.testing.CompileCounterWithBackend``
-  (``frame_count``: the graphs handed to the real backend).
-* :class:`RecompileLimitWatch`: counts Dynamo's "hit config.recompile_limit" warnings
-  (``torch._dynamo.convert_frame``); the frame runs eagerly after one.
-* :func:`interleaved` / :func:`quantiles` / :func:`paired_ratios`: samples of several
-  callables taken in turns, reported as median and p10-p90.
-* :func:`run_child`: ``python -m benchmarks.<experiment> ...`` in a fresh process (its own
-  empty ``TORCHINDUCTOR_CACHE_DIR`` unless given one); its last stdout line is JSON.
-"""
+"""What every experiment shares: counting, machine info, timing, JSON, child processes and
+the pages' templates."""
 
 from __future__ import annotations
 
@@ -281,6 +272,11 @@ def template(name: str, **fields: Any) -> list[str]:
     """The lines of the page fragment ``benchmarks/templates/<name>.md``, its ``{fields}``
     filled in (``str.format``): the renderers' fixed prose lives there."""
     return (HERE / "templates" / f"{name}.md").read_text().format(**fields).split("\n")[:-1]
+
+
+def words(name: str) -> dict[str, Any]:
+    """The tables of reader-facing words in ``benchmarks/templates/<name>.json``."""
+    return read_json(HERE / "templates" / f"{name}.json")  # type: ignore[no-any-return]
 
 
 def span(values: list[float], fmt: str = ".0f") -> str:

@@ -1,14 +1,5 @@
-"""What ``import dynscalar`` costs, with torch's own import as the reference.
-
-Each round is one fresh interpreter running ``python -X importtime -c "import torch;
-import dynscalar"``: both cumulative times come from the same process, so the ratio
-(dynscalar / torch) cancels most of the machine's load.  The bytecode cache is written
-first (a user's installed package has one).  Also counted, once: the dynscalar modules
-and the bridge modules in ``sys.modules`` after ``import torch, dynscalar``.
-
-    python -m benchmarks.import_time                 # 20 rounds, printed
-    python -m benchmarks.import_time --rounds 40 --out benchmarks/published/import.json
-"""
+"""What ``import dynscalar`` costs, with torch's own import in the same fresh process
+(``python -X importtime``) as the reference, and the modules it loads."""
 
 from __future__ import annotations
 

@@ -1,20 +1,8 @@
 """torch.nn float hyperparameters under dynscalar: the catalogue and its runner.
 
-One row per (module, float attribute, mode): the attribute(s) marked with
-``dynscalar.mark_dynamic_attr``, compiled with a counting backend and run with 4 values
-beside an eager twin, on ``eager``, ``aot_eager`` and ``inductor``, and unmarked on stock
-``aot_eager`` and ``inductor`` (the baseline, and the inductor tolerance).  Random rows are
-checked by distribution (dropped fraction within 6 binomial standard deviations of ``p``,
-or per-element means within 6 standard errors); the others element-wise, exactly on
-``eager``/``aot_eager`` unless ``dynscalar._bridge._nn.TOLERANCES`` lists the op.
-
-    python -m benchmarks.nn_coverage                       # every row, all three backends
-    python -m benchmarks.nn_coverage --backends eager,aot_eager --rows dropout,layernorm
-    python -m benchmarks.nn_coverage --rows clamp-clip-range --merge   # re-measure rows
-
-The JSON goes to ``benchmarks/published/nn-coverage.json`` (``--out``) and the page to
-``docs/nn-coverage.md`` (``python -m benchmarks.render`` rewrites it from the JSON).
-"""
+One row per (module, float attribute, mode), marked, compiled and run with 4 values
+beside an eager twin on each backend, and unmarked on stock torch; written to
+``benchmarks/published/nn-coverage.json`` and rendered as ``docs/nn-coverage.md``."""
 
 from __future__ import annotations
 
@@ -49,6 +37,7 @@ from benchmarks.render_nn_coverage import (
     render,
 )
 from dynscalar._bridge._nn import TOLERANCES
+from dynscalar._caches import reset_caches
 
 STAT_CALLS = 200  # calls per value for the per-element mean check
 
@@ -475,11 +464,8 @@ def eager_tolerance(row: Row) -> tuple[float, float]:
 
 
 def inductor_tolerance(stock: Result | dict[str, Any] | None) -> dict[str, Any]:
-    """torch's float32 default, unless stock inductor (unmarked) needed more on this row.
-
-    Stock's difference is adopted only while it is rounding (below ``WRONG``): a stock
-    inductor that returns wrong numbers is reported, never used as a tolerance.
-    """
+    """torch's float32 default, unless stock inductor (unmarked) needed more on this row
+    and its difference is rounding (below ``WRONG``)."""
     rtol, atol = FLOAT32_DEFAULT
     if stock is None:
         return {"rtol": rtol, "atol": atol, "source": "float32 default"}
@@ -494,10 +480,8 @@ def inductor_tolerance(stock: Result | dict[str, Any] | None) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def _recording(result: Result) -> Iterator[None]:
-    """dynscalar's warnings of this run (each run reports its own: once-keys cleared)."""
-    from dynscalar import _diagnostics
-
-    _diagnostics._seen.clear()
+    """dynscalar's warnings of this run (each run reports its own: caches reset)."""
+    reset_caches()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
@@ -558,23 +542,35 @@ def _step(
     return [o.detach() for o in outs], grads
 
 
-def _run_exact(
-    row: Row, compiled: Any, model: nn.Module, eager: nn.Module, cmp: Comparison, after: Any
-) -> None:
-    for i, value in enumerate(row.values):
-        _set(model, row, value)
-        _set(eager, row, value)
-        inputs = _inputs(row, i)
-        outs_c, grads_c = _step(compiled, model, _leaves(inputs, row), i)
-        outs_e, grads_e = _step(eager, eager, _leaves(inputs, row), i)
-        for j, (a, b) in enumerate(zip(outs_c, outs_e, strict=True)):
-            cmp.add("output", f"value {value}: output {j}", a, b)
-        for j, (a, b) in enumerate(zip(grads_c, grads_e, strict=True)):
-            cmp.add("grad", f"value {value}: gradient {j}", a, b)
-        buffers_e = dict(eager.named_buffers())
-        for name, buf in model.named_buffers():
-            cmp.add("buffer", f"value {value}: buffer {name}", buf, buffers_e[name])
-        after()
+@dataclass
+class Pass:
+    """One value's run: the compiled and eager sides and where their differences go."""
+
+    row: Row
+    compiled: Any
+    model: nn.Module
+    eager: nn.Module
+    cmp: Comparison
+    value: float
+    seed: int
+    inputs: tuple[Tensor, ...]
+
+    def step(self, compiled: bool) -> tuple[list[Tensor], list[Tensor]]:
+        fn, owner = (self.compiled, self.model) if compiled else (self.eager, self.eager)
+        return _step(fn, owner, _leaves(self.inputs, self.row), self.seed)
+
+
+def _check_exact(p: Pass, calls: int) -> float:
+    outs_c, grads_c = p.step(True)
+    outs_e, grads_e = p.step(False)
+    for j, (a, b) in enumerate(zip(outs_c, outs_e, strict=True)):
+        p.cmp.add("output", f"value {p.value}: output {j}", a, b)
+    for j, (a, b) in enumerate(zip(grads_c, grads_e, strict=True)):
+        p.cmp.add("grad", f"value {p.value}: gradient {j}", a, b)
+    buffers_e = dict(p.eager.named_buffers())
+    for name, buf in p.model.named_buffers():
+        p.cmp.add("buffer", f"value {p.value}: buffer {name}", buf, buffers_e[name])
+    return 0.0
 
 
 def _dropped(row: Row, out: Tensor) -> Tensor:
@@ -582,97 +578,71 @@ def _dropped(row: Row, out: Tensor) -> Tensor:
     return out < 0 if row.alpha else out == 0
 
 
-def _run_dropout(
-    row: Row,
-    compiled: Any,
-    model: nn.Module,
-    eager: nn.Module,
-    cmp: Comparison,
-    result: Result,
-    after: Any,
-) -> None:
-    worst = 0.0
-    fractions = []
-    for i, value in enumerate(row.values):
-        _set(model, row, value)
-        _set(eager, row, value)
-        inputs = _inputs(row, i)
-        (out_c,), (grad_c,) = _step(compiled, model, _leaves(inputs, row), i)
-        (out_e,), (grad_e,) = _step(eager, eager, _leaves(inputs, row), i)
-        drop_c, drop_e = _dropped(row, out_c), _dropped(row, out_e)
-        if row.feature:  # one draw per (N, C) channel: whole channels dropped or kept
-            per_c = drop_c.flatten(2)
-            if not bool((per_c.all(-1) | ~per_c.any(-1)).all()):
-                cmp.failures.append(f"value {value}: channels partly dropped")
-            drop_c, drop_e = drop_c.flatten(2).all(-1), drop_e.flatten(2).all(-1)
-            agree = (drop_c == drop_e)[(...,) + (None,) * (out_c.dim() - 2)].expand_as(out_c)
-        else:
-            agree = drop_c == drop_e
-        n = drop_c.numel()
-        fraction = float(drop_c.float().mean())
-        fractions.append(f"{fraction:.3f}")
-        sd = math.sqrt(value * (1 - value) / n)
-        sigmas = abs(fraction - value) / sd if sd else (0.0 if fraction == value else math.inf)
-        worst = max(worst, sigmas)
-        if sigmas > SIGMAS:
-            cmp.failures.append(
-                f"value {value}: dropped fraction {fraction} is {sigmas:.1f} sd off"
-            )
-        if not bool(agree.any()):
-            cmp.failures.append(f"value {value}: no element kept by both")
-        cmp.add("output", f"value {value}: output where both agree", out_c[agree], out_e[agree])
-        cmp.add("grad", f"value {value}: gradient where both agree", grad_c[agree], grad_e[agree])
-        after()
-    unit = "channels" if row.feature else "elements"
-    result.check = (
-        f"dropped {unit} within {SIGMAS:g} sd of p (worst {worst:.1f} sd); "
-        f"{'kept and dropped' if row.alpha else 'kept'} values vs eager where both agree"
-    )
-    result.stat = worst
+def _check_dropout(p: Pass, calls: int) -> float:
+    """The dropped fraction against ``p``; the values where both sides agree, against eager."""
+    row, value, cmp = p.row, p.value, p.cmp
+    (out_c,), (grad_c,) = p.step(True)
+    (out_e,), (grad_e,) = p.step(False)
+    drop_c, drop_e = _dropped(row, out_c), _dropped(row, out_e)
+    if row.feature:  # one draw per (N, C) channel: whole channels dropped or kept
+        per_c = drop_c.flatten(2)
+        if not bool((per_c.all(-1) | ~per_c.any(-1)).all()):
+            cmp.failures.append(f"value {value}: channels partly dropped")
+        drop_c, drop_e = drop_c.flatten(2).all(-1), drop_e.flatten(2).all(-1)
+        agree = (drop_c == drop_e)[(...,) + (None,) * (out_c.dim() - 2)].expand_as(out_c)
+    else:
+        agree = drop_c == drop_e
+    fraction = float(drop_c.float().mean())
+    sd = math.sqrt(value * (1 - value) / drop_c.numel())
+    sigmas = abs(fraction - value) / sd if sd else (0.0 if fraction == value else math.inf)
+    if sigmas > SIGMAS:
+        cmp.failures.append(f"value {value}: dropped fraction {fraction} is {sigmas:.1f} sd off")
+    if not bool(agree.any()):
+        cmp.failures.append(f"value {value}: no element kept by both")
+    cmp.add("output", f"value {value}: output where both agree", out_c[agree], out_e[agree])
+    cmp.add("grad", f"value {value}: gradient where both agree", grad_c[agree], grad_e[agree])
+    return sigmas
 
 
-def _run_means(
-    row: Row,
-    compiled: Any,
-    model: nn.Module,
-    eager: nn.Module,
-    cmp: Comparison,
-    result: Result,
-    after: Any,
-    calls: int,
-) -> None:
-    worst = 0.0
-    for i, value in enumerate(row.values):
-        _set(model, row, value)
-        _set(eager, row, value)
-        inputs = _inputs(row, i)
-        samples: list[list[Tensor]] = [[], []]
-        for side, (fn, owner) in enumerate(((compiled, model), (eager, eager))):
-            for _ in range(calls):
-                outs, grads = _step(fn, owner, _leaves(inputs, row), i)
-                samples[side].append(torch.cat([t.flatten() for t in outs + grads]).double())
-        a, b = torch.stack(samples[0]), torch.stack(samples[1])
-        se = (a.var(0) / calls + b.var(0) / calls).sqrt()
-        # beyond the backend's tolerance: a quantity that is 0 in exact arithmetic (the
-        # gradient of attention's key bias) is rounding noise whose mean depends on the
-        # kernels' summation order, not on the random stream
-        floor = cmp.atol + cmp.rtol * b.mean(0).abs()
-        gap = ((a.mean(0) - b.mean(0)).abs() - floor).clamp_min(0)
-        constant = se == 0
-        z = torch.where(constant, torch.zeros_like(gap), gap / se.clamp_min(1e-300))
-        worst = max(worst, float(z.max()))
-        if float(z.max()) > SIGMAS:
-            cmp.failures.append(
-                f"value {value}: a mean is {float(z.max()):.1f} standard errors off"
-            )
-        if bool(constant.any()):  # elements no dropout reaches: equal as on exact rows
-            cmp.add("output", f"value {value}: constant elements", a[0][constant], b[0][constant])
-        after()
-    result.check = (
+def _check_means(p: Pass, calls: int) -> float:
+    """Per-element means of outputs and gradients over ``calls`` calls, against eager's."""
+    samples: list[list[Tensor]] = [[], []]
+    for side in (0, 1):
+        for _ in range(calls):
+            outs, grads = p.step(side == 0)
+            samples[side].append(torch.cat([t.flatten() for t in outs + grads]).double())
+    a, b = torch.stack(samples[0]), torch.stack(samples[1])
+    se = (a.var(0) / calls + b.var(0) / calls).sqrt()
+    # beyond the backend's tolerance: a quantity that is 0 in exact arithmetic (the
+    # gradient of attention's key bias) is rounding noise whose mean depends on the
+    # kernels' summation order, not on the random stream
+    floor = p.cmp.atol + p.cmp.rtol * b.mean(0).abs()
+    gap = ((a.mean(0) - b.mean(0)).abs() - floor).clamp_min(0)
+    constant = se == 0
+    z = float(torch.where(constant, torch.zeros_like(gap), gap / se.clamp_min(1e-300)).max())
+    if z > SIGMAS:
+        p.cmp.failures.append(f"value {p.value}: a mean is {z:.1f} standard errors off")
+    if bool(constant.any()):  # elements no dropout reaches: equal as on exact rows
+        p.cmp.add("output", f"value {p.value}: constant elements", a[0][constant], b[0][constant])
+    return z
+
+
+CHECKS = {"exact": _check_exact, "dropout": _check_dropout, "mean": _check_means}
+
+
+def _described(row: Row, worst: float, calls: int) -> str:
+    """The random rows' distribution check, in words."""
+    if row.kind == "dropout":
+        unit = "channels" if row.feature else "elements"
+        kept = "kept and dropped" if row.alpha else "kept"
+        return (
+            f"dropped {unit} within {SIGMAS:g} sd of p (worst {worst:.1f} sd); "
+            f"{kept} values vs eager where both agree"
+        )
+    return (
         f"per-element means of outputs and gradients over {calls} calls per value within "
         f"{SIGMAS:g} standard errors beyond the tolerance (worst {worst:.1f})"
     )
-    result.stat = worst
 
 
 def run_row(
@@ -697,16 +667,16 @@ def run_row(
             counter = CountingBackend(backend)
             compiled = torch.compile(model, backend=counter)
 
-            def after() -> None:
+            worst = 0.0
+            for i, value in enumerate(row.values):
+                _set(model, row, value)
+                _set(eager, row, value)
+                p = Pass(row, compiled, model, eager, cmp, value, i, _inputs(row, i))
+                worst = max(worst, CHECKS[row.kind](p, calls))
                 result.per_call.append(counter.frame_count)
                 result.compiles = counter.frame_count
-
-            if row.kind == "dropout":
-                _run_dropout(row, compiled, model, eager, cmp, result, after)
-            elif row.kind == "mean":
-                _run_means(row, compiled, model, eager, cmp, result, after, calls)
-            else:
-                _run_exact(row, compiled, model, eager, cmp, after)
+            if row.kind != "exact":
+                result.check, result.stat = _described(row, worst, calls), worst
     except Exception as exc:  # noqa: BLE001 - recorded in the table, never hidden
         result.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"
     finally:

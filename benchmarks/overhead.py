@@ -1,20 +1,9 @@
-"""What dynscalar costs against the best torch can do, side by side in one run.
-
-Sections (each its own module): ``percall`` (:mod:`benchmarks.percall`), ``eager``
-(:mod:`benchmarks.eager`), ``compile`` (:mod:`benchmarks.compile`: the bridge's share of a
-first compile and scaling with the number of marks) and ``warm`` (:mod:`benchmarks.warm`);
-``--callgrind`` adds instruction counts (:mod:`benchmarks.callgrind`).  Timings are
-interleaved and reported as medians with the p10-p90 spread.
+"""What dynscalar costs against the best torch can do, side by side in one run: the
+sections ``percall``, ``eager``, ``compile`` and ``warm`` (each its own module), and
+instruction counts with ``--callgrind``.
 
     python -m benchmarks.overhead                       # everything (~40 min here)
-    python -m benchmarks.overhead --quick               # seconds: a plumbing check
-    python -m benchmarks.overhead --sections percall --backends aot_eager --rounds 40
-    python -m benchmarks.overhead --callgrind           # + instruction counts
-
-Writes ``<out>/overhead.json`` and the page's figures (default out:
-``benchmarks/results/overhead``, git-ignored); ``python -m benchmarks.render`` turns the
-published JSON into docs/overhead.md.
-"""
+    python -m benchmarks.overhead --quick               # seconds: a plumbing check"""
 
 from __future__ import annotations
 

@@ -1,13 +1,6 @@
-"""Per compiled call: one call of the seed model for every way of marking its counter.
-
-``Linear(64, 64)`` with ``self.step += 1`` (or the step passed and returned), compiled per
-backend: a ``DynamicInt`` attribute, ``mark_dynamic_attr``, ``@dynamic_attrs``,
-``mark_dynamic_args`` / ``@dynamic_args`` against ``torch.compiler.config.dynamic_sources``
-compiled and timed inside ``dynscalar.disabled()`` (stock torch), and a static graph.
-Stock strategies are timed in one interleaved phase inside ``disabled()``, dynscalar's in
-another after it (leaving ``disabled()`` resets Dynamo, so the two cannot share a loop);
-ratios pair round ``i`` of one phase with round ``i`` of the other.
-"""
+"""Per compiled call: one call of the seed model for every way of marking its counter,
+against torch's ``dynamic_sources``; stock strategies timed in a phase of their own
+inside ``dynscalar.disabled()``, ratios paired round by round."""
 
 from __future__ import annotations
 
@@ -19,7 +12,14 @@ from typing import Any
 import torch
 
 import dynscalar as ds
-from benchmarks.harness import CountingBackend, fresh_class, interleaved, paired_ratios, quantiles
+from benchmarks.harness import (
+    CountingBackend,
+    fresh_class,
+    interleaved,
+    paired_ratios,
+    quantiles,
+    words,
+)
 from dynscalar._demo import SeedModel
 
 REFERENCE = "dynamic_sources"
@@ -52,7 +52,6 @@ class SeedStatic(torch.nn.Module):
 
 @dataclass(frozen=True)
 class PerCall:
-    label: str
     kind: str  # "attr" (self.step += 1), "args" (step passed and returned), "static"
     reference: str  # the strategy whose ratio is "the best torch can do" for this shape
     build: Callable[[str], torch.nn.Module]
@@ -78,53 +77,22 @@ def _args_decorator(tag: str) -> torch.nn.Module:
     return module
 
 
+LABELS: dict[str, str] = words("overhead")["percall_labels"]  # templates/overhead.json
+ARGS = "args_dynamic_sources"
 PERCALL: dict[str, PerCall] = {
-    "dynamic_sources": PerCall(
-        "torch: compiler.config.dynamic_sources", "attr", REFERENCE, _seed, True, "L['self'].step"
-    ),
-    "ds_proxy": PerCall("dynscalar.DynamicInt attribute", "attr", REFERENCE, _proxy),
-    "ds_registry": PerCall(
-        "dynscalar.mark_dynamic_attr",
-        "attr",
-        REFERENCE,
-        lambda tag: ds.mark_dynamic_attr(_seed(tag), "step"),
-    ),
+    "dynamic_sources": PerCall("attr", REFERENCE, _seed, True, "L['self'].step"),
+    "ds_proxy": PerCall("attr", REFERENCE, _proxy),
+    "ds_registry": PerCall("attr", REFERENCE, lambda tag: ds.mark_dynamic_attr(_seed(tag), "step")),
     "ds_decorator": PerCall(
-        "@dynscalar.dynamic_attrs",
-        "attr",
-        REFERENCE,
-        lambda tag: ds.dynamic_attrs("step")(fresh_class(SeedModel, tag))(),
+        "attr", REFERENCE, lambda tag: ds.dynamic_attrs("step")(fresh_class(SeedModel, tag))()
     ),
-    "args_dynamic_sources": PerCall(
-        "torch: dynamic_sources on the argument",
-        "args",
-        "args_dynamic_sources",
-        lambda tag: fresh_class(SeedArgs, tag)(),
-        True,
-        "L['step']",
-    ),
+    ARGS: PerCall("args", ARGS, lambda tag: fresh_class(SeedArgs, tag)(), True, "L['step']"),
     "ds_args": PerCall(
-        "dynscalar.mark_dynamic_args (module)",
-        "args",
-        "args_dynamic_sources",
-        lambda tag: ds.mark_dynamic_args(fresh_class(SeedArgs, tag)(), "step"),
+        "args", ARGS, lambda tag: ds.mark_dynamic_args(fresh_class(SeedArgs, tag)(), "step")
     ),
-    "ds_args_decorator": PerCall(
-        "@dynscalar.dynamic_args (function)", "args", "args_dynamic_sources", _args_decorator
-    ),
-    "dynamic_sources_bridge": PerCall(
-        "dynamic_sources, dynscalar imported (unmarked model)",
-        "attr",
-        REFERENCE,
-        _seed,
-        sources="L['self'].step",
-    ),
-    "static": PerCall(
-        "static graph (no counter), for reference",
-        "static",
-        REFERENCE,
-        lambda tag: fresh_class(SeedStatic, tag)(),
-    ),
+    "ds_args_decorator": PerCall("args", ARGS, _args_decorator),
+    "dynamic_sources_bridge": PerCall("attr", REFERENCE, _seed, sources="L['self'].step"),
+    "static": PerCall("static", REFERENCE, lambda tag: fresh_class(SeedStatic, tag)()),
 }
 DS_PERCALL = ("ds_proxy", "ds_registry", "ds_decorator", "ds_args", "ds_args_decorator")
 
@@ -226,7 +194,7 @@ def run_percall(
             rows.append(
                 {
                     "strategy": name,
-                    "label": strategy.label,
+                    "label": LABELS[name],
                     "reference": strategy.reference,
                     "compiles": runner.counter.frame_count,
                     "equal_to_eager": checks[name],

@@ -1,17 +1,8 @@
 """Regenerate every generated docs page, its figures and the README blocks.
 
-    python -m benchmarks.render              # from the published JSON (seconds)
-    python -m benchmarks.render --live       # + the pages measured live (~2 min on 2 cores)
-    python -m benchmarks.render --no-plots   # pages only (no matplotlib needed)
-
-From the published JSON: docs/benchmarks.md, docs/comparison.md (``benchmarks/published/``
-full-inductor-200, schedule-inductor-200, arguments-aot_eager), docs/overhead.md
-(overhead.json), docs/nn-coverage.md (nn-coverage.json), docs/fuzzing.md
-(``tests/fuzz/published/long.json``), the figures under docs/img and the goals and targets
-in benchmarks/README.md.  ``--live`` also measures docs/writeback.md
-(``scripts/render_writeback_table.py``) and the specialization table of docs/concepts.md
-(``scripts/render_specializations.py``) on the installed torch.
-"""
+python -m benchmarks.render              # from the published JSON (seconds)
+python -m benchmarks.render --live       # + the pages measured live (~2 min on 2 cores)
+python -m benchmarks.render --no-plots   # pages only (no matplotlib needed)"""
 
 from __future__ import annotations
 

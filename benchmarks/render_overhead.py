@@ -1,11 +1,4 @@
-"""docs/overhead.md, its figures and the README's goals from an overhead JSON.
-
-Every number on the page comes from the JSON of one run, with the machine, the torch
-version and the load average beside it. The page opens with a summary in plain words; the
-goals go to ``benchmarks/README.md`` (between its ``overhead-goals`` markers). Figures
-(``overhead_*.png``) are drawn at the docs' column width, with their smallest text recorded
-in the PNG; a curve is drawn only through values measured at least three times.
-"""
+"""docs/overhead.md, its figures and the README's goals from an overhead JSON."""
 
 from __future__ import annotations
 
@@ -21,6 +14,7 @@ from benchmarks.harness import (
     span,
     spread,
     template,
+    words,
 )
 
 
@@ -75,40 +69,16 @@ def _percall(data: dict[str, Any]) -> list[str]:
     if not percall:
         return []
     cg = data.get("callgrind", {}).get("percall", {})
-    c = data["config"]
-    if any(section.get("stock_phase") for section in percall.values()):
-        how = [
-            "Torch's `dynamic_sources` rows are compiled and timed by stock torch, inside",
-            "`dynscalar.disabled()`, in a phase of their own before dynscalar's. The argument",
-            "strategies pass the counter in and get `step + 1` back; their reference is",
-            "`dynamic_sources` on the argument. In each phase strategies take turns,",
-            f"{c['rounds']} rounds of {c['number']} calls, the order rotated every round;",
-            "ratios pair round i of one phase with round i of the other. ",
-        ]
-    else:
-        how = [
-            "Torch's `dynamic_sources` rows are compiled by stock torch: dynscalar's hooks are "
-            "taken",
-            "out of Dynamo for that compile. The argument strategies pass the counter in and get",
-            "`step + 1` back; their reference is `dynamic_sources` on the argument. Strategies "
-            "take",
-            f"turns, {c['rounds']} rounds of {c['number']} calls, the order rotated every round;",
-            "ratios are paired per round. ",
-        ]
-    how[-1] += (
+    measured = (
         "Instructions per call come from callgrind (valgrind), one strategy per process,"
         " and do not depend on the machine's load."
         if cg
         else "No instruction counts: this run was made without `--callgrind`."
     )
-    lines = [
-        "## Per compiled call",
-        "",
-        "The seed model (`Linear(64, 64)`, `self.step += 1` in `forward`, an 8x64 input) compiled",
-        "once per strategy, each with its own copy of `forward` (Dynamo caches per code object).",
-        *how,
-        "",
-    ]
+    c = data["config"]
+    phases = any(section.get("stock_phase") for section in percall.values())
+    name = "overhead-percall-phases" if phases else "overhead-percall"
+    lines = template(name, rounds=c["rounds"], number=c["number"], counts=measured)
     for backend, section in percall.items():
         counts = cg.get(backend, {})
         # timings and instruction counts in two tables: one would not fit the page
@@ -148,16 +118,8 @@ def _eager(data: dict[str, Any]) -> list[str]:
         return []
     cg = data.get("callgrind", {})
     counts = cg.get("eager", {})
-    lines = [
-        "## Eager",
-        "",
-        "Plain value and proxy take turns (" + str(eager["rounds"]) + " samples each); "
-        "overhead and ratio are paired per sample."
-        + (" Instructions: callgrind, per call." if counts else ""),
-        "",
-        "| case | plain (ns) | proxy (ns) | proxy - plain (ns) | proxy / plain |",
-        "|---|---:|---:|---:|---:|",
-    ]
+    callgrind = " Instructions: callgrind, per call." if counts else ""
+    lines = template("overhead-eager", rounds=eager["rounds"], callgrind=callgrind)
     instructions = []
     for r in eager["rows"]:
         lines.append(
@@ -179,25 +141,10 @@ def _eager(data: dict[str, Any]) -> list[str]:
     add = counts.get("add")
     if floor and add:
         base = floor["call"]
-        parts = [
-            ("Python-level operator dispatch (a `__add__` that returns an int)", "dispatch"),
-            ("reading `proxy.__wrapped__` (once per operand)", "read"),
-            ("allocating and freeing the result's wrapt proxy", "alloc"),
-            ("storing the value through wrapt's `__wrapped__` setter", "store_value"),
-            ("storing the spec slot", "store_spec"),
-        ]
-        lines += [
-            "### Where `DynamicInt + 1` goes",
-            "",
-            f"`x + 1` on a `DynamicInt` costs {add['proxy'] - base:,} instructions beyond the "
-            f"measuring loop ({add['plain'] - base:,} on an int). Its unavoidable pieces, each "
-            "measured alone:",
-            "",
-            "| piece | instructions |",
-            "|---|---:|",
-        ]
+        proxy, plain = add["proxy"] - base, add["plain"] - base
+        lines += template("overhead-add", proxy=proxy, plain=plain)
         total = 0
-        for label, key in parts:
+        for key, label in WORDS["floor_parts"].items():
             lines.append(f"| {label} | {floor[key] - base:,} |")
             total += floor[key] - base
         lines += [
@@ -209,30 +156,16 @@ def _eager(data: dict[str, Any]) -> list[str]:
         timed = {r["case"]: r for r in eager["rows"]}.get("add")
         if timed and spent > 0:
             ns = timed["proxy_ns"]["median"] * total / spent
-            lines += [
-                f"The floor is {total / spent:.0%} of the instructions of `x + 1`; in proportion,",
-                f"about {ns:.0f} ns of this run's {timed['proxy_ns']['median']:.0f} ns: a "
-                "proxy that Python code builds as a wrapt object cannot cost less; only a "
-                "proxy written as a C extension could.",
-                "",
-            ]
+            median = timed["proxy_ns"]["median"]
+            lines += template("overhead-add-share", share=total / spent, ns=ns, median=median)
     mul = counts.get("torch_mul")
     if floor and mul and "torch_function" in floor:
         base = floor["call"]
         extra = mul["proxy"] - mul["plain"]
         hook = floor["torch_function"] - base
-        lines += [
-            "### Where `torch.mul(t, x)` goes",
-            "",
-            f"`torch.mul(t, x)` with a `DynamicInt` costs {extra:,} instructions more than with "
-            f"an int. Torch's C argument parser does not take the proxy as a number: it gives "
-            f"up, finds `__torch_function__` and calls it, and the hook calls `torch.mul` "
-            f"again with the plain value. Torch's part alone, measured with an object whose "
-            f"`__torch_function__` returns at once (no second call): {hook:,} instructions, "
-            f"{hook / extra:.0%} of the difference; dynscalar's hook (unwrapping the "
-            f"arguments) is the remaining {extra - hook:,}.",
-            "",
-        ]
+        lines += template(
+            "overhead-mul", extra=extra, hook=hook, share=hook / extra, rest=extra - hook
+        )
     return lines
 
 
@@ -269,38 +202,16 @@ def _compile(data: dict[str, Any]) -> list[str]:
     for name, h in run["hooks"].items():
         lines.append(f"| `{name}` | {h['calls']:,} | {h['self_s'] * 1e3:.1f} |")
     scaling = comp["scaling"]
-    labels = {
-        "ds_registry": "mark_dynamic_attr",
-        "ds_proxy": "DynamicInt values",
-        "dynamic_sources": "torch dynamic_sources",
-        "static": "nothing dynamic",
-    }
-    lines += [
-        "",
-        f"### Growing with the number of dynamic scalars ({scaling['depth']} blocks, "
-        f"{scaling['backend']})",
-        "",
-        f"Each of {scaling['depth']} blocks adds an int attribute to the input; k of them are",
-        "dynamic (marked, `DynamicInt` values, or named in `dynamic_sources`), the rest are",
-        "constants. "
-        + (
-            "First compile: one run per row (this run used `--scaling-repeats 1`), so the "
-            "figure shows it as points, not a curve; "
-            if _single(scaling["rows"][0]["compile_s"])
-            else "First compile: median (p10-p90) over fresh copies; "
-        )
-        + f"call: {data['config'].get('scaling_rounds', '')} interleaved rounds, median "
-        "(p10-p90), paired against the model with nothing dynamic"
-        + (
-            " (stock torch's rows, nothing dynamic and `dynamic_sources`, are timed in a phase "
-            "of their own inside `dynscalar.disabled()`; pairs are round i of each phase)."
-            if scaling.get("stock_phase")
-            else "."
-        ),
-        "",
-        "| how | k | first compile (s) | us per call | call / nothing dynamic | compiles |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
+    labels = WORDS["scaling_labels"]
+    once = _single(scaling["rows"][0]["compile_s"])
+    lines += template(
+        "overhead-scaling",
+        depth=scaling["depth"],
+        backend=scaling["backend"],
+        first=WORDS["scaling_first_once" if once else "scaling_first"],
+        rounds=data["config"].get("scaling_rounds", ""),
+        phases=WORDS["scaling_phases"] if scaling.get("stock_phase") else ".",
+    )
     for r in scaling["rows"]:
         lines.append(
             f"| {labels.get(r['how'], r['how'])} | {r['k']} | {_q(r['compile_s'], '', 2)} | "
@@ -347,19 +258,10 @@ def _warm(data: dict[str, Any]) -> list[str]:
         "",
         *caches,
         "",
-        "Graphs with a dynamic float get an AOTAutograd cache key of their own (torch's key",
-        "plus a dynscalar component, `dynscalar/_bridge/_floats.py`): they never read an entry",
-        "stock torch wrote for the same graph shape, which can hold the float's value baked in",
-        "(pytorch#194976; the `float written in forward, torch alone` row), and stock torch",
-        "never reads theirs"
-        + (
-            ". The alternative, bypassing the AOTAutograd cache for such graphs, is the "
-            f"`{bypass['label']}` row."
-            if (bypass := next((r for r in warm["rows"] if "bypass" in r["variant"]), None))
-            else "."
-        ),
-        "",
     ]
+    bypass = next((r for r in warm["rows"] if "bypass" in r["variant"]), None)
+    tail = WORDS["warm_bypass"].format(label=bypass["label"]) if bypass else "."
+    lines += template("overhead-warm-keys", bypass=tail)
     return lines
 
 
@@ -407,13 +309,11 @@ def summary(data: dict[str, Any]) -> list[str]:
             if r["strategy"] == "ds_proxy"
         ]
         base_us = [refs[b]["us"]["median"] for b in percall]
+        pct = span([(r["ratio"]["median"] - 1) * 100 for r in proxy], ".0f")
         out.append(
-            "**Per compiled call**, a mark that keeps the value a plain number "
-            "(`mark_dynamic_attr`, `@dynamic_attrs`, `mark_dynamic_args`) costs nothing "
-            f"measurable ({span(kept, '.2f')}x the time of torch's own `dynamic_sources`), and "
-            "a `DynamicInt` stored in the attribute about "
-            f"{span([(r['ratio']['median'] - 1) * 100 for r in proxy], '.0f')}% "
-            f"({span(extra_us, '.1f')} µs of a {span(base_us, '.0f')} µs call)."
+            WORDS["summary_percall"].format(
+                kept=span(kept, ".2f"), pct=pct, us=span(extra_us, ".1f"), base=span(base_us, ".0f")
+            )
         )
     eager = {r["case"]: r for r in (data.get("eager") or {}).get("rows", [])}
     if "add" in eager:
@@ -424,20 +324,13 @@ def summary(data: dict[str, Any]) -> list[str]:
             if case not in ("add", "seed_forward") and "forward" not in r["label"]
         ]
         forward = next((r for r in eager.values() if "forward" in r["label"]), None)
-        sentence = (
-            "**In eager code**, registry and argument marks cost nothing (the value stays an "
-            f"`int`), while a `DynamicInt` value adds about "
-            f"{add['overhead_ns']['median'] / 1000:.1f} µs per arithmetic operation (a plain "
-            f"int takes {add['plain_ns']['median'] / 1000:.2f} µs)"
-        )
+        us, plain = add["overhead_ns"]["median"] / 1000, add["plain_ns"]["median"] / 1000
+        sentence = WORDS["summary_eager"].format(us=us, plain=plain)
         if calls:
-            sentence += f" and {span(calls, '.1f')} µs per torch call that receives it"
+            sentence += WORDS["summary_eager_calls"].format(us=span(calls, ".1f"))
         if forward:
-            sentence += (
-                f": the seed model's eager forward takes "
-                f"{(forward['ratio']['median'] - 1) * 100:.0f}% longer with a `DynamicInt` "
-                "counter"
-            )
+            pct = (forward["ratio"]["median"] - 1) * 100
+            sentence += WORDS["summary_eager_forward"].format(pct=pct)
         out.append(sentence + ".")
     comp = (data.get("compile") or {}).get("share")
     if comp:
@@ -450,14 +343,7 @@ def summary(data: dict[str, Any]) -> list[str]:
 
 def goals_block(data: dict[str, Any], source: str) -> str:
     """The goals benchmarks.overhead checks, for benchmarks/README.md."""
-    lines = [
-        GOALS_START.rstrip("\n"),
-        f"Goals checked by `python -m benchmarks.overhead`, as measured in `{source}` (written "
-        "by `python -m benchmarks.render`; the figures themselves are on the Overhead page):",
-        "",
-        "| section | goal | measured: median (p10-p90) | status |",
-        "|---|---|---|---|",
-    ]
+    lines = [GOALS_START.rstrip("\n"), *template("overhead-goals", source=source)]
     for g in data["goals"]:
         lines.append(f"| {g['section']} | {g['goal']} | {g['measured']} | {g['status']} |")
     return "\n".join(lines) + "\n" + GOALS_END
@@ -478,20 +364,7 @@ def _import(imports: dict[str, Any] | None, source: str) -> list[str]:
     from benchmarks.import_time import table
 
     rounds = imports["machine"].get("rounds")
-    return [
-        "## Import",
-        "",
-        f"`import dynscalar` right after `import torch`, in {rounds} fresh interpreters with the",
-        "bytecode cache written (`python -X importtime`; both times come from the same process,",
-        "so the ratio cancels most of the machine's load). The bridge installs itself later,",
-        "when `torch._dynamo` is first imported.",
-        "",
-        table(imports),
-        "",
-        f"Generated from `{source}`, written by `python -m benchmarks.import_time "
-        f"--rounds {rounds} --out {source}`.",
-        "",
-    ]
+    return template("overhead-import", rounds=rounds, table=table(imports), source=source)
 
 
 def render(
@@ -500,23 +373,11 @@ def render(
     imports: dict[str, Any] | None = None,
     imports_source: str = "",
 ) -> str:
-    lines = [
-        "# Overhead",
-        "",
-        "What dynscalar costs against the best torch can do: per compiled call, in eager code,",
-        "in compile time, on a warm restart and at import.",
-        "",
-        "## Summary",
-        "",
-        *summary(data),
-        "",
-        "**Machine:** " + _machine(data),
-        "",
-        "Generated by `python -m benchmarks.render` from "
-        f"`{source}`, written by `{_command(data['config'])}`; the goals the benchmark "
-        "checks are listed in `benchmarks/README.md`.",
-        "",
-    ]
+    command, found = _command(data["config"]), summary(data)
+    text = "".join(line + "\n" for line in found)  # the summary and its blank line, if any
+    lines = template(
+        "overhead-head", summary=text, machine=_machine(data), source=source, command=command
+    )
     lines += _percall(data) + _eager(data) + _compile(data) + _warm(data)
     lines += _import(imports, imports_source)
     return "\n".join(lines).rstrip() + "\n"
@@ -602,25 +463,18 @@ def plot_eager(data: dict[str, Any], path: Path) -> None:
     save_figure(fig, path)
 
 
-SCALING_LABELS = {
-    "ds_registry": "mark_dynamic_attr",
-    "ds_proxy": "DynamicInt values",
-    "dynamic_sources": "torch dynamic_sources",
-}
+WORDS = words("overhead")  # reader-facing words: templates/overhead.json
 
 
 def plot_scaling(data: dict[str, Any], path: Path) -> None:
-    """First compile and call time against the number of dynamic scalars, axes from 0.
-
-    A value measured once (``--scaling-repeats 1``) is drawn as a point; lines join only
-    values with a spread from several runs (the call time: interleaved rounds).
-    """
+    """First compile and call time against the number of dynamic scalars, axes from 0
+    (a value measured once is a point, not a curve)."""
     plt = _pyplot()
     scaling = data["compile"]["scaling"]
     static = next(r for r in scaling["rows"] if r["how"] == "static")
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(WIDTH_IN, 6.4))
     markers = {"ds_registry": "o", "ds_proxy": "s", "dynamic_sources": "^"}
-    for how, label in SCALING_LABELS.items():
+    for how, label in list(WORDS["scaling_labels"].items())[:3]:
         rows = [r for r in scaling["rows"] if r["how"] == how]
         ks = [r["k"] for r in rows]
         for ax, key in ((top, "compile_s"), (bottom, "call_us")):

@@ -1,13 +1,5 @@
-"""docs/benchmarks.md, docs/comparison.md and their figures from strategies/arguments JSONs.
-
-Every number on those pages comes from the JSON of a run, with the machine and torch
-version beside it; the pages are never edited by hand. The first JSON is the main run; each
-further one (a workload measured in a separate run, such as ``schedule``) becomes its own
-section with its own machine line and targets. An arguments run (``"kind": "arguments"``)
-becomes the comparison page's "Marking function arguments" section. The figures
-(``total_time.png``, ``cumulative_time.png``; ``<workload>.png`` for a stochastic workload)
-are drawn from the per-step times in the same JSONs.
-"""
+"""docs/benchmarks.md, docs/comparison.md and their figures from strategies/arguments JSONs
+(the first strategies run is the main one; each further run becomes its own section)."""
 
 from __future__ import annotations
 
@@ -24,6 +16,7 @@ from benchmarks.harness import (
     source_name,
     span,
     template,
+    words,
 )
 
 PLOTS = ("total_time.png", "cumulative_time.png")
@@ -33,79 +26,20 @@ PUBLISHED = (
     FOLDER / "schedule-inductor-200.json",
     FOLDER / "arguments-aot_eager.json",
 )
-ARGUMENTS = "arguments"  # the "kind" of a bench_arguments.py JSON
+ARGUMENTS = "arguments"  # the "kind" of a benchmarks.arguments JSON
 
-# Reader-facing names of the strategies (bench_strategies.py labels its rows with these too).
-NAMES = {
-    "eager": "eager (no compile)",
-    "stock": "stock torch.compile",
-    "unspec_int": "torch: allow_unspec_int_on_nn_module",
-    "dynamic_sources": "torch: dynamic_sources",
-    "torch_dynamicint": "torch: sym_node.DynamicInt",
-    "oracle": "counter in a tensor buffer",
-    "oracle_inplace": "tensor buffer, updated in place",
-    "ds_proxy": "dynscalar: DynamicInt value",
-    "ds_registry": "dynscalar: mark_dynamic_attr",
-    "ds_decorator": "dynscalar: @dynamic_attrs",
-}
+WORDS = words("strategies")  # reader-facing names and notes: templates/strategies.json
+NAMES: dict[str, Any] = WORDS["names"]
+NAMES_BY_WORKLOAD: dict[str, Any] = WORDS["names_by_workload"]
+WHAT: dict[str, Any] = WORDS["what"]
+LIMITS: dict[str, Any] = WORDS["limits"]
+WHAT_BY_WORKLOAD: dict[str, Any] = WORDS["what_by_workload"]
+WORKLOAD_TITLES: dict[str, Any] = WORDS["workload_titles"]
+CHANGES: dict[str, Any] = WORDS["changes"]
+SCHEDULE_NOTES: dict[str, Any] = WORDS["schedule_notes"]
+ARGUMENT_LIMITS: dict[str, Any] = WORDS["argument_limits"]
+COLORS: dict[str, Any] = WORDS["colors"]
 DYNSCALAR = ("ds_proxy", "ds_registry", "ds_decorator")
-# Where a workload marks something else than a step counter, some names change.
-NAMES_BY_WORKLOAD = {"schedule": {"ds_proxy": "dynscalar: DynamicFloat values"}}
-
-# What each strategy is, in one line (independent of any measurement).
-WHAT = {
-    "eager": "the model without `torch.compile`",
-    "stock": "`torch.compile(model)`, nothing else",
-    "unspec_int": "`torch._dynamo.config.allow_unspec_int_on_nn_module = True`",
-    "dynamic_sources": "`torch.compiler.config.dynamic_sources = \"L['self'].step\"`",
-    "torch_dynamicint": "`model.step = torch.fx.experimental.sym_node.DynamicInt(0)`",
-    "oracle": "the counter as a 0-d int64 buffer; the `if` on it as a 0/1 mask",
-    "oracle_inplace": "the same buffer updated with `self.step.add_(1)`",
-    "ds_proxy": "`model.step = dynscalar.DynamicInt(0)`",
-    "ds_registry": '`dynscalar.mark_dynamic_attr(model, "step")`',
-    "ds_decorator": '`@dynscalar.dynamic_attrs("step")` on the class',
-}
-
-# What each torch knob cannot do, independent of any measurement.
-LIMITS = {
-    "stock": "recompiles per value until `recompile_limit` (8), then runs eagerly",
-    "unspec_int": "global flag; the first compile is always static; ints only",
-    "dynamic_sources": "string source names that depend on how the module is reached; ints only",
-    "torch_dynamicint": "decays to a plain `int` when Dynamo writes the attribute back; no float",
-    "oracle": "changes model code and semantics (`.item()` for Python use; branches as masks)",
-    "ds_proxy": "the value is a `DynamicInt` (a wrapt proxy) in eager code",
-    "ds_registry": "one line per module instance",
-    "ds_decorator": "one decorator per class",
-}
-
-# What each strategy is on the schedule workload (the values are nn.Module floats the loop sets).
-WHAT_BY_WORKLOAD = {
-    "schedule": {
-        "eager": "the model without `torch.compile`",
-        "stock": "`torch.compile(model)`, nothing marked",
-        "dynamic_sources": "`torch.compiler.config.dynamic_sources` = the three attributes' "
-        "sources, `L['self']._modules['drop1'].p`, `...['drop2'].p`, "
-        "`...['criterion'].label_smoothing`",
-        "oracle": "`p` and `label_smoothing` in 0-d float64 buffers that the loop fills; "
-        "dropout written as `x * (rand_like(x) < 1 - p) / (1 - p)`, the label-smoothed "
-        "loss with the tensor (ATen's formula)",
-        "ds_proxy": "the loop sets `dynscalar.DynamicFloat(value)` instead of the float",
-        "ds_registry": '`mark_dynamic_attr(model.drop1, "p")`, the same for `drop2`, and '
-        '`mark_dynamic_attr(model.criterion, "label_smoothing")`',
-        "ds_decorator": '`@dynamic_attrs("p")` on an `nn.Dropout` subclass and '
-        '`@dynamic_attrs("label_smoothing")` on an `nn.CrossEntropyLoss` subclass, used '
-        "by the model",
-    }
-}
-
-WORKLOAD_TITLES = {
-    "seed": "Seed model (inference)",
-    "pointwise": "Pointwise-heavy block (inference)",
-    "train": "Transformer block (training)",
-    "schedule": "Dropout and label-smoothing schedule (training)",
-}
-# What changes on every call, per workload (the summary's words).
-CHANGES = {"schedule": "whose dropout `p` and label smoothing change on every step"}
 
 
 def label(strategy: str, workload: str | None = None) -> str:
@@ -198,21 +132,10 @@ def _lead(data: dict[str, Any], sections: tuple[dict[str, Any], ...]) -> list[st
                 ratios += [stock["total_s"] / r["total_s"] for r in ours]
     if not ratios:
         return []
-    return [
-        "When a Python scalar changes on every call, stock `torch.compile` compiles the model 8 "
-        "times and then runs it uncompiled; marked with dynscalar, it compiles once per code "
-        f"path, and the same training and inference runs took {min(ratios):.1f}-"
-        f"{max(ratios):.1f}x less time in total"
-        + (
-            ", with the same results as eager. "
-            if not any(_wrong(run) for run in (data, *sections))
-            else ". "
-        )
-        + "What a mark "
-        "costs per call and in eager code is on the [Overhead](overhead.md) page: nothing "
-        "measurable for `mark_dynamic_attr`.",
-        "",
-    ]
+    same = (
+        "" if any(_wrong(run) for run in (data, *sections)) else ", with the same results as eager"
+    )
+    return template("benchmarks-lead", lo=min(ratios), hi=max(ratios), same=same)
 
 
 def summary(data: dict[str, Any], sections: tuple[dict[str, Any], ...] = ()) -> list[str]:
@@ -226,36 +149,20 @@ def summary(data: dict[str, Any], sections: tuple[dict[str, Any], ...] = ()) -> 
     seed = _rows(data, "seed")
     compiled = [r for s, r in seed.items() if r["compiles"]]
     if compiled and "eager" in seed:
-        out.append(
-            f"- **The tiny seed model** (`Linear(64, 64)`): every compiled strategy spends its "
-            f"time in the first, cold compile ({span([r['first_call_s'] for r in compiled])} s) "
-            f"and none is meaningfully faster than another; eager calls "
-            f"({seed['eager']['steady_median_ms']:.2f} ms) are faster than compiled ones here, so "
-            "stock's fallback to eager costs nothing but its compiles."
+        first, eager_ms = (
+            span([r["first_call_s"] for r in compiled]),
+            seed["eager"]["steady_median_ms"],
         )
+        out.append(WORDS["summary_seed"].format(first=first, eager=eager_ms))
     wrong = _wrong(data) + [w for d in sections for w in _wrong(d)]
     stochastic = any(
         i.get("stochastic") for d in (data, *sections) for i in d["workloads"].values()
     )
-    out.append(
-        (
-            "- **Correctness:** every strategy returned the same losses, outputs and weights as "
-            "eager"
-            + (
-                " (with dropout on, the same loss distribution: see the checks below)."
-                if stochastic
-                else "."
-            )
-        )
-        if not wrong
-        else "- **Wrong numbers:** " + ", ".join(wrong) + "."
-    )
-    out.append(
-        "- **Noise:** timings are wall-clock on a shared 2-core virtual machine, one run each; "
-        "steady-state medians of sub-millisecond steps move by tens of percent between runs. "
-        "Compile counts and correctness do not."
-    )
-    return out
+    if wrong:
+        out.append("- **Wrong numbers:** " + ", ".join(wrong) + ".")
+    else:
+        out.append(WORDS["summary_correct"] + (WORDS["summary_dropout"] if stochastic else "."))
+    return [*out, WORDS["summary_noise"]]
 
 
 def _compiles_cell(r: dict[str, Any]) -> str:
@@ -328,16 +235,11 @@ def targets_block(runs: list[tuple[dict[str, Any], str]]) -> str:
         if is_arguments(data) or not data.get("targets"):
             continue
         firsts = [r["first_call_s"] for r in data["results"] if r["compiles"]]
+        lines += [f"`{source}` (met by how many of the three dynscalar strategies):", ""]
+        steps = data["config"]["steps"]
         lines += [
-            f"`{source}` (met by how many of the three dynscalar strategies):",
-            "",
             *_targets(data),
-            "",
-            f"`total <= 0.3x stock` is missed where the cold first compile "
-            f"({min(firsts):.0f}-{max(firsts):.0f} s in this run) dominates both totals over "
-            f"{data['config']['steps']} steps, and stock torch stops compiling after 8 values "
-            "and runs eagerly.",
-            "",
+            *template("targets-note", lo=min(firsts), hi=max(firsts), steps=steps),
         ]
     return "\n".join(lines) + TARGETS_END
 
@@ -396,15 +298,16 @@ def _section(data: dict[str, Any], source: str, workload: str) -> list[str]:
     na = info.get("not_applicable", {})
     what = WHAT_BY_WORKLOAD.get(workload, {})
     rows = _rows(data, workload)
+    title = WORKLOAD_TITLES.get(workload, workload)
     lines = [
-        f"## {WORKLOAD_TITLES.get(workload, workload)}",
-        "",
-        f"`{workload}`: {info['description']}; {info['control_paths']} control path(s), the "
-        "compiles a perfectly dynamic value needs.",
-        "",
-        f"**Separate run:** {_machine(data)} Compare these numbers with each other, not with "
-        f"the sections above. Generated from `{source}`.",
-        "",
+        *template(
+            "section",
+            title=title,
+            workload=workload,
+            info=info,
+            machine=_machine(data),
+            source=source,
+        ),
         *_loads(data, workload),
         "| strategy | what it is here |",
         "|---|---|",
@@ -422,19 +325,10 @@ def _section(data: dict[str, Any], source: str, workload: str) -> list[str]:
         restarted = ", ".join(
             f"{name(s, r)} {r['restarts']}" for s, r in rows.items() if r.get("restarts")
         )
-        lines += [
-            "*Compiles* counts the graphs Dynamo kept. A *restart* is a graph torch's",
-            "float-tensorify pass threw away to trace again with a float specialized or an unused",
-            f"one dropped (trace time, not a graph that runs): {restarted}.",
-            "",
-        ]
+        lines += template("restarts", restarted=restarted)
     if info.get("stochastic"):
         lines += [*_stochastic_checks(data, workload), ""]
-        lines += [
-            f"![{WORKLOAD_TITLES.get(workload, workload)}: cumulative time and the training loss "
-            f"against eager runs with other random streams](img/{workload}.png)",
-            "",
-        ]
+        lines += [f"![{title}: {WORDS['schedule_alt']}](img/{workload}.png)", ""]
     return lines
 
 
@@ -451,14 +345,7 @@ def render_benchmarks(
     lines = [
         "# Benchmarks",
         "",
-        "How much a step counter that changes on every call costs under `torch.compile`, and "
-        "what each way of keeping it dynamic saves"
-        + (
-            "; and the same for float hyperparameters of torch.nn modules that a training loop "
-            "schedules."
-            if sections
-            else "."
-        ),
+        WORDS["benchmarks_intro"] + (WORDS["benchmarks_intro_floats"] if sections else "."),
         "",
         "## Summary",
         "",
@@ -502,17 +389,8 @@ def render_comparison(
     arguments = [(d, src) for d, src in sections if is_arguments(d)]
     sections = tuple(s for s in sections if not is_arguments(s[0]))
     strategies = [s for s in data["config"]["strategies"] if s != "eager"]
-    lines = [
-        "# Comparison with torch's own knobs",
-        "",
-        "Torch offers several ways to stop a Python int from recompiling; each has a limit that",
-        "dynscalar does not. Compiles per workload (fewest possible: "
-        + ", ".join(f"{n} {data['workloads'][n]['control_paths']}" for n in names)
-        + "), from the run on the [Benchmarks](benchmarks.md) page.",
-        "",
-        "| strategy | compiles (" + " / ".join(names) + ") | limits |",
-        "|---|---|---|",
-    ]
+    paths = ", ".join(f"{n} {data['workloads'][n]['control_paths']}" for n in names)
+    lines = template("comparison-head", paths=paths, names=" / ".join(names))
     wrong = []
     for s in strategies:
         rows = [by[(n, s)] for n in names if (n, s) in by]
@@ -542,17 +420,15 @@ def _comparison_section(
 ) -> list[str]:
     rows = _rows(data, workload)
     na = info.get("not_applicable", {})
-    lines = [
-        f"## {WORKLOAD_TITLES.get(workload, workload)}",
-        "",
-        f"`{workload}` ({info['control_paths']} control path): {info['description']}. "
-        f"From a separate run ({data['config']['steps']} steps, backend "
-        f"`{data['config']['backend']}`, `{source}`; details on the "
-        f"[Benchmarks](benchmarks.md) page).",
-        "",
-        "| strategy | compiles | notes |",
-        "|---|---|---|",
-    ]
+    title = WORKLOAD_TITLES.get(workload, workload)
+    lines = template(
+        "comparison-section",
+        title=title,
+        workload=workload,
+        info=info,
+        c=data["config"],
+        source=source,
+    )
     for s in data["config"]["strategies"]:
         if s == "eager":
             continue
@@ -568,34 +444,7 @@ def _comparison_section(
     return lines
 
 
-# What each strategy amounts to when the values are float hyperparameters of torch.nn modules.
-SCHEDULE_NOTES = {
-    "stock": "a float the loop changes becomes symbolic after one recompile, but `dropout` and "
-    "`cross_entropy` take `float` parameters, so torch specializes it again: one compile per "
-    "value",
-    "dynamic_sources": "applies to ints only in torch 2.13 (a float source in the list is not "
-    "made dynamic): the same as stock",
-    "oracle": "changes the model: a hand-written dropout and loss; torch treats the 0-d float64 "
-    "buffers as float inputs (`.item()`, a NaN guard each)",
-    "ds_proxy": "the loop wraps every value it sets in `DynamicFloat` (a proxy in eager code)",
-    "ds_registry": "three lines, one per module attribute; values stay plain floats",
-    "ds_decorator": "needs subclasses of `nn.Dropout` and `nn.CrossEntropyLoss`",
-}
-
-
 # ----------------------------------------------------------------------------- arguments
-
-# What each argument strategy cannot do, independent of any measurement.
-ARGUMENT_LIMITS = {
-    "stock": "the first call compiles the value as a constant; the next value recompiles it "
-    "as a symbol (automatic dynamic)",
-    "dynamic_true": "every input of the function dynamic, tensor sizes included",
-    "ds_value": "the caller wraps each value; a proxy, not an `int`, in eager code",
-    "ds_args": "one line per function; callers pass plain values",
-    "ds_decorator": "one decorator per function; callers pass plain values",
-    "torch_dynamic_spec": "torch 2.14 and later; `IntVar` only (no float variable); "
-    "unbacked: no guard on the value, so a branch on it may fail to compile",
-}
 
 
 def _argument_row(r: dict[str, Any] | None) -> str:
@@ -616,12 +465,7 @@ def _stock_arguments(data: dict[str, Any], by: dict[tuple[str, str], Any]) -> li
     }
     if extra != {1}:
         return []
-    return [
-        "Unlike a module attribute, a plain function argument costs stock `torch.compile` one "
-        "extra compile in every case here, not one per value: the first value is compiled as "
-        "a constant, and from the second on automatic dynamic makes it a symbol. dynscalar's "
-        "marks (and `dynamic=True`, for every input) make it a symbol from the first call."
-    ]
+    return [WORDS["stock_arguments"]]
 
 
 def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
@@ -634,29 +478,13 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
     def cell_name(s: str) -> str:  # may wrap after "_" and before "(": the tables fit 1280 px
         return str(names[s]).replace("_", "_<wbr>").replace("(", "<wbr>(")
 
-    lines = [
-        "## Marking function arguments",
-        "",
-        f"A compiled *function* `f(x, n)` called with {c['values']} distinct values of its "
-        f"scalar argument, {c['rounds']} times over, in a fresh process per strategy and case. "
-        "The cases (fewest possible compiles in brackets):",
-        "",
-    ]
+    lines = template("arguments-head", c=c)
     for case, info in data["cases"].items():
         shown = ", ".join(map(str, info["values"]))
-        lines.append(
-            f"- `{case}` ({info['control_paths']}): {info['description']}; "
-            f"{info['arg']} in {shown}."
-        )
-    lines += [
-        "",
-        "Compiles per case; *equal to eager* means every call's output equalled `f` run "
-        "eagerly on the plain value, bit for bit (`assert_close(rtol=0, atol=0)`).",
-        *_stock_arguments(data, by),
-        "",
-        "| strategy | torch | " + " | ".join(cases) + " | equal to eager |",
-        "|---|---|" + "---:|" * len(cases) + "---|",
-    ]
+        lines.append(WORDS["argument_case"].format(case=case, info=info, shown=shown))
+    lines += ["", WORDS["arguments_equal"], *_stock_arguments(data, by), ""]
+    lines += ["| strategy | torch | " + " | ".join(cases) + " | equal to eager |"]
+    lines += ["|---|---|" + "---:|" * len(cases) + "---|"]
     errors, wrong = [], []
     for s in c["strategies"]:
         rows = [by.get((case, s)) for case in cases]
@@ -682,26 +510,13 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
             if s == "stock" or not r or not stock or "error" in r or "error" in stock:
                 continue
             if r["compiles"] == stock["compiles"] > info["control_paths"]:
-                lines.append(
-                    f"*as stock* ({names[s]}, `{case}`): {r['compiles']} compiles, as many as "
-                    "stock `torch.compile`; the mark changed nothing."
-                )
-                lines.append("")
+                lines += [WORDS["as_stock"].format(name=names[s], case=case, n=r["compiles"]), ""]
     if wrong:
         lines += ["**Wrong numbers:** " + ", ".join(wrong) + ".", ""]
     lines += ["| strategy | how | limits |", "|---|---|---|"]
     for s in c["strategies"]:
         lines.append(f"| {cell_name(s)} | {data['what'][s]} | {ARGUMENT_LIMITS.get(s, '')} |")
-    lines += [
-        "",
-        "Time per call, secondary (the first call includes the cold compile; *steady* is the "
-        "median call of the last pass, when nothing compiles any more), "
-        + " / ".join(f"`{case}`" for case in cases)
-        + ":",
-        "",
-        "| strategy | first call (s) | steady (µs per call) |",
-        "|---|---:|---:|",
-    ]
+    lines += template("arguments-times", cases=" / ".join(f"`{case}`" for case in cases))
     for s in c["strategies"]:
         rows = [by.get((case, s)) for case in cases]
         first = " / ".join(
@@ -713,39 +528,22 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
         lines.append(f"| {cell_name(s)} | {first} | {steady} |")
     versions = sorted({r["torch"] for r in data["results"] if "torch" in r})
     load = m["loadavg_start"][0]
-    lines += [
-        "",
-        f"*Machine:* {m['cpu']}, {m['cores']} cores, torch "
-        + " and ".join(versions)
-        + f", Python {m['python']}; backend `{c['backend']}`, a `{c['shape'][0]}x"
-        f"{c['shape'][1]}` tensor; load average at start {load:.2f}"
-        + (f", at the end {m['loadavg_end'][0]:.2f}" if m.get("loadavg_end") else "")
-        + (
-            " (other jobs shared the cores: the times are noisy, the compile counts are not). "
-            if load > 0.5
-            else ". "
-        )
-        + f"Generated by `python -m benchmarks.render` from `{source}` "
-        "(`python -m benchmarks.arguments`).",
-        "",
-    ]
-    return lines
+    end = f", at the end {m['loadavg_end'][0]:.2f}" if m.get("loadavg_end") else ""
+    noisy = WORDS["arguments_noisy"] if load > 0.5 else ". "
+    versions_text = " and ".join(versions)
+    return lines + template(
+        "arguments-machine",
+        m=m,
+        c=c,
+        torch=versions_text,
+        load=load,
+        end=end,
+        noisy=noisy,
+        source=source,
+    )
 
 
 # ----------------------------------------------------------------------------- plots
-
-COLORS = {
-    "eager": "#999999",
-    "stock": "#c0392b",
-    "unspec_int": "#e67e22",
-    "dynamic_sources": "#d4ac0d",
-    "torch_dynamicint": "#8e6c8a",
-    "oracle": "#555555",
-    "oracle_inplace": "#777777",
-    "ds_proxy": "#1f77b4",
-    "ds_registry": "#2ca02c",
-    "ds_decorator": "#17becf",
-}
 
 
 def _pyplot() -> Any:
@@ -759,18 +557,15 @@ def _cumulative(row: dict[str, Any], strategy: str) -> tuple[list[float], dict[s
     return points, style | {"linestyle": "--" if strategy == "stock" else "-"}
 
 
-def _compiled(label: str, r: dict[str, Any]) -> str:
+def _compiled(label: str, r: dict[str, Any], sep: str = ": ") -> str:
     plural = "" if r["compiles"] == 1 else "s"
-    return f"{label}: {r['compiles']} compile{plural}" + (
+    return f"{label}{sep}{r['compiles']} compile{plural}" + (
         ", then eager" if r["fell_back_to_eager"] else ""
     )
 
 
 def plot_total_time(data: dict[str, Any], path: Path) -> None:
-    """Small multiples, one row per workload: first call and the rest, stacked, from 0.
-
-    Drawn 680 px wide, the width of the docs' content column at 1280 px.
-    """
+    """Small multiples, one row per workload: first call and the rest, stacked, from 0."""
     plt = _pyplot()
     from matplotlib.patches import Patch
 
@@ -789,17 +584,9 @@ def plot_total_time(data: dict[str, Any], path: Path) -> None:
         ax.barh(ys, first, color="#c8c8c8")
         ax.barh(ys, rest, left=first, color="#4c72b0")  # one colour: the legend's
         top = max(f + r for f, r in zip(first, rest, strict=True))
-        for y, s in zip(ys, strategies, strict=True):
-            if s in rows:
-                r = rows[s]
-                plural = "" if r["compiles"] == 1 else "s"
-                note = ", then eager" if r["fell_back_to_eager"] else ""
-                ax.annotate(
-                    f" {r['total_s']:.0f} s, {r['compiles']} compile{plural}{note}",
-                    (r["total_s"], y),
-                    va="center",
-                    fontsize=9,
-                )
+        for y, s in ((y, s) for y, s in zip(ys, strategies, strict=True) if s in rows):
+            text = _compiled(f" {rows[s]['total_s']:.0f} s", rows[s], ", ")
+            ax.annotate(text, (rows[s]["total_s"], y), va="center", fontsize=9)
         ax.set_xlim(0, top * 2.1)  # room for the longest note
         ax.set_yticks(ys, [name(s) for s in strategies], fontsize=9.5)
         ax.invert_yaxis()

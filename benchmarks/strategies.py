@@ -1,18 +1,8 @@
 """Every way of keeping a Python scalar dynamic under torch.compile, side by side.
 
-Each (workload, strategy) pair runs in a fresh process with a fresh, empty
-``TORCHINDUCTOR_CACHE_DIR`` (every compile cold), times each step with
-``time.perf_counter`` and compares the run with the plain model run eagerly on the same
-inputs (``equal_to_eager``); a stochastic workload (``schedule``: dropout in training) is
-checked by an exact pass with dropout off, its loss trajectory against eager runs
-(:func:`loss_check`) and a dropout probe (:func:`dropout_probe`).  ``compiles`` counts the
-graphs Dynamo kept; ``restarts`` those the float-tensorify pass threw away.  Strategies and
-workloads are described in ``benchmarks/README.md``.
-
-    python -m benchmarks.strategies                      # inductor, 200 steps, everything
-    python -m benchmarks.strategies --backend aot_eager --steps 20
-    python -m benchmarks.strategies --workloads schedule --threads 1
-"""
+Each (workload, strategy) pair runs in a fresh process with a fresh inductor cache and is
+compared with the plain model run eagerly; strategies, workloads and the stochastic checks
+are described in ``benchmarks/README.md``."""
 
 from __future__ import annotations
 
@@ -63,11 +53,8 @@ def _identity(value: float) -> Any:
 
 @dataclass(frozen=True)
 class Strategy:
-    """How one strategy builds its model and configures torch in its child process.
-
-    ``wrap`` makes each value a workload's training loop sets (the ``schedule`` workload);
-    the proxy strategy sets ``DynamicFloat`` values, every other strategy plain floats.
-    """
+    """How one strategy builds its model and configures torch (``wrap``: how the loop makes
+    each value it sets; ``DynamicFloat`` for the proxy strategy)."""
 
     label: str
     compiled: bool = True
@@ -194,11 +181,8 @@ def _max_abs_diff(got: list[torch.Tensor], want: list[torch.Tensor]) -> tuple[fl
 def _update_rel_err(
     model: torch.nn.Module, reference: torch.nn.Module, initial: list[torch.Tensor]
 ) -> float:
-    """Largest error of a parameter's total update, relative to that update's size.
-
-    Far more sensitive than comparing parameters: a wrong gradient scale changes each
-    update by a large fraction but the parameters only by ``lr`` times that.
-    """
+    """Largest error of a parameter's total update, relative to that update's size (far
+    more sensitive to a wrong gradient than the parameters themselves)."""
     worst = 0.0
     for p, r, p0 in zip(model.parameters(), reference.parameters(), initial, strict=True):
         want = (r.detach() - p0).double()
@@ -215,6 +199,7 @@ def _compare_with_eager(
     workload: Workload,
     inputs: list[tuple[torch.Tensor, ...]],
     prepare: Callable[[torch.nn.Module], None] | None = None,
+    equal_key: str = "equal_to_eager",
 ) -> dict[str, Any]:
     """Run the plain model eagerly on the same inputs; compare every output, the final
     parameters and (training) each parameter's total update."""
@@ -231,11 +216,8 @@ def _compare_with_eager(
     equal = close and params_close and update_err <= UPDATE_RTOL
     if workload.has_step:
         equal &= int(model.step) == reference.step == len(inputs)
-    return {
-        "max_abs_diff": max(diff, params_diff),
-        "update_rel_err": update_err,
-        "equal": bool(equal),
-    }
+    diffs = {"max_abs_diff": max(diff, params_diff), "update_rel_err": update_err}
+    return diffs | {equal_key: bool(equal)}
 
 
 def _compiled_run(
@@ -260,14 +242,8 @@ def _compiled_run(
 def run_child(
     workload_name: str, strategy_name: str, steps: int, backend: str, threads: int = 0
 ) -> dict[str, Any]:
-    """Run one strategy on one workload in this process; return its result row.
-
-    Deterministic workloads: every output, the final parameters and each parameter's update
-    are compared with the plain model run eagerly (``equal_to_eager``). Stochastic workloads
-    (dropout in training) cannot be compared element-wise; their row carries the timed
-    run's losses for the parent's statistical check and an exact pass with the random ops
-    in eval mode (a fresh compile after ``torch._dynamo.reset()``; not timed).
-    """
+    """One strategy on one workload in this process: its result row (a stochastic workload's
+    row carries its losses, the dropout probe and an exact pass with dropout off)."""
     workload, strategy = WORKLOADS[workload_name], STRATEGIES[strategy_name]
     load = (loadavg() or [None])[0]
     if threads:
@@ -303,13 +279,7 @@ def run_child(
         if hasattr(model.get_submodule(path), attr)
     }
     if not workload.stochastic:
-        check = _compare_with_eager(model, outputs, workload, inputs)
-        row.update(
-            max_abs_diff=check["max_abs_diff"],
-            update_rel_err=check["update_rel_err"],
-            equal_to_eager=check["equal"],
-        )
-        return row
+        return row | _compare_with_eager(model, outputs, workload, inputs)
 
     # Stochastic: the timed run's losses go to the parent's loss check (loss_check); the
     # dropout probe compares loss distributions at identical parameters (dropout_probe).
@@ -322,18 +292,9 @@ def run_child(
     if prepare is not None:
         prepare(model)
     _, _, outputs, counts = _compiled_run(strategy, workload, model, inputs, backend)
-    check = _compare_with_eager(model, outputs, workload, inputs, prepare)
-    row.update(
-        eval_compiles=counts["compiles"],
-        eval_restarts=counts["restarts"],
-        eval_fell_back_to_eager=counts["fell_back_to_eager"],
-        max_abs_diff=check["max_abs_diff"],
-        update_rel_err=check["update_rel_err"],
-        eval_equal=check["equal"],
-        # Set by the parent once the loss check ran; False until then.
-        equal_to_eager=False,
-    )
-    return row
+    row |= {f"eval_{k}": counts[k] for k in ("compiles", "restarts", "fell_back_to_eager")}
+    row |= _compare_with_eager(model, outputs, workload, inputs, prepare, "eval_equal")
+    return row | {"equal_to_eager": False}  # set by the parent once the loss check ran
 
 
 def _welch_z(a: list[float], b: list[float]) -> float:
@@ -357,18 +318,8 @@ def dropout_probe(
     workload: Workload,
     inputs: list[tuple[torch.Tensor, ...]],
 ) -> dict[str, Any]:
-    """Does the compiled dropout use the value the loop set, with the right scaling?
-
-    At the parameters the timed run ended with, the model's training-mode loss on one batch
-    (the last) is drawn ``PROBE_DRAWS`` times through ``call`` (the compiled training
-    graph: parameters require grad; no backward, no update) and as many times through an
-    eager twin holding the same parameters, with the schedule at the first and at the last
-    step's values (p = 0.3 and 0.05). Only the masks differ, so the two samples come from
-    one distribution when the compiled dropout is right. Per value: Welch's z for the means
-    and the Brown-Forsythe z for the spreads; the probe passes when every ``|z| <= LOSS_Z``.
-    A dropout stuck at the other value shifts the spread by ~8 and the mean by ~7 standard
-    errors here; a missing ``1 / (1 - p)`` shifts the mean at p = 0.3 by ~13.
-    """
+    """Whether the compiled dropout uses the value the loop set, with the right scaling:
+    loss distributions against an eager twin at identical parameters (benchmarks/README.md)."""
     twin = _plain(workload)
     with torch.no_grad():
         for mine, theirs in zip(twin.parameters(), model.parameters(), strict=True):
@@ -426,18 +377,8 @@ def _window_means(losses: list[float], windows: int) -> list[float]:
 
 
 def loss_check(losses: list[float], reference: list[list[float]]) -> dict[str, Any]:
-    """Is this training-loss trajectory one eager training could have produced?
-
-    The trajectory is cut into ``windows`` chunks (4; fewer for short runs, at least 3
-    steps each). For each chunk, the eager ensemble (``reference``: R runs with other
-    random streams) gives a mean and a standard deviation across runs;
-    ``z = (run - mean) / (sd * sqrt(1 + 1/R))`` is then t-distributed with R - 1 degrees of
-    freedom if the run is exchangeable with the eager runs. The check passes when every
-    ``|z| <= LOSS_Z``: with R = 10 and LOSS_Z = 5, a correct run fails with probability
-    < 0.1% per chunk (P(|t_9| > 5) = 0.07%), while a dropout probability stuck at its first
-    value or a missing ``1 / (1 - p)`` scale moves some chunk by 8-50 sd on this workload
-    (benchmarks/README.md).
-    """
+    """Whether this training-loss trajectory is one eager training could have produced:
+    per-window z against the eager ensemble, each ``|z| <= LOSS_Z`` (benchmarks/README.md)."""
     windows = max(1, min(LOSS_WINDOWS, len(losses) // 3))
     runs = len(reference)
     got = _window_means(losses, windows)
@@ -625,22 +566,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=None, help="steps per run (default 200)")
     parser.add_argument("--workloads", help=f"comma list of {list(WORKLOADS)} (default all)")
-    parser.add_argument(
-        "--strategies", help=f"comma list of {list(STRATEGIES)} (default: all but oracle_inplace)"
-    )
+    parser.add_argument("--strategies", help=f"comma list of {list(STRATEGIES)}")
     parser.add_argument("--backend", default="inductor", help="torch.compile backend")
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=0,
-        help="torch.set_num_threads in each child (default 0: torch's default)",
-    )
+    parser.add_argument("--threads", type=int, default=0, help="torch threads per child")
     parser.add_argument("--quick", action="store_true", help="tiny run for tests: 12 steps")
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="output directory")
     parser.add_argument("--name", help="JSON file name without .json (default: a timestamp)")
-    parser.add_argument(
-        "--timeout", type=float, default=1800, help="seconds per child process (default 1800)"
-    )
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds per child")
     parser.add_argument(
         "--child", nargs=2, metavar=("WORKLOAD", "STRATEGY"), help=argparse.SUPPRESS
     )
@@ -659,8 +591,7 @@ def main(argv: list[str] | None = None) -> int:
         emit(run_reference(args.reference, args.steps, args.threads))
         return 0
     if args.child:
-        row = run_child(args.child[0], args.child[1], args.steps, args.backend, args.threads)
-        emit(row)
+        emit(run_child(*args.child, args.steps, args.backend, args.threads))
         return 0
     return run_parent(args)
 

@@ -1,10 +1,5 @@
-"""Warm restarts: a second process with the same ``TORCHINDUCTOR_CACHE_DIR``.
-
-Each variant compiles and runs 4 training steps in a child (``python -m benchmarks.warm
---child VARIANT BACKEND``), twice on one cache directory; the row holds both children's
-first-call time, compiles, equality with eager and torch's cache counters (inductor's FX
-graph cache, the AOTAutograd cache).  Stock variants never import dynscalar.
-"""
+"""Warm restarts: each variant compiles in two processes on one ``TORCHINDUCTOR_CACHE_DIR``;
+the row holds both first calls, compiles, equality with eager and torch's cache counters."""
 
 from __future__ import annotations
 
@@ -16,29 +11,16 @@ from typing import Any
 
 import torch
 
-from benchmarks.harness import CountingBackend, emit, run_child
+from benchmarks.harness import CountingBackend, emit, run_child, words
 
 STOCK = {"dynamic_sources", "args_dynamic_sources", "float_stock"}
+#: name -> "cold>warm" when the second process runs another variant (labels: overhead.json)
+PLANS = {
+    "cross_stock_then_registry": "dynamic_sources>ds_registry",
+    "cross_float_stock_then_registry": "float_stock>float_registry",
+}
 WARM_VARIANTS: dict[str, tuple[str, str]] = {
-    # name: (label, "cold>warm" when the second process runs another variant)
-    "dynamic_sources": ("torch: dynamic_sources (no dynscalar)", ""),
-    "ds_registry": ("dynscalar.mark_dynamic_attr", ""),
-    "ds_proxy": ("dynscalar.DynamicInt attribute", ""),
-    "ds_decorator": ("@dynscalar.dynamic_attrs", ""),
-    "args_dynamic_sources": ("torch: dynamic_sources on the argument (no dynscalar)", ""),
-    "ds_args": ("dynscalar.mark_dynamic_args", ""),
-    "cross_stock_then_registry": (
-        "cache written by torch (dynamic_sources), read by mark_dynamic_attr",
-        "dynamic_sources>ds_registry",
-    ),
-    "float_stock": ("float written in forward, torch alone", ""),
-    "float_registry": ("dynamic float, dynscalar's AOT cache key", ""),
-    "float_proxy": ("DynamicFloat attribute, dynscalar's AOT cache key", ""),
-    "float_registry_bypass": ("dynamic float, AOTAutograd cache bypassed instead", ""),
-    "cross_float_stock_then_registry": (
-        "cache written by torch (float written in forward), read by a dynamic float",
-        "float_stock>float_registry",
-    ),
+    name: (label, PLANS.get(name, "")) for name, label in words("overhead")["warm_labels"].items()
 }
 
 

@@ -1,24 +1,5 @@
-"""Workloads for ``benchmarks.strategies``: each model with a Python step counter, and its oracle.
-
-Every workload has two model classes with identical parameters (both are built after
-``torch.manual_seed(0)`` and create their parameters in the same order):
-
-* the *plain* model keeps ``self.step`` as a Python ``int`` incremented in ``forward`` (what
-  users write; every strategy except the oracle starts from it);
-* the *oracle* keeps the counter in a registered 0-d ``int64`` buffer, the upstream advice
-  for "a counter that must not recompile": updated in place (``self.step.add_(1)``) for
-  inference, reassigned for training (the in-place form gets wrong gradients on torch 2.13,
-  see :class:`TrainBlockOracle`). Same math, expressed on tensors; where the plain model
-  branches on the counter, the oracle multiplies by a 0/1 mask instead.
-
-Control paths (distinct graphs a perfectly dynamic counter needs): ``seed`` and ``pointwise``
-have one, ``train`` has two (accumulation boundary or not).
-
-The ``schedule`` workload has no counter: its training loop sets two float hyperparameters of
-torch.nn modules every step (``nn.Dropout.p`` and ``nn.CrossEntropyLoss.label_smoothing``);
-its oracle keeps both in 0-d tensor buffers (:class:`ScheduledClassifierOracle`). One
-control path.
-"""
+"""Workloads for ``benchmarks.strategies``: each model with its Python scalars, and its oracle
+(the same math with the scalars in 0-d tensor buffers); described in ``benchmarks/README.md``."""
 
 from __future__ import annotations
 
@@ -30,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import dynscalar
+from benchmarks.harness import words
 
 # The seed and train models are also the demo's (python -m dynscalar demo --workload train).
 from dynscalar._demo import SeedModel, TrainBlock
@@ -50,11 +32,8 @@ class SeedOracle(SeedModel):
 
 
 class PointwiseBlock(torch.nn.Module):
-    """A chain of sin/cos/mul/add on a 64x1024 tensor with a phase that follows the step.
-
-    Pure pointwise work: inductor fuses the whole chain into one kernel and beats eager
-    (one kernel per op) by about 2x on a small CPU.
-    """
+    """A chain of sin/cos/mul/add on a 64x1024 tensor with a phase that follows the step
+    (one fused kernel under inductor)."""
 
     def __init__(self, period: int = 100, rounds: int = 6) -> None:
         super().__init__()
@@ -88,21 +67,9 @@ class PointwiseOracle(PointwiseBlock):
 
 
 class TrainBlockOracle(TrainBlock):
-    """The counter in a buffer; the ``step % accum`` branch becomes a 0/1 mask.
-
-    ``loss + mask * (l2 * penalty)`` has exactly the plain model's numerics: with mask 1,
-    ``1.0 * t == t``; with mask 0, ``loss + 0.0 == loss`` and the penalty's gradient is
-    multiplied by 0 before it is added to the parameter gradients. The price is computing
-    the penalty (and its backward) on every step instead of one step in ``accum``. The
-    alternatives change more: ``.item()`` graph-breaks and syncs, ``torch.cond`` needs both
-    branches to return the same structure and is not what users write.
-
-    The buffer is *reassigned* (``self.step = self.step + 1``), not updated in place: on
-    torch 2.13, AOTAutograd's partitioner recomputes ``warm`` in the backward from the
-    buffer after the in-place update was written back, so the gradients use step + 1
-    (silently wrong; pytorch/pytorch#197039, "Don't recompute reads of mutated inputs or
-    mutable buffers"). :class:`TrainBlockOracleInPlace` keeps the in-place form to show it.
-    """
+    """The counter in a buffer, reassigned (the in-place form gets wrong gradients on torch
+    2.13, pytorch/pytorch#197039); the ``step % accum`` branch as a 0/1 mask with the plain
+    model's numerics (benchmarks/README.md)."""
 
     def __init__(self, **kwargs: float) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
@@ -135,30 +102,19 @@ class TrainBlockOracleInPlace(TrainBlockOracle):
 # smoothing of an nn.CrossEntropyLoss (warmed up linearly to SMOOTHING over the first half of
 # the run, then held). No counter in the model: the values come from the loop.
 P_START, P_END, SMOOTHING, CLASSES = 0.3, 0.05, 0.1, 10
+WORDS = words("strategies")  # descriptions: templates/strategies.json
 
 
 def schedule(step: int, steps: int) -> tuple[float, float]:
-    """``(dropout p, label smoothing)`` for step ``step`` (1-based) of ``steps``.
-
-    ``p`` is new on every step; the smoothing warms up like the train workload's factor,
-    ``SMOOTHING * min(1, step / warm)`` with ``warm = steps // 2``, so it is never 0.0 and
-    ``cross_entropy``'s ``if label_smoothing > 0`` takes one path throughout (one control
-    path). A warm-up that starts at exactly 0.0 is a second path.
-    """
+    """``(dropout p, label smoothing)`` for step ``step`` (1-based) of ``steps``; the smoothing
+    warms up from above 0.0, so ``cross_entropy`` takes one path throughout."""
     p = P_START + (P_END - P_START) * (step - 1) / max(steps - 1, 1)
     return p, SMOOTHING * min(1.0, step / max(steps // 2, 1))
 
 
 class ScheduledClassifier(torch.nn.Module):
-    """The train workload's transformer block (dim 64, 4 heads, MLP 256) as a classifier.
-
-    Pre-norm attention (its output through an ``nn.Dropout``, ``drop1``) and MLP, then
-    mean-pooled over the sequence, through a second ``nn.Dropout`` (``drop2``, classifier
-    dropout) into a ``Linear(64, 10)`` head; ``forward(x, y)`` returns the
-    ``nn.CrossEntropyLoss`` (``criterion``) of the logits. :meth:`set_schedule` is what the
-    training loop calls before every step. ``dropout_cls``/``criterion_cls`` let a subclass
-    build the modules from decorated classes (the ``@dynamic_attrs`` strategy).
-    """
+    """The train workload's transformer block as a 10-class classifier with two
+    ``nn.Dropout`` (``drop1``, ``drop2``) and an ``nn.CrossEntropyLoss`` (``criterion``)."""
 
     dropout_cls: type[torch.nn.Module] = torch.nn.Dropout
     criterion_cls: type[torch.nn.Module] = torch.nn.CrossEntropyLoss
@@ -204,20 +160,8 @@ class ScheduledClassifier(torch.nn.Module):
 
 
 class ScheduledClassifierOracle(ScheduledClassifier):
-    """Both hyperparameters in 0-d float64 buffers, used as tensors.
-
-    Dropout: ``x * (rand_like(x) < 1 - p) / (1 - p)`` while the module is in training mode,
-    the identity otherwise: ATen's algorithm (keep with probability ``1 - p``, scale by
-    ``1 / (1 - p)``) with a uniform draw instead of ``bernoulli_`` -- the same distribution,
-    another random stream (as any compiled dropout). Not kept: ATen's check that
-    ``0 <= p <= 1`` (a tensor has no Python value to check without a sync).
-
-    Loss: ATen's label-smoothed cross-entropy for class indices (LossNLL.cpp) written with
-    the tensor: ``nll * (1 - s) + smooth * (s / classes)``, the scalars rounded to float32
-    as ATen rounds a ``double`` Scalar. ATen skips the smoothing term when ``s == 0``; here
-    it is multiplied by 0.0 (``nll * 1.0 + x * 0.0 == nll`` for a finite ``x``), so one graph
-    covers both cases -- the same trick as the train workload's 0/1 mask.
-    """
+    """Both hyperparameters in 0-d float64 buffers: dropout written as ATen's algorithm with
+    a uniform draw, the label-smoothed loss as ATen's formula, one graph for every value."""
 
     def __init__(self, dim: int = 64, heads: int = 4, hidden: int = 256) -> None:
         super().__init__(dim, heads, hidden)
@@ -291,24 +235,10 @@ def classification_inputs(steps: int) -> list[tuple[torch.Tensor, ...]]:
 
 @dataclass(frozen=True)
 class Workload:
-    """One benchmark workload.
-
-    ``make_inputs(steps)`` returns one argument tuple per step (deterministic, seeded);
-    ``train`` workloads return a loss that the loop backpropagates, with an optimizer step
-    every ``accum`` steps. ``dynamic`` names the scalars a strategy keeps dynamic: submodule
-    path (``""``: the model) -> attribute names; ``sources`` are the same attributes as
-    Dynamo names them under ``torch.compile(model)`` (for ``dynamic_sources``).
-
-    ``schedule(model, step, steps, wrap)``, when set, is what the training loop does before
-    every step (set hyperparameters; ``wrap`` makes each value, e.g. ``DynamicFloat``).
-    ``stochastic`` workloads use random ops in training mode (dropout), so their outputs
-    cannot be compared element-wise with eager: ``benchmarks.strategies`` checks them in two
-    passes instead; ``derandomize(model)`` turns the random ops off for the exact pass.
-    ``not_applicable``: strategy -> why it does not apply to this workload.
-    """
+    """One benchmark workload: its models, inputs, control paths and the scalars a strategy
+    keeps dynamic (``dynamic``: submodule path -> attributes; ``sources``: Dynamo's names)."""
 
     name: str
-    description: str
     plain: Callable[[], torch.nn.Module]
     oracle: Callable[[], torch.nn.Module]
     oracle_inplace: Callable[[], torch.nn.Module]
@@ -325,6 +255,11 @@ class Workload:
     not_applicable: dict[str, str] = field(default_factory=dict)
     has_step: bool = True
 
+    @property
+    def description(self) -> str:
+        text = WORDS["workload_descriptions"][self.name]
+        return str(text).format(P_START=P_START, P_END=P_END, SMOOTHING=SMOOTHING)
+
 
 def _seeded(make: Callable[[torch.Generator], list[tuple[torch.Tensor, ...]]]) -> Callable:
     def inputs(steps: int) -> list[tuple[torch.Tensor, ...]]:
@@ -339,7 +274,6 @@ WORKLOADS: dict[str, Workload] = {
     for w in (
         Workload(
             name="seed",
-            description="seed model: Linear(64, 64), self.step += 1 in forward (inference)",
             plain=SeedModel,
             oracle=SeedOracle,
             oracle_inplace=SeedOracle,
@@ -348,8 +282,6 @@ WORKLOADS: dict[str, Workload] = {
         ),
         Workload(
             name="pointwise",
-            description="pointwise-heavy: 6 rounds of sin/cos/mul/add on 64x1024, "
-            "phase = step / 100 (inference)",
             plain=PointwiseBlock,
             oracle=PointwiseOracle,
             oracle_inplace=PointwiseOracle,
@@ -358,8 +290,6 @@ WORKLOADS: dict[str, Workload] = {
         ),
         Workload(
             name="train",
-            description="transformer block (dim 64, 4 heads, seq 32, batch 8) trained with "
-            "SGD: warm-up from step, `if step % 4 == 0` L2 penalty, optimizer step every 4",
             plain=TrainBlock,
             oracle=TrainBlockOracle,
             oracle_inplace=TrainBlockOracleInPlace,
@@ -372,10 +302,6 @@ WORKLOADS: dict[str, Workload] = {
         ),
         Workload(
             name="schedule",
-            description="the transformer block as a 10-class classifier trained with SGD; every "
-            f"step the loop sets both nn.Dropout modules' p ({P_START} -> {P_END}, annealed "
-            f"over the run) and nn.CrossEntropyLoss's label_smoothing (warm-up "
-            f"{SMOOTHING} * min(1, step / (steps // 2)))",
             plain=ScheduledClassifier,
             oracle=ScheduledClassifierOracle,
             oracle_inplace=ScheduledClassifierOracle,
@@ -392,14 +318,7 @@ WORKLOADS: dict[str, Workload] = {
             schedule=set_schedule,
             stochastic=True,
             derandomize=eval_dropout,
-            not_applicable={
-                "unspec_int": "ints only: the flag changes how int attributes of nn modules "
-                "are wrapped; p and label_smoothing are floats",
-                "torch_dynamicint": "ints only: DynamicInt is an int subclass (DynamicInt(0.3) "
-                "is refused) and torch 2.13 has no float counterpart",
-                "oracle_inplace": "the oracle's buffers are set outside forward; nothing to "
-                "update in place inside it",
-            },
+            not_applicable=WORDS["not_applicable"]["schedule"],
             has_step=False,
         ),
     )

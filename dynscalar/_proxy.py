@@ -92,7 +92,7 @@ def _derive(result: Any, spec: DynamicSpec, same_variable: bool = False) -> Any:
 
 # Operators inline ``_derive``'s common case (an int or float result) and read the proxy
 # with plain attribute syntax (fast, see above): each Python call saved is a measurable
-# share of the cost (benchmarks/bench_overhead.py, eager section).
+# share of the cost (benchmarks/eager.py).
 def _binary(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
     def method(self: DynamicScalar, other: Any) -> Any:
         if type(other) in _PROXY_TYPES:

@@ -326,7 +326,7 @@ def test_a_minimal_program_runs_as_a_standalone_script(tmp_path: Path) -> None:
 def test_the_fuzzing_page_is_rendered_from_the_published_run() -> None:
     data = json.loads(PUBLISHED.read_text())
     assert PAGE.read_text() == render_page(data, source_name(PUBLISHED)), (
-        "docs/fuzzing.md is generated: run `python -m tests.fuzz.render_docs`"
+        "docs/fuzzing.md is generated: run `python -m benchmarks.render`"
     )
     assert data["programs"] == sum(data["backends"].values())
     for rule_ in CONTRACT:

@@ -1,10 +1,10 @@
-"""torch.nn float hyperparameters under dynscalar (issue 11): the coverage table, row by row.
+"""torch.nn float hyperparameters under dynscalar: the coverage table, row by row.
 
 Every row of ``benchmarks.nn_coverage`` (the same catalogue and runner that write
 ``docs/nn-coverage.md``) compiles on ``eager`` and ``aot_eager`` exactly as often as the
 catalogue says and equals eager within the row's tolerance; a few rows also on inductor.
 The second half checks the decompositions of ``dynscalar/_bridge/_nn.py`` against the ATen
-ops they replace, eagerly, across dtypes and at the edges that once went wrong.
+ops they replace, eagerly, across dtypes and at their edges.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def test_published_page_is_rendered_from_the_published_json() -> None:
     assert page.render(_published()) == page.PAGE_PATH.read_text()
 
 
-def test_issue_11_target_in_the_published_table() -> None:
+def test_published_table_meets_the_coverage_target() -> None:
     """>= 90% of rows compile once on aot_eager and on inductor; every row equal to eager."""
     data = _published()
     rows = data["rows"]

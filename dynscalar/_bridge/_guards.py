@@ -20,7 +20,7 @@ guarded:
   never reused for ``2.5``, ``np.float64`` or ``"3"``.
 
 All of these are C++ guard-manager checks, evaluated on every call of the compiled code, so
-they are built to be cheap there (benchmarks/bench_overhead.py measures it):
+they are built to be cheap there (benchmarks/percall.py measures it):
 
 * the epoch is reached through the alias Dynamo itself installs for module imports in the
   frame's globals (``G['__import_dynscalar']._marks_epoch.value``, what

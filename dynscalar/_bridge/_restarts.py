@@ -152,7 +152,7 @@ def _returned_only(gm: Any) -> set[Any]:
     """Int expressions whose value only reaches the graph's outputs, through int arithmetic
     at most (``self.step += 1``).  The generated Python code computes them with Python ints,
     exact at any size, so they need no int64 guard - a Python guard function that cost about
-    1 us per call (benchmarks/bench_overhead.py).  Not under inductor's C++ wrapper
+    1 us per call (benchmarks/percall.py).  Not under inductor's C++ wrapper
     (``cpp_wrapper``), which computes them as int64, nor while exporting."""
     import sys
 
