@@ -40,9 +40,9 @@ from ._diagnostics import (
     UnsupportedDescriptorError,
 )
 from ._explain import Explanation, MarkRecord, explain
+from ._marks import MARKS_EPOCH as _marks_epoch  # noqa: F401 - guarded by compiled code
 from ._optim import mark_dynamic_param_groups
 from ._proxy import DynamicFloat, DynamicInt, DynamicScalar, is_dynamic_scalar, mark_dynamic
-from ._registry import MARKS_EPOCH as _marks_epoch  # noqa: F401 - guarded by compiled code
 from ._registry import (
     dynamic_attrs,
     is_dynamic_attr,

@@ -29,14 +29,11 @@ import torch
 
 from . import _caches
 from ._diagnostics import DynscalarAttributeError, DynscalarTypeError, UnsupportedDescriptorError
-from ._marks import MARKS_EPOCH, class_marks_of, edit_class_marks, edit_marks, lookup_mark
+from ._marks import class_marks_of, edit_class_marks, edit_marks, lookup_mark
 from ._proxy import coerce_float, is_dynamic_scalar
 from ._spec import DynamicSpec
 
-# MARKS_EPOCH is the store's epoch, re-exported: the package binds it from here as
-# ``dynscalar._marks_epoch``, the object compiled guards read.
 __all__ = [
-    "MARKS_EPOCH",
     "check_names",
     "class_attribute",
     "dynamic_attrs",
