@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,30 +32,39 @@ IMG = ROOT / "docs" / "img"
 CountingBackend = CompileCounterWithBackend
 
 
-class RecompileLimitWatch(logging.Handler):
-    """Counts Dynamo's "hit config.recompile_limit" warnings while installed."""
+class Compiles(logging.Handler):
+    """While entered: the graphs Dynamo keeps (a graph thrown away by a tensorify restart
+    is not one), the restarts and Dynamo's "hit config.recompile_limit" warnings;
+    ``counter`` is the backend to compile with."""
 
-    def __init__(self) -> None:
+    def __init__(self, backend: str) -> None:
         super().__init__(logging.WARNING)
+        self.counter = CountingBackend(backend)
         self.hits = 0
+        self.before = self.graphs()
+
+    @staticmethod
+    def graphs() -> int:
+        from torch._dynamo.utils import counters
+
+        return int(counters["stats"]["unique_graphs"])
 
     def emit(self, record: logging.LogRecord) -> None:
         if "recompile_limit" in record.getMessage():
             self.hits += 1
 
-    def __enter__(self) -> RecompileLimitWatch:
+    def __enter__(self) -> Compiles:
         logging.getLogger("torch._dynamo").addHandler(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
         logging.getLogger("torch._dynamo").removeHandler(self)
 
-
-def unique_graphs() -> int:
-    """Graphs Dynamo kept so far (a graph thrown away by a tensorify restart is not one)."""
-    from torch._dynamo.utils import counters
-
-    return int(counters["stats"]["unique_graphs"])
+    def counts(self) -> dict[str, Any]:
+        """Compiles, restarts and recompile-limit hits so far (``fell_back_to_eager``)."""
+        compiles = self.graphs() - self.before
+        counts = {"compiles": compiles, "restarts": self.counter.frame_count - compiles}
+        return counts | {"recompile_limit_hits": self.hits, "fell_back_to_eager": self.hits > 0}
 
 
 def cpu_model() -> str:
@@ -211,6 +220,17 @@ def run_child(
     return (json.loads(lines[-1]) if lines else None), "", wall
 
 
+def child_row(
+    module: str, args: list[str], timeout: float, failed: dict[str, Any], **kw: Any
+) -> dict[str, Any]:
+    """A child's result row with its process's wall seconds, or ``failed`` with the error
+    (``kw``: as for ``run_child``)."""
+    row, error, wall = run_child(module, args, timeout, **kw)
+    if row is None:
+        return failed | {"error": error[-2000:], "equal_to_eager": False}
+    return row | {"process_wall_s": wall}
+
+
 def split(value: str | None, known: Any, default: list[str]) -> list[str]:
     """A comma list of names, each one of ``known``."""
     names = default if not value else [v.strip() for v in value.split(",") if v.strip()]
@@ -277,6 +297,19 @@ def template(name: str, **fields: Any) -> list[str]:
 def words(name: str) -> dict[str, Any]:
     """The tables of reader-facing words in ``benchmarks/templates/<name>.json``."""
     return read_json(HERE / "templates" / f"{name}.json")  # type: ignore[no-any-return]
+
+
+def row(*cells: Any) -> str:
+    """One row of a Markdown table (an empty cell is one space wide)."""
+    return "|" + "".join(f" {c} |" if str(c) else " |" for c in cells)
+
+
+def table(head: str, rows: Iterable[Iterable[Any]] = ()) -> list[str]:
+    """A Markdown table: ``head`` names the columns, ``"strategy | us>"`` (``>``: aligned
+    right), then a line per row of cells."""
+    names = [n.strip() for n in head.split("|")]
+    rule = "|" + "".join("---:|" if n.endswith(">") else "---|" for n in names)
+    return [row(*(n.removesuffix(">") for n in names)), rule, *(row(*r) for r in rows)]
 
 
 def span(values: list[float], fmt: str = ".0f") -> str:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from typing import Any
 
+from benchmarks import harness
 from benchmarks.harness import ROOT, machine_info, quantiles, write_json
 
 GOAL = 0.015  # of torch's own import time (issue: the bridge loads lazily)
@@ -71,17 +72,16 @@ def table(result: dict[str, Any]) -> str:
         return f"{q['median']:{fmt}} ({q['p10']:{fmt}}-{q['p90']:{fmt}})"
 
     bridge = ", ".join(f"`{m}`" for m in result["bridge_modules"])
-    return "\n".join(
-        [
-            "| | median (p10-p90) |",
-            "|---|---|",
-            f"| `import torch` | {cell(result['torch_ms'], '.0f')} ms |",
-            f"| `import dynscalar` after it | {cell(result['dynscalar_ms'], '.1f')} ms |",
-            f"| dynscalar / torch | {cell(result['ratio'], '.2%')} (goal: at most "
-            f"{result['goal']:.1%}) |",
-            f"| dynscalar modules loaded | {len(result['modules'])}, of the bridge: {bridge} |",
-        ]
-    )
+    rows = [
+        ("`import torch`", f"{cell(result['torch_ms'], '.0f')} ms"),
+        ("`import dynscalar` after it", f"{cell(result['dynscalar_ms'], '.1f')} ms"),
+        (
+            "dynscalar / torch",
+            f"{cell(result['ratio'], '.2%')} (goal: at most {result['goal']:.1%})",
+        ),
+        ("dynscalar modules loaded", f"{len(result['modules'])}, of the bridge: {bridge}"),
+    ]
+    return "\n".join(harness.table(" | median (p10-p90)", rows))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -402,19 +402,29 @@ def _max_abs(got: Tensor, want: Tensor) -> float:
 
 
 @dataclass
-class Comparison:
-    """Largest differences per kind and the failures against a tolerance."""
+class Result:
+    """One row on one backend, and its differences from eager against its tolerance."""
 
-    rtol: float
-    atol: float
+    backend: str
+    marked: bool
+    compiles: int = 0
+    per_call: list[int] = field(default_factory=list)  # graphs compiled so far, after each value
+    rtol: float = 0.0
+    atol: float = 0.0
     max_abs: dict[str, float] = field(
         default_factory=lambda: {"output": 0.0, "grad": 0.0, "buffer": 0.0}
     )
-    failures: list[str] = field(default_factory=list)
     # the smallest atol that would pass with this rtol (for measuring stock inductor)
     needed_atol: float = 0.0
+    failures: list[str] = field(default_factory=list)
+    check: str = ""  # the random rows' distribution check, in words
+    stat: float | None = None  # its largest deviation, in standard deviations/errors
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
 
     def add(self, kind: str, name: str, got: Tensor, want: Tensor) -> None:
+        """Compare ``got`` with ``want``: the largest difference and any failure."""
         self.max_abs[kind] = max(self.max_abs[kind], _max_abs(got, want))
         if got.shape == want.shape and got.numel():
             excess = (got.double() - want.double()).abs() - self.rtol * want.double().abs()
@@ -425,26 +435,6 @@ class Comparison:
         except AssertionError as exc:
             first = str(exc).strip().splitlines()
             self.failures.append(f"{name}: {' '.join(first[:3])}")
-
-
-@dataclass
-class Result:
-    """One row on one backend."""
-
-    backend: str
-    marked: bool
-    compiles: int = 0
-    per_call: list[int] = field(default_factory=list)  # graphs compiled so far, after each value
-    rtol: float = 0.0
-    atol: float = 0.0
-    max_abs: dict[str, float] = field(default_factory=dict)
-    needed_atol: float = 0.0
-    failures: list[str] = field(default_factory=list)
-    check: str = ""  # the random rows' distribution check, in words
-    stat: float | None = None  # its largest deviation, in standard deviations/errors
-    warnings: list[str] = field(default_factory=list)
-    error: str | None = None
-    seconds: float = 0.0
 
     @property
     def equal(self) -> bool:
@@ -550,7 +540,7 @@ class Pass:
     compiled: Any
     model: nn.Module
     eager: nn.Module
-    cmp: Comparison
+    cmp: Result
     value: float
     seed: int
     inputs: tuple[Tensor, ...]
@@ -658,7 +648,6 @@ def run_row(
         tolerance = eager_tolerance(row) if backend != "inductor" else FLOAT32_DEFAULT
     rtol, atol = tolerance
     result = Result(backend, marked, rtol=rtol, atol=atol)
-    cmp = Comparison(rtol, atol)
     start = time.perf_counter()
     torch._dynamo.reset()
     try:
@@ -671,7 +660,7 @@ def run_row(
             for i, value in enumerate(row.values):
                 _set(model, row, value)
                 _set(eager, row, value)
-                p = Pass(row, compiled, model, eager, cmp, value, i, _inputs(row, i))
+                p = Pass(row, compiled, model, eager, result, value, i, _inputs(row, i))
                 worst = max(worst, CHECKS[row.kind](p, calls))
                 result.per_call.append(counter.frame_count)
                 result.compiles = counter.frame_count
@@ -681,9 +670,6 @@ def run_row(
         result.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"
     finally:
         torch._dynamo.reset()
-    result.max_abs = cmp.max_abs
-    result.needed_atol = cmp.needed_atol
-    result.failures = cmp.failures
     result.seconds = time.perf_counter() - start
     return result
 

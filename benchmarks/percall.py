@@ -20,21 +20,10 @@ from benchmarks.harness import (
     quantiles,
     words,
 )
+from benchmarks.warm import ArgSeed as SeedArgs
 from dynscalar._demo import SeedModel
 
 REFERENCE = "dynamic_sources"
-
-
-class SeedArgs(torch.nn.Module):
-    """The seed model with the counter passed in and returned (argument marks)."""
-
-    def __init__(self, width: int = 64) -> None:
-        super().__init__()
-        self.layer = torch.nn.Linear(width, width)
-
-    def forward(self, x: torch.Tensor, step: int) -> tuple[torch.Tensor, int]:
-        x = x + 1
-        return self.layer(x), step + 1
 
 
 class SeedStatic(torch.nn.Module):

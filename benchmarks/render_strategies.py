@@ -12,9 +12,11 @@ from benchmarks.harness import (
     pyplot,
     read_json,
     replace_block,
+    row,
     save_figure,
     source_name,
     span,
+    table,
     template,
     words,
 )
@@ -172,27 +174,29 @@ def _compiles_cell(r: dict[str, Any]) -> str:
     return text + (", then eager" if r["fell_back_to_eager"] else "")
 
 
+def _yes(equal: bool) -> str:
+    return "yes" if equal else "**NO**"
+
+
 def _table(
     rows: dict[str, dict[str, Any]],
     strategies: list[str],
     not_applicable: dict[str, str] | None = None,
     workload: str | None = None,
 ) -> list[str]:
-    out = [
-        "| strategy | compiles | first call (s) | total (s) | steady (ms/step) | equal to eager |",
-        "|---|---:|---:|---:|---:|---|",
-    ]
+    head = (
+        "strategy | compiles> | first call (s)> | total (s)> | steady (ms/step)> | equal to eager"
+    )
+    out = table(head)
     for s in strategies:
         if s in (not_applicable or {}):
-            out.append(f"| {cell(s, {'workload': workload})} | n/a | | | | |")
+            out.append(row(cell(s, {"workload": workload}), "n/a", "", "", "", ""))
             continue
         if s not in rows:
             continue
         r = rows[s]
-        out.append(
-            f"| {cell(s, r)} | {_compiles_cell(r)} | {r['first_call_s']:.1f} | {r['total_s']:.1f} "
-            f"| {r['steady_median_ms']:.3f} | {'yes' if r['equal_to_eager'] else '**NO**'} |"
-        )
+        times = f"{r['first_call_s']:.1f}", f"{r['total_s']:.1f}", f"{r['steady_median_ms']:.3f}"
+        out.append(row(cell(s, r), _compiles_cell(r), *times, _yes(r["equal_to_eager"])))
     return out
 
 
@@ -202,7 +206,7 @@ def _targets(data: dict[str, Any]) -> list[str]:
     by_target: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for t in data["targets"]:
         by_target.setdefault(t["target"], {}).setdefault(t["workload"], []).append(t)
-    out = ["| target | " + " | ".join(workloads) + " |", "|---|" + "---|" * len(workloads)]
+    out = table(" | ".join(["target", *workloads]))
     for target, per in by_target.items():
         cells = []
         for w in workloads:
@@ -218,7 +222,7 @@ def _targets(data: dict[str, Any]) -> list[str]:
             )
             cells.append(f"{met} of {len(ts)}{shown}" if ts else "-")
         shown_target = target.replace("oracle", "tensor buffer")
-        out.append(f"| {shown_target} | " + " | ".join(cells) + " |")
+        out.append(row(shown_target, *cells))
     return out
 
 
@@ -271,10 +275,8 @@ def _stochastic_checks(data: dict[str, Any], workload: str) -> list[str]:
         if r is None or "loss_check" not in r:
             continue
         exact = f"{r['max_abs_diff']:.1e}" + ("" if r["eval_equal"] else " **(NO)**")
-        out.append(
-            f"| {cell(s, r)} | {exact} | {r['loss_check']['max_abs_z']:.1f} "
-            f"| {r['dropout_probe']['max_abs_z']:.1f} |"
-        )
+        zs = (f"{r[k]['max_abs_z']:.1f}" for k in ("loss_check", "dropout_probe"))
+        out.append(row(cell(s, r), exact, *zs))
     return out
 
 
@@ -309,13 +311,15 @@ def _section(data: dict[str, Any], source: str, workload: str) -> list[str]:
             source=source,
         ),
         *_loads(data, workload),
-        "| strategy | what it is here |",
-        "|---|---|",
-        *(
-            f"| {cell(s, {'workload': workload})} | "
-            + (f"n/a: {na[s]}" if s in na else what.get(s, WHAT.get(s, "")))
-            + " |"
-            for s in strategies
+        *table(
+            "strategy | what it is here",
+            (
+                (
+                    cell(s, {"workload": workload}),
+                    f"n/a: {na[s]}" if s in na else what.get(s, WHAT.get(s, "")),
+                )
+                for s in strategies
+            ),
         ),
         "",
         *_table(rows, strategies, na, workload),
@@ -357,7 +361,7 @@ def render_benchmarks(
             "benchmarks-reproduce",
             sources=f"`{source}`" + "".join(f" and `{src}`" for _, src in sections) + ".",
         ),
-        *(f"| {cell(s)} | {WHAT.get(s, '')} |" for s in strategies),
+        *(row(cell(s), WHAT.get(s, "")) for s in strategies),
         "",
         *template("benchmarks-legend"),
         "",
@@ -396,7 +400,7 @@ def render_comparison(
         rows = [by[(n, s)] for n in names if (n, s) in by]
         cells = " / ".join(_compiles(r) for r in rows)
         wrong += [f"{name(s, r)} on {r['workload']}" for r in rows if not r["equal_to_eager"]]
-        lines.append(f"| {cell(s, rows[0])} | {cells} | {LIMITS.get(s, '')} |")
+        lines.append(row(cell(s, rows[0]), cells, LIMITS.get(s, "")))
     lines += [
         "",
         (
@@ -433,13 +437,13 @@ def _comparison_section(
         if s == "eager":
             continue
         if s in na:
-            lines.append(f"| {cell(s, {'workload': workload})} | n/a | {na[s]} |")
+            lines.append(row(cell(s, {"workload": workload}), "n/a", na[s]))
         elif s in rows:
             r = rows[s]
             note = SCHEDULE_NOTES.get(s, "") if workload == "schedule" else LIMITS.get(s, "")
             if not r["equal_to_eager"]:
                 note = "**wrong numbers**; " + note
-            lines.append(f"| {cell(s, r)} | {_compiles_cell(r)} | {note} |")
+            lines.append(row(cell(s, r), _compiles_cell(r), note))
     lines.append("")
     return lines
 
@@ -483,8 +487,7 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
         shown = ", ".join(map(str, info["values"]))
         lines.append(WORDS["argument_case"].format(case=case, info=info, shown=shown))
     lines += ["", WORDS["arguments_equal"], *_stock_arguments(data, by), ""]
-    lines += ["| strategy | torch | " + " | ".join(cases) + " | equal to eager |"]
-    lines += ["|---|---|" + "---:|" * len(cases) + "---|"]
+    lines += table(" | ".join(["strategy", "torch", *(f"{c}>" for c in cases), "equal to eager"]))
     errors, wrong = [], []
     for s in c["strategies"]:
         rows = [by.get((case, s)) for case in cases]
@@ -494,11 +497,7 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
         wrong += [f"{names[s]} on {case}" for case in bad]
         ok = [r for r in rows if r and "error" not in r]
         same = "**NO**" if bad else ("yes" if ok else "-")
-        lines.append(
-            f"| {cell_name(s)} | {version} | "
-            + " | ".join(_argument_row(r) for r in rows)
-            + f" | {same} |"
-        )
+        lines.append(row(cell_name(s), version, *map(_argument_row, rows), same))
     lines.append("")
     for s, r in errors:
         message = r["error"].splitlines()[-1].split(" (unhinted")[0]
@@ -513,9 +512,8 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
                 lines += [WORDS["as_stock"].format(name=names[s], case=case, n=r["compiles"]), ""]
     if wrong:
         lines += ["**Wrong numbers:** " + ", ".join(wrong) + ".", ""]
-    lines += ["| strategy | how | limits |", "|---|---|---|"]
-    for s in c["strategies"]:
-        lines.append(f"| {cell_name(s)} | {data['what'][s]} | {ARGUMENT_LIMITS.get(s, '')} |")
+    how = ((cell_name(s), data["what"][s], ARGUMENT_LIMITS.get(s, "")) for s in c["strategies"])
+    lines += table("strategy | how | limits", how)
     lines += template("arguments-times", cases=" / ".join(f"`{case}`" for case in cases))
     for s in c["strategies"]:
         rows = [by.get((case, s)) for case in cases]
@@ -525,7 +523,7 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
         steady = " / ".join(
             f"{r['steady_median_us']:.0f}" if r and "error" not in r else "-" for r in rows
         )
-        lines.append(f"| {cell_name(s)} | {first} | {steady} |")
+        lines.append(row(cell_name(s), first, steady))
     versions = sorted({r["torch"] for r in data["results"] if "torch" in r})
     load = m["loadavg_start"][0]
     end = f", at the end {m['loadavg_end'][0]:.2f}" if m.get("loadavg_end") else ""

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from benchmarks.harness import CountingBackend, emit, run_child, words
+from benchmarks.render_overhead import cache_counts
 
 STOCK = {"dynamic_sources", "args_dynamic_sources", "float_stock"}
 #: name -> "cold>warm" when the second process runs another variant (labels: overhead.json)
@@ -40,6 +41,8 @@ class IntSeed(torch.nn.Module):
 
 
 class ArgSeed(torch.nn.Module):
+    """The seed model with the counter passed in and returned (argument marks)."""
+
     def __init__(self) -> None:
         super().__init__()
         self.layer = torch.nn.Linear(64, 64)
@@ -69,12 +72,10 @@ def _bypass_cache() -> None:
     import wrapt
     from torch._functorch._aot_autograd import autograd_cache
 
-    import dynscalar as ds
+    from benchmarks.compile import apply_float_hooks
     from dynscalar._bridge._install import applied_patches
 
-    # the float hooks are applied at the first dynamic float Dynamo meets
-    torch.compile(lambda x, p: x * p, backend="eager")(torch.ones(2), ds.DynamicFloat(0.5))
-    torch._dynamo.reset()
+    apply_float_hooks()
     if (autograd_cache, "autograd_cache_key") in applied_patches():
         autograd_cache.autograd_cache_key = vars(autograd_cache)["autograd_cache_key"].__wrapped__
 
@@ -184,14 +185,13 @@ def run_warm(variants: list[str], backend: str, timeout: float) -> dict[str, Any
 
 
 def hits(row: dict[str, Any]) -> str:
+    """A warm child's cache counters and first call, for the terminal."""
     if "error" in row:
         return "error"
-    fx, aot = row["fxgraph"], row["aot_autograd"]
-    fx_hit, fx_miss = fx.get("fxgraph_cache_hit", 0), fx.get("fxgraph_cache_miss", 0)
-    aot_hit, aot_miss = aot.get("autograd_cache_hit", 0), aot.get("autograd_cache_miss", 0)
+    fx_hit, fx_miss, aot_hit, aot_miss, bypass = cache_counts(row)
     return (
         f"fx graph cache hit {fx_hit} miss {fx_miss}, aot cache hit {aot_hit} miss {aot_miss}"
-        f" bypass {aot.get('autograd_cache_bypass', 0)}, first call {row['first_call_s']:.2f} s"
+        f" bypass {bypass}, first call {row['first_call_s']:.2f} s"
     )
 
 
