@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 import types
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,6 @@ from torch._dynamo.testing import CompileCounterWithBackend
 ROOT = Path(__file__).resolve().parents[1]
 HERE = ROOT / "benchmarks"
 PUBLISHED = HERE / "published"
-IMG = ROOT / "docs" / "img"
 
 
 #: A backend by name (``eager``, ``aot_eager``, ``inductor``) whose ``frame_count`` counts
@@ -102,27 +101,22 @@ def machine_info(**extra: Any) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- timing
-#: "cpu": this thread's CPU time (a process that loses its core does not count the wait);
-#: "wall": time.perf_counter.
-TIMER = {"name": "cpu"}
-
-
 def interleaved(
     fns: dict[str, Callable[[], Any]], rounds: int, number: int
 ) -> dict[str, list[float]]:
     """Seconds per call of each function: ``rounds`` samples of ``number`` calls each,
-    the functions taking turns in an order rotated every round."""
+    the functions taking turns in an order rotated every round; this thread's CPU time (a
+    process that loses its core does not count the wait)."""
     names = list(fns)
     samples: dict[str, list[float]] = {name: [] for name in names}
-    timer = time.thread_time if TIMER["name"] == "cpu" else time.perf_counter
     for r in range(rounds):
         shift = r % len(names)
         for name in names[shift:] + names[:shift]:
             fn = fns[name]
-            start = timer()
+            start = time.thread_time()
             for _ in range(number):
                 fn()
-            samples[name].append((timer() - start) / number)
+            samples[name].append((time.thread_time() - start) / number)
     return samples
 
 
@@ -150,15 +144,6 @@ def fresh_class(cls: type, tag: str, **namespace: Any) -> type:
         code, fwd.__globals__, "forward", fwd.__defaults__, fwd.__closure__
     )
     return type(f"{cls.__name__}_{tag}", (cls,), {"forward": forward, **namespace})
-
-
-@contextlib.contextmanager
-def cold_caches() -> Iterator[None]:
-    """A first compile as in a fresh process (``torch._inductor.utils.fresh_cache``)."""
-    from torch._inductor.utils import fresh_cache
-
-    with fresh_cache():
-        yield
 
 
 # ----------------------------------------------------------------------- JSON, children
@@ -282,9 +267,16 @@ def spread(qs: list[dict[str, float]], scale: float = 1.0) -> list[list[float]]:
 
 
 # ------------------------------------------------------------------------------ pages
-def replace_block(text: str, start: str, end: str, block: str) -> str:
-    """``text`` with everything from marker ``start`` through marker ``end`` replaced."""
-    a, b = text.index(start), text.index(end) + len(end)
+def marked(name: str, body: str) -> str:
+    """``body`` between the lines ``<!-- name:start -->`` and ``<!-- name:end -->``."""
+    return f"<!-- {name}:start -->\n{body}<!-- {name}:end -->\n"
+
+
+def replace_block(text: str, block: str) -> str:
+    """``text`` with the block between ``block``'s first and last lines (its markers)
+    replaced by ``block``."""
+    lines = block.splitlines(keepends=True)
+    a, b = text.index(lines[0]), text.index(lines[-1]) + len(lines[-1])
     return text[:a] + block + text[b:]
 
 

@@ -18,7 +18,7 @@ import torch
 from benchmarks import harness
 from benchmarks.callgrind import callgrind_available, run_callgrind
 from benchmarks.compile import run_scaling, run_share
-from benchmarks.eager import EAGER_SPECS, run_eager
+from benchmarks.eager import EAGER_CASES, run_eager
 from benchmarks.harness import HERE, loadavg, machine_info, write_json
 from benchmarks.percall import DS_PERCALL, PERCALL, run_percall
 from benchmarks.render_overhead import cache_counts, pfmt, qfmt, write_plots
@@ -115,7 +115,6 @@ OPTIONS: dict[str, Any] = {
     "callgrind_calls": 200,
     "callgrind_jobs": 2,
     "threads": 1,  # torch threads (1: steadier)
-    "timer": "cpu",  # per-call and eager timings: "cpu" (thread time) or "wall"
     "timeout": 1800.0,  # per child process
 }
 QUICK = {
@@ -150,7 +149,6 @@ def _names(value: str) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    harness.TIMER["name"] = args.timer
     sections = harness.split(args.sections, SECTIONS, list(SECTIONS))
     backends, strategies = _names(args.backends), _names(args.strategies)
     start = time.perf_counter()
@@ -161,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: load average {result['machine']['loadavg_start']} - timings will be noisy")
     runs = {
         "percall": lambda: run_percall(backends, strategies, args.rounds, args.number, args.warmup),
-        "eager": lambda: run_eager(list(EAGER_SPECS), args.eager_rounds, args.eager_scale),
+        "eager": lambda: run_eager(list(EAGER_CASES), args.eager_rounds, args.eager_scale),
         "compile": lambda: {
             "share": run_share(args.share_depth, _names(args.share_backends), args.share_repeats),
             "scaling": run_scaling(
@@ -187,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.callgrind and {"percall", "eager"} & set(sections) and callgrind_available():
         timed = strategies if args.callgrind_scope == "all" and "percall" in sections else []
         result["callgrind"] = run_callgrind(
-            backends, timed, list(EAGER_SPECS), args.callgrind_calls, args.callgrind_jobs
+            backends, timed, list(EAGER_CASES), args.callgrind_calls, args.callgrind_jobs
         )
     elif args.callgrind:
         print("callgrind: valgrind not found (or no percall/eager section), skipped")

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import (
+    marked,
     pyplot,
     read_json,
     replace_block,
@@ -317,18 +318,9 @@ def summary(data: dict[str, Any]) -> list[str]:
 
 def goals_block(data: dict[str, Any], source: str) -> str:
     """The goals benchmarks.overhead checks, for benchmarks/README.md."""
-    lines = [GOALS_START.rstrip("\n"), *template("overhead-goals", source=source)]
-    for g in data["goals"]:
-        lines.append(row(g["section"], g["goal"], g["measured"], g["status"]))
-    return "\n".join(lines) + "\n" + GOALS_END
-
-
-GOALS_START = "<!-- overhead-goals:start -->\n"
-GOALS_END = "<!-- overhead-goals:end -->\n"
-
-
-def replace_goals(readme: str, block: str) -> str:
-    return replace_block(readme, GOALS_START, GOALS_END, block)
+    lines = template("overhead-goals", source=source)
+    lines += [row(g["section"], g["goal"], g["measured"], g["status"]) for g in data["goals"]]
+    return marked("overhead-goals", "\n".join(lines) + "\n")
 
 
 def _import(imports: dict[str, Any] | None, source: str) -> list[str]:
@@ -507,5 +499,5 @@ def write(path: Path, docs: Path, readme: Path, plots: bool = True) -> list[Path
     imports_path = path.parent / "import.json"
     imports = read_json(imports_path) if imports_path.exists() else None
     (docs / "overhead.md").write_text(render(data, source, imports, source_name(imports_path)))
-    readme.write_text(replace_goals(readme.read_text(), goals_block(data, source)))
+    readme.write_text(replace_block(readme.read_text(), goals_block(data, source)))
     return [docs / "overhead.md", readme, *(write_plots(data, docs / "img") if plots else [])]

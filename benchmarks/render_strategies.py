@@ -9,6 +9,7 @@ from typing import Any
 
 from benchmarks.harness import PUBLISHED as FOLDER
 from benchmarks.harness import (
+    marked,
     pyplot,
     read_json,
     replace_block,
@@ -226,15 +227,11 @@ def _targets(data: dict[str, Any]) -> list[str]:
     return out
 
 
-TARGETS_START = "<!-- strategy-targets:start -->\n"
-TARGETS_END = "<!-- strategy-targets:end -->\n"
-
-
 def targets_block(runs: list[tuple[dict[str, Any], str]]) -> str:
     """The targets benchmarks.strategies checks, per published run, for benchmarks/README.md:
     met by how many of the three dynscalar strategies (`DynamicInt` value,
     `mark_dynamic_attr`, `@dynamic_attrs`), with the measured values."""
-    lines = [TARGETS_START.rstrip("\n")]
+    lines: list[str] = []
     for data, source in runs:
         if is_arguments(data) or not data.get("targets"):
             continue
@@ -245,11 +242,7 @@ def targets_block(runs: list[tuple[dict[str, Any], str]]) -> str:
             *_targets(data),
             *template("targets-note", lo=min(firsts), hi=max(firsts), steps=steps),
         ]
-    return "\n".join(lines) + TARGETS_END
-
-
-def replace_targets(readme: str, block: str) -> str:
-    return replace_block(readme, TARGETS_START, TARGETS_END, block)
+    return marked("strategy-targets", "\n".join(lines))
 
 
 def _stochastic_checks(data: dict[str, Any], workload: str) -> list[str]:
@@ -548,11 +541,19 @@ def _pyplot() -> Any:
     return pyplot(**{"font.size": 9, "xtick.labelsize": 9, "ytick.labelsize": 9})
 
 
-def _cumulative(row: dict[str, Any], strategy: str) -> tuple[list[float], dict[str, Any]]:
-    """Cumulative time after each step (from 0), and the strategy's line style."""
-    points = [0.0, *itertools.accumulate(row["step_times_s"])]
-    style = {"color": COLORS.get(strategy, "#4c72b0"), "linewidth": 2}
-    return points, style | {"linestyle": "--" if strategy == "stock" else "-"}
+def _timeline(ax: Any, rows: dict[str, Any], shown: list[str], steps: int, zoom: int = 0) -> None:
+    """Cumulative time after each step (from 0), a line per strategy; ``zoom``: the first
+    ``zoom`` steps only, a marker per step, no labels."""
+    for s in shown:
+        points = [0.0, *itertools.accumulate(rows[s]["step_times_s"])]
+        style = {"color": COLORS.get(s, "#4c72b0"), "linewidth": 2}
+        style |= {"linestyle": "--" if s == "stock" else "-"}
+        if zoom:
+            ax.plot(range(zoom + 1), points[: zoom + 1], marker=".", **style)
+        else:
+            ax.plot(range(len(points)), points, label=_compiled(name(s, rows[s]), rows[s]), **style)
+    ax.set(xlim=(0, zoom or steps), xlabel="step", ylabel="cumulative wall time (s)")
+    ax.set_ylim(bottom=0)
 
 
 def _compiled(label: str, r: dict[str, Any], sep: str = ": ") -> str:
@@ -618,16 +619,10 @@ def plot_cumulative(data: dict[str, Any], path: Path, workload: str | None = Non
     steps = data["config"]["steps"]
     zoom = min(steps, 12)
     fig, (near, whole) = plt.subplots(2, 1, figsize=(6.8, 7.4))
-    for s in shown:
-        points, style = _cumulative(rows[s], s)
-        near.plot(range(zoom + 1), points[: zoom + 1], marker=".", **style)
-        whole.plot(range(len(points)), points, label=_compiled(name(s), rows[s]), **style)
-    near.set(xlim=(0, zoom), xlabel="step", ylabel="cumulative wall time (s)")
+    _timeline(near, rows, shown, steps, zoom)
+    _timeline(whole, rows, shown, steps)
     near.set_title(f"first {zoom} steps: the compiles", fontsize=10)
-    whole.set(xlim=(0, steps), xlabel="step", ylabel="cumulative wall time (s)")
     whole.set_title(f"all {steps} steps", fontsize=10)
-    near.set_ylim(bottom=0)
-    whole.set_ylim(bottom=0)
     for ax in (near, whole):
         ax.grid(alpha=0.3)
     whole.legend(fontsize=9, loc="lower right")
@@ -649,11 +644,7 @@ def plot_schedule(data: dict[str, Any], path: Path, workload: str = "schedule") 
     steps = data["config"]["steps"]
     fig, (timing, losses) = plt.subplots(2, 1, figsize=(6.8, 7.6))
     shown = [s for s in data["config"]["strategies"] if s in rows and s != "eager"]
-    for s in shown:
-        points, style = _cumulative(rows[s], s)
-        timing.plot(range(len(points)), points, label=_compiled(name(s, rows[s]), rows[s]), **style)
-    timing.set(xlim=(0, steps), xlabel="step", ylabel="cumulative wall time (s)")
-    timing.set_ylim(bottom=0)
+    _timeline(timing, rows, shown, steps)
     timing.set_title("time", fontsize=10)
     timing.legend(fontsize=9, loc="center right")
     width = max(1, steps // 20)
@@ -731,7 +722,7 @@ def write(paths: list[Path], docs: Path, readme: Path, plots: bool = True) -> li
     (data, source), sections = runs[main], tuple(runs[:main] + runs[main + 1 :])
     (docs / "benchmarks.md").write_text(render_benchmarks(data, source, sections))
     (docs / "comparison.md").write_text(render_comparison(data, source, sections))
-    readme.write_text(replace_targets(readme.read_text(), targets_block(runs)))
+    readme.write_text(replace_block(readme.read_text(), targets_block(runs)))
     written = [docs / "benchmarks.md", docs / "comparison.md", readme]
     if plots:
         written += write_plots(data, docs / "img")

@@ -31,7 +31,7 @@ from benchmarks.harness import (
     split,
     write_json,
 )
-from benchmarks.render_strategies import NAMES, _stochastic_checks, _table, label, write_plots
+from benchmarks.render_strategies import NAMES, _section, label, write_plots
 from benchmarks.workloads import WORKLOADS, Workload
 
 DEFAULT_OUT = HERE / "results" / "latest"
@@ -528,22 +528,15 @@ def run_parent(args: argparse.Namespace) -> int:
         "results": rows,
         "targets": check_targets(rows),
     }
-    for w in workloads:
-        print(f"\n### {w}: {WORKLOADS[w].description}\n")
-        table = _table({r["strategy"]: r for r in rows if r["workload"] == w}, strategies)
-        print("\n".join(table).replace("<wbr>", ""))
-        if WORKLOADS[w].stochastic:
-            checks = _stochastic_checks(result, w)
-            print("\n".join(checks[checks.index("|---|---:|---:|---:|") - 1 :]))
-        for s, why in skipped[w].items():
-            print(f"| {label(s, w)} | n/a: {why} |")
+    json_path = write_json(out / f"{args.name or time.strftime('%Y%m%d-%H%M%S')}.json", result)
+    ok = {**result, "results": [r for r in rows if "error" not in r]}
+    for w in workloads:  # each workload as the page would show it
+        print("\n".join(["", *_section(ok, str(json_path), w)]).replace("<wbr>", ""))
     wrong = [f"{r['workload']}/{r['strategy']}" for r in rows if not r["equal_to_eager"]]
     if wrong:
         print("\n!!! WRONG NUMBERS OR FAILURES (not equal to eager): " + ", ".join(wrong))
     for t in result["targets"]:
         print(f"{t['status']:4}  {t['workload']:9} {t['strategy']:12} {t['target']}: {t['value']}")
-    json_path = write_json(out / f"{args.name or time.strftime('%Y%m%d-%H%M%S')}.json", result)
-    ok = {**result, "results": [r for r in rows if "error" not in r]}
     plots = write_plots(ok, out)
     print(f"\nwrote {json_path}, " + ", ".join(map(str, plots)))
     return 1 if wrong else 0

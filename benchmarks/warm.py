@@ -11,8 +11,10 @@ from typing import Any
 
 import torch
 
+import dynscalar as ds
 from benchmarks.harness import CountingBackend, emit, run_child, words
 from benchmarks.render_overhead import cache_counts
+from dynscalar._demo import SeedModel as IntSeed  # Linear(64, 64) and self.step += 1
 
 STOCK = {"dynamic_sources", "args_dynamic_sources", "float_stock"}
 #: name -> "cold>warm" when the second process runs another variant (labels: overhead.json)
@@ -23,21 +25,6 @@ PLANS = {
 WARM_VARIANTS: dict[str, tuple[str, str]] = {
     name: (label, PLANS.get(name, "")) for name, label in words("overhead")["warm_labels"].items()
 }
-
-
-class IntSeed(torch.nn.Module):
-    """The seed model: ``Linear(64, 64)`` and ``self.step += 1``."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.layer = torch.nn.Linear(64, 64)
-        self.step = 0
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + 1
-        self.step += 1
-        out: torch.Tensor = self.layer(x)
-        return out
 
 
 class ArgSeed(torch.nn.Module):
@@ -100,8 +87,6 @@ def build(variant: str) -> tuple[torch.nn.Module, bool]:
             torch.compiler.config.dynamic_sources = "L['step']"
             return ArgSeed(), True
         return FloatSeed(), False
-    import dynscalar as ds
-
     if variant == "ds_registry":
         return ds.mark_dynamic_attr(IntSeed(), "step"), False
     if variant == "ds_proxy":
@@ -124,7 +109,10 @@ def build(variant: str) -> tuple[torch.nn.Module, bool]:
 
 
 def child(variant: str, backend: str) -> dict[str, Any]:
+    """One process of a warm-restart pair: four training steps, timed and checked."""
     torch.set_num_threads(1)
+    if variant in STOCK:
+        ds.disabled().__enter__()  # this process only measures stock torch
     model, args = build(variant)
     eager = copy.deepcopy(model)
     counter = CountingBackend(backend)
