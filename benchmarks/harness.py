@@ -213,7 +213,7 @@ def child_row(
     row, error, wall = run_child(module, args, timeout, **kw)
     if row is None:
         return failed | {"error": error[-2000:], "equal_to_eager": False}
-    return row | {"process_wall_s": wall}
+    return {**row, "process_wall_s": wall}
 
 
 def split(value: str | None, known: Any, default: list[str]) -> list[str]:

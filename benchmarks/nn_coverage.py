@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 import dynscalar
+from benchmarks import harness
 from benchmarks.harness import CountingBackend, machine_info, read_json, source_name, write_json
 from benchmarks.render_nn_coverage import (
     BACKENDS,
@@ -693,22 +694,13 @@ def status(row: Row, results: dict[str, dict[str, Any]]) -> str:
 def run_table(
     rows: list[Row], backends: list[str], *, stock: bool = True, log: Any = print
 ) -> dict[str, Any]:
+    """Every row on ``backends`` (and unmarked on stock torch), its status, logged."""
     out: list[dict[str, Any]] = []
     for row in rows:
-        entry: dict[str, Any] = {
-            "id": row.id,
-            "expected": {b: row.expected(b) for b in BACKENDS},
-            "module": row.module,
-            "attrs": list(row.attrs),
-            "values": list(row.values),
-            "mode": row.mode,
-            "kind": row.kind,
-            "op": row.op,
-            "note": row.note,
-            "tolerance": list(eager_tolerance(row)),
-            "backends": {},
-            "stock": {},
-        }
+        entry: dict[str, Any] = {"id": row.id, "expected": {b: row.expected(b) for b in BACKENDS}}
+        entry |= {k: getattr(row, k) for k in ("module", "attrs", "values", "mode", "kind", "op")}
+        entry |= {"note": row.note, "tolerance": list(eager_tolerance(row)), "backends": {}}
+        entry["stock"] = {}
         if stock:
             entry["stock"]["aot_eager"] = run_row(row, "aot_eager", marked=False).to_json()
         for backend in backends:
@@ -775,10 +767,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    ids = [s for s in args.rows.split(",") if s]
-    unknown = [s for s in ids if s not in ROWS]
-    if unknown:
-        parser.error(f"unknown rows {unknown}; known: {', '.join(ROWS)}")
+    ids = harness.split(args.rows, ROWS, [])
     if args.merge and not ids:
         parser.error("--merge re-measures the rows named by --rows")
     rows = [ROWS[s] for s in ids] if ids else catalogue()

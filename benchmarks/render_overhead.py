@@ -195,8 +195,8 @@ def _compile(data: dict[str, Any]) -> list[str]:
         phases=WORDS["scaling_phases"] if scaling.get("stock_phase") else ".",
     )
     for r in scaling["rows"]:
-        times = qfmt(r["compile_s"], "", 2), qfmt(r["call_us"], "", 1), qfmt(r["call_vs_static"])
-        lines.append(row(labels.get(r["how"], r["how"]), r["k"], *times, r["compiles"]))
+        took = qfmt(r["compile_s"], "", 2), qfmt(r["call_us"], "", 1), qfmt(r["call_vs_static"])
+        lines.append(row(labels.get(r["how"], r["how"]), r["k"], *took, r["compiles"]))
     lines += [
         "",
         "![Compile time and call time against dynamic scalars](img/overhead_scaling.png)",
@@ -211,7 +211,7 @@ def cache_counts(row: dict[str, Any]) -> tuple[int, int, int, int, int]:
     return (
         *(fx.get(f"fxgraph_cache_{k}", 0) for k in ("hit", "miss")),
         *(aot.get(f"autograd_cache_{k}", 0) for k in ("hit", "miss", "bypass")),
-    )  # type: ignore[return-value]
+    )
 
 
 def _warm(data: dict[str, Any]) -> list[str]:
@@ -234,8 +234,8 @@ def _warm(data: dict[str, Any]) -> list[str]:
     head = "variant | FX graph cache hit / miss> | AOTAutograd cache hit / miss / bypass>"
     lines += ["", "Torch's cache counters in the second (warm) process:", ""]
     lines += [*table(head, caches), ""]
-    bypass = next((r for r in warm["rows"] if "bypass" in r["variant"]), None)
-    tail = WORDS["warm_bypass"].format(label=bypass["label"]) if bypass else "."
+    bypassed = next((r for r in warm["rows"] if "bypass" in r["variant"]), None)
+    tail = WORDS["warm_bypass"].format(label=bypassed["label"]) if bypassed else "."
     lines += template("overhead-warm-keys", bypass=tail)
     return lines
 

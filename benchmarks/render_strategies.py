@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,10 +74,6 @@ def _machine(data: dict[str, Any]) -> str:
         f"load average at start {m['loadavg_start'][0]:.2f}"
         + (f", at the end {m['loadavg_end'][0]:.2f}." if m.get("loadavg_end") else ".")
     )
-
-
-def _compiles(r: dict[str, Any]) -> str:
-    return f"{r['compiles']}, then eager" if r["fell_back_to_eager"] else str(r["compiles"])
 
 
 def _times(r: dict[str, Any]) -> str:
@@ -391,7 +388,7 @@ def render_comparison(
     wrong = []
     for s in strategies:
         rows = [by[(n, s)] for n in names if (n, s) in by]
-        cells = " / ".join(_compiles(r) for r in rows)
+        cells = " / ".join(map(_compiles_cell, rows))
         wrong += [f"{name(s, r)} on {r['workload']}" for r in rows if not r["equal_to_eager"]]
         lines.append(row(cell(s, rows[0]), cells, LIMITS.get(s, "")))
     lines += [
@@ -541,7 +538,9 @@ def _pyplot() -> Any:
     return pyplot(**{"font.size": 9, "xtick.labelsize": 9, "ytick.labelsize": 9})
 
 
-def _timeline(ax: Any, rows: dict[str, Any], shown: list[str], steps: int, zoom: int = 0) -> None:
+def _timeline(
+    ax: Any, rows: dict[str, Any], shown: Sequence[str], steps: int, zoom: int = 0
+) -> None:
     """Cumulative time after each step (from 0), a line per strategy; ``zoom``: the first
     ``zoom`` steps only, a marker per step, no labels."""
     for s in shown:
