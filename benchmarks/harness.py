@@ -169,6 +169,12 @@ def emit(row: Any) -> None:
     print(json.dumps(row), flush=True)
 
 
+def child_env(**extra: str) -> dict[str, str]:
+    """This process's environment with ``extra``, this tree first on ``PYTHONPATH``."""
+    env = {**os.environ, **extra}
+    return env | {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))}
+
+
 def run_child(
     module: str,
     args: list[str],
@@ -183,8 +189,7 @@ def run_child(
     (a fresh empty one unless ``cache``); return (last stdout line as JSON or None, the
     error text, wall seconds)."""
     with tempfile.TemporaryDirectory(prefix="dynscalar-bench-") as fresh:
-        full = {**os.environ, **(env or {}), "TORCHINDUCTOR_CACHE_DIR": cache or fresh}
-        full["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), full.get("PYTHONPATH")]))
+        full = child_env(**(env or {}), TORCHINDUCTOR_CACHE_DIR=cache or fresh)
         start = time.perf_counter()
         try:
             proc = subprocess.run(

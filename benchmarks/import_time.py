@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from typing import Any
 
 from benchmarks import harness
-from benchmarks.harness import ROOT, machine_info, quantiles, write_json
+from benchmarks.harness import ROOT, child_env, machine_info, quantiles, write_json
 
 GOAL = 0.015  # of torch's own import time (issue: the bridge loads lazily)
 
@@ -19,15 +18,6 @@ _MODULES = (
     "import sys, json, torch, dynscalar; print(json.dumps(sorted(m for m in sys.modules "
     "if m.startswith('dynscalar'))))"
 )
-
-
-def _env() -> dict[str, str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure with bytecode, as installed
-    return env
 
 
 def _cumulative_us(stderr: str, module: str) -> int:
@@ -40,7 +30,8 @@ def _cumulative_us(stderr: str, module: str) -> int:
 
 
 def measure(rounds: int) -> dict[str, Any]:
-    env = _env()
+    env = child_env()
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure with bytecode, as installed
     run = [sys.executable, "-X", "importtime", "-c", "import torch; import dynscalar"]
     subprocess.run(run, env=env, capture_output=True, check=True, cwd=ROOT)  # write .pyc
     torch_us, ours_us = [], []
