@@ -16,12 +16,10 @@ import torch
 
 from benchmarks import harness
 from benchmarks.harness import (
-    CountingBackend,
-    RecompileLimitWatch,
+    Compiles,
     emit,
     loadavg,
     machine_info,
-    unique_graphs,
     words,
     write_json,
 )
@@ -146,11 +144,9 @@ def run_child(
         "backend": backend,
         "values": plain_values,
     }
-    counter = CountingBackend(backend)
-    before = unique_graphs()
-    with RecompileLimitWatch() as watch:
+    with Compiles(backend) as seen:
         try:
-            call, wrap = build(strategy, case, counter)
+            call, wrap = build(strategy, case, seen.counter)
             times, mismatches, max_diff = [], [], 0.0
             for _ in range(rounds):
                 for v in plain_values:
@@ -166,15 +162,10 @@ def run_child(
                         mismatches.append(v)
         except Exception as exc:  # noqa: BLE001 - a strategy that fails is a result to report
             row.update(error=f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}")
-            row.update(equal_to_eager=False, compiles=unique_graphs() - before)
-            return row
-    compiles = unique_graphs() - before
+            return row | {"equal_to_eager": False, "compiles": seen.counts()["compiles"]}
     last = times[-len(plain_values) :]
     row.update(
-        compiles=compiles,
-        restarts=counter.frame_count - compiles,
-        recompile_limit_hits=watch.hits,
-        fell_back_to_eager=watch.hits > 0,
+        seen.counts(),
         equal_to_eager=not mismatches,
         mismatched_values=sorted(set(mismatches)),
         max_abs_diff=max_diff,
@@ -193,13 +184,9 @@ def spawn_child(python: str, case: str, strategy: str, args: argparse.Namespace)
     """One (case, strategy) pair in a fresh process of ``python`` (with this tree's
     benchmarks and dynscalar, whatever that Python has installed)."""
     cmd = ["--child", case, strategy, "--values", str(args.values), "--rounds", str(args.rounds)]
-    row, error, wall = harness.run_child(
-        "benchmarks.arguments", [*cmd, "--backend", args.backend], args.timeout, python=python
-    )
-    if row is None:
-        row = {"case": case, "strategy": strategy, "label": NAMES[strategy], "error": error[-2000:]}
-        return row | {"equal_to_eager": False}
-    return row | {"process_wall_s": wall}
+    failed = {"case": case, "strategy": strategy, "label": NAMES[strategy]}
+    cmd += ["--backend", args.backend]
+    return harness.child_row("benchmarks.arguments", cmd, args.timeout, failed, python=python)
 
 
 def run_parent(args: argparse.Namespace) -> int:

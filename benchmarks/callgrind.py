@@ -60,7 +60,7 @@ def child(kind: str, name: str, variant: str, number: int) -> None:
     elif kind == "floor":
         fn = FLOOR_CASES[name]()
     else:
-        fn = EAGER_CASES[name][1 if variant == "proxy" else 0]()
+        fn = EAGER_CASES[name][2](variant == "proxy")
     for _ in range(50):
         fn()
     subprocess.run(

@@ -14,7 +14,6 @@ import torch.nn.functional as F
 import dynscalar as ds
 from benchmarks.harness import (
     CountingBackend,
-    cold_caches,
     fresh_class,
     interleaved,
     paired_ratios,
@@ -94,14 +93,6 @@ class HookTimer:
             self.self_s[label] = self.self_s.get(label, 0.0) + now - self._last
         self._last = now
 
-    def _enter(self, label: str | None) -> None:
-        self._switch()
-        self._stack.append(label)
-
-    def _leave(self) -> None:
-        self._switch()
-        self._stack.pop()
-
     def timed(self, label: str, hook: Callable[..., Any]) -> Callable[..., Any]:
         """A wrapt hook timed as ``label``; what it wraps (torch's part) timed as torch."""
 
@@ -114,11 +105,13 @@ class HookTimer:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             if label is not None:
                 self.calls[label] = self.calls.get(label, 0) + 1
-            self._enter(label)
+            self._switch()
+            self._stack.append(label)
             try:
                 return fn(*args, **kwargs)
             finally:
-                self._leave()
+                self._switch()
+                self._stack.pop()
 
         return wrapper
 
@@ -280,6 +273,8 @@ STOCK_HOWS = ("dynamic_sources", "static")
 def _scaling_phase(
     variants: list[tuple[str, int]], depth: int, backend: str, repeats: int
 ) -> tuple[dict[str, list[float]], dict[str, Callable[[], Any]], dict[str, int]]:
+    from torch._inductor.utils import fresh_cache
+
     compile_s: dict[str, list[float]] = {f"{h}:{k}": [] for h, k in variants}
     compiled: dict[str, Callable[[], Any]] = {}
     compiles: dict[str, int] = {}
@@ -292,7 +287,8 @@ def _scaling_phase(
             model, sources = _scaling_model(how, k, depth, f"scale_{how}_{k}_{r}")
             counter = CountingBackend(backend)
             fn = torch.compile(model, backend=counter)
-            with cold_caches(), torch.compiler.config.patch(dynamic_sources=sources):
+            # a first compile as in a fresh process
+            with fresh_cache(), torch.compiler.config.patch(dynamic_sources=sources):
                 start = time.perf_counter()
                 fn(x)
                 compile_s[key].append(time.perf_counter() - start)

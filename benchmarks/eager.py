@@ -20,8 +20,6 @@ import dynscalar as ds
 from benchmarks.harness import interleaved, paired_ratios, quantiles
 from dynscalar._demo import SeedModel
 
-Factory = Callable[[], Callable[[], Any]]
-
 
 def _add(proxy: bool) -> Callable[[], Any]:
     i = ds.DynamicInt(7) if proxy else 7
@@ -62,26 +60,14 @@ def _forward(proxy: bool) -> Callable[[], Any]:
     return forward
 
 
-def _pair(make: Callable[[bool], Callable[[], Any]]) -> tuple[Factory, Factory]:
-    return (lambda: make(False)), (lambda: make(True))
-
-
-EAGER_CASES = {
-    "add": _pair(_add),
-    "tensor_mul": _pair(_tensor_mul),
-    "torch_mul": _pair(_torch_mul),
-    "view": _pair(_view),
-    "full": _pair(_full),
-    "forward": _pair(_forward),
-}
-#: name: (label, calls per sample at --eager-scale 1.0)
-EAGER_SPECS: dict[str, tuple[str, int]] = {
-    "add": ("`x + 1` (DynamicInt vs int)", 20_000),
-    "tensor_mul": ("`t * x`, 8x8 tensor (DynamicFloat vs float)", 2_000),
-    "torch_mul": ("`torch.mul(t, x)` (DynamicInt vs int)", 2_000),
-    "view": ("`t.view(x, -1)` (DynamicInt vs int)", 2_000),
-    "full": ("`torch.full((8,), x)` (DynamicFloat vs float)", 2_000),
-    "forward": ("seed model eager forward (DynamicInt `step` vs int)", 300),
+#: name: (label, calls per sample at --eager-scale 1.0, the case given proxy or plain)
+EAGER_CASES: dict[str, tuple[str, int, Callable[[bool], Callable[[], Any]]]] = {
+    "add": ("`x + 1` (DynamicInt vs int)", 20_000, _add),
+    "tensor_mul": ("`t * x`, 8x8 tensor (DynamicFloat vs float)", 2_000, _tensor_mul),
+    "torch_mul": ("`torch.mul(t, x)` (DynamicInt vs int)", 2_000, _torch_mul),
+    "view": ("`t.view(x, -1)` (DynamicInt vs int)", 2_000, _view),
+    "full": ("`torch.full((8,), x)` (DynamicFloat vs float)", 2_000, _full),
+    "forward": ("seed model eager forward (DynamicInt `step` vs int)", 300, _forward),
 }
 
 
@@ -95,10 +81,9 @@ def compare(fns: dict[str, Callable[[], Any]], rounds: int, number: int) -> dict
 def run_eager(cases: list[str], rounds: int, scale: float) -> dict[str, Any]:
     rows = []
     for name in cases:
-        label, base = EAGER_SPECS[name]
-        plain_make, proxy_make = EAGER_CASES[name]
+        label, base, make = EAGER_CASES[name]
         number = max(1, int(base * scale))
-        samples = compare({"plain": plain_make(), "proxy": proxy_make()}, rounds, number)
+        samples = compare({"plain": make(False), "proxy": make(True)}, rounds, number)
         plain, proxy = samples["plain"], samples["proxy"]
         rows.append(
             {
@@ -153,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.baseline:
         before_after(args.baseline, args.rounds, max(1, int(5_000 * args.scale)))
     print(f"{'case':<52} {'plain ns':>9} {'proxy ns':>9} {'overhead ns':>12}")
-    for row in run_eager(list(EAGER_SPECS), args.rounds, args.scale)["rows"]:
+    for row in run_eager(list(EAGER_CASES), args.rounds, args.scale)["rows"]:
         p, q, o = (row[k]["median"] for k in ("plain_ns", "proxy_ns", "overhead_ns"))
         print(f"{row['label']:<52} {p:9.0f} {q:9.0f} {o:12.0f}")
     return 0

@@ -14,7 +14,7 @@ import sys
 import tempfile
 import time
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,6 @@ from torch._dynamo.testing import CompileCounterWithBackend
 ROOT = Path(__file__).resolve().parents[1]
 HERE = ROOT / "benchmarks"
 PUBLISHED = HERE / "published"
-IMG = ROOT / "docs" / "img"
 
 
 #: A backend by name (``eager``, ``aot_eager``, ``inductor``) whose ``frame_count`` counts
@@ -32,30 +31,39 @@ IMG = ROOT / "docs" / "img"
 CountingBackend = CompileCounterWithBackend
 
 
-class RecompileLimitWatch(logging.Handler):
-    """Counts Dynamo's "hit config.recompile_limit" warnings while installed."""
+class Compiles(logging.Handler):
+    """While entered: the graphs Dynamo keeps (a graph thrown away by a tensorify restart
+    is not one), the restarts and Dynamo's "hit config.recompile_limit" warnings;
+    ``counter`` is the backend to compile with."""
 
-    def __init__(self) -> None:
+    def __init__(self, backend: str) -> None:
         super().__init__(logging.WARNING)
+        self.counter = CountingBackend(backend)
         self.hits = 0
+        self.before = self.graphs()
+
+    @staticmethod
+    def graphs() -> int:
+        from torch._dynamo.utils import counters
+
+        return int(counters["stats"]["unique_graphs"])
 
     def emit(self, record: logging.LogRecord) -> None:
         if "recompile_limit" in record.getMessage():
             self.hits += 1
 
-    def __enter__(self) -> RecompileLimitWatch:
+    def __enter__(self) -> Compiles:
         logging.getLogger("torch._dynamo").addHandler(self)
         return self
 
     def __exit__(self, *exc: object) -> None:
         logging.getLogger("torch._dynamo").removeHandler(self)
 
-
-def unique_graphs() -> int:
-    """Graphs Dynamo kept so far (a graph thrown away by a tensorify restart is not one)."""
-    from torch._dynamo.utils import counters
-
-    return int(counters["stats"]["unique_graphs"])
+    def counts(self) -> dict[str, Any]:
+        """Compiles, restarts and recompile-limit hits so far (``fell_back_to_eager``)."""
+        compiles = self.graphs() - self.before
+        counts = {"compiles": compiles, "restarts": self.counter.frame_count - compiles}
+        return counts | {"recompile_limit_hits": self.hits, "fell_back_to_eager": self.hits > 0}
 
 
 def cpu_model() -> str:
@@ -93,27 +101,22 @@ def machine_info(**extra: Any) -> dict[str, Any]:
 
 
 # ----------------------------------------------------------------------------- timing
-#: "cpu": this thread's CPU time (a process that loses its core does not count the wait);
-#: "wall": time.perf_counter.
-TIMER = {"name": "cpu"}
-
-
 def interleaved(
     fns: dict[str, Callable[[], Any]], rounds: int, number: int
 ) -> dict[str, list[float]]:
     """Seconds per call of each function: ``rounds`` samples of ``number`` calls each,
-    the functions taking turns in an order rotated every round."""
+    the functions taking turns in an order rotated every round; this thread's CPU time (a
+    process that loses its core does not count the wait)."""
     names = list(fns)
     samples: dict[str, list[float]] = {name: [] for name in names}
-    timer = time.thread_time if TIMER["name"] == "cpu" else time.perf_counter
     for r in range(rounds):
         shift = r % len(names)
         for name in names[shift:] + names[:shift]:
             fn = fns[name]
-            start = timer()
+            start = time.thread_time()
             for _ in range(number):
                 fn()
-            samples[name].append((timer() - start) / number)
+            samples[name].append((time.thread_time() - start) / number)
     return samples
 
 
@@ -143,15 +146,6 @@ def fresh_class(cls: type, tag: str, **namespace: Any) -> type:
     return type(f"{cls.__name__}_{tag}", (cls,), {"forward": forward, **namespace})
 
 
-@contextlib.contextmanager
-def cold_caches() -> Iterator[None]:
-    """A first compile as in a fresh process (``torch._inductor.utils.fresh_cache``)."""
-    from torch._inductor.utils import fresh_cache
-
-    with fresh_cache():
-        yield
-
-
 # ----------------------------------------------------------------------- JSON, children
 def read_json(path: Path) -> Any:
     return json.loads(Path(path).read_text())
@@ -175,6 +169,12 @@ def emit(row: Any) -> None:
     print(json.dumps(row), flush=True)
 
 
+def child_env(**extra: str) -> dict[str, str]:
+    """This process's environment with ``extra``, this tree first on ``PYTHONPATH``."""
+    env = {**os.environ, **extra}
+    return env | {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))}
+
+
 def run_child(
     module: str,
     args: list[str],
@@ -189,8 +189,7 @@ def run_child(
     (a fresh empty one unless ``cache``); return (last stdout line as JSON or None, the
     error text, wall seconds)."""
     with tempfile.TemporaryDirectory(prefix="dynscalar-bench-") as fresh:
-        full = {**os.environ, **(env or {}), "TORCHINDUCTOR_CACHE_DIR": cache or fresh}
-        full["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), full.get("PYTHONPATH")]))
+        full = child_env(**(env or {}), TORCHINDUCTOR_CACHE_DIR=cache or fresh)
         start = time.perf_counter()
         try:
             proc = subprocess.run(
@@ -209,6 +208,17 @@ def run_child(
     if proc.returncode != 0 or not (lines or allow_empty):
         return None, proc.stderr[-3000:] or f"exit {proc.returncode}", wall
     return (json.loads(lines[-1]) if lines else None), "", wall
+
+
+def child_row(
+    module: str, args: list[str], timeout: float, failed: dict[str, Any], **kw: Any
+) -> dict[str, Any]:
+    """A child's result row with its process's wall seconds, or ``failed`` with the error
+    (``kw``: as for ``run_child``)."""
+    row, error, wall = run_child(module, args, timeout, **kw)
+    if row is None:
+        return failed | {"error": error[-2000:], "equal_to_eager": False}
+    return {**row, "process_wall_s": wall}
 
 
 def split(value: str | None, known: Any, default: list[str]) -> list[str]:
@@ -262,9 +272,16 @@ def spread(qs: list[dict[str, float]], scale: float = 1.0) -> list[list[float]]:
 
 
 # ------------------------------------------------------------------------------ pages
-def replace_block(text: str, start: str, end: str, block: str) -> str:
-    """``text`` with everything from marker ``start`` through marker ``end`` replaced."""
-    a, b = text.index(start), text.index(end) + len(end)
+def marked(name: str, body: str) -> str:
+    """``body`` between the lines ``<!-- name:start -->`` and ``<!-- name:end -->``."""
+    return f"<!-- {name}:start -->\n{body}<!-- {name}:end -->\n"
+
+
+def replace_block(text: str, block: str) -> str:
+    """``text`` with the block between ``block``'s first and last lines (its markers)
+    replaced by ``block``."""
+    lines = block.splitlines(keepends=True)
+    a, b = text.index(lines[0]), text.index(lines[-1]) + len(lines[-1])
     return text[:a] + block + text[b:]
 
 
@@ -277,6 +294,19 @@ def template(name: str, **fields: Any) -> list[str]:
 def words(name: str) -> dict[str, Any]:
     """The tables of reader-facing words in ``benchmarks/templates/<name>.json``."""
     return read_json(HERE / "templates" / f"{name}.json")  # type: ignore[no-any-return]
+
+
+def row(*cells: Any) -> str:
+    """One row of a Markdown table (an empty cell is one space wide)."""
+    return "|" + "".join(f" {c} |" if str(c) else " |" for c in cells)
+
+
+def table(head: str, rows: Iterable[Iterable[Any]] = ()) -> list[str]:
+    """A Markdown table: ``head`` names the columns, ``"strategy | us>"`` (``>``: aligned
+    right), then a line per row of cells."""
+    names = [n.strip() for n in head.split("|")]
+    rule = "|" + "".join("---:|" if n.endswith(">") else "---|" for n in names)
+    return [row(*(n.removesuffix(">") for n in names)), rule, *(row(*r) for r in rows)]
 
 
 def span(values: list[float], fmt: str = ".0f") -> str:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from typing import Any
 
-from benchmarks.harness import ROOT, machine_info, quantiles, write_json
+from benchmarks import harness
+from benchmarks.harness import ROOT, child_env, machine_info, quantiles, write_json
 
 GOAL = 0.015  # of torch's own import time (issue: the bridge loads lazily)
 
@@ -18,15 +18,6 @@ _MODULES = (
     "import sys, json, torch, dynscalar; print(json.dumps(sorted(m for m in sys.modules "
     "if m.startswith('dynscalar'))))"
 )
-
-
-def _env() -> dict[str, str]:
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-    }
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure with bytecode, as installed
-    return env
 
 
 def _cumulative_us(stderr: str, module: str) -> int:
@@ -39,7 +30,8 @@ def _cumulative_us(stderr: str, module: str) -> int:
 
 
 def measure(rounds: int) -> dict[str, Any]:
-    env = _env()
+    env = child_env()
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure with bytecode, as installed
     run = [sys.executable, "-X", "importtime", "-c", "import torch; import dynscalar"]
     subprocess.run(run, env=env, capture_output=True, check=True, cwd=ROOT)  # write .pyc
     torch_us, ours_us = [], []
@@ -71,17 +63,16 @@ def table(result: dict[str, Any]) -> str:
         return f"{q['median']:{fmt}} ({q['p10']:{fmt}}-{q['p90']:{fmt}})"
 
     bridge = ", ".join(f"`{m}`" for m in result["bridge_modules"])
-    return "\n".join(
-        [
-            "| | median (p10-p90) |",
-            "|---|---|",
-            f"| `import torch` | {cell(result['torch_ms'], '.0f')} ms |",
-            f"| `import dynscalar` after it | {cell(result['dynscalar_ms'], '.1f')} ms |",
-            f"| dynscalar / torch | {cell(result['ratio'], '.2%')} (goal: at most "
-            f"{result['goal']:.1%}) |",
-            f"| dynscalar modules loaded | {len(result['modules'])}, of the bridge: {bridge} |",
-        ]
-    )
+    rows = [
+        ("`import torch`", f"{cell(result['torch_ms'], '.0f')} ms"),
+        ("`import dynscalar` after it", f"{cell(result['dynscalar_ms'], '.1f')} ms"),
+        (
+            "dynscalar / torch",
+            f"{cell(result['ratio'], '.2%')} (goal: at most {result['goal']:.1%})",
+        ),
+        ("dynscalar modules loaded", f"{len(result['modules'])}, of the bridge: {bridge}"),
+    ]
+    return "\n".join(harness.table(" | median (p10-p90)", rows))
 
 
 def main(argv: list[str] | None = None) -> int:

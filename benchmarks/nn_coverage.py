@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 import dynscalar
+from benchmarks import harness
 from benchmarks.harness import CountingBackend, machine_info, read_json, source_name, write_json
 from benchmarks.render_nn_coverage import (
     BACKENDS,
@@ -402,19 +403,29 @@ def _max_abs(got: Tensor, want: Tensor) -> float:
 
 
 @dataclass
-class Comparison:
-    """Largest differences per kind and the failures against a tolerance."""
+class Result:
+    """One row on one backend, and its differences from eager against its tolerance."""
 
-    rtol: float
-    atol: float
+    backend: str
+    marked: bool
+    compiles: int = 0
+    per_call: list[int] = field(default_factory=list)  # graphs compiled so far, after each value
+    rtol: float = 0.0
+    atol: float = 0.0
     max_abs: dict[str, float] = field(
         default_factory=lambda: {"output": 0.0, "grad": 0.0, "buffer": 0.0}
     )
-    failures: list[str] = field(default_factory=list)
     # the smallest atol that would pass with this rtol (for measuring stock inductor)
     needed_atol: float = 0.0
+    failures: list[str] = field(default_factory=list)
+    check: str = ""  # the random rows' distribution check, in words
+    stat: float | None = None  # its largest deviation, in standard deviations/errors
+    warnings: list[str] = field(default_factory=list)
+    error: str | None = None
+    seconds: float = 0.0
 
     def add(self, kind: str, name: str, got: Tensor, want: Tensor) -> None:
+        """Compare ``got`` with ``want``: the largest difference and any failure."""
         self.max_abs[kind] = max(self.max_abs[kind], _max_abs(got, want))
         if got.shape == want.shape and got.numel():
             excess = (got.double() - want.double()).abs() - self.rtol * want.double().abs()
@@ -425,26 +436,6 @@ class Comparison:
         except AssertionError as exc:
             first = str(exc).strip().splitlines()
             self.failures.append(f"{name}: {' '.join(first[:3])}")
-
-
-@dataclass
-class Result:
-    """One row on one backend."""
-
-    backend: str
-    marked: bool
-    compiles: int = 0
-    per_call: list[int] = field(default_factory=list)  # graphs compiled so far, after each value
-    rtol: float = 0.0
-    atol: float = 0.0
-    max_abs: dict[str, float] = field(default_factory=dict)
-    needed_atol: float = 0.0
-    failures: list[str] = field(default_factory=list)
-    check: str = ""  # the random rows' distribution check, in words
-    stat: float | None = None  # its largest deviation, in standard deviations/errors
-    warnings: list[str] = field(default_factory=list)
-    error: str | None = None
-    seconds: float = 0.0
 
     @property
     def equal(self) -> bool:
@@ -550,7 +541,7 @@ class Pass:
     compiled: Any
     model: nn.Module
     eager: nn.Module
-    cmp: Comparison
+    cmp: Result
     value: float
     seed: int
     inputs: tuple[Tensor, ...]
@@ -658,7 +649,6 @@ def run_row(
         tolerance = eager_tolerance(row) if backend != "inductor" else FLOAT32_DEFAULT
     rtol, atol = tolerance
     result = Result(backend, marked, rtol=rtol, atol=atol)
-    cmp = Comparison(rtol, atol)
     start = time.perf_counter()
     torch._dynamo.reset()
     try:
@@ -671,7 +661,7 @@ def run_row(
             for i, value in enumerate(row.values):
                 _set(model, row, value)
                 _set(eager, row, value)
-                p = Pass(row, compiled, model, eager, cmp, value, i, _inputs(row, i))
+                p = Pass(row, compiled, model, eager, result, value, i, _inputs(row, i))
                 worst = max(worst, CHECKS[row.kind](p, calls))
                 result.per_call.append(counter.frame_count)
                 result.compiles = counter.frame_count
@@ -681,9 +671,6 @@ def run_row(
         result.error = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}"
     finally:
         torch._dynamo.reset()
-    result.max_abs = cmp.max_abs
-    result.needed_atol = cmp.needed_atol
-    result.failures = cmp.failures
     result.seconds = time.perf_counter() - start
     return result
 
@@ -707,22 +694,13 @@ def status(row: Row, results: dict[str, dict[str, Any]]) -> str:
 def run_table(
     rows: list[Row], backends: list[str], *, stock: bool = True, log: Any = print
 ) -> dict[str, Any]:
+    """Every row on ``backends`` (and unmarked on stock torch), its status, logged."""
     out: list[dict[str, Any]] = []
     for row in rows:
-        entry: dict[str, Any] = {
-            "id": row.id,
-            "expected": {b: row.expected(b) for b in BACKENDS},
-            "module": row.module,
-            "attrs": list(row.attrs),
-            "values": list(row.values),
-            "mode": row.mode,
-            "kind": row.kind,
-            "op": row.op,
-            "note": row.note,
-            "tolerance": list(eager_tolerance(row)),
-            "backends": {},
-            "stock": {},
-        }
+        entry: dict[str, Any] = {"id": row.id, "expected": {b: row.expected(b) for b in BACKENDS}}
+        entry |= {k: getattr(row, k) for k in ("module", "attrs", "values", "mode", "kind", "op")}
+        entry |= {"note": row.note, "tolerance": list(eager_tolerance(row)), "backends": {}}
+        entry["stock"] = {}
         if stock:
             entry["stock"]["aot_eager"] = run_row(row, "aot_eager", marked=False).to_json()
         for backend in backends:
@@ -789,10 +767,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    ids = [s for s in args.rows.split(",") if s]
-    unknown = [s for s in ids if s not in ROWS]
-    if unknown:
-        parser.error(f"unknown rows {unknown}; known: {', '.join(ROWS)}")
+    ids = harness.split(args.rows, ROWS, [])
     if args.merge and not ids:
         parser.error("--merge re-measures the rows named by --rows")
     rows = [ROWS[s] for s in ids] if ids else catalogue()

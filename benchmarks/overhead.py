@@ -18,10 +18,10 @@ import torch
 from benchmarks import harness
 from benchmarks.callgrind import callgrind_available, run_callgrind
 from benchmarks.compile import run_scaling, run_share
-from benchmarks.eager import EAGER_SPECS, run_eager
+from benchmarks.eager import EAGER_CASES, run_eager
 from benchmarks.harness import HERE, loadavg, machine_info, write_json
 from benchmarks.percall import DS_PERCALL, PERCALL, run_percall
-from benchmarks.render_overhead import write_plots
+from benchmarks.render_overhead import cache_counts, pfmt, qfmt, write_plots
 from benchmarks.warm import WARM_VARIANTS, run_warm
 
 DEFAULT_OUT = HERE / "results" / "overhead"
@@ -32,16 +32,10 @@ GOAL_FORWARD = 1.05
 GOAL_SHARE = 0.02
 
 
-def _fmt(q: dict[str, float], unit: str = "x", digits: int = 3) -> str:
-    return f"{q['median']:.{digits}f}{unit} ({q['p10']:.{digits}f}-{q['p90']:.{digits}f})"
-
-
 def _hits(row: dict[str, Any]) -> tuple[int, int]:
     """(FX graph cache hits, AOTAutograd cache hits) of a warm row's second process."""
-    w = row["warm"]
-    if "error" in w:
-        return (-1, -1)
-    return w["fxgraph"].get("fxgraph_cache_hit", 0), w["aot_autograd"].get("autograd_cache_hit", 0)
+    counts = (-1, 0, -1) if "error" in row["warm"] else cache_counts(row["warm"])
+    return counts[0], counts[2]
 
 
 def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
@@ -52,29 +46,26 @@ def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
             if r["strategy"] in DS_PERCALL and r["ratio"] is not None:
                 goal = f"{backend}: {r['label']} <= {GOAL_PERCALL}x {r['reference']}"
                 ok = r["ratio"]["median"] <= GOAL_PERCALL and r["equal_to_eager"]
-                found.append(("percall", goal, _fmt(r["ratio"]), ok))
+                found.append(("percall", goal, qfmt(r["ratio"]), ok))
     eager = {r["case"]: r for r in result.get("eager", {}).get("rows", [])}
     if "add" in eager:
         q = eager["add"]["proxy_ns"]
         goal = f"`x + 1` on a DynamicInt <= {GOAL_ADD_NS:.0f} ns"
-        found.append(("eager", goal, _fmt(q, " ns", 0), q["median"] <= GOAL_ADD_NS))
+        found.append(("eager", goal, qfmt(q, " ns", 0), q["median"] <= GOAL_ADD_NS))
     for case in ("tensor_mul", "torch_mul", "view", "full"):
         if case in eager:
             q = eager[case]["overhead_ns"]
             goal = f"{eager[case]['label']}: <= +{GOAL_TORCH_CALL_NS:.0f} ns over plain"
-            found.append(("eager", goal, _fmt(q, " ns", 0), q["median"] <= GOAL_TORCH_CALL_NS))
+            found.append(("eager", goal, qfmt(q, " ns", 0), q["median"] <= GOAL_TORCH_CALL_NS))
     if "forward" in eager:
         q = eager["forward"]["ratio"]
         goal = f"seed model eager forward, proxy attribute <= {GOAL_FORWARD}x plain"
-        found.append(("eager", goal, _fmt(q), q["median"] <= GOAL_FORWARD))
+        found.append(("eager", goal, qfmt(q), q["median"] <= GOAL_FORWARD))
     share = result.get("compile", {}).get("share")
     for backend, data in (share or {}).get("backends", {}).items():
         q = data["share_of_first_call"]
         goal = f"{backend}: bridge share of the first compile ({share['attributes']} attributes)"
-        measured = f"{q['median']:.2%} ({q['p10']:.2%}-{q['p90']:.2%})"
-        found.append(
-            ("compile", f"{goal} <= {GOAL_SHARE:.0%}", measured, q["median"] <= GOAL_SHARE)
-        )
+        found.append(("compile", f"{goal} <= {GOAL_SHARE:.0%}", pfmt(q), q["median"] <= GOAL_SHARE))
     warm = {r["variant"]: r for r in result.get("warm", {}).get("rows", [])}
     for name, ref in (
         ("ds_registry", "dynamic_sources"),
@@ -124,7 +115,6 @@ OPTIONS: dict[str, Any] = {
     "callgrind_calls": 200,
     "callgrind_jobs": 2,
     "threads": 1,  # torch threads (1: steadier)
-    "timer": "cpu",  # per-call and eager timings: "cpu" (thread time) or "wall"
     "timeout": 1800.0,  # per child process
 }
 QUICK = {
@@ -159,7 +149,6 @@ def _names(value: str) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    harness.TIMER["name"] = args.timer
     sections = harness.split(args.sections, SECTIONS, list(SECTIONS))
     backends, strategies = _names(args.backends), _names(args.strategies)
     start = time.perf_counter()
@@ -170,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"note: load average {result['machine']['loadavg_start']} - timings will be noisy")
     runs = {
         "percall": lambda: run_percall(backends, strategies, args.rounds, args.number, args.warmup),
-        "eager": lambda: run_eager(list(EAGER_SPECS), args.eager_rounds, args.eager_scale),
+        "eager": lambda: run_eager(list(EAGER_CASES), args.eager_rounds, args.eager_scale),
         "compile": lambda: {
             "share": run_share(args.share_depth, _names(args.share_backends), args.share_repeats),
             "scaling": run_scaling(
@@ -196,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.callgrind and {"percall", "eager"} & set(sections) and callgrind_available():
         timed = strategies if args.callgrind_scope == "all" and "percall" in sections else []
         result["callgrind"] = run_callgrind(
-            backends, timed, list(EAGER_SPECS), args.callgrind_calls, args.callgrind_jobs
+            backends, timed, list(EAGER_CASES), args.callgrind_calls, args.callgrind_jobs
         )
     elif args.callgrind:
         print("callgrind: valgrind not found (or no percall/eager section), skipped")

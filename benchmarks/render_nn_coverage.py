@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import PUBLISHED, ROOT, read_json, source_name, template
+from benchmarks.harness import PUBLISHED, ROOT, read_json, row, source_name, table, template
 
 JSON_PATH = PUBLISHED / "nn-coverage.json"
 PAGE_PATH = ROOT / "docs" / "nn-coverage.md"
@@ -156,34 +156,30 @@ def render(data: dict[str, Any], source: str = "benchmarks/published/nn-coverage
         ),
     ]
     for e in rows:
-        cells = [
-            _name(e),
-            ", ".join(f"{v:g}" for v in e["values"]),
-            " / ".join(_compiles(e, "stock", b) for b in ("aot_eager", "inductor")),
-            " / ".join(_compiles(e, "backends", b) for b in BACKENDS),
-            e["status"] if e["status"] == "dynamic, equal" else f"**{e['status']}**",
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
+        lines.append(
+            row(
+                _name(e),
+                ", ".join(f"{v:g}" for v in e["values"]),
+                " / ".join(_compiles(e, "stock", b) for b in ("aot_eager", "inductor")),
+                " / ".join(_compiles(e, "backends", b) for b in BACKENDS),
+                e["status"] if e["status"] == "dynamic, equal" else f"**{e['status']}**",
+            )
+        )
     lines += template("nn-coverage-differences")
     for e in rows:
         ind = e.get("inductor_tolerance")
-        cells = [
-            _name(e),
-            _diff(e, "aot_eager"),
-            _diff(e, "inductor"),
-            _tol(*e["tolerance"]),
-            "-" if ind is None else _inductor_tol(ind),
-        ]
-        lines.append("| " + " | ".join(cells) + " |")
+        diffs = _diff(e, "aot_eager"), _diff(e, "inductor"), _tol(*e["tolerance"])
+        lines.append(row(_name(e), *diffs, "-" if ind is None else _inductor_tol(ind)))
     notes = [e for e in rows if e["note"]]
     if notes:
         lines += ["", "Notes:", ""]
         lines += [f"- {_name(e)}: {e['note']}." for e in notes]
     used = sorted({e["op"] for e in rows if e["op"] in data["tolerances"]})
-    lines += ["", "## Tolerances", "", "| op | rtol | atol | why |", "|---|---:|---:|---|"]
-    for op in used:
-        rtol, atol, why = data["tolerances"][op]
-        lines.append(f"| `{op}` | {rtol:g} | {atol:g} | {why} |")
+    tolerances = (
+        (f"`{op}`", *(f"{v:g}" for v in data["tolerances"][op][:2]), data["tolerances"][op][2])
+        for op in used
+    )
+    lines += ["", "## Tolerances", "", *table("op | rtol> | atol> | why", tolerances)]
     lines.append("")
     return "\n".join(lines)
 

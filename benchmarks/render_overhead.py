@@ -6,19 +6,22 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import (
+    marked,
     pyplot,
     read_json,
     replace_block,
+    row,
     save_figure,
     source_name,
     span,
     spread,
+    table,
     template,
     words,
 )
 
 
-def _q(q: dict[str, float] | None, unit: str = "x", digits: int = 3) -> str:
+def qfmt(q: dict[str, float] | None, unit: str = "x", digits: int = 3) -> str:
     """``median (p10-p90)``."""
     if not q:
         return "-"
@@ -32,7 +35,7 @@ def _single(q: dict[str, float]) -> bool:
     return q["p10"] == q["p90"] == q["median"]
 
 
-def _pct(q: dict[str, float]) -> str:
+def pfmt(q: dict[str, float]) -> str:
     if _single(q):
         return f"{q['median']:.2%}"
     return f"{q['median']:.2%} ({q['p10']:.2%}-{q['p90']:.2%})"
@@ -64,6 +67,9 @@ def _machine(data: dict[str, Any]) -> str:
     )
 
 
+REFERENCE = "dynamic_sources"  # the per-call section's reference strategy
+
+
 def _percall(data: dict[str, Any]) -> list[str]:
     percall = data.get("percall")
     if not percall:
@@ -82,32 +88,19 @@ def _percall(data: dict[str, Any]) -> list[str]:
     for backend, section in percall.items():
         counts = cg.get(backend, {})
         # timings and instruction counts in two tables: one would not fit the page
-        lines += [
-            f"### {backend}",
-            "",
-            "| strategy | compiles | equal to eager | us per call | time / reference |",
-            "|---|---:|---|---:|---:|",
-        ]
-        instructions = []
+        timings, instructions = [], []
         for r in section["rows"]:
-            ref = "" if r["reference"] == "dynamic_sources" else f" (vs {r['reference']})"
-            lines.append(
-                f"| {r['label']}{ref} | {r['compiles']} | "
-                f"{'yes' if r['equal_to_eager'] else '**NO**'} | {_q(r['us'], '', 1)} | "
-                f"{_q(r['ratio'])} |"
-            )
-            count = counts.get(r["strategy"])
-            if count:
+            name = r["label"] + ("" if r["reference"] == REFERENCE else f" (vs {r['reference']})")
+            equal = "yes" if r["equal_to_eager"] else "**NO**"
+            timings.append((name, r["compiles"], equal, qfmt(r["us"], "", 1), qfmt(r["ratio"])))
+            if count := counts.get(r["strategy"]):
                 ratio = f"{count['ratio']:.4f}x" if count["ratio"] else "-"
-                instructions.append(f"| {r['label']}{ref} | {count['instructions']:,} | {ratio} |")
-        lines.append("")
+                instructions.append((name, f"{count['instructions']:,}", ratio))
+        head = "strategy | compiles> | equal to eager | us per call> | time / reference>"
+        lines += [f"### {backend}", "", *table(head, timings), ""]
         if instructions:
-            lines += [
-                "| strategy | instructions per call | instructions / reference |",
-                "|---|---:|---:|",
-                *instructions,
-                "",
-            ]
+            head = "strategy | instructions per call> | instructions / reference>"
+            lines += [*table(head, instructions), ""]
     lines += ["![Per compiled call, against dynamic_sources](img/overhead_percall.png)", ""]
     return lines
 
@@ -122,20 +115,12 @@ def _eager(data: dict[str, Any]) -> list[str]:
     lines = template("overhead-eager", rounds=eager["rounds"], callgrind=callgrind)
     instructions = []
     for r in eager["rows"]:
-        lines.append(
-            f"| {r['label']} | {_q(r['plain_ns'], '', 0)} | {_q(r['proxy_ns'], '', 0)} | "
-            f"{_q(r['overhead_ns'], '', 0)} | {_q(r['ratio'])} |"
-        )
-        n = counts.get(r["case"])
-        if n:
-            instructions.append(f"| {r['label']} | {n['plain']:,} | {n['proxy']:,} |")
+        ns = (qfmt(r[k], "", 0) for k in ("plain_ns", "proxy_ns", "overhead_ns"))
+        lines.append(row(r["label"], *ns, qfmt(r["ratio"])))
+        if n := counts.get(r["case"]):
+            instructions.append((r["label"], f"{n['plain']:,}", f"{n['proxy']:,}"))
     if instructions:
-        lines += [
-            "",
-            "| case | instructions plain | instructions proxy |",
-            "|---|---:|---:|",
-            *instructions,
-        ]
+        lines += ["", *table("case | instructions plain> | instructions proxy>", instructions)]
     lines += ["", "![Eager: proxy minus plain](img/overhead_eager.png)", ""]
     floor = cg.get("floor")
     add = counts.get("add")
@@ -145,13 +130,9 @@ def _eager(data: dict[str, Any]) -> list[str]:
         lines += template("overhead-add", proxy=proxy, plain=plain)
         total = 0
         for key, label in WORDS["floor_parts"].items():
-            lines.append(f"| {label} | {floor[key] - base:,} |")
+            lines.append(row(label, f"{floor[key] - base:,}"))
             total += floor[key] - base
-        lines += [
-            f"| **sum** | **{total:,}** |",
-            "",
-            *template("overhead-floor"),
-        ]
+        lines += [row("**sum**", f"**{total:,}**"), "", *template("overhead-floor")]
         spent = add["proxy"] - base
         timed = {r["case"]: r for r in eager["rows"]}.get("add")
         if timed and spent > 0:
@@ -185,22 +166,23 @@ def _compile(data: dict[str, Any]) -> list[str]:
         else "",
     )
     for backend, b in share["backends"].items():
-        lines.append(
-            f"| {backend} | {_q(b['first_call_s'], '', 2)} | {_q(b['stock_first_call_s'], '', 2)} "
-            f"| {_q(b['first_call_vs_stock'])} | {_pct(b['share_of_first_call'])} "
-            f"| {_pct(b['share_of_trace'])} |"
-        )
+        times = (qfmt(b[k], "", 2) for k in ("first_call_s", "stock_first_call_s"))
+        shares = (pfmt(b[k]) for k in ("share_of_first_call", "share_of_trace"))
+        lines.append(row(backend, *times, qfmt(b["first_call_vs_stock"]), *shares))
     first = next(iter(share["backends"].values()))
     run = next(r for r in first["runs"] if r["bridge"])
     lines += [
         "",
         "Hooks by self time (first marked run, " + next(iter(share["backends"])) + "):",
         "",
-        "| hook | calls | self time (ms) |",
-        "|---|---:|---:|",
+        *table(
+            "hook | calls> | self time (ms)>",
+            (
+                (f"`{k}`", f"{h['calls']:,}", f"{h['self_s'] * 1e3:.1f}")
+                for k, h in run["hooks"].items()
+            ),
+        ),
     ]
-    for name, h in run["hooks"].items():
-        lines.append(f"| `{name}` | {h['calls']:,} | {h['self_s'] * 1e3:.1f} |")
     scaling = comp["scaling"]
     labels = WORDS["scaling_labels"]
     once = _single(scaling["rows"][0]["compile_s"])
@@ -213,10 +195,8 @@ def _compile(data: dict[str, Any]) -> list[str]:
         phases=WORDS["scaling_phases"] if scaling.get("stock_phase") else ".",
     )
     for r in scaling["rows"]:
-        lines.append(
-            f"| {labels.get(r['how'], r['how'])} | {r['k']} | {_q(r['compile_s'], '', 2)} | "
-            f"{_q(r['call_us'], '', 1)} | {_q(r['call_vs_static'])} | {r['compiles']} |"
-        )
+        took = qfmt(r["compile_s"], "", 2), qfmt(r["call_us"], "", 1), qfmt(r["call_vs_static"])
+        lines.append(row(labels.get(r["how"], r["how"]), r["k"], *took, r["compiles"]))
     lines += [
         "",
         "![Compile time and call time against dynamic scalars](img/overhead_scaling.png)",
@@ -225,42 +205,37 @@ def _compile(data: dict[str, Any]) -> list[str]:
     return lines
 
 
+def cache_counts(row: dict[str, Any]) -> tuple[int, int, int, int, int]:
+    """A warm child's FX graph cache hits and misses, AOTAutograd hits, misses, bypasses."""
+    fx, aot = row["fxgraph"], row["aot_autograd"]
+    return (
+        *(fx.get(f"fxgraph_cache_{k}", 0) for k in ("hit", "miss")),
+        *(aot.get(f"autograd_cache_{k}", 0) for k in ("hit", "miss", "bypass")),
+    )
+
+
 def _warm(data: dict[str, Any]) -> list[str]:
     warm = data.get("warm")
     if not warm:
         return []
     lines = template("overhead-warm", backend=warm["backend"])
-    caches = [
-        "| variant | FX graph cache hit / miss | AOTAutograd cache hit / miss / bypass |",
-        "|---|---:|---:|",
-    ]
+    caches = []
     for r in warm["rows"]:
         cold, hot = r["cold"], r["warm"]
         if "error" in cold or "error" in hot:
-            lines.append(f"| {r['label']} | error | error | - | - |")
-            caches.append(f"| {r['label']} | - | - |")
+            lines.append(row(r["label"], "error", "error", "-", "-"))
+            caches.append((r["label"], "-", "-"))
             continue
-        fx, aot = hot["fxgraph"], hot["aot_autograd"]
+        fx_hit, fx_miss, aot_hit, aot_miss, bypass = cache_counts(hot)
         eq = ", ".join("yes" if x["equal_to_eager"] else "**NO**" for x in (cold, hot))
-        lines.append(
-            f"| {r['label']} | {cold['first_call_s']:.2f} | {hot['first_call_s']:.2f} | "
-            f"{hot['compiles']} | {eq} |"
-        )
-        caches.append(
-            f"| {r['label']} | "
-            f"{fx.get('fxgraph_cache_hit', 0)} / {fx.get('fxgraph_cache_miss', 0)} | "
-            f"{aot.get('autograd_cache_hit', 0)} / {aot.get('autograd_cache_miss', 0)} / "
-            f"{aot.get('autograd_cache_bypass', 0)} |"
-        )
-    lines += [
-        "",
-        "Torch's cache counters in the second (warm) process:",
-        "",
-        *caches,
-        "",
-    ]
-    bypass = next((r for r in warm["rows"] if "bypass" in r["variant"]), None)
-    tail = WORDS["warm_bypass"].format(label=bypass["label"]) if bypass else "."
+        times = (f"{x['first_call_s']:.2f}" for x in (cold, hot))
+        lines.append(row(r["label"], *times, hot["compiles"], eq))
+        caches.append((r["label"], f"{fx_hit} / {fx_miss}", f"{aot_hit} / {aot_miss} / {bypass}"))
+    head = "variant | FX graph cache hit / miss> | AOTAutograd cache hit / miss / bypass>"
+    lines += ["", "Torch's cache counters in the second (warm) process:", ""]
+    lines += [*table(head, caches), ""]
+    bypassed = next((r for r in warm["rows"] if "bypass" in r["variant"]), None)
+    tail = WORDS["warm_bypass"].format(label=bypassed["label"]) if bypassed else "."
     lines += template("overhead-warm-keys", bypass=tail)
     return lines
 
@@ -343,18 +318,9 @@ def summary(data: dict[str, Any]) -> list[str]:
 
 def goals_block(data: dict[str, Any], source: str) -> str:
     """The goals benchmarks.overhead checks, for benchmarks/README.md."""
-    lines = [GOALS_START.rstrip("\n"), *template("overhead-goals", source=source)]
-    for g in data["goals"]:
-        lines.append(f"| {g['section']} | {g['goal']} | {g['measured']} | {g['status']} |")
-    return "\n".join(lines) + "\n" + GOALS_END
-
-
-GOALS_START = "<!-- overhead-goals:start -->\n"
-GOALS_END = "<!-- overhead-goals:end -->\n"
-
-
-def replace_goals(readme: str, block: str) -> str:
-    return replace_block(readme, GOALS_START, GOALS_END, block)
+    lines = template("overhead-goals", source=source)
+    lines += [row(g["section"], g["goal"], g["measured"], g["status"]) for g in data["goals"]]
+    return marked("overhead-goals", "\n".join(lines) + "\n")
 
 
 def _import(imports: dict[str, Any] | None, source: str) -> list[str]:
@@ -533,5 +499,5 @@ def write(path: Path, docs: Path, readme: Path, plots: bool = True) -> list[Path
     imports_path = path.parent / "import.json"
     imports = read_json(imports_path) if imports_path.exists() else None
     (docs / "overhead.md").write_text(render(data, source, imports, source_name(imports_path)))
-    readme.write_text(replace_goals(readme.read_text(), goals_block(data, source)))
+    readme.write_text(replace_block(readme.read_text(), goals_block(data, source)))
     return [docs / "overhead.md", readme, *(write_plots(data, docs / "img") if plots else [])]

@@ -4,17 +4,21 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import PUBLISHED as FOLDER
 from benchmarks.harness import (
+    marked,
     pyplot,
     read_json,
     replace_block,
+    row,
     save_figure,
     source_name,
     span,
+    table,
     template,
     words,
 )
@@ -70,10 +74,6 @@ def _machine(data: dict[str, Any]) -> str:
         f"load average at start {m['loadavg_start'][0]:.2f}"
         + (f", at the end {m['loadavg_end'][0]:.2f}." if m.get("loadavg_end") else ".")
     )
-
-
-def _compiles(r: dict[str, Any]) -> str:
-    return f"{r['compiles']}, then eager" if r["fell_back_to_eager"] else str(r["compiles"])
 
 
 def _times(r: dict[str, Any]) -> str:
@@ -172,27 +172,29 @@ def _compiles_cell(r: dict[str, Any]) -> str:
     return text + (", then eager" if r["fell_back_to_eager"] else "")
 
 
+def _yes(equal: bool) -> str:
+    return "yes" if equal else "**NO**"
+
+
 def _table(
     rows: dict[str, dict[str, Any]],
     strategies: list[str],
     not_applicable: dict[str, str] | None = None,
     workload: str | None = None,
 ) -> list[str]:
-    out = [
-        "| strategy | compiles | first call (s) | total (s) | steady (ms/step) | equal to eager |",
-        "|---|---:|---:|---:|---:|---|",
-    ]
+    head = (
+        "strategy | compiles> | first call (s)> | total (s)> | steady (ms/step)> | equal to eager"
+    )
+    out = table(head)
     for s in strategies:
         if s in (not_applicable or {}):
-            out.append(f"| {cell(s, {'workload': workload})} | n/a | | | | |")
+            out.append(row(cell(s, {"workload": workload}), "n/a", "", "", "", ""))
             continue
         if s not in rows:
             continue
         r = rows[s]
-        out.append(
-            f"| {cell(s, r)} | {_compiles_cell(r)} | {r['first_call_s']:.1f} | {r['total_s']:.1f} "
-            f"| {r['steady_median_ms']:.3f} | {'yes' if r['equal_to_eager'] else '**NO**'} |"
-        )
+        times = f"{r['first_call_s']:.1f}", f"{r['total_s']:.1f}", f"{r['steady_median_ms']:.3f}"
+        out.append(row(cell(s, r), _compiles_cell(r), *times, _yes(r["equal_to_eager"])))
     return out
 
 
@@ -202,7 +204,7 @@ def _targets(data: dict[str, Any]) -> list[str]:
     by_target: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for t in data["targets"]:
         by_target.setdefault(t["target"], {}).setdefault(t["workload"], []).append(t)
-    out = ["| target | " + " | ".join(workloads) + " |", "|---|" + "---|" * len(workloads)]
+    out = table(" | ".join(["target", *workloads]))
     for target, per in by_target.items():
         cells = []
         for w in workloads:
@@ -218,19 +220,15 @@ def _targets(data: dict[str, Any]) -> list[str]:
             )
             cells.append(f"{met} of {len(ts)}{shown}" if ts else "-")
         shown_target = target.replace("oracle", "tensor buffer")
-        out.append(f"| {shown_target} | " + " | ".join(cells) + " |")
+        out.append(row(shown_target, *cells))
     return out
-
-
-TARGETS_START = "<!-- strategy-targets:start -->\n"
-TARGETS_END = "<!-- strategy-targets:end -->\n"
 
 
 def targets_block(runs: list[tuple[dict[str, Any], str]]) -> str:
     """The targets benchmarks.strategies checks, per published run, for benchmarks/README.md:
     met by how many of the three dynscalar strategies (`DynamicInt` value,
     `mark_dynamic_attr`, `@dynamic_attrs`), with the measured values."""
-    lines = [TARGETS_START.rstrip("\n")]
+    lines: list[str] = []
     for data, source in runs:
         if is_arguments(data) or not data.get("targets"):
             continue
@@ -241,11 +239,7 @@ def targets_block(runs: list[tuple[dict[str, Any], str]]) -> str:
             *_targets(data),
             *template("targets-note", lo=min(firsts), hi=max(firsts), steps=steps),
         ]
-    return "\n".join(lines) + TARGETS_END
-
-
-def replace_targets(readme: str, block: str) -> str:
-    return replace_block(readme, TARGETS_START, TARGETS_END, block)
+    return marked("strategy-targets", "\n".join(lines))
 
 
 def _stochastic_checks(data: dict[str, Any], workload: str) -> list[str]:
@@ -271,10 +265,8 @@ def _stochastic_checks(data: dict[str, Any], workload: str) -> list[str]:
         if r is None or "loss_check" not in r:
             continue
         exact = f"{r['max_abs_diff']:.1e}" + ("" if r["eval_equal"] else " **(NO)**")
-        out.append(
-            f"| {cell(s, r)} | {exact} | {r['loss_check']['max_abs_z']:.1f} "
-            f"| {r['dropout_probe']['max_abs_z']:.1f} |"
-        )
+        zs = (f"{r[k]['max_abs_z']:.1f}" for k in ("loss_check", "dropout_probe"))
+        out.append(row(cell(s, r), exact, *zs))
     return out
 
 
@@ -309,13 +301,15 @@ def _section(data: dict[str, Any], source: str, workload: str) -> list[str]:
             source=source,
         ),
         *_loads(data, workload),
-        "| strategy | what it is here |",
-        "|---|---|",
-        *(
-            f"| {cell(s, {'workload': workload})} | "
-            + (f"n/a: {na[s]}" if s in na else what.get(s, WHAT.get(s, "")))
-            + " |"
-            for s in strategies
+        *table(
+            "strategy | what it is here",
+            (
+                (
+                    cell(s, {"workload": workload}),
+                    f"n/a: {na[s]}" if s in na else what.get(s, WHAT.get(s, "")),
+                )
+                for s in strategies
+            ),
         ),
         "",
         *_table(rows, strategies, na, workload),
@@ -357,7 +351,7 @@ def render_benchmarks(
             "benchmarks-reproduce",
             sources=f"`{source}`" + "".join(f" and `{src}`" for _, src in sections) + ".",
         ),
-        *(f"| {cell(s)} | {WHAT.get(s, '')} |" for s in strategies),
+        *(row(cell(s), WHAT.get(s, "")) for s in strategies),
         "",
         *template("benchmarks-legend"),
         "",
@@ -394,9 +388,9 @@ def render_comparison(
     wrong = []
     for s in strategies:
         rows = [by[(n, s)] for n in names if (n, s) in by]
-        cells = " / ".join(_compiles(r) for r in rows)
+        cells = " / ".join(map(_compiles_cell, rows))
         wrong += [f"{name(s, r)} on {r['workload']}" for r in rows if not r["equal_to_eager"]]
-        lines.append(f"| {cell(s, rows[0])} | {cells} | {LIMITS.get(s, '')} |")
+        lines.append(row(cell(s, rows[0]), cells, LIMITS.get(s, "")))
     lines += [
         "",
         (
@@ -433,13 +427,13 @@ def _comparison_section(
         if s == "eager":
             continue
         if s in na:
-            lines.append(f"| {cell(s, {'workload': workload})} | n/a | {na[s]} |")
+            lines.append(row(cell(s, {"workload": workload}), "n/a", na[s]))
         elif s in rows:
             r = rows[s]
             note = SCHEDULE_NOTES.get(s, "") if workload == "schedule" else LIMITS.get(s, "")
             if not r["equal_to_eager"]:
                 note = "**wrong numbers**; " + note
-            lines.append(f"| {cell(s, r)} | {_compiles_cell(r)} | {note} |")
+            lines.append(row(cell(s, r), _compiles_cell(r), note))
     lines.append("")
     return lines
 
@@ -483,8 +477,7 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
         shown = ", ".join(map(str, info["values"]))
         lines.append(WORDS["argument_case"].format(case=case, info=info, shown=shown))
     lines += ["", WORDS["arguments_equal"], *_stock_arguments(data, by), ""]
-    lines += ["| strategy | torch | " + " | ".join(cases) + " | equal to eager |"]
-    lines += ["|---|---|" + "---:|" * len(cases) + "---|"]
+    lines += table(" | ".join(["strategy", "torch", *(f"{c}>" for c in cases), "equal to eager"]))
     errors, wrong = [], []
     for s in c["strategies"]:
         rows = [by.get((case, s)) for case in cases]
@@ -494,11 +487,7 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
         wrong += [f"{names[s]} on {case}" for case in bad]
         ok = [r for r in rows if r and "error" not in r]
         same = "**NO**" if bad else ("yes" if ok else "-")
-        lines.append(
-            f"| {cell_name(s)} | {version} | "
-            + " | ".join(_argument_row(r) for r in rows)
-            + f" | {same} |"
-        )
+        lines.append(row(cell_name(s), version, *map(_argument_row, rows), same))
     lines.append("")
     for s, r in errors:
         message = r["error"].splitlines()[-1].split(" (unhinted")[0]
@@ -513,9 +502,8 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
                 lines += [WORDS["as_stock"].format(name=names[s], case=case, n=r["compiles"]), ""]
     if wrong:
         lines += ["**Wrong numbers:** " + ", ".join(wrong) + ".", ""]
-    lines += ["| strategy | how | limits |", "|---|---|---|"]
-    for s in c["strategies"]:
-        lines.append(f"| {cell_name(s)} | {data['what'][s]} | {ARGUMENT_LIMITS.get(s, '')} |")
+    how = ((cell_name(s), data["what"][s], ARGUMENT_LIMITS.get(s, "")) for s in c["strategies"])
+    lines += table("strategy | how | limits", how)
     lines += template("arguments-times", cases=" / ".join(f"`{case}`" for case in cases))
     for s in c["strategies"]:
         rows = [by.get((case, s)) for case in cases]
@@ -525,7 +513,7 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
         steady = " / ".join(
             f"{r['steady_median_us']:.0f}" if r and "error" not in r else "-" for r in rows
         )
-        lines.append(f"| {cell_name(s)} | {first} | {steady} |")
+        lines.append(row(cell_name(s), first, steady))
     versions = sorted({r["torch"] for r in data["results"] if "torch" in r})
     load = m["loadavg_start"][0]
     end = f", at the end {m['loadavg_end'][0]:.2f}" if m.get("loadavg_end") else ""
@@ -550,11 +538,21 @@ def _pyplot() -> Any:
     return pyplot(**{"font.size": 9, "xtick.labelsize": 9, "ytick.labelsize": 9})
 
 
-def _cumulative(row: dict[str, Any], strategy: str) -> tuple[list[float], dict[str, Any]]:
-    """Cumulative time after each step (from 0), and the strategy's line style."""
-    points = [0.0, *itertools.accumulate(row["step_times_s"])]
-    style = {"color": COLORS.get(strategy, "#4c72b0"), "linewidth": 2}
-    return points, style | {"linestyle": "--" if strategy == "stock" else "-"}
+def _timeline(
+    ax: Any, rows: dict[str, Any], shown: Sequence[str], steps: int, zoom: int = 0
+) -> None:
+    """Cumulative time after each step (from 0), a line per strategy; ``zoom``: the first
+    ``zoom`` steps only, a marker per step, no labels."""
+    for s in shown:
+        points = [0.0, *itertools.accumulate(rows[s]["step_times_s"])]
+        style = {"color": COLORS.get(s, "#4c72b0"), "linewidth": 2}
+        style |= {"linestyle": "--" if s == "stock" else "-"}
+        if zoom:
+            ax.plot(range(zoom + 1), points[: zoom + 1], marker=".", **style)
+        else:
+            ax.plot(range(len(points)), points, label=_compiled(name(s, rows[s]), rows[s]), **style)
+    ax.set(xlim=(0, zoom or steps), xlabel="step", ylabel="cumulative wall time (s)")
+    ax.set_ylim(bottom=0)
 
 
 def _compiled(label: str, r: dict[str, Any], sep: str = ": ") -> str:
@@ -620,16 +618,10 @@ def plot_cumulative(data: dict[str, Any], path: Path, workload: str | None = Non
     steps = data["config"]["steps"]
     zoom = min(steps, 12)
     fig, (near, whole) = plt.subplots(2, 1, figsize=(6.8, 7.4))
-    for s in shown:
-        points, style = _cumulative(rows[s], s)
-        near.plot(range(zoom + 1), points[: zoom + 1], marker=".", **style)
-        whole.plot(range(len(points)), points, label=_compiled(name(s), rows[s]), **style)
-    near.set(xlim=(0, zoom), xlabel="step", ylabel="cumulative wall time (s)")
+    _timeline(near, rows, shown, steps, zoom)
+    _timeline(whole, rows, shown, steps)
     near.set_title(f"first {zoom} steps: the compiles", fontsize=10)
-    whole.set(xlim=(0, steps), xlabel="step", ylabel="cumulative wall time (s)")
     whole.set_title(f"all {steps} steps", fontsize=10)
-    near.set_ylim(bottom=0)
-    whole.set_ylim(bottom=0)
     for ax in (near, whole):
         ax.grid(alpha=0.3)
     whole.legend(fontsize=9, loc="lower right")
@@ -651,11 +643,7 @@ def plot_schedule(data: dict[str, Any], path: Path, workload: str = "schedule") 
     steps = data["config"]["steps"]
     fig, (timing, losses) = plt.subplots(2, 1, figsize=(6.8, 7.6))
     shown = [s for s in data["config"]["strategies"] if s in rows and s != "eager"]
-    for s in shown:
-        points, style = _cumulative(rows[s], s)
-        timing.plot(range(len(points)), points, label=_compiled(name(s, rows[s]), rows[s]), **style)
-    timing.set(xlim=(0, steps), xlabel="step", ylabel="cumulative wall time (s)")
-    timing.set_ylim(bottom=0)
+    _timeline(timing, rows, shown, steps)
     timing.set_title("time", fontsize=10)
     timing.legend(fontsize=9, loc="center right")
     width = max(1, steps // 20)
@@ -733,7 +721,7 @@ def write(paths: list[Path], docs: Path, readme: Path, plots: bool = True) -> li
     (data, source), sections = runs[main], tuple(runs[:main] + runs[main + 1 :])
     (docs / "benchmarks.md").write_text(render_benchmarks(data, source, sections))
     (docs / "comparison.md").write_text(render_comparison(data, source, sections))
-    readme.write_text(replace_targets(readme.read_text(), targets_block(runs)))
+    readme.write_text(replace_block(readme.read_text(), targets_block(runs)))
     written = [docs / "benchmarks.md", docs / "comparison.md", readme]
     if plots:
         written += write_plots(data, docs / "img")

@@ -23,17 +23,15 @@ import dynscalar
 from benchmarks import harness
 from benchmarks.harness import (
     HERE,
-    CountingBackend,
-    RecompileLimitWatch,
+    Compiles,
     emit,
     loadavg,
     machine_info,
     pyplot,
     split,
-    unique_graphs,
     write_json,
 )
-from benchmarks.render_strategies import NAMES, _stochastic_checks, _table, label, write_plots
+from benchmarks.render_strategies import NAMES, _section, label, write_plots
 from benchmarks.workloads import WORKLOADS, Workload
 
 DEFAULT_OUT = HERE / "results" / "latest"
@@ -228,15 +226,10 @@ def _compiled_run(
     backend: str,
 ) -> tuple[Callable[..., torch.Tensor], list[float], list[torch.Tensor], dict[str, Any]]:
     """Compile (or not) and run the loop; the callable and the compile counts of this run."""
-    counter = CountingBackend(backend)
-    before = unique_graphs()
-    call = torch.compile(model, backend=counter) if strategy.compiled else model
-    with RecompileLimitWatch() as watch:
+    with Compiles(backend) as seen:
+        call = torch.compile(model, backend=seen.counter) if strategy.compiled else model
         times, outputs = _run_loop(call, model, workload, inputs, strategy.wrap)
-    compiles = unique_graphs() - before
-    counts = {"compiles": compiles, "restarts": counter.frame_count - compiles}
-    counts |= {"recompile_limit_hits": watch.hits, "fell_back_to_eager": watch.hits > 0}
-    return call, times, outputs, counts
+    return call, times, outputs, seen.counts()
 
 
 def run_child(
@@ -409,20 +402,16 @@ def loss_check(losses: list[float], reference: list[list[float]]) -> dict[str, A
 # --------------------------------------------------------------------------- parent process
 
 
-def _spawn(cmd: list[str], args: argparse.Namespace) -> tuple[Any, str, float]:
+def _spawn(cmd: list[str], args: argparse.Namespace, failed: dict[str, Any]) -> dict[str, Any]:
     """This experiment with ``cmd`` in a fresh process with a fresh inductor cache."""
     cmd += ["--steps", str(args.steps), "--backend", args.backend, "--threads", str(args.threads)]
-    return harness.run_child("benchmarks.strategies", cmd, args.timeout)
+    return harness.child_row("benchmarks.strategies", cmd, args.timeout, failed)
 
 
 def spawn_child(workload: str, strategy: str, args: argparse.Namespace) -> dict[str, Any]:
     """One pair in a fresh process with a fresh inductor cache: its row."""
-    row, error, wall = _spawn(["--child", workload, strategy], args)
-    if row is None:
-        name = label(strategy, workload)
-        row = {"workload": workload, "strategy": strategy, "label": name, "error": error}
-        return row | {"equal_to_eager": False}
-    return row | {"process_wall_s": wall}
+    failed = {"workload": workload, "strategy": strategy, "label": label(strategy, workload)}
+    return _spawn(["--child", workload, strategy], args, failed)
 
 
 def apply_loss_checks(rows: list[dict[str, Any]], references: dict[str, dict[str, Any]]) -> None:
@@ -514,10 +503,9 @@ def run_parent(args: argparse.Namespace) -> int:
     for w in workloads:
         if WORKLOADS[w].stochastic and any(r["workload"] == w for r in rows):
             print(f"{w}: {REFERENCE_SEEDS} eager reference runs", flush=True)
-            reference, error, wall = _spawn(["--reference", w], args)
-            if reference is None:
-                raise SystemExit(f"the eager reference runs of {w} failed:\n{error}")
-            references[w] = reference | {"process_wall_s": wall}
+            references[w] = _spawn(["--reference", w], args, {})
+            if "error" in references[w]:
+                raise SystemExit(f"the eager reference runs of {w} failed:\n{references[w]}")
     apply_loss_checks(rows, references)
     add_ratios(rows)
     info["loadavg_end"] = loadavg()
@@ -540,22 +528,15 @@ def run_parent(args: argparse.Namespace) -> int:
         "results": rows,
         "targets": check_targets(rows),
     }
-    for w in workloads:
-        print(f"\n### {w}: {WORKLOADS[w].description}\n")
-        table = _table({r["strategy"]: r for r in rows if r["workload"] == w}, strategies)
-        print("\n".join(table).replace("<wbr>", ""))
-        if WORKLOADS[w].stochastic:
-            checks = _stochastic_checks(result, w)
-            print("\n".join(checks[checks.index("|---|---:|---:|---:|") - 1 :]))
-        for s, why in skipped[w].items():
-            print(f"| {label(s, w)} | n/a: {why} |")
+    json_path = write_json(out / f"{args.name or time.strftime('%Y%m%d-%H%M%S')}.json", result)
+    ok = {**result, "results": [r for r in rows if "error" not in r]}
+    for w in workloads:  # each workload as the page would show it
+        print("\n".join(["", *_section(ok, str(json_path), w)]).replace("<wbr>", ""))
     wrong = [f"{r['workload']}/{r['strategy']}" for r in rows if not r["equal_to_eager"]]
     if wrong:
         print("\n!!! WRONG NUMBERS OR FAILURES (not equal to eager): " + ", ".join(wrong))
     for t in result["targets"]:
         print(f"{t['status']:4}  {t['workload']:9} {t['strategy']:12} {t['target']}: {t['value']}")
-    json_path = write_json(out / f"{args.name or time.strftime('%Y%m%d-%H%M%S')}.json", result)
-    ok = {**result, "results": [r for r in rows if "error" not in r]}
     plots = write_plots(ok, out)
     print(f"\nwrote {json_path}, " + ", ".join(map(str, plots)))
     return 1 if wrong else 0

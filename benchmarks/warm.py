@@ -11,7 +11,10 @@ from typing import Any
 
 import torch
 
+import dynscalar as ds
 from benchmarks.harness import CountingBackend, emit, run_child, words
+from benchmarks.render_overhead import cache_counts
+from dynscalar._demo import SeedModel as IntSeed  # Linear(64, 64) and self.step += 1
 
 STOCK = {"dynamic_sources", "args_dynamic_sources", "float_stock"}
 #: name -> "cold>warm" when the second process runs another variant (labels: overhead.json)
@@ -24,22 +27,9 @@ WARM_VARIANTS: dict[str, tuple[str, str]] = {
 }
 
 
-class IntSeed(torch.nn.Module):
-    """The seed model: ``Linear(64, 64)`` and ``self.step += 1``."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.layer = torch.nn.Linear(64, 64)
-        self.step = 0
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + 1
-        self.step += 1
-        out: torch.Tensor = self.layer(x)
-        return out
-
-
 class ArgSeed(torch.nn.Module):
+    """The seed model with the counter passed in and returned (argument marks)."""
+
     def __init__(self) -> None:
         super().__init__()
         self.layer = torch.nn.Linear(64, 64)
@@ -69,12 +59,10 @@ def _bypass_cache() -> None:
     import wrapt
     from torch._functorch._aot_autograd import autograd_cache
 
-    import dynscalar as ds
+    from benchmarks.compile import apply_float_hooks
     from dynscalar._bridge._install import applied_patches
 
-    # the float hooks are applied at the first dynamic float Dynamo meets
-    torch.compile(lambda x, p: x * p, backend="eager")(torch.ones(2), ds.DynamicFloat(0.5))
-    torch._dynamo.reset()
+    apply_float_hooks()
     if (autograd_cache, "autograd_cache_key") in applied_patches():
         autograd_cache.autograd_cache_key = vars(autograd_cache)["autograd_cache_key"].__wrapped__
 
@@ -99,8 +87,6 @@ def build(variant: str) -> tuple[torch.nn.Module, bool]:
             torch.compiler.config.dynamic_sources = "L['step']"
             return ArgSeed(), True
         return FloatSeed(), False
-    import dynscalar as ds
-
     if variant == "ds_registry":
         return ds.mark_dynamic_attr(IntSeed(), "step"), False
     if variant == "ds_proxy":
@@ -123,7 +109,10 @@ def build(variant: str) -> tuple[torch.nn.Module, bool]:
 
 
 def child(variant: str, backend: str) -> dict[str, Any]:
+    """One process of a warm-restart pair: four training steps, timed and checked."""
     torch.set_num_threads(1)
+    if variant in STOCK:
+        ds.disabled().__enter__()  # this process only measures stock torch
     model, args = build(variant)
     eager = copy.deepcopy(model)
     counter = CountingBackend(backend)
@@ -184,14 +173,13 @@ def run_warm(variants: list[str], backend: str, timeout: float) -> dict[str, Any
 
 
 def hits(row: dict[str, Any]) -> str:
+    """A warm child's cache counters and first call, for the terminal."""
     if "error" in row:
         return "error"
-    fx, aot = row["fxgraph"], row["aot_autograd"]
-    fx_hit, fx_miss = fx.get("fxgraph_cache_hit", 0), fx.get("fxgraph_cache_miss", 0)
-    aot_hit, aot_miss = aot.get("autograd_cache_hit", 0), aot.get("autograd_cache_miss", 0)
+    fx_hit, fx_miss, aot_hit, aot_miss, bypass = cache_counts(row)
     return (
         f"fx graph cache hit {fx_hit} miss {fx_miss}, aot cache hit {aot_hit} miss {aot_miss}"
-        f" bypass {aot.get('autograd_cache_bypass', 0)}, first call {row['first_call_s']:.2f} s"
+        f" bypass {bypass}, first call {row['first_call_s']:.2f} s"
     )
 
 

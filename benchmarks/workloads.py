@@ -219,18 +219,15 @@ def eval_dropout(model: torch.nn.Module) -> None:
             module.eval()
 
 
-def classification_inputs(steps: int) -> list[tuple[torch.Tensor, ...]]:
-    """Batches of 8 sequences (32 x 64) with a class label each: Gaussian noise plus a small
+CENTRES = torch.randn(CLASSES, 64, generator=torch.Generator().manual_seed(99))
+
+
+def labelled_batch(gen: torch.Generator) -> tuple[torch.Tensor, ...]:
+    """8 sequences (32 x 64) with a class label each: Gaussian noise plus a small
     class-dependent offset (``0.1 * centre[label]`` on every token) that the model can learn
-    within a few hundred steps; deterministic (fixed seeds)."""
-    centres = torch.randn(CLASSES, 64, generator=torch.Generator().manual_seed(99))
-    gen = torch.Generator().manual_seed(1234)
-    out = []
-    for _ in range(steps):
-        y = torch.randint(0, CLASSES, (8,), generator=gen)
-        x = torch.randn(8, 32, 64, generator=gen) + 0.1 * centres[y][:, None, :]
-        out.append((x, y))
-    return out
+    within a few hundred steps."""
+    y = torch.randint(0, CLASSES, (8,), generator=gen)
+    return torch.randn(8, 32, 64, generator=gen) + 0.1 * CENTRES[y][:, None, :], y
 
 
 @dataclass(frozen=True)
@@ -305,7 +302,7 @@ WORKLOADS: dict[str, Workload] = {
             plain=ScheduledClassifier,
             oracle=ScheduledClassifierOracle,
             oracle_inplace=ScheduledClassifierOracle,
-            make_inputs=classification_inputs,
+            make_inputs=_seeded(labelled_batch),
             control_paths=1,
             train=True,
             dynamic={"drop1": ("p",), "drop2": ("p",), "criterion": ("label_smoothing",)},
