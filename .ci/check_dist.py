@@ -37,7 +37,7 @@ def main(dist: Path) -> list[str]:
         "dynscalar/py.typed",
         "dynscalar/_proxy_typing.pyi",  # users' type checkers read the int/float view here
         "dynscalar/__main__.py",
-        "dynscalar/_bridge/_logs.py",
+        "dynscalar/_bridge/_table.py",  # a subpackage module: subpackages are shipped
     ):
         if required not in names:
             problems.append(f"wheel lacks {required}")
