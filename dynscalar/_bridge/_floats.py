@@ -35,8 +35,6 @@ log = logging.getLogger("dynscalar")
 __all__ = [
     "cache_key_hook",
     "check_cacheable_hook",
-    "ensure_aot_hooks",
-    "float_hooks_problem",
     "tensorify_hook",
     "wrap_float",
 ]
@@ -51,22 +49,6 @@ def _memory_key(builder: Any, source: Any) -> str:
     code = builder.tx.output.root_tx.f_code
     name = source_name(source)
     return f"dynscalar-forced:{code.co_filename}:{code.co_firstlineno}:{code.co_name}:{name}"
-
-
-def ensure_aot_hooks() -> bool:
-    """Apply the table's float phase (the AOT pipeline's hooks) once, at the first marked
-    value Dynamo meets; False when its internals moved (floats then refuse to compile,
-    ints compile without the int64 guards of ``_restarts``)."""
-    from ._install import ensure_phase
-
-    return ensure_phase("floats")
-
-
-def float_hooks_problem() -> str | None:
-    """Why dynamic floats cannot be compiled exactly on this torch (None: they can)."""
-    from ._install import phase_problem
-
-    return phase_problem("floats")
 
 
 def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: str) -> Any:

@@ -47,8 +47,9 @@ from .._marks import (
 from .._proxy import DynamicScalar
 from .._registry import check_marked_value
 from .._spec import INT64_MAX, INT64_MIN, DynamicSpec
-from ._floats import ensure_aot_hooks, float_hooks_problem, wrap_float
+from ._floats import wrap_float
 from ._guards import guard_mark_state, guard_marks_epoch, guard_proxy
+from ._install import ensure_phase, phase_problem
 from ._ints import wrap_int
 from ._properties import property_mark
 from ._reports import instance_path, passthrough, user_location
@@ -345,7 +346,7 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     if proxied and _is_argument(instance.source):
         record_for_automatic_dynamic(instance, plain)
     if isinstance(plain, float):
-        problem = float_hooks_problem()
+        problem = phase_problem("floats")  # the AOT hooks, applied at the first marked value
         if problem is not None:
             # The stock float path can bake a written value into inductor code
             # (pytorch#194976): compiled as an unmarked float is, with one warning.
@@ -353,7 +354,7 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
             return _compile_unmarked(wrapped, instance, value, spec, where, reason, "")
         return wrap_float(instance, value, spec, where, label)
     # the AOT hooks also turn a float pass failure on an unbacked int into a clear error
-    if not ensure_aot_hooks() and not spec.unbacked:
+    if not ensure_phase("floats") and not spec.unbacked:
         warn_once(
             ("no-int64-guards",),
             "dynscalar: the AOT pass that guards int expressions against int64 overflow could "
