@@ -39,16 +39,25 @@ class Seed(torch.nn.Module):
 # code runs here and in a process that never imports dynscalar.
 RUN = """
 def run(model, calls):
+    import copy
     import re
     import torch
     from torch._dynamo.eval_frame import _debug_get_cache_entry_list
     from torch._dynamo.testing import CompileCounterWithBackend
 
+    def numbers(m):
+        return {k: v for k, v in vars(m).items() if type(v) in (int, float)}
+
+    eager = copy.deepcopy(model)  # every call is compared with an eager twin
     counter = CompileCounterWithBackend("eager")
     compiled = torch.compile(model, backend=counter)
     counts, outputs = [], []
     for i in range(calls):
-        outputs.append(compiled(torch.full((2, 3), float(i))).tolist())
+        x = torch.full((2, 3), float(i))
+        out = compiled(x)
+        torch.testing.assert_close(out, eager(x), rtol=0, atol=0)
+        assert numbers(model) == numbers(eager), (numbers(model), numbers(eager))
+        outputs.append(out.tolist())
         counts.append(counter.frame_count)
     entries = _debug_get_cache_entry_list(type(model).forward.__code__)
     def normal(part):  # object ids and global names differ from process to process
