@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks import render_nn_coverage, render_overhead, render_strategies
+from benchmarks import render_overhead, render_strategies
 from benchmarks.harness import HERE, PUBLISHED, ROOT, read_json, source_name
 
 LIVE = ("scripts/render_writeback_table.py", "scripts/render_specializations.py")
@@ -20,11 +20,12 @@ LIVE = ("scripts/render_writeback_table.py", "scripts/render_specializations.py"
 def render_all(docs: Path = ROOT / "docs", plots: bool = True) -> list[Path]:
     """Every page that comes from published JSON, written under ``docs``."""
     from tests.fuzz import render_docs as fuzz
+    from tests.nn_coverage import render_docs as nn_coverage
 
     readme = HERE / "README.md"
     written = render_strategies.write(list(render_strategies.PUBLISHED), docs, readme, plots)
     written += render_overhead.write(PUBLISHED / "overhead.json", docs, readme, plots)
-    written += render_nn_coverage.write(render_nn_coverage.JSON_PATH, docs)
+    written += nn_coverage.write(nn_coverage.JSON_PATH, docs)
     fuzzing = read_json(fuzz.PUBLISHED)
     (docs / "fuzzing.md").write_text(fuzz.render(fuzzing, source_name(fuzz.PUBLISHED)))
     return [*written, docs / "fuzzing.md"]

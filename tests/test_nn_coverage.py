@@ -1,6 +1,6 @@
 """torch.nn float hyperparameters under dynscalar: the coverage table, row by row.
 
-Every row of ``benchmarks.nn_coverage`` (the same catalogue and runner that write
+Every row of ``tests.nn_coverage`` (the same catalogue and runner that write
 ``docs/nn-coverage.md``) compiles on ``eager`` and ``aot_eager`` exactly as often as the
 catalogue says and equals eager within the row's tolerance; a few rows also on inductor.
 The second half checks the decompositions of ``dynscalar/_bridge/_nn.py`` against the ATen
@@ -19,9 +19,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from benchmarks import nn_coverage as cov
-from benchmarks import render_nn_coverage as page
 from dynscalar._bridge import _nn
+from tests.nn_coverage import catalogue as cov
+from tests.nn_coverage import render_docs as page
+from tests.nn_coverage import runner
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,7 +62,7 @@ def _check(row: Any, result: Any, backend: str) -> None:
 @pytest.mark.parametrize("backend", ["eager", "aot_eager"])
 @pytest.mark.parametrize("row", ROWS, ids=lambda row: row.id)
 def test_row(row: Any, backend: str) -> None:
-    _check(row, cov.run_row(row, backend), backend)
+    _check(row, runner.run_row(row, backend), backend)
 
 
 INDUCTOR_ROWS = ["dropout", "layernorm", "crossentropy-ignore", "batchnorm1d-momentum-train"]
@@ -74,7 +75,7 @@ def test_row_on_inductor(row_id: str) -> None:
     row = cov.ROWS[row_id]
     entry = {e["id"]: e for e in _published()["rows"]}[row_id]
     tol = entry["inductor_tolerance"]
-    _check(row, cov.run_row(row, "inductor", tolerance=(tol["rtol"], tol["atol"])), "inductor")
+    _check(row, runner.run_row(row, "inductor", tolerance=(tol["rtol"], tol["atol"])), "inductor")
 
 
 def test_catalogue_and_published_table_agree() -> None:
@@ -83,7 +84,7 @@ def test_catalogue_and_published_table_agree() -> None:
     assert [e["id"] for e in data["rows"]] == [row.id for row in ROWS]
     for row, entry in zip(ROWS, data["rows"], strict=True):
         assert entry["attrs"] == list(row.attrs) and entry["values"] == list(row.values)
-        assert entry["tolerance"] == list(cov.eager_tolerance(row)), row.id
+        assert entry["tolerance"] == list(runner.eager_tolerance(row)), row.id
         for backend, result in entry["backends"].items():
             assert result["compiles"] == row.expected(backend), (row.id, backend)
             assert result["equal"], (row.id, backend, result["failures"])
@@ -107,6 +108,26 @@ def test_published_table_meets_the_coverage_target() -> None:
 def test_render_is_stable() -> None:
     data = _published()
     assert page.render(json.loads(json.dumps(data))) == page.render(data)
+
+
+def test_command_line_measures_rows_and_merges_them(tmp_path: Path) -> None:
+    """``python -m tests.nn_coverage``: the JSON and the page for the rows asked for, and
+    ``--merge`` re-measures a row into an existing JSON in catalogue order."""
+    from tests.nn_coverage.__main__ import main
+
+    out, md = tmp_path / "nn.json", tmp_path / "nn.md"
+    common = ["--backends", "eager", "--no-stock", "--out", str(out), "--page", str(md)]
+    assert main([*common, "--rows", "elu,dropout"]) == 0
+    data = json.loads(out.read_text())
+    assert [e["id"] for e in data["rows"]] == ["elu", "dropout"]
+    assert all(e["status"] == "dynamic, equal" for e in data["rows"])
+    assert md.read_text() == page.render(data, "nn.json")
+    assert main([*common, "--rows", "leakyrelu", "--merge"]) == 0
+    merged = json.loads(out.read_text())
+    assert [e["id"] for e in merged["rows"]] == ["dropout", "leakyrelu", "elu"]
+    assert merged["partial_runs"][0]["rows"] == ["leakyrelu"]
+    with pytest.raises(SystemExit):
+        main([*common, "--merge"])
 
 
 # --------------------------------------------------------------------------- decompositions

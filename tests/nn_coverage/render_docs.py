@@ -6,9 +6,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import PUBLISHED, ROOT, read_json, row, source_name, table, template
+from benchmarks.harness import ROOT, read_json, row, source_name, table, template
 
-JSON_PATH = PUBLISHED / "nn-coverage.json"
+JSON_PATH = Path(__file__).parent / "published" / "nn-coverage.json"
 PAGE_PATH = ROOT / "docs" / "nn-coverage.md"
 BACKENDS = ("eager", "aot_eager", "inductor")
 #: torch.testing.assert_close's default for float32, the inductor tolerance unless stock
@@ -78,8 +78,10 @@ def _name(entry: dict[str, Any]) -> str:
     return f"`{entry['module']}` {attrs} ({entry['mode']})"
 
 
-def render(data: dict[str, Any], source: str = "benchmarks/published/nn-coverage.json") -> str:
-    """The Markdown page, a pure function of the JSON (re-rendering is byte-identical)."""
+def render(data: dict[str, Any], source: str = "") -> str:
+    """The Markdown page, a pure function of the JSON (re-rendering is byte-identical);
+    ``source``: how the page cites the JSON (default: the published one)."""
+    source = source or source_name(JSON_PATH)
     rows = data["rows"]
     backends = data["config"]["backends"]
     m = data["machine"]
