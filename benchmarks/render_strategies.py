@@ -23,7 +23,6 @@ from benchmarks.harness import (
     words,
 )
 
-PLOTS = ("total_time.png", "cumulative_time.png")
 # The published runs, main run first: what the committed pages are rendered from.
 PUBLISHED = (
     FOLDER / "full-inductor-200.json",
@@ -88,14 +87,6 @@ def _rows(data: dict[str, Any], workload: str) -> dict[str, dict[str, Any]]:
     return {r["strategy"]: r for r in data["results"] if r["workload"] == workload}
 
 
-def _wrong(data: dict[str, Any]) -> list[str]:
-    return [
-        f"{name(r['strategy'], r)} on {r['workload']}"
-        for r in data["results"]
-        if not r["equal_to_eager"]
-    ]
-
-
 def summary(data: dict[str, Any], sections: tuple[dict[str, Any], ...] = ()) -> list[str]:
     """The plain-words findings, each number taken from the run (or a separate run), after
     two sentences: what happens to a changing scalar, and the gain."""
@@ -124,7 +115,12 @@ def summary(data: dict[str, Any], sections: tuple[dict[str, Any], ...] = ()) -> 
                 f"{' (once per code path)' if per_path else ''} and took **{span(totals)} s**, "
                 f"{stock['total_s'] / max(totals):.1f}-{stock['total_s'] / min(totals):.1f}x less."
             )
-    wrong = [w for run in runs for w in _wrong(run)]
+    wrong = [
+        f"{name(r['strategy'], r)} on {r['workload']}"
+        for run in runs
+        for r in run["results"]
+        if not r["equal_to_eager"]
+    ]
     if ratios:
         same = "" if wrong else ", with the same results as eager"
         out = [*template("benchmarks-lead", lo=min(ratios), hi=max(ratios), same=same), *out]
@@ -161,13 +157,9 @@ def _table(data: dict[str, Any], workload: str) -> list[str]:
             out.append(row(cell(s, {"workload": workload}), "n/a", "", "", "", ""))
         elif s in rows:
             r = rows[s]
-            times = (
-                f"{r['first_call_s']:.1f}",
-                f"{r['total_s']:.1f}",
-                f"{r['steady_median_ms']:.3f}",
-            )
-            equal = "yes" if r["equal_to_eager"] else "**NO**"
-            out.append(row(cell(s, r), _compiles_cell(r), *times, equal))
+            first, total, steady = r["first_call_s"], r["total_s"], r["steady_median_ms"]
+            cells = _compiles_cell(r), f"{first:.1f}", f"{total:.1f}", f"{steady:.3f}"
+            out.append(row(cell(s, r), *cells, "yes" if r["equal_to_eager"] else "**NO**"))
     return out
 
 
@@ -198,11 +190,10 @@ def targets_block(runs: list[tuple[dict[str, Any], str]]) -> str:
         if is_arguments(data) or not data.get("targets"):
             continue
         firsts = [r["first_call_s"] for r in data["results"] if r["compiles"]]
+        steps = data["config"]["steps"]
         lines += [f"`{source}` (met by how many of the three dynscalar strategies):", ""]
         lines += _targets(data)
-        lines += template(
-            "targets-note", lo=min(firsts), hi=max(firsts), steps=data["config"]["steps"]
-        )
+        lines += template("targets-note", lo=min(firsts), hi=max(firsts), steps=steps)
     return marked("strategy-targets", "\n".join(lines))
 
 
@@ -242,24 +233,15 @@ def _section(data: dict[str, Any], source: str, workload: str) -> list[str]:
     lines = template(
         "section", title=title, workload=workload, info=info, machine=machine, source=source
     )
-    loads = [
+    loads = ", ".join(
         f"{name(s, r)} {r['loadavg_start']:.1f}" for s, r in rows.items() if "loadavg_start" in r
-    ]
-    if loads:
-        lines += [
-            f"Load average (1 minute) when each strategy's process started: {', '.join(loads)}.",
-            "",
-        ]
-    lines += table(
-        "strategy | what it is here",
-        (
-            (
-                cell(s, {"workload": workload}),
-                f"n/a: {na[s]}" if s in na else what.get(s, WHAT.get(s, "")),
-            )
-            for s in data["config"]["strategies"]
-        ),
     )
+    if loads:
+        lines += [f"Load average (1 minute) when each strategy's process started: {loads}.", ""]
+    strategies = data["config"]["strategies"]
+    cells = [cell(s, {"workload": workload}) for s in strategies]
+    here = [f"n/a: {na[s]}" if s in na else what.get(s, WHAT.get(s, "")) for s in strategies]
+    lines += table("strategy | what it is here", zip(cells, here, strict=True))
     lines += ["", *_table(data, workload), ""]
     restarted = [f"{name(s, r)} {r['restarts']}" for s, r in rows.items() if r.get("restarts")]
     if restarted:
@@ -327,15 +309,9 @@ def render_comparison(
         cells = " / ".join(map(_compiles_cell, rows))
         wrong += [f"{name(s, r)} on {r['workload']}" for r in rows if not r["equal_to_eager"]]
         lines.append(row(cell(s, rows[0]), cells, LIMITS.get(s, "")))
-    lines += [
-        "",
-        (
-            "Every strategy returned the same numbers as eager."
-            if not wrong
-            else "**Wrong numbers:** " + ", ".join(wrong) + "."
-        ),
-        *template("comparison-buffer"),
-    ]
+    same = "Every strategy returned the same numbers as eager."
+    lines += ["", "**Wrong numbers:** " + ", ".join(wrong) + "." if wrong else same]
+    lines += template("comparison-buffer")
     for extra, extra_source in (s for s in sections if not is_arguments(s[0])):
         for workload in extra["workloads"]:
             lines += _comparison_section(extra, extra_source, workload)
@@ -400,7 +376,7 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
     stock_line = [WORDS["stock_arguments"]] if all(map(_ok, stock)) and extra == {1} else []
     lines += ["", WORDS["arguments_equal"], *stock_line, ""]
     lines += table(" | ".join(["strategy", "torch", *(f"{c}>" for c in cases), "equal to eager"]))
-    errors, wrong, notes, times = [], [], [], []
+    errors, wrong, notes, how, times = [], [], [], [], []
     for s in c["strategies"]:
         rows = per[s]
         version = next((r["torch"] for r in rows if r and "torch" in r), "?").split("+")[0]
@@ -416,6 +392,7 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
         first = " / ".join(f"{r['first_call_s']:.2f}" if _ok(r) else "-" for r in rows)
         steady = " / ".join(f"{r['steady_median_us']:.0f}" if _ok(r) else "-" for r in rows)
         times.append(row(cell_name(s), first, steady))
+        how.append((cell_name(s), data["what"][s], WORDS["argument_limits"].get(s, "")))
     lines.append("")
     for s, r in errors:
         message = r["error"].splitlines()[-1].split(" (unhinted")[0]
@@ -423,10 +400,6 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
     lines += notes
     if wrong:
         lines += ["**Wrong numbers:** " + ", ".join(wrong) + ".", ""]
-    how = (
-        (cell_name(s), data["what"][s], WORDS["argument_limits"].get(s, ""))
-        for s in c["strategies"]
-    )
     lines += table("strategy | how | limits", how)
     lines += template("arguments-times", cases=" / ".join(f"`{case}`" for case in cases))
     lines += times
@@ -521,13 +494,11 @@ def plot_total_time(data: dict[str, Any], path: Path) -> None:
 
 
 def plot_cumulative(data: dict[str, Any], path: Path) -> None:
-    """Cumulative time per step for four strategies (on ``train`` when the run has it): the
-    first steps, and the whole run."""
+    """Cumulative time per step of four strategies (on train if run): first steps, whole run."""
     plt = _pyplot()
     workload = "train" if "train" in data["workloads"] else list(data["workloads"])[-1]
     rows = _rows(data, workload)
-    shown = [s for s in ("stock", "unspec_int", "oracle", "ds_registry") if s in rows]
-    shown = shown or list(rows)
+    shown = [s for s in ("stock", "unspec_int", "oracle", "ds_registry") if s in rows] or list(rows)
     steps = data["config"]["steps"]
     zoom = min(steps, 12)
     fig, (near, whole) = plt.subplots(2, 1, figsize=(6.8, 7.4))
@@ -587,11 +558,12 @@ def plot_schedule(data: dict[str, Any], path: Path, workload: str) -> None:
 
 
 def write_plots(data: dict[str, Any], folder: Path) -> list[Path]:
-    """The main run's figures (``PLOTS``) and its stochastic workloads'."""
+    """The main run's figures and its stochastic workloads'."""
     folder.mkdir(parents=True, exist_ok=True)
-    plot_total_time(data, folder / PLOTS[0])
-    plot_cumulative(data, folder / PLOTS[1])
-    return [folder / PLOTS[0], folder / PLOTS[1], *write_section_plots(data, folder)]
+    total, cumulative = folder / "total_time.png", folder / "cumulative_time.png"
+    plot_total_time(data, total)
+    plot_cumulative(data, cumulative)
+    return [total, cumulative, *write_section_plots(data, folder)]
 
 
 def write_section_plots(data: dict[str, Any], folder: Path) -> list[Path]:
