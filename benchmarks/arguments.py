@@ -4,6 +4,8 @@ and case, each in a fresh process, compared with eager exactly (benchmarks/READM
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import itertools
 import statistics
 import sys
 import time
@@ -73,55 +75,40 @@ CASES = {
 
 WORDS = words("arguments")  # reader-facing names: templates/arguments.json
 NAMES: dict[str, str] = WORDS["names"]
-WHAT: dict[str, str] = WORDS["what"]
 DYNSCALAR = ("ds_value", "ds_args", "ds_decorator")
 TORCH_2_14 = "torch_dynamic_spec"
 STRATEGIES = ("stock", "dynamic_true", *DYNSCALAR, TORCH_2_14)
 
 
-def has_dynamic_spec() -> bool:
-    """Whether this torch has ``torch.fx.experimental.dynamic_spec`` (added in torch 2.14)."""
-    import importlib.util
-
-    return importlib.util.find_spec("torch.fx.experimental.dynamic_spec") is not None
+def _as_is(value: Any) -> Any:
+    return value
 
 
 def build(strategy: str, case: Case, backend: Any) -> tuple[Callable[..., Any], Callable[..., Any]]:
     """The compiled callable, and how a plain value is passed to it."""
-
-    def plain(value: Any) -> Any:
-        return value
-
     f = case.function
     if strategy == "stock":
-        return torch.compile(f, backend=backend), plain
+        return torch.compile(f, backend=backend), _as_is
     if strategy == "dynamic_true":
-        return torch.compile(f, backend=backend, dynamic=True), plain
+        return torch.compile(f, backend=backend, dynamic=True), _as_is
     if strategy == TORCH_2_14:
         # added in torch 2.14: a spec per parameter; IntVar is its only scalar variable
         from torch.fx.experimental.dynamic_spec import IntVar
 
         spec = {case.arg: IntVar(case.arg)}
         compile_: Any = torch.compile  # dynamic_shapes=: torch 2.14's signature, not 2.13's
-        return compile_(f, backend=backend, dynamic_shapes=spec), plain
+        return compile_(f, backend=backend, dynamic_shapes=spec), _as_is
     import dynscalar  # only dynscalar's strategies install its bridge
 
     if strategy == "ds_value":
         return torch.compile(f, backend=backend), dynscalar.mark_dynamic
     if strategy == "ds_args":
-        return torch.compile(dynscalar.mark_dynamic_args(f, case.arg), backend=backend), plain
-    if strategy == "ds_decorator":
-        return torch.compile(_decorated(case), backend=backend), plain
+        return torch.compile(dynscalar.mark_dynamic_args(f, case.arg), backend=backend), _as_is
+    if strategy == "ds_decorator":  # under @dynamic_args: a copy of f with its own code
+        code = f.__code__.replace(co_name=f"{f.__name__}_")
+        copy = types.FunctionType(code, f.__globals__, code.co_name)
+        return torch.compile(dynscalar.dynamic_args(case.arg)(copy), backend=backend), _as_is
     raise SystemExit(f"unknown strategy {strategy!r}; choose from {list(STRATEGIES)}")
-
-
-def _decorated(case: Case) -> Callable[..., Any]:
-    """The case's function under ``@dynscalar.dynamic_args`` (a copy with its own code)."""
-    import dynscalar
-
-    f = case.function
-    code = f.__code__.replace(co_name=f"{f.__name__}_")
-    return dynscalar.dynamic_args(case.arg)(types.FunctionType(code, f.__globals__, code.co_name))
 
 
 # --------------------------------------------------------------------------- child process
@@ -163,7 +150,6 @@ def run_child(
         except Exception as exc:  # noqa: BLE001 - a strategy that fails is a result to report
             row.update(error=f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:300]}")
             return row | {"equal_to_eager": False, "compiles": seen.counts()["compiles"]}
-    last = times[-len(plain_values) :]
     row.update(
         seen.counts(),
         equal_to_eager=not mismatches,
@@ -171,7 +157,7 @@ def run_child(
         max_abs_diff=max_diff,
         calls=len(times),
         first_call_s=times[0],
-        steady_median_us=statistics.median(last) * 1e6,
+        steady_median_us=statistics.median(times[-len(plain_values) :]) * 1e6,
         call_times_s=times,
     )
     return row
@@ -180,20 +166,12 @@ def run_child(
 # --------------------------------------------------------------------------- parent process
 
 
-def spawn_child(python: str, case: str, strategy: str, args: argparse.Namespace) -> dict[str, Any]:
-    """One (case, strategy) pair in a fresh process of ``python`` (with this tree's
-    benchmarks and dynscalar, whatever that Python has installed)."""
-    cmd = ["--child", case, strategy, "--values", str(args.values), "--rounds", str(args.rounds)]
-    failed = {"case": case, "strategy": strategy, "label": NAMES[strategy]}
-    cmd += ["--backend", args.backend]
-    return harness.child_row("benchmarks.arguments", cmd, args.timeout, failed, python=python)
-
-
 def run_parent(args: argparse.Namespace) -> int:
     """Run every pair, print the table, write the JSON; exit 1 on wrong numbers."""
     cases = harness.split(args.cases, CASES, list(CASES))
     strategies = harness.split(args.strategies, STRATEGIES, list(STRATEGIES[:-1]))
-    python_2_14 = args.torch_2_14 or (sys.executable if has_dynamic_spec() else None)
+    has_spec = importlib.util.find_spec("torch.fx.experimental.dynamic_spec") is not None
+    python_2_14 = args.torch_2_14 or (sys.executable if has_spec else None)
     if python_2_14 and TORCH_2_14 not in strategies and not args.strategies:
         strategies.append(TORCH_2_14)
     if TORCH_2_14 in strategies and not python_2_14:
@@ -205,15 +183,17 @@ def run_parent(args: argparse.Namespace) -> int:
         flush=True,
     )
     rows, start = [], time.perf_counter()
-    for case in cases:
-        for s in strategies:
-            rows.append(
-                row := spawn_child(
-                    python_2_14 if s == TORCH_2_14 else sys.executable, case, s, args
-                )
-            )
-            done = f"{row.get('compiles')} compile(s), equal to eager: {row['equal_to_eager']}"
-            print(f"{case} / {s}: {row['error'].splitlines()[-1] if 'error' in row else done}")
+    options = ["--values", str(args.values), "--rounds", str(args.rounds)]
+    options += ["--backend", args.backend]
+    for case, s in itertools.product(cases, strategies):
+        # each pair in a fresh process of its Python, with this tree's benchmarks and dynscalar
+        python = python_2_14 if s == TORCH_2_14 else sys.executable
+        failed = {"case": case, "strategy": s, "label": NAMES[s]}
+        cmd = ["--child", case, s, *options]
+        row = harness.child_row("benchmarks.arguments", cmd, args.timeout, failed, python=python)
+        rows.append(row)
+        done = f"{row.get('compiles')} compile(s), equal to eager: {row['equal_to_eager']}"
+        print(f"{case} / {s}: {row['error'].splitlines()[-1] if 'error' in row else done}")
     info["loadavg_end"] = loadavg()
     config = {"backend": args.backend, "values": args.values, "rounds": args.rounds}
     config |= {"shape": list(SHAPE), "strategies": strategies, "cases": cases}
@@ -226,7 +206,7 @@ def run_parent(args: argparse.Namespace) -> int:
             | {"control_paths": CASES[c].control_paths, "values": CASES[c].values(args.values)}
             for c in cases
         },
-        "what": {s: WHAT[s] for s in strategies},
+        "what": {s: WORDS["what"][s] for s in strategies},
         "names": {s: NAMES[s] for s in strategies},
         "wall_s": time.perf_counter() - start,
         "results": rows,

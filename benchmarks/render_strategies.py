@@ -23,27 +23,25 @@ from benchmarks.harness import (
     words,
 )
 
-PLOTS = ("total_time.png", "cumulative_time.png")
 # The published runs, main run first: what the committed pages are rendered from.
 PUBLISHED = (
     FOLDER / "full-inductor-200.json",
     FOLDER / "schedule-inductor-200.json",
     FOLDER / "arguments-aot_eager.json",
 )
-ARGUMENTS = "arguments"  # the "kind" of a benchmarks.arguments JSON
 
 WORDS = words("strategies")  # reader-facing names and notes: templates/strategies.json
 NAMES: dict[str, Any] = WORDS["names"]
 NAMES_BY_WORKLOAD: dict[str, Any] = WORDS["names_by_workload"]
 WHAT: dict[str, Any] = WORDS["what"]
 LIMITS: dict[str, Any] = WORDS["limits"]
-WHAT_BY_WORKLOAD: dict[str, Any] = WORDS["what_by_workload"]
-WORKLOAD_TITLES: dict[str, Any] = WORDS["workload_titles"]
-CHANGES: dict[str, Any] = WORDS["changes"]
-SCHEDULE_NOTES: dict[str, Any] = WORDS["schedule_notes"]
-ARGUMENT_LIMITS: dict[str, Any] = WORDS["argument_limits"]
 COLORS: dict[str, Any] = WORDS["colors"]
 DYNSCALAR = ("ds_proxy", "ds_registry", "ds_decorator")
+SUMMARY_WORKLOADS = (
+    ("train", "Training a transformer block"),
+    ("schedule", "Training with a dropout and label-smoothing schedule"),
+    ("pointwise", "A pointwise-heavy block (inference)"),
+)
 
 
 def label(strategy: str, workload: str | None = None) -> str:
@@ -52,6 +50,7 @@ def label(strategy: str, workload: str | None = None) -> str:
 
 
 def name(strategy: str, row: dict[str, Any] | None = None) -> str:
+    """``label`` on the row's workload; the row's own label for a strategy the words lack."""
     workload = (row or {}).get("workload")
     if strategy in NAMES or strategy in NAMES_BY_WORKLOAD.get(workload or "", {}):
         return label(strategy, workload)
@@ -63,12 +62,20 @@ def cell(strategy: str, row: dict[str, Any] | None = None) -> str:
     return name(strategy, row).replace("_", "_<wbr>")
 
 
+def _title(workload: str) -> str:
+    return str(WORDS["workload_titles"].get(workload, workload))
+
+
+def _n(count: int, word: str) -> str:
+    """``count word``, the word plural unless the count is 1."""
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 def _machine(data: dict[str, Any]) -> str:
     m, c = data["machine"], data["config"]
     threads = c.get("threads") or m["torch_threads"]
     return (
-        f"{m['cpu']}, {m['cores']} cores ({threads} torch thread{'s' if threads != 1 else ''}), "
-        f"torch "
+        f"{m['cpu']}, {m['cores']} cores ({_n(threads, 'torch thread')}), torch "
         f"{m['torch']}, Python {m['python']}; backend `{c['backend']}`, {c['steps']} steps per "
         f"run, one cold run per strategy, each in a fresh process with a fresh inductor cache; "
         f"load average at start {m['loadavg_start'][0]:.2f}"
@@ -76,91 +83,58 @@ def _machine(data: dict[str, Any]) -> str:
     )
 
 
-def _times(r: dict[str, Any]) -> str:
-    text = f"compiled {r['compiles']} time{'s' if r['compiles'] != 1 else ''}"
-    return text + (", then ran eagerly" if r["fell_back_to_eager"] else "")
-
-
 def _rows(data: dict[str, Any], workload: str) -> dict[str, dict[str, Any]]:
     return {r["strategy"]: r for r in data["results"] if r["workload"] == workload}
 
 
-def _workload_summary(data: dict[str, Any], workload: str, what: str, note: str = "") -> str | None:
-    steps = data["config"]["steps"]
-    rows = _rows(data, workload)
-    stock, ours = rows.get("stock"), [rows[s] for s in DYNSCALAR if s in rows]
-    if not stock or not ours:
-        return None
-    totals = [r["total_s"] for r in ours]
-    compiles = sorted({r["compiles"] for r in ours})
-    per_path = compiles == [data["workloads"][workload]["control_paths"]]
-    changes = CHANGES.get(workload, "whose step counter changes on every call")
-    marked = "the values" if workload in CHANGES else "the counter"
-    return (
-        f"- **{what}** {changes} ({steps} steps{note}): stock "
-        f"`torch.compile` {_times(stock)} and took **{stock['total_s']:.0f} s**; with "
-        f"{marked} marked by dynscalar it compiled "
-        f"{'once' if compiles == [1] else ' or '.join(map(str, compiles)) + ' times'}"
-        f"{' (once per code path)' if per_path else ''} and took **{span(totals)} s**, "
-        f"{stock['total_s'] / max(totals):.1f}-{stock['total_s'] / min(totals):.1f}x less."
-    )
-
-
-SUMMARY_WORKLOADS = (
-    ("train", "Training a transformer block"),
-    ("schedule", "Training with a dropout and label-smoothing schedule"),
-    ("pointwise", "A pointwise-heavy block (inference)"),
-)
-
-
-def _wrong(data: dict[str, Any]) -> list[str]:
-    return [
-        f"{name(r['strategy'], r)} on {r['workload']}"
-        for r in data["results"]
-        if not r["equal_to_eager"]
-    ]
-
-
-def _lead(data: dict[str, Any], sections: tuple[dict[str, Any], ...]) -> list[str]:
-    """Two sentences before the findings: what happens to a changing scalar, and the gain."""
-    ratios = []
-    for run in (data, *sections):
-        for workload, _ in SUMMARY_WORKLOADS:
+def summary(data: dict[str, Any], sections: tuple[dict[str, Any], ...] = ()) -> list[str]:
+    """The plain-words findings, each number taken from the run (or a separate run), after
+    two sentences: what happens to a changing scalar, and the gain."""
+    runs = (data, *sections)
+    ratios, out = [], []
+    for workload, what in SUMMARY_WORKLOADS:
+        for run in runs:
             rows = _rows(run, workload)
             stock, ours = rows.get("stock"), [rows[s] for s in DYNSCALAR if s in rows]
-            if stock and ours:
-                ratios += [stock["total_s"] / r["total_s"] for r in ours]
-    if not ratios:
-        return []
-    same = (
-        "" if any(_wrong(run) for run in (data, *sections)) else ", with the same results as eager"
-    )
-    return template("benchmarks-lead", lo=min(ratios), hi=max(ratios), same=same)
-
-
-def summary(data: dict[str, Any], sections: tuple[dict[str, Any], ...] = ()) -> list[str]:
-    """The plain-words findings, each number taken from the run (or a separate run)."""
-    out = _lead(data, sections)
-    for workload, what in SUMMARY_WORKLOADS:
-        for run, note in ((data, ""), *((d, ", separate run") for d in sections)):
-            line = _workload_summary(run, workload, what, note)
-            if line:
-                out.append(line)
+            if not stock or not ours:
+                continue
+            ratios += [stock["total_s"] / r["total_s"] for r in ours]
+            totals = [r["total_s"] for r in ours]
+            compiles = sorted({r["compiles"] for r in ours})
+            per_path = compiles == [run["workloads"][workload]["control_paths"]]
+            changes = WORDS["changes"].get(workload, "whose step counter changes on every call")
+            note = "" if run is data else ", separate run"
+            stock_then = ", then ran eagerly" if stock["fell_back_to_eager"] else ""
+            out.append(
+                f"- **{what}** {changes} ({run['config']['steps']} steps{note}): stock "
+                f"`torch.compile` compiled {_n(stock['compiles'], 'time')}{stock_then} and took "
+                f"**{stock['total_s']:.0f} s**; with "
+                f"{'the values' if workload in WORDS['changes'] else 'the counter'} marked by "
+                f"dynscalar it compiled "
+                f"{'once' if compiles == [1] else ' or '.join(map(str, compiles)) + ' times'}"
+                f"{' (once per code path)' if per_path else ''} and took **{span(totals)} s**, "
+                f"{stock['total_s'] / max(totals):.1f}-{stock['total_s'] / min(totals):.1f}x less."
+            )
+    wrong = [
+        f"{name(r['strategy'], r)} on {r['workload']}"
+        for run in runs
+        for r in run["results"]
+        if not r["equal_to_eager"]
+    ]
+    if ratios:
+        same = "" if wrong else ", with the same results as eager"
+        out = [*template("benchmarks-lead", lo=min(ratios), hi=max(ratios), same=same), *out]
     seed = _rows(data, "seed")
-    compiled = [r for s, r in seed.items() if r["compiles"]]
+    compiled = [r for r in seed.values() if r["compiles"]]
     if compiled and "eager" in seed:
-        first, eager_ms = (
-            span([r["first_call_s"] for r in compiled]),
-            seed["eager"]["steady_median_ms"],
+        first = span([r["first_call_s"] for r in compiled])
+        out.append(
+            WORDS["summary_seed"].format(first=first, eager=seed["eager"]["steady_median_ms"])
         )
-        out.append(WORDS["summary_seed"].format(first=first, eager=eager_ms))
-    wrong = _wrong(data) + [w for d in sections for w in _wrong(d)]
-    stochastic = any(
-        i.get("stochastic") for d in (data, *sections) for i in d["workloads"].values()
-    )
     if wrong:
         out.append("- **Wrong numbers:** " + ", ".join(wrong) + ".")
     else:
+        stochastic = any(i.get("stochastic") for d in runs for i in d["workloads"].values())
         out.append(WORDS["summary_correct"] + (WORDS["summary_dropout"] if stochastic else "."))
     return [*out, WORDS["summary_noise"]]
 
@@ -168,33 +142,24 @@ def summary(data: dict[str, Any], sections: tuple[dict[str, Any], ...] = ()) -> 
 def _compiles_cell(r: dict[str, Any]) -> str:
     text = str(r["compiles"])
     if r.get("restarts"):
-        text += f" (+{r['restarts']} restart{'s' if r['restarts'] != 1 else ''})"
+        text += f" (+{_n(r['restarts'], 'restart')})"
     return text + (", then eager" if r["fell_back_to_eager"] else "")
 
 
-def _yes(equal: bool) -> str:
-    return "yes" if equal else "**NO**"
-
-
-def _table(
-    rows: dict[str, dict[str, Any]],
-    strategies: list[str],
-    not_applicable: dict[str, str] | None = None,
-    workload: str | None = None,
-) -> list[str]:
-    head = (
+def _table(data: dict[str, Any], workload: str) -> list[str]:
+    """A workload's results, a row per strategy of the run (n/a where one does not apply)."""
+    rows, na = _rows(data, workload), data["workloads"][workload].get("not_applicable", {})
+    out = table(
         "strategy | compiles> | first call (s)> | total (s)> | steady (ms/step)> | equal to eager"
     )
-    out = table(head)
-    for s in strategies:
-        if s in (not_applicable or {}):
+    for s in data["config"]["strategies"]:
+        if s in na:
             out.append(row(cell(s, {"workload": workload}), "n/a", "", "", "", ""))
-            continue
-        if s not in rows:
-            continue
-        r = rows[s]
-        times = f"{r['first_call_s']:.1f}", f"{r['total_s']:.1f}", f"{r['steady_median_ms']:.3f}"
-        out.append(row(cell(s, r), _compiles_cell(r), *times, _yes(r["equal_to_eager"])))
+        elif s in rows:
+            r = rows[s]
+            first, total, steady = r["first_call_s"], r["total_s"], r["steady_median_ms"]
+            cells = _compiles_cell(r), f"{first:.1f}", f"{total:.1f}", f"{steady:.3f}"
+            out.append(row(cell(s, r), *cells, "yes" if r["equal_to_eager"] else "**NO**"))
     return out
 
 
@@ -207,47 +172,38 @@ def _targets(data: dict[str, Any]) -> list[str]:
     out = table(" | ".join(["target", *workloads]))
     for target, per in by_target.items():
         cells = []
-        for w in workloads:
-            ts = per.get(w, [])
-            met = sum(t["status"] == "PASS" for t in ts)
+        for ts in (per.get(w, []) for w in workloads):
             values = [t["value"] for t in ts if isinstance(t["value"], (int, float))]
-            shown = (
-                ""
-                if not values or isinstance(values[0], bool)
-                else " ("
-                + ", ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in values)
-                + ")"
-            )
+            shown = ", ".join(f"{v:.2f}" if isinstance(v, float) else str(v) for v in values)
+            shown = f" ({shown})" if values and not isinstance(values[0], bool) else ""
+            met = sum(t["status"] == "PASS" for t in ts)
             cells.append(f"{met} of {len(ts)}{shown}" if ts else "-")
-        shown_target = target.replace("oracle", "tensor buffer")
-        out.append(row(shown_target, *cells))
+        out.append(row(target.replace("oracle", "tensor buffer"), *cells))
     return out
 
 
 def targets_block(runs: list[tuple[dict[str, Any], str]]) -> str:
     """The targets benchmarks.strategies checks, per published run, for benchmarks/README.md:
-    met by how many of the three dynscalar strategies (`DynamicInt` value,
-    `mark_dynamic_attr`, `@dynamic_attrs`), with the measured values."""
+    met by how many of the three dynscalar strategies, with the measured values."""
     lines: list[str] = []
     for data, source in runs:
         if is_arguments(data) or not data.get("targets"):
             continue
         firsts = [r["first_call_s"] for r in data["results"] if r["compiles"]]
-        lines += [f"`{source}` (met by how many of the three dynscalar strategies):", ""]
         steps = data["config"]["steps"]
-        lines += [
-            *_targets(data),
-            *template("targets-note", lo=min(firsts), hi=max(firsts), steps=steps),
-        ]
+        lines += [f"`{source}` (met by how many of the three dynscalar strategies):", ""]
+        lines += _targets(data)
+        lines += template("targets-note", lo=min(firsts), hi=max(firsts), steps=steps)
     return marked("strategy-targets", "\n".join(lines))
 
 
-def _stochastic_checks(data: dict[str, Any], workload: str) -> list[str]:
-    """How a workload with dropout in training is checked, and each strategy's results."""
-    c = data["config"]
-    rows = _rows(data, workload)
+def _stochastic(data: dict[str, Any], workload: str, alt: str) -> list[str]:
+    """For a workload with dropout in training: how it is checked, each strategy's results
+    and its figure (``alt``: the figure's text); nothing for another workload."""
+    if not data["workloads"][workload].get("stochastic"):
+        return []
+    c, rows = data["config"], _rows(data, workload)
     probe = next((r["dropout_probe"] for r in rows.values() if "dropout_probe" in r), None)
-    draws = probe["draws"] if probe else 64
     out = template(
         "stochastic-checks",
         steps=c["steps"],
@@ -258,77 +214,44 @@ def _stochastic_checks(data: dict[str, Any], workload: str) -> list[str]:
         seeds=c["reference_seeds"],
         dof=c["reference_seeds"] - 1,
         z=c["loss_z"],
-        draws=draws,
+        draws=probe["draws"] if probe else 64,
     )
-    for s in data["config"]["strategies"]:
-        r = rows.get(s)
-        if r is None or "loss_check" not in r:
-            continue
-        exact = f"{r['max_abs_diff']:.1e}" + ("" if r["eval_equal"] else " **(NO)**")
-        zs = (f"{r[k]['max_abs_z']:.1f}" for k in ("loss_check", "dropout_probe"))
-        out.append(row(cell(s, r), exact, *zs))
-    return out
-
-
-def _loads(data: dict[str, Any], workload: str) -> list[str]:
-    """The load average each strategy's process started under, when the run recorded it."""
-    rows = [r for r in data["results"] if r["workload"] == workload and "loadavg_start" in r]
-    if not rows:
-        return []
-    return [
-        "Load average (1 minute) when each strategy's process started: "
-        + ", ".join(f"{name(r['strategy'], r)} {r['loadavg_start']:.1f}" for r in rows)
-        + ".",
-        "",
-    ]
+    for s in c["strategies"]:
+        r = rows.get(s, {})
+        if "loss_check" in r:
+            exact = f"{r['max_abs_diff']:.1e}" + ("" if r["eval_equal"] else " **(NO)**")
+            zs = (f"{r[k]['max_abs_z']:.1f}" for k in ("loss_check", "dropout_probe"))
+            out.append(row(cell(s, r), exact, *zs))
+    return [*out, "", f"![{alt}](img/{workload}.png)", ""]
 
 
 def _section(data: dict[str, Any], source: str, workload: str) -> list[str]:
     """A workload measured in a separate run: its own machine line, table, checks, targets."""
-    info = data["workloads"][workload]
+    info, rows, title = data["workloads"][workload], _rows(data, workload), _title(workload)
+    na, what = info.get("not_applicable", {}), WORDS["what_by_workload"].get(workload, {})
+    machine = _machine(data)
+    lines = template(
+        "section", title=title, workload=workload, info=info, machine=machine, source=source
+    )
+    loads = ", ".join(
+        f"{name(s, r)} {r['loadavg_start']:.1f}" for s, r in rows.items() if "loadavg_start" in r
+    )
+    if loads:
+        lines += [f"Load average (1 minute) when each strategy's process started: {loads}.", ""]
     strategies = data["config"]["strategies"]
-    na = info.get("not_applicable", {})
-    what = WHAT_BY_WORKLOAD.get(workload, {})
-    rows = _rows(data, workload)
-    title = WORKLOAD_TITLES.get(workload, workload)
-    lines = [
-        *template(
-            "section",
-            title=title,
-            workload=workload,
-            info=info,
-            machine=_machine(data),
-            source=source,
-        ),
-        *_loads(data, workload),
-        *table(
-            "strategy | what it is here",
-            (
-                (
-                    cell(s, {"workload": workload}),
-                    f"n/a: {na[s]}" if s in na else what.get(s, WHAT.get(s, "")),
-                )
-                for s in strategies
-            ),
-        ),
-        "",
-        *_table(rows, strategies, na, workload),
-        "",
-    ]
-    if any(r.get("restarts") for r in rows.values()):
-        restarted = ", ".join(
-            f"{name(s, r)} {r['restarts']}" for s, r in rows.items() if r.get("restarts")
-        )
-        lines += template("restarts", restarted=restarted)
-    if info.get("stochastic"):
-        lines += [*_stochastic_checks(data, workload), ""]
-        lines += [f"![{title}: {WORDS['schedule_alt']}](img/{workload}.png)", ""]
-    return lines
+    cells = [cell(s, {"workload": workload}) for s in strategies]
+    here = [f"n/a: {na[s]}" if s in na else what.get(s, WHAT.get(s, "")) for s in strategies]
+    lines += table("strategy | what it is here", zip(cells, here, strict=True))
+    lines += ["", *_table(data, workload), ""]
+    restarted = [f"{name(s, r)} {r['restarts']}" for s, r in rows.items() if r.get("restarts")]
+    if restarted:
+        lines += template("restarts", restarted=", ".join(restarted))
+    return lines + _stochastic(data, workload, f"{title}: {WORDS['schedule_alt']}")
 
 
 def is_arguments(data: dict[str, Any]) -> bool:
     """Whether a JSON is a benchmarks.arguments run (the comparison page's own section)."""
-    return data.get("kind") == ARGUMENTS
+    return data.get("kind") == "arguments"
 
 
 def render_benchmarks(
@@ -358,17 +281,15 @@ def render_benchmarks(
     ]
     for workload, info in data["workloads"].items():
         lines += [
-            f"## {WORKLOAD_TITLES.get(workload, workload)}",
+            f"## {_title(workload)}",
             "",
             f"`{workload}`: {info['description']}; {info['control_paths']} control path(s), "
             "the compiles a perfectly dynamic counter needs.",
             "",
-            *_table(_rows(data, workload), strategies, info.get("not_applicable"), workload),
+            *_table(data, workload),
             "",
+            *_stochastic(data, workload, _title(workload)),
         ]
-        if info.get("stochastic"):
-            lines += [*_stochastic_checks(data, workload), ""]
-            lines += [f"![{WORKLOAD_TITLES.get(workload, workload)}](img/{workload}.png)", ""]
     for extra, extra_source in sections:
         for workload in extra["workloads"]:
             lines += _section(extra, extra_source, workload)
@@ -380,65 +301,51 @@ def render_comparison(
 ) -> str:
     names = list(data["workloads"])
     by = {(r["workload"], r["strategy"]): r for r in data["results"]}
-    arguments = [(d, src) for d, src in sections if is_arguments(d)]
-    sections = tuple(s for s in sections if not is_arguments(s[0]))
-    strategies = [s for s in data["config"]["strategies"] if s != "eager"]
     paths = ", ".join(f"{n} {data['workloads'][n]['control_paths']}" for n in names)
     lines = template("comparison-head", paths=paths, names=" / ".join(names))
     wrong = []
-    for s in strategies:
+    for s in (s for s in data["config"]["strategies"] if s != "eager"):
         rows = [by[(n, s)] for n in names if (n, s) in by]
         cells = " / ".join(map(_compiles_cell, rows))
         wrong += [f"{name(s, r)} on {r['workload']}" for r in rows if not r["equal_to_eager"]]
         lines.append(row(cell(s, rows[0]), cells, LIMITS.get(s, "")))
-    lines += [
-        "",
-        (
-            "Every strategy returned the same numbers as eager."
-            if not wrong
-            else "**Wrong numbers:** " + ", ".join(wrong) + "."
-        ),
-        *template("comparison-buffer"),
-    ]
-    for extra, extra_source in sections:
-        for workload, info in extra["workloads"].items():
-            lines += _comparison_section(extra, extra_source, workload, info)
+    same = "Every strategy returned the same numbers as eager."
+    lines += ["", "**Wrong numbers:** " + ", ".join(wrong) + "." if wrong else same]
+    lines += template("comparison-buffer")
+    for extra, extra_source in (s for s in sections if not is_arguments(s[0])):
+        for workload in extra["workloads"]:
+            lines += _comparison_section(extra, extra_source, workload)
     lines += template("comparison-beyond", machine=_machine(data), source=source)
-    for run, run_source in arguments:
+    for run, run_source in (s for s in sections if is_arguments(s[0])):
         lines += _arguments_section(run, run_source)
     return "\n".join(lines)
 
 
-def _comparison_section(
-    data: dict[str, Any], source: str, workload: str, info: dict[str, Any]
-) -> list[str]:
-    rows = _rows(data, workload)
+def _comparison_section(data: dict[str, Any], source: str, workload: str) -> list[str]:
+    """A workload of a separate run on the comparison page: compiles and a note per strategy."""
+    info, rows, c = data["workloads"][workload], _rows(data, workload), data["config"]
     na = info.get("not_applicable", {})
-    title = WORKLOAD_TITLES.get(workload, workload)
+    notes = WORDS["schedule_notes"] if workload == "schedule" else LIMITS
+    title = _title(workload)
     lines = template(
-        "comparison-section",
-        title=title,
-        workload=workload,
-        info=info,
-        c=data["config"],
-        source=source,
+        "comparison-section", title=title, workload=workload, info=info, c=c, source=source
     )
-    for s in data["config"]["strategies"]:
-        if s == "eager":
-            continue
+    for s in (s for s in c["strategies"] if s != "eager"):
         if s in na:
             lines.append(row(cell(s, {"workload": workload}), "n/a", na[s]))
         elif s in rows:
             r = rows[s]
-            note = SCHEDULE_NOTES.get(s, "") if workload == "schedule" else LIMITS.get(s, "")
-            if not r["equal_to_eager"]:
-                note = "**wrong numbers**; " + note
+            note = ("" if r["equal_to_eager"] else "**wrong numbers**; ") + notes.get(s, "")
             lines.append(row(cell(s, r), _compiles_cell(r), note))
-    lines.append("")
-    return lines
+    return [*lines, ""]
 
 
 # ----------------------------------------------------------------------------- arguments
+
+
+def _ok(r: dict[str, Any] | None) -> bool:
+    """Whether an arguments row is there and did not fail."""
+    return r is not None and "error" not in r
 
 
 def _argument_row(r: dict[str, Any] | None) -> str:
@@ -449,25 +356,12 @@ def _argument_row(r: dict[str, Any] | None) -> str:
     return _compiles_cell(r) + ("" if r["equal_to_eager"] else " **wrong**")
 
 
-def _stock_arguments(data: dict[str, Any], by: dict[tuple[str, str], Any]) -> list[str]:
-    """One sentence on stock torch.compile's extra compiles for arguments, from the run."""
-    stock = [by.get((case, "stock")) for case in data["cases"]]
-    if not all(r and "error" not in r for r in stock):
-        return []
-    extra = {
-        r["compiles"] - data["cases"][r["case"]]["control_paths"] for r in stock if r is not None
-    }
-    if extra != {1}:
-        return []
-    return [WORDS["stock_arguments"]]
-
-
 def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
     """The comparison page's section on function arguments, from an arguments run."""
-    c, m = data["config"], data["machine"]
+    c, m, names = data["config"], data["machine"], data["names"]
     cases = list(data["cases"])
     by = {(r["case"], r["strategy"]): r for r in data["results"]}
-    names = data["names"]
+    per = {s: [by.get((case, s)) for case in cases] for s in [*c["strategies"], "stock"]}
 
     def cell_name(s: str) -> str:  # may wrap after "_" and before "(": the tables fit 1280 px
         return str(names[s]).replace("_", "_<wbr>").replace("(", "<wbr>(")
@@ -476,54 +370,48 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
     for case, info in data["cases"].items():
         shown = ", ".join(map(str, info["values"]))
         lines.append(WORDS["argument_case"].format(case=case, info=info, shown=shown))
-    lines += ["", WORDS["arguments_equal"], *_stock_arguments(data, by), ""]
+    # stock's extra compiles: one more than the control paths (the first value is a constant)
+    stock = per["stock"]
+    extra = {r["compiles"] - data["cases"][r["case"]]["control_paths"] for r in stock if _ok(r)}
+    stock_line = [WORDS["stock_arguments"]] if all(map(_ok, stock)) and extra == {1} else []
+    lines += ["", WORDS["arguments_equal"], *stock_line, ""]
     lines += table(" | ".join(["strategy", "torch", *(f"{c}>" for c in cases), "equal to eager"]))
-    errors, wrong = [], []
+    errors, wrong, notes, how, times = [], [], [], [], []
     for s in c["strategies"]:
-        rows = [by.get((case, s)) for case in cases]
+        rows = per[s]
         version = next((r["torch"] for r in rows if r and "torch" in r), "?").split("+")[0]
         errors += [(s, r) for r in rows if r and "error" in r]
-        bad = [r["case"] for r in rows if r and "error" not in r and not r["equal_to_eager"]]
+        bad = [r["case"] for r in rows if _ok(r) and not r["equal_to_eager"]]
         wrong += [f"{names[s]} on {case}" for case in bad]
-        ok = [r for r in rows if r and "error" not in r]
-        same = "**NO**" if bad else ("yes" if ok else "-")
+        same = "**NO**" if bad else ("yes" if any(map(_ok, rows)) else "-")
         lines.append(row(cell_name(s), version, *map(_argument_row, rows), same))
+        for case, r, st in zip(cases, rows, stock, strict=True):  # a mark that changed nothing
+            paths = data["cases"][case]["control_paths"]
+            if s != "stock" and _ok(r) and _ok(st) and r["compiles"] == st["compiles"] > paths:
+                notes += [WORDS["as_stock"].format(name=names[s], case=case, n=r["compiles"]), ""]
+        first = " / ".join(f"{r['first_call_s']:.2f}" if _ok(r) else "-" for r in rows)
+        steady = " / ".join(f"{r['steady_median_us']:.0f}" if _ok(r) else "-" for r in rows)
+        times.append(row(cell_name(s), first, steady))
+        how.append((cell_name(s), data["what"][s], WORDS["argument_limits"].get(s, "")))
     lines.append("")
     for s, r in errors:
         message = r["error"].splitlines()[-1].split(" (unhinted")[0]
-        lines.append(f"*error* ({names[s]}, `{r['case']}`): `{message}`")
-        lines.append("")
-    for s in c["strategies"]:  # a mark that changed nothing: as many compiles as stock
-        for case, info in data["cases"].items():
-            r, stock = by.get((case, s)), by.get((case, "stock"))
-            if s == "stock" or not r or not stock or "error" in r or "error" in stock:
-                continue
-            if r["compiles"] == stock["compiles"] > info["control_paths"]:
-                lines += [WORDS["as_stock"].format(name=names[s], case=case, n=r["compiles"]), ""]
+        lines += [f"*error* ({names[s]}, `{r['case']}`): `{message}`", ""]
+    lines += notes
     if wrong:
         lines += ["**Wrong numbers:** " + ", ".join(wrong) + ".", ""]
-    how = ((cell_name(s), data["what"][s], ARGUMENT_LIMITS.get(s, "")) for s in c["strategies"])
     lines += table("strategy | how | limits", how)
     lines += template("arguments-times", cases=" / ".join(f"`{case}`" for case in cases))
-    for s in c["strategies"]:
-        rows = [by.get((case, s)) for case in cases]
-        first = " / ".join(
-            f"{r['first_call_s']:.2f}" if r and "error" not in r else "-" for r in rows
-        )
-        steady = " / ".join(
-            f"{r['steady_median_us']:.0f}" if r and "error" not in r else "-" for r in rows
-        )
-        lines.append(row(cell_name(s), first, steady))
-    versions = sorted({r["torch"] for r in data["results"] if "torch" in r})
+    lines += times
+    versions = " and ".join(sorted({r["torch"] for r in data["results"] if "torch" in r}))
     load = m["loadavg_start"][0]
     end = f", at the end {m['loadavg_end'][0]:.2f}" if m.get("loadavg_end") else ""
     noisy = WORDS["arguments_noisy"] if load > 0.5 else ". "
-    versions_text = " and ".join(versions)
     return lines + template(
         "arguments-machine",
         m=m,
         c=c,
-        torch=versions_text,
+        torch=versions,
         load=load,
         end=end,
         noisy=noisy,
@@ -556,10 +444,8 @@ def _timeline(
 
 
 def _compiled(label: str, r: dict[str, Any], sep: str = ": ") -> str:
-    plural = "" if r["compiles"] == 1 else "s"
-    return f"{label}{sep}{r['compiles']} compile{plural}" + (
-        ", then eager" if r["fell_back_to_eager"] else ""
-    )
+    eager = ", then eager" if r["fell_back_to_eager"] else ""
+    return f"{label}{sep}{_n(r['compiles'], 'compile')}{eager}"
 
 
 def plot_total_time(data: dict[str, Any], path: Path) -> None:
@@ -582,13 +468,14 @@ def plot_total_time(data: dict[str, Any], path: Path) -> None:
         ax.barh(ys, first, color="#c8c8c8")
         ax.barh(ys, rest, left=first, color="#4c72b0")  # one colour: the legend's
         top = max(f + r for f, r in zip(first, rest, strict=True))
-        for y, s in ((y, s) for y, s in zip(ys, strategies, strict=True) if s in rows):
-            text = _compiled(f" {rows[s]['total_s']:.0f} s", rows[s], ", ")
-            ax.annotate(text, (rows[s]["total_s"], y), va="center", fontsize=9)
+        for y, s in zip(ys, strategies, strict=True):
+            if s in rows:
+                text = _compiled(f" {rows[s]['total_s']:.0f} s", rows[s], ", ")
+                ax.annotate(text, (rows[s]["total_s"], y), va="center", fontsize=9)
         ax.set_xlim(0, top * 2.1)  # room for the longest note
         ax.set_yticks(ys, [name(s) for s in strategies], fontsize=9.5)
         ax.invert_yaxis()
-        ax.set_title(WORKLOAD_TITLES.get(workload, workload), fontsize=10, loc="left")
+        ax.set_title(_title(workload), fontsize=10, loc="left")
         ax.grid(axis="x", alpha=0.3)
     axes[-1, 0].set_xlabel("seconds")
     legend = [
@@ -606,15 +493,12 @@ def plot_total_time(data: dict[str, Any], path: Path) -> None:
     save_figure(fig, path)
 
 
-def plot_cumulative(data: dict[str, Any], path: Path, workload: str | None = None) -> None:
-    """Cumulative time per step for four strategies: the first steps, and the whole run."""
+def plot_cumulative(data: dict[str, Any], path: Path) -> None:
+    """Cumulative time per step of four strategies (on train if run): first steps, whole run."""
     plt = _pyplot()
-    workload = workload or (
-        "train" if "train" in data["workloads"] else list(data["workloads"])[-1]
-    )
+    workload = "train" if "train" in data["workloads"] else list(data["workloads"])[-1]
     rows = _rows(data, workload)
-    shown = [s for s in ("stock", "unspec_int", "oracle", "ds_registry") if s in rows]
-    shown = shown or list(rows)
+    shown = [s for s in ("stock", "unspec_int", "oracle", "ds_registry") if s in rows] or list(rows)
     steps = data["config"]["steps"]
     zoom = min(steps, 12)
     fig, (near, whole) = plt.subplots(2, 1, figsize=(6.8, 7.4))
@@ -627,7 +511,7 @@ def plot_cumulative(data: dict[str, Any], path: Path, workload: str | None = Non
     whole.legend(fontsize=9, loc="lower right")
     ours = [rows[s]["total_s"] for s in DYNSCALAR if s in rows]
     fig.suptitle(
-        f"{WORKLOAD_TITLES.get(workload, workload)}, one cold run per strategy"
+        f"{_title(workload)}, one cold run per strategy"
         + (f"\n(every dynscalar variant: {span(ours)} s in total)" if ours else ""),
         fontsize=10,
     )
@@ -635,7 +519,7 @@ def plot_cumulative(data: dict[str, Any], path: Path, workload: str | None = Non
     save_figure(fig, path)
 
 
-def plot_schedule(data: dict[str, Any], path: Path, workload: str = "schedule") -> None:
+def plot_schedule(data: dict[str, Any], path: Path, workload: str) -> None:
     """A stochastic workload: cumulative time per strategy, and each strategy's training loss
     (moving mean) over the eager runs with other random streams."""
     plt = _pyplot()
@@ -648,28 +532,15 @@ def plot_schedule(data: dict[str, Any], path: Path, workload: str = "schedule") 
     timing.legend(fontsize=9, loc="center right")
     width = max(1, steps // 20)
 
-    def smooth(values: list[float]) -> list[float]:
-        return [
-            sum(values[max(0, i - width + 1) : i + 1]) / len(values[max(0, i - width + 1) : i + 1])
-            for i in range(len(values))
-        ]
+    def curve(values: list[float], **style: Any) -> None:  # the moving mean of ``values``
+        windows = [values[max(0, i - width + 1) : i + 1] for i in range(len(values))]
+        losses.plot(range(1, len(values) + 1), [sum(w) / len(w) for w in windows], **style)
 
     for i, run in enumerate(data.get("references", {}).get(workload, {}).get("losses", [])):
-        losses.plot(
-            range(1, len(run) + 1),
-            smooth(run),
-            color="#bbbbbb",
-            linewidth=1,
-            label="eager, other random streams" if i == 0 else None,
-        )
-    for s in shown:
-        if "losses" in rows[s]:
-            losses.plot(
-                range(1, len(rows[s]["losses"]) + 1),
-                smooth(rows[s]["losses"]),
-                color=COLORS.get(s, "#4c72b0"),
-                linewidth=1.2,
-            )
+        label = "eager, other random streams" if i == 0 else None
+        curve(run, color="#bbbbbb", linewidth=1, label=label)
+    for s in (s for s in shown if "losses" in rows[s]):
+        curve(rows[s]["losses"], color=COLORS.get(s, "#4c72b0"), linewidth=1.2)
     losses.set(
         xlim=(1, steps), xlabel="step", ylabel=f"training loss ({width}-step mean; axis cut)"
     )
@@ -678,7 +549,7 @@ def plot_schedule(data: dict[str, Any], path: Path, workload: str = "schedule") 
     for ax in (timing, losses):
         ax.grid(alpha=0.3)
     fig.suptitle(
-        f"{WORKLOAD_TITLES.get(workload, workload)}, one cold run per strategy;\n"
+        f"{_title(workload)}, one cold run per strategy;\n"
         f"{data['config']['backend']}, torch {data['machine']['torch']}",
         fontsize=10,
     )
@@ -687,8 +558,9 @@ def plot_schedule(data: dict[str, Any], path: Path, workload: str = "schedule") 
 
 
 def write_plots(data: dict[str, Any], folder: Path) -> list[Path]:
+    """The main run's figures and its stochastic workloads'."""
     folder.mkdir(parents=True, exist_ok=True)
-    total, cumulative = folder / PLOTS[0], folder / PLOTS[1]
+    total, cumulative = folder / "total_time.png", folder / "cumulative_time.png"
     plot_total_time(data, total)
     plot_cumulative(data, cumulative)
     return [total, cumulative, *write_section_plots(data, folder)]
@@ -697,12 +569,10 @@ def write_plots(data: dict[str, Any], folder: Path) -> list[Path]:
 def write_section_plots(data: dict[str, Any], folder: Path) -> list[Path]:
     """``<workload>.png`` for each stochastic workload of a run (none for an arguments run)."""
     folder.mkdir(parents=True, exist_ok=True)
-    written = []
-    for workload, info in data.get("workloads", {}).items():
-        if info.get("stochastic"):
-            plot_schedule(data, folder / f"{workload}.png", workload)
-            written.append(folder / f"{workload}.png")
-    return written
+    workloads = [w for w, info in data.get("workloads", {}).items() if info.get("stochastic")]
+    for workload in workloads:
+        plot_schedule(data, folder / f"{workload}.png", workload)
+    return [folder / f"{workload}.png" for workload in workloads]
 
 
 def load_runs(paths: list[Path]) -> list[tuple[dict[str, Any], str]]:

@@ -31,7 +31,7 @@ from benchmarks.harness import (
     split,
     write_json,
 )
-from benchmarks.render_strategies import NAMES, _section, label, write_plots
+from benchmarks.render_strategies import DYNSCALAR, _section, label, write_plots
 from benchmarks.workloads import WORKLOADS, Workload
 
 DEFAULT_OUT = HERE / "results" / "latest"
@@ -49,18 +49,6 @@ def _identity(value: float) -> Any:
     return value
 
 
-@dataclass(frozen=True)
-class Strategy:
-    """How one strategy builds its model and configures torch (``wrap``: how the loop makes
-    each value it sets; ``DynamicFloat`` for the proxy strategy)."""
-
-    label: str
-    compiled: bool = True
-    setup: Callable[[Workload], None] | None = None
-    build: Callable[[Workload], torch.nn.Module] | None = None
-    wrap: Callable[[float], Any] = _identity
-
-
 def _seeded(make: Callable[[], torch.nn.Module]) -> torch.nn.Module:
     torch.manual_seed(0)  # every strategy's model starts with the same parameters
     return make()
@@ -68,6 +56,17 @@ def _seeded(make: Callable[[], torch.nn.Module]) -> torch.nn.Module:
 
 def _plain(w: Workload) -> torch.nn.Module:
     return _seeded(w.plain)
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """How one strategy builds its model and configures torch (``wrap``: how the loop makes
+    each value it sets; ``DynamicFloat`` for the proxy strategy)."""
+
+    compiled: bool = True
+    setup: Callable[[Workload], None] | None = None
+    build: Callable[[Workload], torch.nn.Module] = _plain
+    wrap: Callable[[float], Any] = _identity
 
 
 def _with_value(value: Callable[[Any], Any]) -> Callable[[Workload], torch.nn.Module]:
@@ -100,39 +99,37 @@ def _registry(w: Workload) -> torch.nn.Module:
 def _decorator(w: Workload) -> torch.nn.Module:
     if w.decorated is not None:  # the attributes live on submodules: the workload decorates
         return _seeded(w.decorated)
-    plain_cls = w.plain
-    cls = dynscalar.dynamic_attrs(*w.dynamic[""])(
-        type(f"Dynamic{plain_cls.__name__}", (plain_cls,), {})
-    )
-    return _seeded(cls)
+    cls = type(f"Dynamic{w.plain.__name__}", (w.plain,), {})
+    return _seeded(dynscalar.dynamic_attrs(*w.dynamic[""])(cls))
 
 
 def _dynamic_sources(w: Workload) -> None:
     # the sources Dynamo gives the attributes when torch.compile(model) traces forward
     # (TORCH_LOGS=guards: L['self'].step; on schedule L['self']._modules['drop1'].p, ...)
-    torch.compiler.config.dynamic_sources = ",".join(w.sources)
+    torch.compiler.config.dynamic_sources = ",".join(
+        "L['self']" + "".join(f"._modules['{m}']" for m in path.split(".") if m) + f".{attr}"
+        for path, names in w.dynamic.items()
+        for attr in names
+    )
 
 
 def _unspec_int(w: Workload) -> None:
     torch._dynamo.config.allow_unspec_int_on_nn_module = True
 
 
+# The reader-facing names and what each does: render_strategies.NAMES and .WHAT.
 STRATEGIES: dict[str, Strategy] = {
-    # labels: the reader-facing names the docs use (render_strategies.NAMES)
-    "eager": Strategy(NAMES["eager"], compiled=False, build=_plain),
-    "stock": Strategy(NAMES["stock"], build=_plain),
-    "unspec_int": Strategy(NAMES["unspec_int"], setup=_unspec_int, build=_plain),
-    "dynamic_sources": Strategy(NAMES["dynamic_sources"], setup=_dynamic_sources, build=_plain),
-    "torch_dynamicint": Strategy(NAMES["torch_dynamicint"], build=_with_value(_torch_dynamicint)),
-    "oracle": Strategy(NAMES["oracle"], build=lambda w: _seeded(w.oracle)),
-    "oracle_inplace": Strategy(NAMES["oracle_inplace"], build=lambda w: _seeded(w.oracle_inplace)),
-    "ds_proxy": Strategy(
-        NAMES["ds_proxy"], build=_with_value(dynscalar.mark_dynamic), wrap=dynscalar.mark_dynamic
-    ),
-    "ds_registry": Strategy(NAMES["ds_registry"], build=_registry),
-    "ds_decorator": Strategy(NAMES["ds_decorator"], build=_decorator),
+    "eager": Strategy(compiled=False),
+    "stock": Strategy(),
+    "unspec_int": Strategy(setup=_unspec_int),
+    "dynamic_sources": Strategy(setup=_dynamic_sources),
+    "torch_dynamicint": Strategy(build=_with_value(_torch_dynamicint)),
+    "oracle": Strategy(build=lambda w: _seeded(w.oracle)),
+    "oracle_inplace": Strategy(build=lambda w: _seeded(w.oracle_inplace or w.oracle)),
+    "ds_proxy": Strategy(build=_with_value(dynscalar.mark_dynamic), wrap=dynscalar.mark_dynamic),
+    "ds_registry": Strategy(build=_registry),
+    "ds_decorator": Strategy(build=_decorator),
 }
-DYNSCALAR = ("ds_proxy", "ds_registry", "ds_decorator")
 # oracle_inplace only on request: it differs from the oracle only for training, where it
 # shows torch 2.13's wrong gradients for a buffer updated in place.
 DEFAULT_STRATEGIES = [s for s in STRATEGIES if s != "oracle_inplace"]
@@ -244,9 +241,8 @@ def run_child(
     if strategy.setup is not None:
         strategy.setup(workload)
     inputs = workload.make_inputs(steps)
-    model = strategy.build(workload)  # type: ignore[misc]
+    model = strategy.build(workload)
     call, times, outputs, counts = _compiled_run(strategy, workload, model, inputs, backend)
-    half = times[len(times) // 2 :]
     row = {
         "workload": workload_name,
         "strategy": strategy_name,
@@ -258,7 +254,7 @@ def run_child(
         **counts,
         "first_call_s": times[0],
         "total_s": sum(times),
-        "steady_median_ms": 1e3 * statistics.median(half),
+        "steady_median_ms": 1e3 * statistics.median(times[len(times) // 2 :]),
         "step_times_s": times,
         "final_output": float(outputs[-1].double().sum()),
     }
@@ -281,7 +277,7 @@ def run_child(
     # The exact pass: same loop and schedule with the random ops off, freshly compiled.
     torch._dynamo.reset()
     prepare = workload.derandomize
-    model = strategy.build(workload)  # type: ignore[misc]
+    model = strategy.build(workload)
     if prepare is not None:
         prepare(model)
     _, _, outputs, counts = _compiled_run(strategy, workload, model, inputs, backend)
@@ -290,11 +286,15 @@ def run_child(
     return row | {"equal_to_eager": False}  # set by the parent once the loss check ran
 
 
+def _z(diff: float, scale: float) -> float:
+    """``diff / scale``; for a zero scale 0 when ``diff`` is 0, else huge."""
+    return diff / scale if scale > 0 else (0.0 if diff == 0 else 1e9)
+
+
 def _welch_z(a: list[float], b: list[float]) -> float:
     """Welch's two-sample statistic for the difference of means (0 when both are constant)."""
     se = math.sqrt(statistics.variance(a) / len(a) + statistics.variance(b) / len(b))
-    diff = statistics.fmean(a) - statistics.fmean(b)
-    return diff / se if se > 0 else (0.0 if diff == 0 else 1e9)
+    return _z(statistics.fmean(a) - statistics.fmean(b), se)
 
 
 def _spread_z(a: list[float], b: list[float]) -> float:
@@ -375,16 +375,11 @@ def loss_check(losses: list[float], reference: list[list[float]]) -> dict[str, A
     windows = max(1, min(LOSS_WINDOWS, len(losses) // 3))
     runs = len(reference)
     got = _window_means(losses, windows)
-    per_run = [_window_means(r, windows) for r in reference]
-    means, sds, zs = [], [], []
-    for k in range(windows):
-        values = [r[k] for r in per_run]
-        mean, sd = statistics.fmean(values), statistics.stdev(values)
-        scale = sd * math.sqrt(1 + 1 / runs)
-        z = (got[k] - mean) / scale if scale > 0 else (0.0 if got[k] == mean else 1e9)
-        means.append(mean)
-        sds.append(sd)
-        zs.append(z)
+    per_window = list(zip(*(_window_means(r, windows) for r in reference), strict=True))
+    means = [statistics.fmean(values) for values in per_window]
+    sds = [statistics.stdev(values) for values in per_window]
+    inflate = math.sqrt(1 + 1 / runs)  # a prediction interval: one new run, not a mean
+    zs = [_z(g - m, sd * inflate) for g, m, sd in zip(got, means, sds, strict=True)]
     worst = max(abs(z) for z in zs)
     return {
         "windows": windows,
@@ -403,15 +398,9 @@ def loss_check(losses: list[float], reference: list[list[float]]) -> dict[str, A
 
 
 def _spawn(cmd: list[str], args: argparse.Namespace, failed: dict[str, Any]) -> dict[str, Any]:
-    """This experiment with ``cmd`` in a fresh process with a fresh inductor cache."""
+    """``cmd`` in a fresh process with a fresh inductor cache: its row, else ``failed``."""
     cmd += ["--steps", str(args.steps), "--backend", args.backend, "--threads", str(args.threads)]
     return harness.child_row("benchmarks.strategies", cmd, args.timeout, failed)
-
-
-def spawn_child(workload: str, strategy: str, args: argparse.Namespace) -> dict[str, Any]:
-    """One pair in a fresh process with a fresh inductor cache: its row."""
-    failed = {"workload": workload, "strategy": strategy, "label": label(strategy, workload)}
-    return _spawn(["--child", workload, strategy], args, failed)
 
 
 def apply_loss_checks(rows: list[dict[str, Any]], references: dict[str, dict[str, Any]]) -> None:
@@ -442,29 +431,21 @@ def check_targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in (r for r in rows if r["strategy"] in DYNSCALAR):
         checks: list[tuple[str, Any, Any]] = [("equal to eager", row["equal_to_eager"], True)]
         if "error" not in row:
+            paths = WORKLOADS[row["workload"]].control_paths
             checks += [
-                ("compiles == control paths", row["compiles"], WORKLOADS[row["workload"]]),
+                ("compiles == control paths", row["compiles"], paths),
                 ("total <= 0.3x stock", row.get("total_vs_stock"), 0.3),
                 ("total <= 1.10x oracle", row.get("total_vs_oracle"), 1.10),
                 ("steady state <= 1.05x oracle", row.get("steady_median_vs_oracle"), 1.05),
                 ("first compile <= 1.10x stock's", row.get("first_call_vs_stock"), 1.10),
             ]
         for name, value, limit in checks:
-            if isinstance(limit, Workload):
-                limit = limit.control_paths
-            if value is None:
-                status = "n/a"
-            elif isinstance(limit, bool) or name.startswith("compiles"):
-                status = "PASS" if value == limit else "MISS"
-            else:
-                status = "PASS" if value <= limit else "MISS"
+            exact = isinstance(limit, bool) or name.startswith("compiles")
+            met = value == limit if exact else value is not None and value <= limit
+            status = "n/a" if value is None else "PASS" if met else "MISS"
             target = {"workload": row["workload"], "strategy": row["strategy"], "target": name}
             targets.append(target | {"value": value, "limit": limit, "status": status})
     return targets
-
-
-def _elapsed(seconds: float) -> str:
-    return f"{int(seconds // 60)}m{seconds % 60:04.1f}s"
 
 
 def run_parent(args: argparse.Namespace) -> int:
@@ -493,8 +474,10 @@ def run_parent(args: argparse.Namespace) -> int:
     pairs = [(w, s) for w in workloads for s in strategies if s not in skipped[w]]
     rows, start = [], time.perf_counter()
     for i, (w, s) in enumerate(pairs, start=1):
-        print(f"[{i}/{len(pairs)}] {w} / {s} ({_elapsed(time.perf_counter() - start)})", flush=True)
-        rows.append(row := spawn_child(w, s, args))
+        t = time.perf_counter() - start
+        print(f"[{i}/{len(pairs)}] {w} / {s} ({int(t // 60)}m{t % 60:04.1f}s)", flush=True)
+        failed = {"workload": w, "strategy": s, "label": label(s, w)}
+        rows.append(row := _spawn(["--child", w, s], args, failed))
         if "error" in row:
             print(f"  FAILED\n{row['error']}", flush=True)
         else:

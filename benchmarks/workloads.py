@@ -17,13 +17,17 @@ from benchmarks.harness import words
 from dynscalar._demo import SeedModel, TrainBlock
 
 
-class SeedOracle(SeedModel):
-    """The seed model with its counter in a 0-d int64 buffer."""
+class StepBuffer(torch.nn.Module):
+    """An oracle's base before its model's class: the model's ``step`` in a 0-d int64 buffer."""
 
-    def __init__(self, width: int = 64) -> None:
-        super().__init__(width)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         del self.step
         self.register_buffer("step", torch.zeros((), dtype=torch.int64))
+
+
+class SeedOracle(StepBuffer, SeedModel):
+    """The seed model with its counter in a 0-d int64 buffer."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + 1
@@ -52,29 +56,19 @@ class PointwiseBlock(torch.nn.Module):
         return y
 
 
-class PointwiseOracle(PointwiseBlock):
+class PointwiseOracle(StepBuffer, PointwiseBlock):
     """``phase`` is ``step_buffer / period``: a float32 0-d tensor, the same value as the
     plain model's Python float rounded to float32 (so eager results are identical)."""
-
-    def __init__(self, period: int = 100, rounds: int = 6) -> None:
-        super().__init__(period, rounds)
-        del self.step
-        self.register_buffer("step", torch.zeros((), dtype=torch.int64))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         self.step.add_(1)
         return self._chain(x, self.step / self.period)
 
 
-class TrainBlockOracle(TrainBlock):
+class TrainBlockOracle(StepBuffer, TrainBlock):
     """The counter in a buffer, reassigned (the in-place form gets wrong gradients on torch
     2.13, pytorch/pytorch#197039); the ``step % accum`` branch as a 0/1 mask with the plain
     model's numerics (benchmarks/README.md)."""
-
-    def __init__(self, **kwargs: float) -> None:
-        super().__init__(**kwargs)  # type: ignore[arg-type]
-        del self.step
-        self.register_buffer("step", torch.zeros((), dtype=torch.int64))
 
     def tick(self) -> torch.Tensor:
         """Advance the counter; return its new value."""
@@ -103,13 +97,6 @@ class TrainBlockOracleInPlace(TrainBlockOracle):
 # the run, then held). No counter in the model: the values come from the loop.
 P_START, P_END, SMOOTHING, CLASSES = 0.3, 0.05, 0.1, 10
 WORDS = words("strategies")  # descriptions: templates/strategies.json
-
-
-def schedule(step: int, steps: int) -> tuple[float, float]:
-    """``(dropout p, label smoothing)`` for step ``step`` (1-based) of ``steps``; the smoothing
-    warms up from above 0.0, so ``cross_entropy`` takes one path throughout."""
-    p = P_START + (P_END - P_START) * (step - 1) / max(steps - 1, 1)
-    return p, SMOOTHING * min(1.0, step / max(steps // 2, 1))
 
 
 class ScheduledClassifier(torch.nn.Module):
@@ -182,8 +169,7 @@ class ScheduledClassifierOracle(ScheduledClassifier):
     def loss(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         logp = torch.log_softmax(logits, 1)
         nll = F.nll_loss(logp, y)
-        smooth = -logp.sum(1)
-        smooth = smooth.sum() / (y != -100).sum()
+        smooth = -logp.sum(1).sum() / (y != -100).sum()
         s = self.smoothing
         return nll * (1 - s).to(nll.dtype) + smooth * (s / logits.shape[1]).to(nll.dtype)
 
@@ -207,8 +193,11 @@ def decorated_classifier() -> torch.nn.Module:
 def set_schedule(
     model: torch.nn.Module, step: int, steps: int, wrap: Callable[[float], Any] = float
 ) -> None:
-    """The training loop's per-step schedule (``wrap``: how each value is made)."""
-    p, smoothing = schedule(step, steps)
+    """The training loop's schedule at step ``step`` (1-based) of ``steps`` (``wrap``: how each
+    value is made); the smoothing warms up from above 0.0, so ``cross_entropy`` takes one path
+    throughout."""
+    p = P_START + (P_END - P_START) * (step - 1) / max(steps - 1, 1)
+    smoothing = SMOOTHING * min(1.0, step / max(steps // 2, 1))
     model.set_schedule(wrap(p), wrap(smoothing))  # type: ignore[operator]
 
 
@@ -233,19 +222,18 @@ def labelled_batch(gen: torch.Generator) -> tuple[torch.Tensor, ...]:
 @dataclass(frozen=True)
 class Workload:
     """One benchmark workload: its models, inputs, control paths and the scalars a strategy
-    keeps dynamic (``dynamic``: submodule path -> attributes; ``sources``: Dynamo's names)."""
+    keeps dynamic (``dynamic``: submodule path -> attributes)."""
 
     name: str
     plain: Callable[[], torch.nn.Module]
     oracle: Callable[[], torch.nn.Module]
-    oracle_inplace: Callable[[], torch.nn.Module]
     make_inputs: Callable[[int], list[tuple[torch.Tensor, ...]]]
     control_paths: int
     train: bool = False
     accum: int = 1
     dynamic: dict[str, tuple[str, ...]] = field(default_factory=lambda: {"": ("step",)})
-    sources: tuple[str, ...] = ("L['self'].step",)
     decorated: Callable[[], torch.nn.Module] | None = None
+    oracle_inplace: Callable[[], torch.nn.Module] | None = None  # default: the oracle
     schedule: Callable[[torch.nn.Module, int, int, Callable[[float], Any]], None] | None = None
     stochastic: bool = False
     derandomize: Callable[[torch.nn.Module], None] | None = None
@@ -273,7 +261,6 @@ WORKLOADS: dict[str, Workload] = {
             name="seed",
             plain=SeedModel,
             oracle=SeedOracle,
-            oracle_inplace=SeedOracle,
             make_inputs=_seeded(lambda g: (torch.randn(8, 64, generator=g),)),
             control_paths=1,
         ),
@@ -281,7 +268,6 @@ WORKLOADS: dict[str, Workload] = {
             name="pointwise",
             plain=PointwiseBlock,
             oracle=PointwiseOracle,
-            oracle_inplace=PointwiseOracle,
             make_inputs=_seeded(lambda g: (torch.randn(64, 1024, generator=g),)),
             control_paths=1,
         ),
@@ -301,16 +287,10 @@ WORKLOADS: dict[str, Workload] = {
             name="schedule",
             plain=ScheduledClassifier,
             oracle=ScheduledClassifierOracle,
-            oracle_inplace=ScheduledClassifierOracle,
             make_inputs=_seeded(labelled_batch),
             control_paths=1,
             train=True,
             dynamic={"drop1": ("p",), "drop2": ("p",), "criterion": ("label_smoothing",)},
-            sources=(
-                "L['self']._modules['drop1'].p",
-                "L['self']._modules['drop2'].p",
-                "L['self']._modules['criterion'].label_smoothing",
-            ),
             decorated=decorated_classifier,
             schedule=set_schedule,
             stochastic=True,
