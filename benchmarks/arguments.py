@@ -4,7 +4,7 @@ and case, each in a fresh process, compared with eager exactly (benchmarks/READM
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import inspect
 import itertools
 import statistics
 import sys
@@ -170,12 +170,13 @@ def run_parent(args: argparse.Namespace) -> int:
     """Run every pair, print the table, write the JSON; exit 1 on wrong numbers."""
     cases = harness.split(args.cases, CASES, list(CASES))
     strategies = harness.split(args.strategies, STRATEGIES, list(STRATEGIES[:-1]))
-    has_spec = importlib.util.find_spec("torch.fx.experimental.dynamic_spec") is not None
+    # torch 2.13 ships the dynamic_spec module, but its torch.compile takes no dynamic_shapes
+    has_spec = "dynamic_shapes" in inspect.signature(torch.compile).parameters
     python_2_14 = args.torch_2_14 or (sys.executable if has_spec else None)
     if python_2_14 and TORCH_2_14 not in strategies and not args.strategies:
         strategies.append(TORCH_2_14)
     if TORCH_2_14 in strategies and not python_2_14:
-        raise SystemExit(f"{TORCH_2_14} needs --torch-2-14 PYTHON (this torch has no dynamic_spec)")
+        raise SystemExit(f"{TORCH_2_14} needs --torch-2-14 PYTHON (no dynamic_shapes here)")
     info = machine_info()
     print(
         f"dynscalar argument benchmark: backend={args.backend}, {args.values} values x "
