@@ -21,7 +21,7 @@ from benchmarks.compile import run_scaling, run_share
 from benchmarks.eager import EAGER_CASES, run_eager
 from benchmarks.harness import HERE, loadavg, machine_info, write_json
 from benchmarks.percall import DS_PERCALL, PERCALL, run_percall
-from benchmarks.render_overhead import cache_counts, pfmt, qfmt, write_plots
+from benchmarks.render_overhead import cache_counts, qfmt, write_plots
 from benchmarks.warm import WARM_VARIANTS, run_warm
 
 DEFAULT_OUT = HERE / "results" / "overhead"
@@ -51,12 +51,12 @@ def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
     if "add" in eager:
         q = eager["add"]["proxy_ns"]
         goal = f"`x + 1` on a DynamicInt <= {GOAL_ADD_NS:.0f} ns"
-        found.append(("eager", goal, qfmt(q, " ns", 0), q["median"] <= GOAL_ADD_NS))
+        found.append(("eager", goal, qfmt(q, " ns", ".0f"), q["median"] <= GOAL_ADD_NS))
     for case in ("tensor_mul", "torch_mul", "view", "full"):
         if case in eager:
             q = eager[case]["overhead_ns"]
             goal = f"{eager[case]['label']}: <= +{GOAL_TORCH_CALL_NS:.0f} ns over plain"
-            found.append(("eager", goal, qfmt(q, " ns", 0), q["median"] <= GOAL_TORCH_CALL_NS))
+            found.append(("eager", goal, qfmt(q, " ns", ".0f"), q["median"] <= GOAL_TORCH_CALL_NS))
     if "forward" in eager:
         q = eager["forward"]["ratio"]
         goal = f"seed model eager forward, proxy attribute <= {GOAL_FORWARD}x plain"
@@ -65,7 +65,14 @@ def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
     for backend, data in (share or {}).get("backends", {}).items():
         q = data["share_of_first_call"]
         goal = f"{backend}: bridge share of the first compile ({share['attributes']} attributes)"
-        found.append(("compile", f"{goal} <= {GOAL_SHARE:.0%}", pfmt(q), q["median"] <= GOAL_SHARE))
+        found.append(
+            (
+                "compile",
+                f"{goal} <= {GOAL_SHARE:.0%}",
+                qfmt(q, "", ".2%"),
+                q["median"] <= GOAL_SHARE,
+            )
+        )
     warm = {r["variant"]: r for r in result.get("warm", {}).get("rows", [])}
     for name, ref in (
         ("ds_registry", "dynamic_sources"),
