@@ -106,12 +106,8 @@ def before_after(path: str, rounds: int, number: int) -> None:
     old = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = old
     spec.loader.exec_module(old)
-    oi, ni, of, nf = (
-        old.DynamicInt(7),
-        ds.DynamicInt(7),
-        old.DynamicFloat(0.5),
-        ds.DynamicFloat(0.5),
-    )
+    oi, of = old.DynamicInt(7), old.DynamicFloat(0.5)
+    ni, nf = ds.DynamicInt(7), ds.DynamicFloat(0.5)
     cases: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {
         "x + 1": (lambda: oi + 1, lambda: ni + 1),
         "1 + x": (lambda: 1 + oi, lambda: 1 + ni),

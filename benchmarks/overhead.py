@@ -65,21 +65,11 @@ def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
     for backend, data in (share or {}).get("backends", {}).items():
         q = data["share_of_first_call"]
         goal = f"{backend}: bridge share of the first compile ({share['attributes']} attributes)"
-        found.append(
-            (
-                "compile",
-                f"{goal} <= {GOAL_SHARE:.0%}",
-                qfmt(q, "", ".2%"),
-                q["median"] <= GOAL_SHARE,
-            )
-        )
+        goal += f" <= {GOAL_SHARE:.0%}"
+        found.append(("compile", goal, qfmt(q, "", ".2%"), q["median"] <= GOAL_SHARE))
     warm = {r["variant"]: r for r in result.get("warm", {}).get("rows", [])}
-    for name, ref in (
-        ("ds_registry", "dynamic_sources"),
-        ("ds_proxy", "dynamic_sources"),
-        ("ds_decorator", "dynamic_sources"),
-        ("ds_args", "args_dynamic_sources"),
-    ):
+    refs = dict.fromkeys(("ds_registry", "ds_proxy", "ds_decorator"), "dynamic_sources")
+    for name, ref in (refs | {"ds_args": "args_dynamic_sources"}).items():
         if name in warm and ref in warm:
             got, want = _hits(warm[name]), _hits(warm[ref])
             goal = f"{warm[name]['label']}: warm-restart hits (FX graph, AOTAutograd) = "
@@ -136,8 +126,7 @@ QUICK = {
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sections", default=OPTIONS["sections"])
-    for name, default in list(OPTIONS.items())[1:]:
+    for name, default in OPTIONS.items():
         p.add_argument("--" + name.replace("_", "-"), type=type(default), default=default)
     p.add_argument("--callgrind", action="store_true", help="instruction counts (valgrind)")
     p.add_argument("--quick", action="store_true", help="a few seconds: checks the plumbing")
@@ -159,8 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     sections = harness.split(args.sections, SECTIONS, list(SECTIONS))
     backends, strategies = _names(args.backends), _names(args.strategies)
     start = time.perf_counter()
-    config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-    del config["out"]
+    config = {k: v for k, v in vars(args).items() if k != "out"}
     result: dict[str, Any] = {"schema": 1, "machine": machine_info(), "config": config}
     if (result["machine"]["loadavg_start"] or [0])[0] > 2.5:
         print(f"note: load average {result['machine']['loadavg_start']} - timings will be noisy")
