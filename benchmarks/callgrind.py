@@ -26,8 +26,9 @@ def callgrind_available() -> bool:
     return shutil.which("valgrind") is not None and shutil.which("callgrind_control") is not None
 
 
-def _instructions(args: list[str], workdir: Path, timeout: float) -> int:
-    """Instructions counted between the child's two toggles."""
+def _instructions(task: tuple[str, str, str], number: int, workdir: Path) -> int:
+    """Instructions per call counted between the child's two toggles (``number`` calls)."""
+    args = [*task, str(number)]
     out_file = workdir / f"callgrind.{abs(hash(tuple(args)))}.out"
     valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no"]
     # Its own inductor cache: under valgrind the CPU reports AVX2 (no AVX-512), and kernels
@@ -35,7 +36,7 @@ def _instructions(args: list[str], workdir: Path, timeout: float) -> int:
     _, error, _ = run_child(
         "benchmarks.callgrind",
         args,
-        timeout,
+        3600,
         cache=str(workdir / "inductor-cache"),
         wrapper=[*valgrind, f"--callgrind-out-file={out_file}"],
         allow_empty=True,
@@ -44,7 +45,7 @@ def _instructions(args: list[str], workdir: Path, timeout: float) -> int:
         raise RuntimeError(f"callgrind child {args} failed:\n{error}")
     for line in out_file.read_text(errors="replace").splitlines():
         if line.startswith(("summary:", "totals:")):
-            return int(line.split()[1])
+            return round(int(line.split()[1]) / number)
     raise RuntimeError(f"no totals in {out_file}")
 
 
@@ -82,13 +83,12 @@ def run_callgrind(
     tasks = [("percall", s, b) for b in backends for s in strategies]
     tasks += [("eager", c, v) for c in eager_cases for v in ("plain", "proxy")]
     tasks += [("floor", c, "proxy") for c in FLOOR_CASES]
-    with tempfile.TemporaryDirectory(prefix="dynscalar-cg-") as tmp:
-
-        def one(task: tuple[str, str, str]) -> int:
-            return round(_instructions([*task, str(number)], Path(tmp), 3600) / number)
-
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            counts = dict(zip(tasks, pool.map(one, tasks), strict=True))
+    with (
+        tempfile.TemporaryDirectory(prefix="dynscalar-cg-") as tmp,
+        ThreadPoolExecutor(max_workers=jobs) as pool,
+    ):
+        per_call = pool.map(lambda task: _instructions(task, number, Path(tmp)), tasks)
+        counts = dict(zip(tasks, per_call, strict=True))
     percall: dict[str, Any] = {}
     for backend in backends:
         rows = percall[backend] = {}

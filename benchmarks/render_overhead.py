@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -69,9 +70,9 @@ def _percall(data: dict[str, Any]) -> list[str]:
         if cg
         else "No instruction counts: this run was made without `--callgrind`."
     )
-    c = data["config"]
     phases = any(section.get("stock_phase") for section in percall.values())
     name = "overhead-percall-phases" if phases else "overhead-percall"
+    c = data["config"]
     lines = template(name, rounds=c["rounds"], number=c["number"], counts=measured)
     for backend, section in percall.items():
         counts = cg.get(backend, {})
@@ -135,14 +136,11 @@ def _compile(data: dict[str, Any]) -> list[str]:
     if not comp:
         return []
     share = comp["share"]
-    single = data["config"].get("share_repeats") == 1
-    lines = template(
+    lines = template(  # its depth, modules and attributes
         "overhead-share",
-        depth=share["depth"],
-        modules=share["modules"],
-        attributes=share["attributes"],
+        **share,
         repeats=" One compile of each per backend (`--share-repeats 1`): no range to show."
-        if single
+        if data["config"].get("share_repeats") == 1
         else "",
     )
     for backend, b in share["backends"].items():
@@ -161,10 +159,9 @@ def _compile(data: dict[str, Any]) -> list[str]:
         ),
     ]
     scaling = comp["scaling"]
-    lines += template(
+    lines += template(  # its depth and backend
         "overhead-scaling",
-        depth=scaling["depth"],
-        backend=scaling["backend"],
+        **scaling,
         first=WORDS[
             "scaling_first_once" if _single(scaling["rows"][0]["compile_s"]) else "scaling_first"
         ],
@@ -361,11 +358,7 @@ def plot_eager(data: dict[str, Any], path: Path) -> None:
     rows = data["eager"]["rows"]
     fig, ax = _pyplot().subplots(figsize=(WIDTH_IN, 0.42 * len(rows) + 1.3))
     labels = [
-        r["label"]
-        .replace("`", "")
-        .replace(" (DynamicInt vs int)", "")
-        .replace(" (DynamicFloat vs float)", "")
-        for r in rows
+        re.sub(r"`| \(DynamicInt vs int\)| \(DynamicFloat vs float\)", "", r["label"]) for r in rows
     ]
     _bars(ax, [r["overhead_ns"] for r in rows], labels, "#4c72b0", per=1000)
     fig.suptitle("Eager: what a proxy adds to each call (median, p10-p90)", fontsize=BASE_PT + 0.5)
@@ -380,31 +373,31 @@ def plot_scaling(data: dict[str, Any], path: Path) -> None:
     scaling = data["compile"]["scaling"]
     static = next(r for r in scaling["rows"] if r["how"] == "static")
     fig, (top, bottom) = _pyplot().subplots(2, 1, figsize=(WIDTH_IN, 6.4))
-    panels = ((top, "compile_s", "seconds"), (bottom, "call_us", "microseconds"))
+    once = _single(scaling["rows"][0]["compile_s"])
+    spreads = (
+        ": one run per point, no curve" if once else " (median, p10-p90)",
+        " (median, p10-p90 over rounds)",
+    )
+    panels = (
+        (top, "compile_s", "seconds", "first compile"),
+        (bottom, "call_us", "microseconds", "compiled call"),
+    )
     markers = {"ds_registry": "o", "ds_proxy": "s", "dynamic_sources": "^"}
     for how, label in list(WORDS["scaling_labels"].items())[:3]:
         rows = [r for r in scaling["rows"] if r["how"] == how]
-        for ax, key, _ in panels:
-            once = all(_single(r[key]) for r in rows)
+        for ax, key, _, _ in panels:
+            single = all(_single(r[key]) for r in rows)
             ax.errorbar(
                 [r["k"] for r in rows],
                 [r[key]["median"] for r in rows],
-                yerr=None if once else spread([r[key] for r in rows]),
+                yerr=None if single else spread([r[key] for r in rows]),
                 marker=markers[how],
-                ls="none" if once else "-",
+                ls="none" if single else "-",
                 capsize=3,
                 label=label,
             )
-    once = _single(scaling["rows"][0]["compile_s"])
-    top.set_title(
-        f"first compile, {scaling['backend']}"
-        + (": one run per point, no curve" if once else " (median, p10-p90)"),
-        loc="left",
-    )
-    bottom.set_title(
-        f"compiled call, {scaling['backend']} (median, p10-p90 over rounds)", loc="left"
-    )
-    for ax, key, unit in panels:
+    for (ax, key, unit, title), over in zip(panels, spreads, strict=True):
+        ax.set_title(f"{title}, {scaling['backend']}{over}", loc="left")
         ax.axhline(static[key]["median"], color="gray", ls=":", label="nothing dynamic")
         ax.set_ylabel(unit)
         ax.set_xscale("log")
