@@ -17,7 +17,7 @@ import torch
 import wrapt
 
 import dynscalar as ds
-from benchmarks.eager import EAGER_CASES
+from benchmarks import eager
 from benchmarks.harness import run_child
 from benchmarks.percall import PERCALL, make_runner
 
@@ -61,7 +61,7 @@ def child(kind: str, name: str, variant: str, number: int) -> None:
     elif kind == "floor":
         fn = FLOOR_CASES[name]()
     else:
-        fn = EAGER_CASES[name][2](variant == "proxy")
+        fn = eager.make(name, variant == "proxy")
     for _ in range(50):
         fn()
     subprocess.run(
