@@ -149,15 +149,9 @@ def _compile(data: dict[str, Any]) -> list[str]:
         lines.append(row(backend, *times, qfmt(b["first_call_vs_stock"]), *shares))
     backend, first = next(iter(share["backends"].items()))
     hooks = next(r for r in first["runs"] if r["bridge"])["hooks"]
-    lines += [
-        "",
-        f"Hooks by self time (first marked run, {backend}):",
-        "",
-        *table(
-            "hook | calls> | self time (ms)>",
-            ((f"`{k}`", f"{h['calls']:,}", f"{h['self_s'] * 1e3:.1f}") for k, h in hooks.items()),
-        ),
-    ]
+    cells = [(f"`{k}`", f"{h['calls']:,}", f"{h['self_s'] * 1e3:.1f}") for k, h in hooks.items()]
+    lines += ["", f"Hooks by self time (first marked run, {backend}):", ""]
+    lines += table("hook | calls> | self time (ms)>", cells)
     scaling = comp["scaling"]
     lines += template(  # its depth and backend
         "overhead-scaling",
@@ -172,12 +166,8 @@ def _compile(data: dict[str, Any]) -> list[str]:
         took = qfmt(r["compile_s"], "", ".2f"), qfmt(r["call_us"], "", ".1f")
         label = WORDS["scaling_labels"].get(r["how"], r["how"])
         lines.append(row(label, r["k"], *took, qfmt(r["call_vs_static"]), r["compiles"]))
-    lines += [
-        "",
-        "![Compile time and call time against dynamic scalars](img/overhead_scaling.png)",
-        "",
-    ]
-    return lines
+    figure = "![Compile time and call time against dynamic scalars](img/overhead_scaling.png)"
+    return [*lines, "", figure, ""]
 
 
 def cache_counts(row: dict[str, Any]) -> tuple[int, int, int, int, int]:
