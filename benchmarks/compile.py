@@ -178,9 +178,7 @@ def run_share(depth: int, backends: list[str], repeats: int) -> dict[str, Any]:
     # everything reachable as ``module.name``: attributes, parameters, buffers, submodules
     attributes = sum(
         len([k for k in vars(m) if not k.startswith("_")])
-        + len(m._parameters)
-        + len(m._buffers)
-        + len(m._modules)
+        + sum(map(len, (m._parameters, m._buffers, m._modules)))
         for m in modules
     )
     out: dict[str, Any] = {"depth": depth, "attributes": attributes, "modules": len(modules)}

@@ -218,8 +218,8 @@ def _command(config: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def summary(data: dict[str, Any]) -> list[str]:
-    """Two or three sentences in plain words: what a mark costs per call and in eager code."""
+def summary(data: dict[str, Any]) -> str:
+    """Plain words on what a mark costs per call and in eager code, and a blank line."""
     out = []
     percall = data.get("percall") or {}
     rows = [(backend, r) for backend, section in percall.items() for r in section["rows"]]
@@ -255,7 +255,7 @@ def summary(data: dict[str, Any]) -> list[str]:
         out.append(
             f"Compiling, dynscalar's own hooks take {span(shares, '.1f')}% of a first compile."
         )
-    return [" ".join(out)] if out else []
+    return " ".join(out) + "\n" if out else ""
 
 
 def goals_block(data: dict[str, Any], source: str) -> str:
@@ -271,10 +271,9 @@ def render(
     imports: dict[str, Any] | None = None,
     imports_source: str = "",
 ) -> str:
-    text = "".join(line + "\n" for line in summary(data))  # the summary and a blank line
     lines = template(
         "overhead-head",
-        summary=text,
+        summary=summary(data),
         machine=_machine(data),
         source=source,
         command=_command(data["config"]),
