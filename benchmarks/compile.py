@@ -181,8 +181,7 @@ def run_share(depth: int, backends: list[str], repeats: int) -> dict[str, Any]:
         + sum(map(len, (m._parameters, m._buffers, m._modules)))
         for m in modules
     )
-    out: dict[str, Any] = {"depth": depth, "attributes": attributes, "modules": len(modules)}
-    out["backends"] = {}
+    out: dict[str, Any] = {}
     for backend in backends:
         runs: list[dict[str, Any]] = []
         for r in range(repeats):  # bridge and stock alternate
@@ -192,7 +191,7 @@ def run_share(depth: int, backends: list[str], repeats: int) -> dict[str, Any]:
                 runs.append(_compile_stack(depth, backend, tag, bridge))
         marked = [r for r in runs if r["bridge"]]
         stock = [r for r in runs if not r["bridge"]]
-        out["backends"][backend] = {
+        out[backend] = {
             "runs": runs,
             "share_of_first_call": quantiles([r["share_of_first_call"] for r in marked]),
             "share_of_trace": quantiles(
@@ -205,7 +204,7 @@ def run_share(depth: int, backends: list[str], repeats: int) -> dict[str, Any]:
             ),
         }
     torch._dynamo.reset()
-    return out
+    return {"depth": depth, "attributes": attributes, "modules": len(modules), "backends": out}
 
 
 class Offset(torch.nn.Module):

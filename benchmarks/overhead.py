@@ -74,7 +74,7 @@ def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
             got, want = _hits(warm[name]), _hits(warm[ref])
             goal = f"{warm[name]['label']}: warm-restart hits (FX graph, AOTAutograd) = "
             ok = got == want and warm[name]["warm"].get("equal_to_eager", False)
-            found.append(("warm", f"{goal}{WARM_VARIANTS[ref][0]}'s", f"{got} vs {want}", ok))
+            found.append(("warm", f"{goal}{WARM_VARIANTS[ref]}'s", f"{got} vs {want}", ok))
     for name in ("float_registry", "float_proxy"):
         if name in warm:
             got = _hits(warm[name])

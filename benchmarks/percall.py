@@ -34,8 +34,7 @@ class SeedStatic(torch.nn.Module):
         self.layer = torch.nn.Linear(width, width)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + 1
-        out: torch.Tensor = self.layer(x)
+        out: torch.Tensor = self.layer(x + 1)
         return out
 
 

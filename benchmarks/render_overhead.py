@@ -90,8 +90,7 @@ def _percall(data: dict[str, Any]) -> list[str]:
         if instructions:
             head = "strategy | instructions per call> | instructions / reference>"
             lines += [*table(head, instructions), ""]
-    lines += ["![Per compiled call, against dynamic_sources](img/overhead_percall.png)", ""]
-    return lines
+    return [*lines, "![Per compiled call, against dynamic_sources](img/overhead_percall.png)", ""]
 
 
 def _eager(data: dict[str, Any]) -> list[str]:
@@ -303,8 +302,7 @@ def _pyplot() -> Any:
 def _bars(
     ax: Any, qs: list[dict[str, float]], labels: list[str], color: Any, per: float = 1
 ) -> None:
-    """Horizontal bars top to bottom, from 0: the medians of ``qs`` divided by ``per``, with
-    their p10-p90 spread."""
+    """Bars from 0, top to bottom: the medians of ``qs`` over ``per``, p10-p90 error bars."""
     ys = range(len(qs))
     medians = [q["median"] / per for q in qs]
     ax.barh(ys, medians, xerr=spread(qs, 1 / per), color=color, capsize=2, error_kw={"lw": 0.8})
