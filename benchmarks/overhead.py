@@ -15,11 +15,10 @@ from typing import Any
 
 import torch
 
-from benchmarks import harness
 from benchmarks.callgrind import callgrind_available, run_callgrind
 from benchmarks.compile import run_scaling, run_share
 from benchmarks.eager import EAGER_CASES, run_eager
-from benchmarks.harness import HERE, loadavg, machine_info, write_json
+from benchmarks.harness import HERE, loadavg, machine_info, split, write_json
 from benchmarks.percall import DS_PERCALL, PERCALL, run_percall
 from benchmarks.render_overhead import cache_counts, qfmt, write_plots
 from benchmarks.warm import WARM_VARIANTS, run_warm
@@ -145,7 +144,7 @@ def _names(value: str) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    sections = harness.split(args.sections, SECTIONS, list(SECTIONS))
+    sections = split(args.sections, SECTIONS, list(SECTIONS))
     backends, strategies = _names(args.backends), _names(args.strategies)
     start = time.perf_counter()
     config = {k: v for k, v in vars(args).items() if k != "out"}

@@ -134,14 +134,9 @@ def _compile(data: dict[str, Any]) -> list[str]:
     comp = data.get("compile")
     if not comp:
         return []
-    share = comp["share"]
-    lines = template(  # its depth, modules and attributes
-        "overhead-share",
-        **share,
-        repeats=" One compile of each per backend (`--share-repeats 1`): no range to show."
-        if data["config"].get("share_repeats") == 1
-        else "",
-    )
+    share, single = comp["share"], data["config"].get("share_repeats") == 1
+    repeats = " One compile of each per backend (`--share-repeats 1`): no range to show."
+    lines = template("overhead-share", **share, repeats=repeats if single else "")
     for backend, b in share["backends"].items():
         times = (qfmt(b[k], "", ".2f") for k in ("first_call_s", "stock_first_call_s"))
         shares = (qfmt(b[k], "", ".2%") for k in ("share_of_first_call", "share_of_trace"))
@@ -152,12 +147,11 @@ def _compile(data: dict[str, Any]) -> list[str]:
     lines += ["", f"Hooks by self time (first marked run, {backend}):", ""]
     lines += table("hook | calls> | self time (ms)>", cells)
     scaling = comp["scaling"]
-    lines += template(  # its depth and backend
+    once = _single(scaling["rows"][0]["compile_s"])
+    lines += template(  # depth and backend from **scaling
         "overhead-scaling",
         **scaling,
-        first=WORDS[
-            "scaling_first_once" if _single(scaling["rows"][0]["compile_s"]) else "scaling_first"
-        ],
+        first=WORDS["scaling_first_once" if once else "scaling_first"],
         rounds=data["config"].get("scaling_rounds", ""),
         phases=WORDS["scaling_phases"] if scaling.get("stock_phase") else ".",
     )
