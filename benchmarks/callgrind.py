@@ -17,7 +17,7 @@ import torch
 import wrapt
 
 import dynscalar as ds
-from benchmarks.eager import EAGER_CASES
+from benchmarks import eager
 from benchmarks.harness import run_child
 from benchmarks.percall import PERCALL, make_runner
 
@@ -26,8 +26,9 @@ def callgrind_available() -> bool:
     return shutil.which("valgrind") is not None and shutil.which("callgrind_control") is not None
 
 
-def _instructions(args: list[str], workdir: Path, timeout: float) -> int:
-    """Instructions counted between the child's two toggles."""
+def _instructions(task: tuple[str, str, str], number: int, workdir: Path) -> int:
+    """Instructions per call counted between the child's two toggles (``number`` calls)."""
+    args = [*task, str(number)]
     out_file = workdir / f"callgrind.{abs(hash(tuple(args)))}.out"
     valgrind = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no"]
     # Its own inductor cache: under valgrind the CPU reports AVX2 (no AVX-512), and kernels
@@ -35,7 +36,7 @@ def _instructions(args: list[str], workdir: Path, timeout: float) -> int:
     _, error, _ = run_child(
         "benchmarks.callgrind",
         args,
-        timeout,
+        3600,
         cache=str(workdir / "inductor-cache"),
         wrapper=[*valgrind, f"--callgrind-out-file={out_file}"],
         allow_empty=True,
@@ -44,7 +45,7 @@ def _instructions(args: list[str], workdir: Path, timeout: float) -> int:
         raise RuntimeError(f"callgrind child {args} failed:\n{error}")
     for line in out_file.read_text(errors="replace").splitlines():
         if line.startswith(("summary:", "totals:")):
-            return int(line.split()[1])
+            return round(int(line.split()[1]) / number)
     raise RuntimeError(f"no totals in {out_file}")
 
 
@@ -58,9 +59,9 @@ def child(kind: str, name: str, variant: str, number: int) -> None:
         runner.compile()
         fn = runner.call
     elif kind == "floor":
-        fn = FLOOR_CASES[name]()
+        fn = _floor()[name]
     else:
-        fn = EAGER_CASES[name][2](variant == "proxy")
+        fn = eager.make(name, variant == "proxy")
     for _ in range(50):
         fn()
     subprocess.run(
@@ -82,13 +83,12 @@ def run_callgrind(
     tasks = [("percall", s, b) for b in backends for s in strategies]
     tasks += [("eager", c, v) for c in eager_cases for v in ("plain", "proxy")]
     tasks += [("floor", c, "proxy") for c in FLOOR_CASES]
-    with tempfile.TemporaryDirectory(prefix="dynscalar-cg-") as tmp:
-
-        def one(task: tuple[str, str, str]) -> int:
-            return round(_instructions([*task, str(number)], Path(tmp), 3600) / number)
-
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            counts = dict(zip(tasks, pool.map(one, tasks), strict=True))
+    with (
+        tempfile.TemporaryDirectory(prefix="dynscalar-cg-") as tmp,
+        ThreadPoolExecutor(max_workers=jobs) as pool,
+    ):
+        per_call = pool.map(lambda task: _instructions(task, number, Path(tmp)), tasks)
+        counts = dict(zip(tasks, per_call, strict=True))
     percall: dict[str, Any] = {}
     for backend in backends:
         rows = percall[backend] = {}
@@ -101,52 +101,20 @@ def run_callgrind(
     return {"calls": number, "percall": percall, "eager": eager, "floor": floor}
 
 
-def _floor_call() -> Callable[[], Any]:
-    return lambda: None
+#: Pieces of ``DynamicInt + 1`` measured alone (the eager floor; "call" is the measuring
+#: loop, subtracted from the others), and a torch call on an object with a
+#: ``__torch_function__`` that returns at once
+FLOOR_CASES = ("call", "dispatch", "read", "alloc", "store_value", "store_spec", "torch_function")
 
 
-def _floor_dispatch() -> Callable[[], Any]:
+def _floor() -> dict[str, Callable[[], Any]]:
+    """The measured call of each of ``FLOOR_CASES``."""
+
     class Number:
         __slots__ = ()
 
         def __add__(self, other: Any) -> Any:
             return 8
-
-    a = Number()
-    return lambda: a + 1
-
-
-def _floor_alloc() -> Callable[[], Any]:
-    # wrapt's allocation of a proxy object, as DynamicInt's constructor does it
-    return lambda: wrapt.BaseObjectProxy.__new__(ds.DynamicInt)
-
-
-def _floor_store_value() -> Callable[[], Any]:
-    p = ds.DynamicInt(7)
-    setter = next(  # wrapt's own __wrapped__ descriptor
-        k.__dict__["__wrapped__"] for k in type(p).__mro__ if "__wrapped__" in k.__dict__
-    ).__set__
-    return lambda: setter(p, 7)
-
-
-def _floor_store_spec() -> Callable[[], Any]:
-    p = ds.DynamicInt(7)
-    spec = p.spec
-
-    def store() -> None:
-        p._self_spec = spec  # type: ignore[attr-defined]  # the slot the spec lives in
-
-    return store
-
-
-def _floor_read() -> Callable[[], Any]:
-    p = ds.DynamicInt(7)
-    return lambda: p.__wrapped__
-
-
-def _floor_torch_function() -> Callable[[], Any]:
-    t = torch.ones(8, 8)
-    result = t * 2
 
     class Hooked:
         """Not a number to torch: torch.mul hands it to a hook that returns at once."""
@@ -159,22 +127,25 @@ def _floor_torch_function() -> Callable[[], Any]:
         ) -> Any:
             return result
 
-    h = Hooked()
-    return lambda: torch.mul(t, h)
+    a, h, p, t = Number(), Hooked(), ds.DynamicInt(7), torch.ones(8, 8)
+    result, spec = t * 2, p.spec
+    setter = next(  # wrapt's own __wrapped__ descriptor
+        k.__dict__["__wrapped__"] for k in type(p).__mro__ if "__wrapped__" in k.__dict__
+    ).__set__
 
+    def store_spec() -> None:
+        p._self_spec = spec  # type: ignore[attr-defined]  # the slot the spec lives in
 
-#: Pieces of ``DynamicInt + 1`` measured alone (the eager floor; "call" is the measuring
-#: loop, subtracted from the others), and a torch call on an object with a
-#: ``__torch_function__`` that returns at once: name -> factory of the measured call
-FLOOR_CASES: dict[str, Callable[[], Callable[[], Any]]] = {
-    "call": _floor_call,
-    "dispatch": _floor_dispatch,
-    "read": _floor_read,
-    "alloc": _floor_alloc,
-    "store_value": _floor_store_value,
-    "store_spec": _floor_store_spec,
-    "torch_function": _floor_torch_function,
-}
+    return {
+        "call": lambda: None,
+        "dispatch": lambda: a + 1,
+        "read": lambda: p.__wrapped__,
+        # wrapt's allocation of a proxy object, as DynamicInt's constructor does it
+        "alloc": lambda: wrapt.BaseObjectProxy.__new__(ds.DynamicInt),
+        "store_value": lambda: setter(p, 7),
+        "store_spec": store_spec,
+        "torch_function": lambda: torch.mul(t, h),
+    }
 
 
 if __name__ == "__main__":

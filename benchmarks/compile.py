@@ -12,13 +12,7 @@ import torch
 import torch.nn.functional as F
 
 import dynscalar as ds
-from benchmarks.harness import (
-    CountingBackend,
-    fresh_class,
-    interleaved,
-    paired_ratios,
-    quantiles,
-)
+from benchmarks.harness import CountingBackend, fresh_class, interleaved, paired_ratios, quantiles
 
 
 class Block(torch.nn.Module):
@@ -62,18 +56,6 @@ class Stack(torch.nn.Module):
         for block in self.blocks:
             x = block(x)
         return self.head(x) * self.warm + self.step
-
-
-def count_attributes(model: torch.nn.Module) -> int:
-    """Everything reachable as ``module.name`` on every module: instance attributes,
-    parameters, buffers and submodules."""
-    return sum(
-        len([k for k in vars(m) if not k.startswith("_")])
-        + len(m._parameters)
-        + len(m._buffers)
-        + len(m._modules)
-        for m in model.modules()
-    )
 
 
 class HookTimer:
@@ -141,14 +123,6 @@ class HookTimer:
                 setattr(owner, name, current)
 
 
-@contextlib.contextmanager
-def _stock(sources: str, **dynamo: Any) -> Iterator[None]:
-    """Stock torch compiling with ``dynamic_sources=sources`` and Dynamo's ``dynamo``."""
-    patch = torch.compiler.config.patch(dynamic_sources=sources)
-    with ds.disabled(), patch, torch._dynamo.config.patch(**dynamo):
-        yield
-
-
 def apply_float_hooks() -> None:
     """The float path's hooks are applied at the first dynamic float Dynamo meets: meet one."""
     torch.compile(lambda x, p: x * p, backend="eager")(torch.ones(2), ds.DynamicFloat(0.5))
@@ -161,18 +135,21 @@ def _compile_stack(depth: int, backend: str, tag: str, bridge: bool) -> dict[str
 
     torch.manual_seed(0)
     model = fresh_class(Stack, tag)(depth).eval()
+    timer = HookTimer()
     if bridge:
         apply_float_hooks()
         ds.mark_dynamic_attr(model, "step", "warm")
-        context: Any = contextlib.nullcontext()
+        contexts = [timer.installed()]
     else:  # stock torch: the int via dynamic_sources, the float via specialize_float=False
-        context = _stock("L['self'].step", specialize_float=False)
+        sources = torch.compiler.config.patch(dynamic_sources="L['self'].step")
+        contexts = [ds.disabled(), sources, torch._dynamo.config.patch(specialize_float=False)]
     counter = CountingBackend(backend)
     compiled = torch.compile(model, backend=counter)
     x = torch.randn(2, 16, 64)
     compilation_time_metrics.clear()
-    timer = HookTimer()
-    with torch.no_grad(), context, timer.installed() if bridge else contextlib.nullcontext():
+    with torch.no_grad(), contextlib.ExitStack() as stack:
+        for context in contexts:
+            stack.enter_context(context)
         start = time.perf_counter()
         compiled(x)
         first = time.perf_counter() - start
@@ -196,23 +173,25 @@ def _compile_stack(depth: int, backend: str, tag: str, bridge: bool) -> dict[str
 
 
 def run_share(depth: int, backends: list[str], repeats: int) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "depth": depth,
-        "attributes": count_attributes(Stack(depth)),
-        "modules": sum(1 for _ in Stack(depth).modules()),
-        "backends": {},
-    }
+    """First compiles of ``Stack(depth)``, marked and stock alternating, per backend."""
+    modules = list(Stack(depth).modules())
+    # everything reachable as ``module.name``: attributes, parameters, buffers, submodules
+    attributes = sum(
+        len([k for k in vars(m) if not k.startswith("_")])
+        + sum(map(len, (m._parameters, m._buffers, m._modules)))
+        for m in modules
+    )
+    out: dict[str, Any] = {}
     for backend in backends:
         runs: list[dict[str, Any]] = []
         for r in range(repeats):  # bridge and stock alternate
-            order = (True, False) if r % 2 == 0 else (False, True)
-            for bridge in order:
+            for bridge in (True, False) if r % 2 == 0 else (False, True):
                 torch._dynamo.reset()
                 tag = f"share_{backend}_{'ds' if bridge else 'stock'}_{r}"
                 runs.append(_compile_stack(depth, backend, tag, bridge))
         marked = [r for r in runs if r["bridge"]]
         stock = [r for r in runs if not r["bridge"]]
-        out["backends"][backend] = {
+        out[backend] = {
             "runs": runs,
             "share_of_first_call": quantiles([r["share_of_first_call"] for r in marked]),
             "share_of_trace": quantiles(
@@ -225,7 +204,7 @@ def run_share(depth: int, backends: list[str], repeats: int) -> dict[str, Any]:
             ),
         }
     torch._dynamo.reset()
-    return out
+    return {"depth": depth, "attributes": attributes, "modules": len(modules), "backends": out}
 
 
 class Offset(torch.nn.Module):
@@ -267,64 +246,56 @@ def _scaling_model(how: str, k: int, depth: int, tag: str) -> tuple[torch.nn.Mod
     return model, ""  # "static": nothing dynamic, every offset a constant (stock torch)
 
 
-STOCK_HOWS = ("dynamic_sources", "static")
-
-
-def _scaling_phase(
-    variants: list[tuple[str, int]], depth: int, backend: str, repeats: int
-) -> tuple[dict[str, list[float]], dict[str, Callable[[], Any]], dict[str, int]]:
-    from torch._inductor.utils import fresh_cache
-
-    compile_s: dict[str, list[float]] = {f"{h}:{k}": [] for h, k in variants}
-    compiled: dict[str, Callable[[], Any]] = {}
-    compiles: dict[str, int] = {}
-    x = torch.randn(8, 64)
-    for r in range(repeats):
-        shift = r % len(variants)
-        for how, k in variants[shift:] + variants[:shift]:
-            key = f"{how}:{k}"
-            torch.manual_seed(0)
-            model, sources = _scaling_model(how, k, depth, f"scale_{how}_{k}_{r}")
-            counter = CountingBackend(backend)
-            fn = torch.compile(model, backend=counter)
-            # a first compile as in a fresh process
-            with fresh_cache(), torch.compiler.config.patch(dynamic_sources=sources):
-                start = time.perf_counter()
-                fn(x)
-                compile_s[key].append(time.perf_counter() - start)
-            compiled[key], compiles[key] = (lambda fn=fn: fn(x)), counter.frame_count
-    for fn in compiled.values():
-        for _ in range(10):
-            fn()
-    return compile_s, compiled, compiles
-
-
 def run_scaling(
     depth: int, ks: list[int], backend: str, repeats: int, rounds: int, number: int
 ) -> dict[str, Any]:
+    """Compile and call time of ``OffsetStack(depth)`` with ``k`` of ``ks`` offsets dynamic,
+    the stock variants in a phase of their own inside ``dynscalar.disabled()``."""
+    from torch._inductor.utils import fresh_cache
+
+    compile_s: dict[str, list[float]] = {}
+    compiles: dict[str, int] = {}
+
+    def phase(variants: list[tuple[str, int]]) -> dict[str, list[float]]:
+        """First compiles (``repeats`` each, in turns), then the calls timed together."""
+        compiled: dict[str, Callable[[], Any]] = {}
+        x = torch.randn(8, 64)
+        for r in range(repeats):
+            shift = r % len(variants)
+            for how, k in variants[shift:] + variants[:shift]:
+                key = f"{how}:{k}"
+                torch.manual_seed(0)
+                model, sources = _scaling_model(how, k, depth, f"scale_{how}_{k}_{r}")
+                counter = CountingBackend(backend)
+                fn = torch.compile(model, backend=counter)
+                # a first compile as in a fresh process
+                with fresh_cache(), torch.compiler.config.patch(dynamic_sources=sources):
+                    start = time.perf_counter()
+                    fn(x)
+                    compile_s.setdefault(key, []).append(time.perf_counter() - start)
+                compiled[key], compiles[key] = (lambda fn=fn: fn(x)), counter.frame_count
+        for fn in compiled.values():
+            for _ in range(10):
+                fn()
+        return interleaved(compiled, rounds, number)
+
     hows = ["ds_registry", "ds_proxy", "dynamic_sources"]
     variants = [(h, k) for k in ks for h in hows] + [("static", 0)]
-    stock = [v for v in variants if v[0] in STOCK_HOWS]
+    stock = [v for v in variants if v[0] in ("dynamic_sources", "static")]
     with ds.disabled():
-        compile_s, compiled, compiles = _scaling_phase(stock, depth, backend, repeats)
-        samples = interleaved(compiled, rounds, number)
-    more = _scaling_phase([v for v in variants if v not in stock], depth, backend, repeats)
-    compile_s |= more[0]
-    compiles |= more[2]
-    samples |= interleaved(more[1], rounds, number)
+        samples = phase(stock)
+    samples |= phase([v for v in variants if v not in stock])
     ref = samples["static:0"]
-    rows = []
-    for how, k in variants:
-        key = f"{how}:{k}"
-        rows.append(
-            {
-                "how": how,
-                "k": k,
-                "compile_s": quantiles(compile_s[key]),
-                "call_us": quantiles(samples[key], 1e6),
-                "call_vs_static": quantiles(paired_ratios(samples[key], ref)),
-                "compiles": compiles[key],
-            }
-        )
+    rows = [
+        {
+            "how": how,
+            "k": k,
+            "compile_s": quantiles(compile_s[f"{how}:{k}"]),
+            "call_us": quantiles(samples[f"{how}:{k}"], 1e6),
+            "call_vs_static": quantiles(paired_ratios(samples[f"{how}:{k}"], ref)),
+            "compiles": compiles[f"{how}:{k}"],
+        }
+        for how, k in variants
+    ]
     torch._dynamo.reset()
     return {"depth": depth, "backend": backend, "ks": ks, "rows": rows, "stock_phase": True}

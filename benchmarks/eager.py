@@ -21,29 +21,18 @@ from benchmarks.harness import interleaved, paired_ratios, quantiles
 from dynscalar._demo import SeedModel
 
 
-def _add(proxy: bool) -> Callable[[], Any]:
-    i = ds.DynamicInt(7) if proxy else 7
-    return lambda: i + 1
-
-
-def _tensor_mul(proxy: bool) -> Callable[[], Any]:
-    t, f = torch.ones(8, 8), ds.DynamicFloat(0.5) if proxy else 0.5
-    return lambda: t * f
-
-
-def _torch_mul(proxy: bool) -> Callable[[], Any]:
-    t, i = torch.ones(8, 8), ds.DynamicInt(2) if proxy else 2
-    return lambda: torch.mul(t, i)
-
-
-def _view(proxy: bool) -> Callable[[], Any]:
-    t, i = torch.ones(8, 8), ds.DynamicInt(2) if proxy else 2
-    return lambda: t.view(i, -1)
-
-
-def _full(proxy: bool) -> Callable[[], Any]:
+def _small(proxy: bool) -> dict[str, Callable[[], Any]]:
+    """The one-operation cases, each a call on a proxy or on the plain value."""
+    t = torch.ones(8, 8)
+    i, two = (ds.DynamicInt(7), ds.DynamicInt(2)) if proxy else (7, 2)
     f = ds.DynamicFloat(0.5) if proxy else 0.5
-    return lambda: torch.full((8,), f)
+    return {
+        "add": lambda: i + 1,
+        "tensor_mul": lambda: t * f,
+        "torch_mul": lambda: torch.mul(t, two),
+        "view": lambda: t.view(two, -1),
+        "full": lambda: torch.full((8,), f),
+    }
 
 
 def _forward(proxy: bool) -> Callable[[], Any]:
@@ -60,14 +49,19 @@ def _forward(proxy: bool) -> Callable[[], Any]:
     return forward
 
 
-#: name: (label, calls per sample at --eager-scale 1.0, the case given proxy or plain)
-EAGER_CASES: dict[str, tuple[str, int, Callable[[bool], Callable[[], Any]]]] = {
-    "add": ("`x + 1` (DynamicInt vs int)", 20_000, _add),
-    "tensor_mul": ("`t * x`, 8x8 tensor (DynamicFloat vs float)", 2_000, _tensor_mul),
-    "torch_mul": ("`torch.mul(t, x)` (DynamicInt vs int)", 2_000, _torch_mul),
-    "view": ("`t.view(x, -1)` (DynamicInt vs int)", 2_000, _view),
-    "full": ("`torch.full((8,), x)` (DynamicFloat vs float)", 2_000, _full),
-    "forward": ("seed model eager forward (DynamicInt `step` vs int)", 300, _forward),
+def make(case: str, proxy: bool) -> Callable[[], Any]:
+    """The call ``case`` times, given a proxy or the plain value."""
+    return _forward(proxy) if case == "forward" else _small(proxy)[case]
+
+
+#: name: (label, calls per sample at --eager-scale 1.0)
+EAGER_CASES: dict[str, tuple[str, int]] = {
+    "add": ("`x + 1` (DynamicInt vs int)", 20_000),
+    "tensor_mul": ("`t * x`, 8x8 tensor (DynamicFloat vs float)", 2_000),
+    "torch_mul": ("`torch.mul(t, x)` (DynamicInt vs int)", 2_000),
+    "view": ("`t.view(x, -1)` (DynamicInt vs int)", 2_000),
+    "full": ("`torch.full((8,), x)` (DynamicFloat vs float)", 2_000),
+    "forward": ("seed model eager forward (DynamicInt `step` vs int)", 300),
 }
 
 
@@ -81,9 +75,9 @@ def compare(fns: dict[str, Callable[[], Any]], rounds: int, number: int) -> dict
 def run_eager(cases: list[str], rounds: int, scale: float) -> dict[str, Any]:
     rows = []
     for name in cases:
-        label, base, make = EAGER_CASES[name]
+        label, base = EAGER_CASES[name]
         number = max(1, int(base * scale))
-        samples = compare({"plain": make(False), "proxy": make(True)}, rounds, number)
+        samples = compare({"plain": make(name, False), "proxy": make(name, True)}, rounds, number)
         plain, proxy = samples["plain"], samples["proxy"]
         rows.append(
             {
@@ -106,12 +100,8 @@ def before_after(path: str, rounds: int, number: int) -> None:
     old = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = old
     spec.loader.exec_module(old)
-    oi, ni, of, nf = (
-        old.DynamicInt(7),
-        ds.DynamicInt(7),
-        old.DynamicFloat(0.5),
-        ds.DynamicFloat(0.5),
-    )
+    oi, of = old.DynamicInt(7), old.DynamicFloat(0.5)
+    ni, nf = ds.DynamicInt(7), ds.DynamicFloat(0.5)
     cases: dict[str, tuple[Callable[[], Any], Callable[[], Any]]] = {
         "x + 1": (lambda: oi + 1, lambda: ni + 1),
         "1 + x": (lambda: 1 + oi, lambda: 1 + ni),

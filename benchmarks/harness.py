@@ -3,7 +3,6 @@ the pages' templates."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -66,15 +65,6 @@ class Compiles(logging.Handler):
         return counts | {"recompile_limit_hits": self.hits, "fell_back_to_eager": self.hits > 0}
 
 
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` knows."""
-    with contextlib.suppress(OSError), open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor() or platform.machine()
-
-
 def loadavg() -> list[float] | None:
     return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
 
@@ -84,6 +74,7 @@ def machine_info(**extra: Any) -> dict[str, Any]:
     import wrapt
 
     import dynscalar
+    from dynscalar._demo import cpu_model
 
     c_ext = type(wrapt.BaseObjectProxy).__module__ == "builtins"
     return {
@@ -122,12 +113,11 @@ def interleaved(
 
 def quantiles(values: list[float], scale: float = 1.0) -> dict[str, float]:
     """Median and the p10-p90 spread of ``values`` (each times ``scale``)."""
-    ordered = sorted(values)
-    if len(ordered) == 1:
-        out = {"median": ordered[0], "p10": ordered[0], "p90": ordered[0]}
+    if len(values) == 1:
+        out = dict.fromkeys(("median", "p10", "p90"), values[0])
     else:
-        deciles = statistics.quantiles(ordered, n=10, method="inclusive")
-        out = {"median": statistics.median(ordered), "p10": deciles[0], "p90": deciles[-1]}
+        deciles = statistics.quantiles(values, n=10, method="inclusive")
+        out = {"median": statistics.median(values), "p10": deciles[0], "p90": deciles[-1]}
     return {k: v * scale for k, v in out.items()}
 
 
@@ -151,10 +141,10 @@ def read_json(path: Path) -> Any:
     return json.loads(Path(path).read_text())
 
 
-def write_json(path: Path, data: Any, indent: int = 1, newline: bool = True) -> Path:
+def write_json(path: Path, data: Any) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=indent) + ("\n" if newline else ""))
+    path.write_text(json.dumps(data, indent=1) + "\n")
     return path
 
 

@@ -15,13 +15,12 @@ from typing import Any
 
 import torch
 
-from benchmarks import harness
 from benchmarks.callgrind import callgrind_available, run_callgrind
 from benchmarks.compile import run_scaling, run_share
 from benchmarks.eager import EAGER_CASES, run_eager
-from benchmarks.harness import HERE, loadavg, machine_info, write_json
+from benchmarks.harness import HERE, loadavg, machine_info, split, write_json
 from benchmarks.percall import DS_PERCALL, PERCALL, run_percall
-from benchmarks.render_overhead import cache_counts, pfmt, qfmt, write_plots
+from benchmarks.render_overhead import cache_counts, qfmt, write_plots
 from benchmarks.warm import WARM_VARIANTS, run_warm
 
 DEFAULT_OUT = HERE / "results" / "overhead"
@@ -51,12 +50,12 @@ def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
     if "add" in eager:
         q = eager["add"]["proxy_ns"]
         goal = f"`x + 1` on a DynamicInt <= {GOAL_ADD_NS:.0f} ns"
-        found.append(("eager", goal, qfmt(q, " ns", 0), q["median"] <= GOAL_ADD_NS))
+        found.append(("eager", goal, qfmt(q, " ns", ".0f"), q["median"] <= GOAL_ADD_NS))
     for case in ("tensor_mul", "torch_mul", "view", "full"):
         if case in eager:
             q = eager[case]["overhead_ns"]
             goal = f"{eager[case]['label']}: <= +{GOAL_TORCH_CALL_NS:.0f} ns over plain"
-            found.append(("eager", goal, qfmt(q, " ns", 0), q["median"] <= GOAL_TORCH_CALL_NS))
+            found.append(("eager", goal, qfmt(q, " ns", ".0f"), q["median"] <= GOAL_TORCH_CALL_NS))
     if "forward" in eager:
         q = eager["forward"]["ratio"]
         goal = f"seed model eager forward, proxy attribute <= {GOAL_FORWARD}x plain"
@@ -65,19 +64,16 @@ def goals(result: dict[str, Any]) -> list[dict[str, Any]]:
     for backend, data in (share or {}).get("backends", {}).items():
         q = data["share_of_first_call"]
         goal = f"{backend}: bridge share of the first compile ({share['attributes']} attributes)"
-        found.append(("compile", f"{goal} <= {GOAL_SHARE:.0%}", pfmt(q), q["median"] <= GOAL_SHARE))
+        goal += f" <= {GOAL_SHARE:.0%}"
+        found.append(("compile", goal, qfmt(q, "", ".2%"), q["median"] <= GOAL_SHARE))
     warm = {r["variant"]: r for r in result.get("warm", {}).get("rows", [])}
-    for name, ref in (
-        ("ds_registry", "dynamic_sources"),
-        ("ds_proxy", "dynamic_sources"),
-        ("ds_decorator", "dynamic_sources"),
-        ("ds_args", "args_dynamic_sources"),
-    ):
+    refs = dict.fromkeys(("ds_registry", "ds_proxy", "ds_decorator"), "dynamic_sources")
+    for name, ref in (refs | {"ds_args": "args_dynamic_sources"}).items():
         if name in warm and ref in warm:
             got, want = _hits(warm[name]), _hits(warm[ref])
             goal = f"{warm[name]['label']}: warm-restart hits (FX graph, AOTAutograd) = "
             ok = got == want and warm[name]["warm"].get("equal_to_eager", False)
-            found.append(("warm", f"{goal}{WARM_VARIANTS[ref][0]}'s", f"{got} vs {want}", ok))
+            found.append(("warm", f"{goal}{WARM_VARIANTS[ref]}'s", f"{got} vs {want}", ok))
     for name in ("float_registry", "float_proxy"):
         if name in warm:
             got = _hits(warm[name])
@@ -129,8 +125,7 @@ QUICK = {
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sections", default=OPTIONS["sections"])
-    for name, default in list(OPTIONS.items())[1:]:
+    for name, default in OPTIONS.items():
         p.add_argument("--" + name.replace("_", "-"), type=type(default), default=default)
     p.add_argument("--callgrind", action="store_true", help="instruction counts (valgrind)")
     p.add_argument("--quick", action="store_true", help="a few seconds: checks the plumbing")
@@ -149,11 +144,10 @@ def _names(value: str) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    sections = harness.split(args.sections, SECTIONS, list(SECTIONS))
+    sections = split(args.sections, SECTIONS, list(SECTIONS))
     backends, strategies = _names(args.backends), _names(args.strategies)
     start = time.perf_counter()
-    config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-    del config["out"]
+    config = {k: v for k, v in vars(args).items() if k != "out"}
     result: dict[str, Any] = {"schema": 1, "machine": machine_info(), "config": config}
     if (result["machine"]["loadavg_start"] or [0])[0] > 2.5:
         print(f"note: load average {result['machine']['loadavg_start']} - timings will be noisy")

@@ -34,8 +34,7 @@ class SeedStatic(torch.nn.Module):
         self.layer = torch.nn.Linear(width, width)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + 1
-        out: torch.Tensor = self.layer(x)
+        out: torch.Tensor = self.layer(x + 1)
         return out
 
 
@@ -90,7 +89,6 @@ DS_PERCALL = ("ds_proxy", "ds_registry", "ds_decorator", "ds_args", "ds_args_dec
 class Runner:
     """A compiled strategy ready to be timed, with its eager twin for the final check."""
 
-    name: str
     call: Callable[[], Any]
     check: Callable[[], bool]
     counter: CountingBackend
@@ -104,14 +102,15 @@ class Runner:
             self.call()
 
 
-def make_runner(name: str, backend: str, width: int = 64) -> Runner:
+def make_runner(name: str, backend: str) -> Runner:
+    """``name``'s model compiled with ``backend``, its timed call and its check."""
     strategy = PERCALL[name]
     torch.manual_seed(0)
     model = strategy.build(name)
     eager = copy.deepcopy(model)
     counter = CountingBackend(backend)
     compiled = torch.compile(model, backend=counter)
-    x = torch.randn(8, width)
+    x = torch.randn(8, 64)
     state = {"step": 0}
     args = strategy.kind == "args"
 
@@ -128,7 +127,7 @@ def make_runner(name: str, backend: str, width: int = 64) -> Runner:
             eager.step = model.step
         ok = True
         for i in range(3):
-            xi = torch.randn(8, width)
+            xi = torch.randn(8, 64)
             (got, s1), (want, s2) = (
                 m(xi, i) if args else (m(xi), i + 1) for m in (compiled, eager)
             )
@@ -137,12 +136,13 @@ def make_runner(name: str, backend: str, width: int = 64) -> Runner:
             ok &= type(model.step) is type(eager.step) and model.step == eager.step
         return ok
 
-    return Runner(name, call_args if args else call_plain, check, counter, strategy.sources)
+    return Runner(call_args if args else call_plain, check, counter, strategy.sources)
 
 
 def _phase(
     backend: str, names: list[str], rounds: int, number: int, warmup: int
-) -> tuple[dict[str, Runner], dict[str, list[float]]]:
+) -> dict[str, tuple[Runner, list[float], bool]]:
+    """Each strategy's runner, seconds per call (timed together) and check against eager."""
     runners = {name: make_runner(name, backend) for name in names}
     for runner in runners.values():
         runner.compile()
@@ -150,41 +150,37 @@ def _phase(
         for _ in range(warmup):
             runner.call()
     samples = interleaved({n: r.call for n, r in runners.items()}, rounds, number) if names else {}
-    return runners, samples
+    return {name: (runner, samples[name], runner.check()) for name, runner in runners.items()}
 
 
 def run_percall(
     backends: list[str], strategies: list[str], rounds: int, number: int, warmup: int
 ) -> dict[str, Any]:
+    """Per backend: a row per strategy, its time per call and ratios to its reference."""
     out: dict[str, Any] = {}
     stock = [s for s in strategies if PERCALL[s].stock]
     for backend in backends:
         with ds.disabled():
-            runners, samples = _phase(backend, stock, rounds, number, warmup)
-            checks = {name: runner.check() for name, runner in runners.items()}
-        bridge, more = _phase(
-            backend, [s for s in strategies if s not in stock], rounds, number, warmup
-        )
-        runners |= bridge
-        samples |= more
-        checks |= {name: runner.check() for name, runner in bridge.items()}
+            done = _phase(backend, stock, rounds, number, warmup)
+        done |= _phase(backend, [s for s in strategies if s not in stock], rounds, number, warmup)
+        samples = {name: times for name, (_, times, _) in done.items()}
         rows = []
         for name in strategies:
-            runner, strategy = runners[name], PERCALL[name]
-            ref, attr_ref = samples.get(strategy.reference), samples.get(REFERENCE)
+            runner, times, equal = done[name]
+            ref, attr_ref = samples.get(PERCALL[name].reference), samples.get(REFERENCE)
             rows.append(
                 {
                     "strategy": name,
                     "label": LABELS[name],
-                    "reference": strategy.reference,
+                    "reference": PERCALL[name].reference,
                     "compiles": runner.counter.frame_count,
-                    "equal_to_eager": checks[name],
-                    "us": quantiles(samples[name], 1e6),
-                    "ratio": quantiles(paired_ratios(samples[name], ref)) if ref else None,
+                    "equal_to_eager": equal,
+                    "us": quantiles(times, 1e6),
+                    "ratio": quantiles(paired_ratios(times, ref)) if ref else None,
                     "ratio_vs_attr_reference": (
-                        quantiles(paired_ratios(samples[name], attr_ref)) if attr_ref else None
+                        quantiles(paired_ratios(times, attr_ref)) if attr_ref else None
                     ),
-                    "samples_us": [round(v * 1e6, 3) for v in samples[name]],
+                    "samples_us": [round(v * 1e6, 3) for v in times],
                 }
             )
         out[backend] = {

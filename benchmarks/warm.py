@@ -17,14 +17,12 @@ from benchmarks.render_overhead import cache_counts
 from dynscalar._demo import SeedModel as IntSeed  # Linear(64, 64) and self.step += 1
 
 STOCK = {"dynamic_sources", "args_dynamic_sources", "float_stock"}
-#: name -> "cold>warm" when the second process runs another variant (labels: overhead.json)
+#: name -> (cold, warm) when the second process runs another variant
 PLANS = {
-    "cross_stock_then_registry": "dynamic_sources>ds_registry",
-    "cross_float_stock_then_registry": "float_stock>float_registry",
+    "cross_stock_then_registry": ("dynamic_sources", "ds_registry"),
+    "cross_float_stock_then_registry": ("float_stock", "float_registry"),
 }
-WARM_VARIANTS: dict[str, tuple[str, str]] = {
-    name: (label, PLANS.get(name, "")) for name, label in words("overhead")["warm_labels"].items()
-}
+WARM_VARIANTS: dict[str, str] = words("overhead")["warm_labels"]  # name -> label
 
 
 class ArgSeed(torch.nn.Module):
@@ -134,6 +132,7 @@ def child(variant: str, backend: str) -> dict[str, Any]:
         equal &= bool(torch.allclose(p.grad, q.grad, rtol=1e-4, atol=1e-5))
     from torch._dynamo.utils import counters
 
+    fx, aot = counters["inductor"], counters["aot_autograd"]
     return {
         "variant": variant,
         "backend": backend,
@@ -141,10 +140,8 @@ def child(variant: str, backend: str) -> dict[str, Any]:
         "later_call_ms": 1e3 * min(times[1:]),
         "compiles": counter.frame_count,
         "equal_to_eager": bool(equal),
-        "fxgraph": {k: v for k, v in counters["inductor"].items() if "fxgraph" in k},
-        "aot_autograd": {
-            k: v for k, v in counters["aot_autograd"].items() if "autograd_cache" in k
-        },
+        "fxgraph": {k: v for k, v in fx.items() if "fxgraph" in k},
+        "aot_autograd": {k: v for k, v in aot.items() if "autograd_cache" in k},
     }
 
 
@@ -162,12 +159,11 @@ def _child(variant: str, backend: str, cache: str, timeout: float) -> dict[str, 
 def run_warm(variants: list[str], backend: str, timeout: float) -> dict[str, Any]:
     rows = []
     for name in variants:
-        label, plan = WARM_VARIANTS[name]
-        cold_variant, warm_variant = plan.split(">") if plan else (name, name)
+        cold_variant, warm_variant = PLANS.get(name, (name, name))
         with tempfile.TemporaryDirectory(prefix="dynscalar-warm-") as cache:
             cold = _child(cold_variant, backend, cache, timeout)
             warm = _child(warm_variant, backend, cache, timeout)
-        rows.append({"variant": name, "label": label, "cold": cold, "warm": warm})
+        rows.append({"variant": name, "label": WARM_VARIANTS[name], "cold": cold, "warm": warm})
         print(f"  warm {name}: {hits(warm)}", flush=True)
     return {"backend": backend, "rows": rows}
 
