@@ -35,6 +35,23 @@ ROOT = Path(__file__).resolve().parents[1]
 CountingBackend = CompileCounterWithBackend
 
 
+def _forward(gm: torch.fx.GraphModule, example_inputs: Any) -> Callable[..., Any]:
+    return gm.forward
+
+
+def _user_aot() -> Any:
+    from torch._dynamo.backends.common import aot_autograd
+
+    return aot_autograd(fw_compiler=_forward)
+
+
+#: An AOTAutograd backend of a user's own, which dynscalar knows nothing about (it knows
+#: eager, aot_eager and inductor): there a marked float that reaches an op through torch's
+#: float-tensorify pass takes stock torch's path (specialized where the pass cannot lower
+#: it), as on inductor without an admitted rule, at aot_eager's compile cost.
+USER_AOT = _user_aot()
+
+
 def run_side_by_side(
     compiled: Callable[..., Any],
     eager: Callable[..., Any],

@@ -21,7 +21,7 @@ import torch
 import dynscalar as ds
 from dynscalar import DynamicFloat, DynamicInt, DynamicSpec
 
-from .helpers import CountingBackend, run_python
+from .helpers import USER_AOT, CountingBackend, run_python
 
 BACKENDS = ["eager", "aot_eager"]
 
@@ -189,18 +189,36 @@ class Phase(Scale):
         return x * ((self.s + 0.5) % 1.5)
 
 
+def test_a_float_made_of_a_marked_int_stays_a_python_float_on_a_python_backend() -> None:
+    """`(step + 0.5) % 1.5` of a marked int on aot_eager: the graph computes the float in
+    Python, as eager does; no pass turns it into a tensor, nothing is specialized."""
+    model = ds.mark_dynamic_attr(Phase(1), "s")
+    eager = copy.deepcopy(model)
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.DynscalarWarning)
+        step_both(compiled, model, eager)
+        for value in (2, 3, 2):
+            step_both(compiled, model, eager, s=value)
+    assert counter.frame_count == 1
+
+
 @pytest.mark.parametrize(
-    "backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.inductor)]
+    "backend",
+    [USER_AOT, pytest.param("inductor", marks=pytest.mark.inductor)],
+    ids=["user-aot", "inductor"],
 )
-def test_float_op_the_tensorify_pass_cannot_lower_on_a_marked_int(backend: str) -> None:
+def test_float_op_the_tensorify_pass_cannot_lower_on_a_marked_int(backend: Any) -> None:
     """Found by the fuzzer: torch 2.13's float-tensorify pass has no float `%` (python_mod)
     and failed the compile with AttributeError for `(step + 0.5) % 1.5` of a marked int.
-    The int is compiled as a constant instead: exact, one graph per value, warned."""
+    Where the pass runs, the int is compiled as a constant instead: exact, one graph per
+    value, warned."""
 
     class PhaseOf(Phase):  # a class per backend: the warning is once per attribute and type
         pass
 
-    PhaseOf.__name__ = f"Phase_{backend}"
+    PhaseOf.__name__ = f"Phase_{backend if isinstance(backend, str) else 'user_aot'}"
     model = ds.mark_dynamic_attr(PhaseOf(1), "s")
     eager = copy.deepcopy(model)
     counter = CountingBackend(backend)
@@ -219,8 +237,8 @@ def shifted_phase(x: torch.Tensor, n: Any) -> torch.Tensor:
     return y + n % 2
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_float_op_the_tensorify_pass_cannot_lower_on_an_int_argument(backend: str) -> None:
+@pytest.mark.parametrize("backend", [*BACKENDS, USER_AOT], ids=[*BACKENDS, "user-aot"])
+def test_float_op_the_tensorify_pass_cannot_lower_on_an_int_argument(backend: Any) -> None:
     """The same for a `DynamicInt` argument (seed 0, index 1499 of the long profile): the
     restarted trace folds `n += 0.5`, another path than the first trace took, which Dynamo
     rejected (SpeculationLogDivergence) until the bridge cleared the speculation log."""
@@ -232,9 +250,10 @@ def test_float_op_the_tensorify_pass_cannot_lower_on_an_int_argument(backend: st
         for n in (7, 8, 7):
             got = compiled(x, DynamicInt(n))
             torch.testing.assert_close(got, shifted_phase(x, n), rtol=0, atol=0)
-    # the eager backend runs no AOT pass: Python floats, symbolic, one graph; AOT backends:
-    # per new value the rejected symbolic attempt and the constant graph
-    assert counter.frame_count == {"eager": 1, "aot_eager": 4}[backend]
+    # eager and aot_eager run the graph as Python code: Python floats, symbolic, one graph;
+    # the user's AOT backend runs torch's pass: per new value the rejected symbolic
+    # attempt and the constant graph
+    assert counter.frame_count == (4 if backend is USER_AOT else 1)
 
 
 class Loop(Scale):

@@ -269,9 +269,9 @@ def test_max_min_of_proxies_with_different_specs_keep_the_winner(
         m.p = make_p(3 + 2 * i)
 
     graphs = side_by_side(init, body, backend, 4, between)
-    # aot_eager: torch's float-tensorify pass restarts the first compile once (a float
-    # used only on the Python side); the graph after the restart serves every value.
-    assert graphs == (2 if specs.startswith("float") and backend == "aot_eager" else 1)
+    # one graph serves every value (no float-tensorify pass on a backend that runs the
+    # graph as Python code, so no restart to drop a float used only on the Python side)
+    assert graphs == 1
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -491,11 +491,9 @@ def test_pow_of_a_negative_dynamic_float_is_specialized_not_refused(backend: str
     assert all(issubclass(w.category, ds.SpecializationWarning) for w in seen)
     if backend == "eager":  # reported once per location: the first run of the module sees it
         assert any("forced to one value (-1.5)" in str(w.message) for w in seen)
-    # 1.25 and 2.5 share the symbolic graph; -1.5 and -3.0 one each on eager; on aot_eager
-    # -1.5 two (the float-tensorify pass's restart for a specialized float) and -3.0 one:
-    # the forced float is remembered, as stock torch remembers its own
-    # (docs/how-it-works.md#floats)
-    assert graphs == (3 if backend == "eager" else 4)
+    # 1.25 and 2.5 share the symbolic graph; -1.5 and -3.0 one each (no float-tensorify
+    # pass runs on a backend that runs the graph as Python code, so no restart either)
+    assert graphs == 3
 
 
 # ----------------------------------------------------------------------------- bools

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import math
 import pathlib
+from collections.abc import Iterator
 from typing import Any
 
 from .. import _caches
@@ -17,6 +19,7 @@ from .._diagnostics import (
 )
 from .._proxy import DynamicFloat, DynamicScalar
 from .._spec import DynamicSpec
+from ._backends import backend_kind
 from ._forced import ForcedFloats, used_float_symbols
 from ._guards import guard_proxy
 from ._reports import passthrough, remember, user_location
@@ -27,6 +30,7 @@ from ._restarts import (
     specialize_ints_and_restart,
     unbacked_in_floats,
 )
+from ._safety import on_abandon
 from ._sources import source_name, swapped_source
 from ._state import CompileState, Origin, compile_state, peek_state
 
@@ -42,6 +46,7 @@ __all__ = [
 #: what torch's tensorify pass forced of the bridge's floats, remembered as stock remembers
 _forced_floats = ForcedFloats()
 _caches.register(_forced_floats.forget)
+on_abandon(_forced_floats.abandon)
 
 
 def _memory_key(builder: Any, source: Any) -> str:
@@ -76,6 +81,8 @@ def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: s
     if isinstance(sym, torch.SymFloat):
         shape_env = builder.tx.output.shape_env
         state = compile_state(shape_env)
+        if state.backend is None:
+            state.backend = backend_kind(builder.tx)
         read_at = user_location()
         for s in sym.node.expr.free_symbols:
             state.floats[s] = where
@@ -149,6 +156,137 @@ def _scalar_tensor_prepass(gm: Any, shape_env: Any, fake_mode: Any) -> int:
     return count
 
 
+def _tensor_twins_prepass(gm: Any, ours: dict[Any, str], fake_mode: Any) -> int:
+    """Rewrite ops that take one of the bridge's floats as a ``Scalar`` to their twin that
+    takes a 0-d tensor (``clamp`` -> ``clamp.Tensor``), where ``dynscalar.ops._pairs``
+    admits the twin for the input's dtype: the float becomes ``mul.Tensor(scalar_tensor(1.0,
+    dtype=D), f)``, which the pass lowers.  Other such ops are left to the pass, which
+    specializes the float as it does for stock torch."""
+    import torch
+    from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+    from ..ops._pairs import admitted, overloads, pair_for
+
+    aten = torch.ops.aten
+    graph = gm.graph
+    count = 0
+    for node in list(graph.nodes):
+        pair = pair_for(node.target) if node.op == "call_function" else None
+        if pair is None:
+            continue
+        schema = node.target._schema
+        names = [a.name for a in schema.arguments]
+        values = dict(zip(names, node.args, strict=False)) | dict(node.kwargs)
+        moved = [
+            n
+            for n in pair.arguments
+            if isinstance(values.get(n), torch.fx.Node)
+            and isinstance(sym := values[n].meta.get("val"), torch.SymFloat)
+            and any(s in ours for s in sym.node.expr.free_symbols)
+        ]
+        tensor = next(
+            (
+                v
+                for v in values.values()
+                if isinstance(v, torch.fx.Node) and isinstance(v.meta.get("val"), torch.Tensor)
+            ),
+            None,
+        )
+        if not moved or tensor is None:
+            continue
+        with unset_fake_temporarily():  # the matrix runs real kernels, not fake ones
+            dtype = admitted(pair, tensor.meta["val"].dtype)
+        if dtype is None:
+            continue
+        twin = overloads(pair)[1]
+        with graph.inserting_before(node):
+            new_values = dict(values)
+            for name in moved:
+                one = graph.call_function(aten.scalar_tensor.default, (1.0,), {"dtype": dtype})
+                product = graph.call_function(aten.mul.Tensor, (one, values[name]))
+                with fake_mode:
+                    one.meta["val"] = aten.scalar_tensor.default(1.0, dtype=dtype)
+                    product.meta["val"] = aten.scalar_tensor.default(1.0, dtype=dtype)
+                new_values[name] = product
+            twin_names = [a.name for a in twin._schema.arguments]
+            replacement = graph.call_function(twin, tuple(new_values.get(n) for n in twin_names))
+            replacement.meta.update(node.meta)
+        node.replace_all_uses_with(replacement)
+        graph.erase_node(node)
+        count += 1
+    if count:
+        graph.lint()
+        gm.recompile()
+    return count
+
+
+def _dynscalar_item(tensor: Any) -> Any:
+    """``.item()`` of a marked float's input tensor, while the pass must not see it as one."""
+    import torch
+
+    return torch.ops.aten._local_scalar_dense.default(tensor)
+
+
+@contextlib.contextmanager
+def _kept_from_pass(gm: Any, state: CompileState) -> Iterator[None]:
+    """Run torch's float-tensorify pass on ``gm`` for stock torch's floats only.
+
+    The pass reads a float as symbolic from its node's ``val`` (a SymFloat) and from the
+    ``.item()`` node that makes it; it specializes every float symbol it did not turn into
+    a tensor.  So, for the duration of the pass, the nodes computing the bridge's floats
+    carry their trace-time value instead of the SymFloat, the ``.item()`` of a marked float
+    is a call the pass does not recognize, and the bridge's symbols are among the names the
+    pass treats as already specialized.  Everything is put back afterwards, whatever the
+    pass does (a restart included): at run time those nodes compute the Python floats.
+    """
+    import torch
+    from torch._dynamo.symbolic_convert import TensorifyState
+
+    ours = set(state.floats) | set(state.backed) | set(state.unbacked)
+    local_scalar = torch.ops.aten._local_scalar_dense.default
+    hidden: list[tuple[Any, Any, Any]] = []
+    for node in gm.graph.nodes:
+        val = node.meta.get("val")
+        if not isinstance(val, torch.SymFloat) or not (val.node.expr.free_symbols & ours):
+            continue
+        hint = val.node.hint
+        if hint is None:  # nothing to stand in for it: the pass sees it as usual
+            continue
+        hidden.append((node, val, node.target))
+        node.meta["val"] = float(hint)
+        if node.target is local_scalar:
+            node.target = _dynscalar_item
+    names = TensorifyState.force_specializations
+    added = {str(s) for s in state.floats} - names
+    names.update(added)
+    try:
+        yield
+    finally:
+        names.difference_update(added)
+        for node, val, target in hidden:
+            node.meta["val"] = val
+            node.target = target
+
+
+def _only_ours(gm: Any, ours: dict[Any, str]) -> bool:
+    """True when every float symbol of the graph's inputs is one the bridge made (no
+    float of stock torch's own, which the pass must see as stock torch does)."""
+    import torch
+    from torch.utils._sympy.symbol import SymT, symbol_is_type
+
+    local_scalar = torch.ops.aten._local_scalar_dense.default
+    for node in gm.graph.nodes:
+        if node.op != "call_function" or node.target is not local_scalar:
+            continue
+        val = node.meta.get("val")
+        if not isinstance(val, torch.SymFloat):
+            continue
+        for s in val.node.expr.free_symbols:
+            if symbol_is_type(s, SymT.FLOAT) and s not in ours:
+                return False
+    return True
+
+
 def _unsupported_uses(gm: Any, ours: dict[Any, str]) -> list[str]:
     """Ops taking a SymFloat over our symbols that the pass cannot lower (error text only)."""
     import torch
@@ -182,6 +320,19 @@ def tensorify_hook(
     ours = state.floats if state is not None else None
     from torch._dynamo.exc import TensorifyScalarRestartAnalysis
 
+    if state is not None and state.backend == "python":
+        # The graph runs as Python code: every op receives a marked value (and every float
+        # computed from one) as the Python number it is at run time, exactly as eager code
+        # hands it over.  Nothing of the bridge's is turned into a tensor or specialized;
+        # a float of stock torch's own in the same graph takes the pass as usual.
+        try:
+            if not _only_ours(gm, state.floats):
+                with _kept_from_pass(gm, state):
+                    wrapped(*args, **kwargs)
+        finally:
+            _forced_floats.on_success(state.floats)
+            forget_restarts()
+        return None
     if not ours:
         try:
             result = wrapped(*args, **kwargs)
@@ -216,6 +367,7 @@ def tensorify_hook(
         return result
 
     _scalar_tensor_prepass(gm, shape_env, fake_mode)
+    _tensor_twins_prepass(gm, ours, fake_mode)
     ops = _unsupported_uses(gm, ours)
     used = used_float_symbols(gm, shape_env)
     n_guards = len(shape_env.guards)

@@ -41,6 +41,7 @@ class ForcedFloats:
     def __init__(self) -> None:
         self._keys: dict[Any, str] = {}  # symbol of this compile -> its source key
         self._set_aside: set[str] = set()  # stock's names our floats took for one compile
+        self._added: set[str] = set()  # names on_wrap specialized for this compile
         self._ops: dict[str, list[str]] = {}  # source key -> the ops that forced it (warnings)
 
     @staticmethod
@@ -62,6 +63,8 @@ class ForcedFloats:
             names = self._names()
             self._keys[symbol] = key
             if key in names or self._restart_marker(name) in names:
+                if name not in names:
+                    self._added.add(name)
                 names.add(name)  # the output graph drops it before the AOT pass
             elif name in names:
                 names.discard(name)  # stock's memory of another float with this name
@@ -112,6 +115,19 @@ class ForcedFloats:
                 names.discard(self._restart_marker(name))
             names.update(self._set_aside)
             self._set_aside.clear()
+            self._added.clear()
+
+    def abandon(self) -> None:
+        """The compile attempt was given up (the safety net traces the frame again as stock
+        torch would): stock's names go back as they were before it."""
+        if not (self._set_aside or self._added):
+            return
+        with lock:
+            names = self._names()
+            names.difference_update(self._added)
+            names.update(self._set_aside)
+            self._set_aside.clear()
+            self._added.clear()
 
 
 def used_float_symbols(gm: Any, shape_env: Any) -> set[Any]:

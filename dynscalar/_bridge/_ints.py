@@ -22,6 +22,7 @@ from typing import Any
 
 from .._proxy import DynamicInt, DynamicScalar
 from .._spec import DynamicSpec
+from ._backends import backend_kind
 from ._guards import guard_proxy
 from ._reports import remember
 from ._sources import swapped_source
@@ -66,6 +67,8 @@ def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str, label: str
         return var
     symbol = sym_num.node.expr
     state = compile_state(shape_env)
+    if state.backend is None:
+        state.backend = backend_kind(builder.tx)
     if spec.unbacked:
         state.unbacked[symbol] = where
     else:

@@ -171,7 +171,17 @@ def _report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -
     at = user or innermost
     names = sorted({label for label, _ in hits})
     code = f" (`{at.line}`)" if at.line else ""
-    if user is not None and innermost != user:
+    from ._ops import current_specialization
+
+    op = current_specialization()
+    if op is not None:
+        # an op with a rule that does not apply here: stock torch's specialization
+        advice = (
+            f"It reaches {op[0]}, which takes it as a Python number; dynscalar's rule for "
+            f"that op does not apply here ({op[1]}), so it is compiled as stock torch "
+            "compiles it: results are exact, but each new value recompiles."
+        )
+    elif user is not None and innermost != user:
         # forced inside torch's own code, e.g. an op that takes a Python float
         advice = (
             f"It happens inside torch ({os.path.basename(innermost.filename)}:"

@@ -67,6 +67,8 @@ class CompileState:
     labels: dict[Any, str] = field(default_factory=dict)
     #: float symbol -> where the user's code read it (warnings from backend passes)
     read_at: dict[Any, Any] = field(default_factory=dict)
+    #: the kind of backend the graph goes to (``_backends.Kind``), once asked
+    backend: str | None = None
 
 
 _states: weakref.WeakKeyDictionary[Any, CompileState] = weakref.WeakKeyDictionary()

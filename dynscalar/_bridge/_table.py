@@ -79,6 +79,9 @@ class Private:
     #: The hook used when the bridge cannot be installed (and inside ``disabled()``):
     #: proxies are turned into their plain values, since stock Dynamo cannot trace them.
     degraded_hook: str | None = None
+    #: The hook used in a frame the safety net compiles as stock torch does (``_safety``);
+    #: None: the degraded hook, else torch's function itself.
+    off_hook: str | None = None
     #: Why the bridge needs it, in a few words.
     why: str = ""
 
@@ -229,14 +232,30 @@ def _gated(hook: Hook) -> Hook:
     return gate
 
 
+def _safe(entry: Private, hook: Hook) -> Hook:
+    """``hook`` inside the safety net (``_safety``): a failure of dynscalar's compiles the
+    frame as stock torch does."""
+
+    def safe(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        from . import _safety
+
+        return _safety.call(entry, hook, wrapped, instance, args, kwargs)
+
+    return safe
+
+
 def hook_of(entry: Private, lazy: bool = False) -> Hook:
-    """The wrapper function for ``entry``: its hooks chained, gated by ``BYPASS``; ``lazy``
-    imports the hook modules at the first call instead of now."""
-    hooks = [(_lazy if lazy else hook_function)(path) for path in entry.hooks]
+    """The wrapper function for ``entry``: its hooks chained, inside the safety net, gated by
+    ``BYPASS``.  Each hook is looked up by name at every call (``lazy`` also imports its
+    module then, instead of now), so the function a module holds now is the one that runs."""
+    if not lazy:
+        for path in entry.hooks:
+            hook_function(path)  # import the modules now: a missing hook fails here
+    hooks = [_lazy(path) for path in entry.hooks]
     hook = hooks[-1]
     for outer in reversed(hooks[:-1]):
         hook = _chained(outer, hook)
-    return _gated(hook)
+    return _gated(_safe(entry, hook))
 
 
 def wrap(entry: Private, hook: Hook) -> Patch:
@@ -307,6 +326,7 @@ PRIVATES: tuple[Private, ...] = (
         ("self", "value"),
         hooks=("_wrap:wrap_hook",),
         degraded_hook="_wrap:wrap_degraded",
+        off_hook="_wrap:wrap_off",
         why="marked values become symbolic graph inputs",
     ),
     Private(f"{_B}:VariableBuilder.wrap_symint", ("self", "value", "dynamism", "context")),
@@ -353,18 +373,18 @@ PRIVATES: tuple[Private, ...] = (
         hooks=("_ints:unbacked_branch_hook",),
         why="dynscalar's explanation first in an unbacked-branch error",
     ),
-    # ---- decompositions of ops torch would specialize (_decompositions, _methods)
+    # ---- op rules: torch ops whose float parameter torch would force (_ops, dynscalar.ops)
     Private(
         "torch._dynamo.variables.torch:TorchInGraphFunctionVariable.call_function",
         ("self", "tx", "args", "kwargs"),
-        hooks=("_decompositions:in_graph_call_hook",),
-        why="torch functions taking a marked float are decomposed",
+        hooks=("_ops:in_graph_call_hook",),
+        why="torch functions taking a marked float follow their op rule",
     ),
     Private(
         f"{_T}:TensorVariable.call_method",
         ("self", "tx", "name", "args", "kwargs"),
-        hooks=("_methods:tensor_method_hook",),
-        why="tensor methods taking a marked float are decomposed",
+        hooks=("_ops:tensor_method_hook",),
+        why="tensor methods taking a marked float follow their op rule",
     ),
     Private(
         "torch._dynamo.symbolic_convert:InstructionTranslatorBase.inline_user_function_return",
@@ -374,11 +394,8 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         "torch._dynamo.variables.builtin:BuiltinVariable.call_function",
         ("self", "tx", "args", "kwargs"),
-        hooks=(
-            "_writeback:builtin_call_hook",
-            "_decompositions:builtin_decomposition_hook",
-        ),
-        why="write-back records builtin calls around the pow decomposition",
+        hooks=("_writeback:builtin_call_hook", "_ops:builtin_call_hook"),
+        why="write-back records builtin calls; max/min of a marked value and a bool or NaN",
     ),
     Private(
         "torch._dynamo.variables.builtin:BuiltinVariable.call_range",
@@ -459,6 +476,12 @@ PRIVATES: tuple[Private, ...] = (
         why="where the key function moved, graphs with a marked float bypass the cache",
     ),
     Private(f"{_AC}:BypassAOTAutogradCache", phase="floats"),
+    Private(
+        "torch._subclasses.fake_tensor:unset_fake_temporarily",
+        (),
+        phase="floats",
+        why="the exactness matrix runs real kernels while the AOT pass holds fake mode",
+    ),
     Private("torch._dynamo.exc:TensorifyScalarRestartAnalysis", phase="floats"),
     Private("torch._dynamo.symbolic_convert:TensorifyState", phase="floats"),
     Private("torch._guards:CompileContext", phase="floats", why="one compile's restarts"),

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 from .._auto import auto_spec
 from .._diagnostics import (
+    BridgeError,
     BridgeUnavailableWarning,
     DynscalarError,
     SpecializationError,
@@ -59,7 +60,7 @@ from ._state import Origin, compile_state, resolved
 
 log = logging.getLogger("dynscalar")
 
-__all__ = ["wrap_degraded", "wrap_hook", "wrap_plain"]
+__all__ = ["wrap_degraded", "wrap_hook", "wrap_off", "wrap_plain"]
 
 # Attribute values whose owner is looked up in the registry: the scalars themselves, and
 # the types a mark must not sit on (so a bad mark fails clearly, not silently).
@@ -444,6 +445,36 @@ def wrap_degraded(
         return wrap_plain(wrapped, instance, value)
     except ImportError:  # no AttrSource/guards: the value without a source swap
         return wrapped(value.__wrapped__)
+
+
+def wrap_off(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The hook on ``VariableBuilder._wrap`` in a frame the safety net compiles as stock
+    torch does (``_safety``): :func:`wrap_degraded`, except that a value marked
+    ``strict=True`` (on its module attribute, or a proxy's own spec) raises the failure
+    instead of being compiled unmarked."""
+    value = args[0] if args else kwargs["value"]
+    if isinstance(value, DynamicScalar | int | float) and not isinstance(value, bool):
+        spec = _strict_spec(instance, value)
+        if spec is not None and spec.strict:
+            from ._safety import failure
+
+            message = failure() or "dynscalar: an internal error"
+            raise passthrough(BridgeError(message + " (a strict=True mark is involved)"))
+    return wrap_degraded(wrapped, instance, args, kwargs)
+
+
+def _strict_spec(builder: Any, value: Any) -> DynamicSpec | None:
+    """The mark of ``value`` as far as it can be read without Dynamo's help."""
+    from torch._dynamo.source import AttrSource
+
+    source = builder.source
+    if type(source) is AttrSource:
+        owner = _resolve(builder, source.base)
+        if _is_module(owner):
+            spec = lookup_mark(owner, source.member)
+            if spec is not None:
+                return spec
+    return value.spec if isinstance(value, DynamicScalar) else None
 
 
 def _specialize_for_export(

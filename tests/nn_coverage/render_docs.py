@@ -181,7 +181,8 @@ def render(data: dict[str, Any], source: str = "") -> str:
         (f"`{op}`", *(f"{v:g}" for v in data["tolerances"][op][:2]), data["tolerances"][op][2])
         for op in used
     )
-    lines += ["", "## Tolerances", "", *table("op | rtol> | atol> | why", tolerances)]
+    if used:
+        lines += ["", "## Tolerances", "", *table("op | rtol> | atol> | why", tolerances)]
     lines.append("")
     return "\n".join(lines)
 

@@ -1,0 +1,82 @@
+"""Which kind of backend a compile hands its graph to: how a marked float can reach an op.
+
+The op rules (``dynscalar.ops``) differ by backend, because backends run a graph
+differently:
+
+* ``"python"`` - ``eager``, ``aot_eager``, ``aot_eager_decomp_partition``: the graph runs as
+  Python code calling ATen ops, so a marked float can reach an op as the Python float it
+  is at run time, exactly as in eager (torch's float-tensorify pass is kept away from it);
+* ``"inductor"`` - inductor generates kernels: a marked float must become a tensor
+  (the tensorify pass, or an op rule's tensor form), else it is specialized as stock
+  torch specializes it;
+* ``"other"`` - any other backend: nothing is assumed about it; marked floats that would
+  need an op rule are specialized as stock torch specializes them.
+
+The kind is read from the compile's backend (``OutputGraph.compiler_fn``), through the
+wrappers ``torch.compile`` and Dynamo put around it (``_TorchCompileWrapper``,
+``WrapBackendDebug``) and counting wrappers that name a registered backend
+(``torch._dynamo.testing.CompileCounterWithBackend``).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Literal
+
+__all__ = ["Kind", "backend_kind"]
+
+Kind = Literal["python", "inductor", "other"]
+
+_PYTHON = ("eager", "aot_eager", "aot_eager_decomp_partition")
+_INDUCTOR = ("inductor",)
+
+
+@functools.cache
+def _registered() -> dict[int, Kind]:
+    from torch._dynamo.backends.registry import lookup_backend
+
+    kinds: dict[int, Kind] = {}
+    for names, kind in ((_PYTHON, "python"), (_INDUCTOR, "inductor")):
+        for name in names:
+            try:
+                kinds[id(lookup_backend(name))] = kind  # type: ignore[assignment]
+            except Exception:  # noqa: BLE001 - a backend this torch does not register
+                continue
+    return kinds
+
+
+def _kind_of(fn: Any) -> Kind:
+    seen: set[int] = set()
+    while fn is not None and id(fn) not in seen:
+        seen.add(id(fn))
+        if isinstance(fn, str):
+            return "python" if fn in _PYTHON else "inductor" if fn in _INDUCTOR else "other"
+        if type(fn).__name__ == "_TorchCompileInductorWrapper":
+            return "inductor"
+        known = _registered().get(id(fn))
+        if known is not None:
+            return known
+        fn = next(
+            (
+                inner
+                for inner in (
+                    getattr(fn, "_torchdynamo_orig_backend", None),  # WrapBackendDebug
+                    getattr(fn, "compiler_fn", None),  # _TorchCompileWrapper
+                    getattr(fn, "backend", None),  # CompileCounterWithBackend
+                )
+                if inner is not None
+            ),
+            None,
+        )
+    return "other"
+
+
+def backend_kind(tx: Any) -> Kind:
+    """The kind of backend the compile ``tx`` belongs to (see module docstring).
+
+    Examples:
+        >>> backend_kind(None)
+        'other'
+    """
+    output = getattr(tx, "output", None)
+    return _kind_of(getattr(output, "compiler_fn", None))

@@ -1,0 +1,225 @@
+"""The safety net: a failure inside dynscalar never reaches the user as a Dynamo crash.
+
+Every hook of the table (``_table.hook_of``) runs through :func:`call`.  When a hook
+raises and the exception is not one Dynamo itself uses for control flow (a graph break,
+a restart, a traced user exception) nor one of dynscalar's own deliberate errors
+(``DynscalarError``: a bad value, a strict specialization), the failure is dynscalar's.
+While Dynamo traces a frame, the frame is marked *off* and Dynamo is asked to trace it again
+(``TensorifyScalarRestartAnalysis``, the restart torch's own float pass uses, which keeps
+torch's memory of forced floats).  While a frame is off, every hook runs its degraded
+form (``Private.degraded_hook``: a proxy is read as its plain value) or passes straight
+through, so the frame compiles exactly as stock torch compiles the plain values: the
+same graphs, the same guards, eager's numbers.  One ``DynscalarWarning`` names the
+marked values involved, the hook and the error; a frame whose marks include a
+``strict=True`` one raises :class:`~dynscalar.BridgeError` instead.
+
+A frame is off for the compile that failed (its restarts included); its next compile
+(a guard failure, a new value) tries dynscalar's handling again.  A hook of a backend
+pass (the float-tensorify pass, the AOTAutograd cache key) and one outside any compile
+(the ``torch.export`` wrapper) warn and call torch's original directly: tracing the frame
+again from there would compile one more graph than stock, so the graph keeps what Dynamo
+traced (marked values symbolic) and torch's pass treats them as it treats its own floats.
+
+Examples:
+    >>> from dynscalar._bridge import _safety
+    >>> _safety.is_control_flow(KeyError("x"))
+    False
+"""
+
+from __future__ import annotations
+
+import logging
+import weakref
+from collections.abc import Callable
+from types import CodeType
+from typing import Any
+
+from .. import _caches
+from .._diagnostics import BridgeError, DynscalarError, DynscalarWarning, warn_once
+
+log = logging.getLogger("dynscalar")
+
+__all__ = ["call", "is_control_flow", "is_off", "on_abandon"]
+
+Hook = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
+
+#: what to undo when a compile attempt is given up (state the bridge changed in torch)
+_abandon: list[Callable[[], None]] = []
+
+
+def on_abandon(undo: Callable[[], None]) -> Callable[[], None]:
+    """Call ``undo`` whenever the net gives up a compile attempt (before it is traced
+    again as stock torch would): a module that changes torch's global state during a
+    compile registers how to put it back.  Returns ``undo``.
+
+    Examples:
+        >>> undo = on_abandon(lambda: None)
+    """
+    _abandon.append(undo)
+    return undo
+
+
+#: code of a frame compiled with dynscalar's handling off -> (the compile that failed, why)
+_off: weakref.WeakKeyDictionary[CodeType, tuple[object, str]] = weakref.WeakKeyDictionary()
+_caches.register(_off.clear)
+
+
+def _tracer() -> Any:
+    """The tracer of the frame Dynamo is compiling now (the root of any inlined calls)."""
+    from torch._dynamo.symbolic_convert import InstructionTranslator
+
+    try:
+        tx = InstructionTranslator.current_tx()
+    except (AssertionError, AttributeError, IndexError):  # not tracing
+        return None
+    return getattr(getattr(tx, "output", None), "root_tx", None) or tx
+
+
+def _compile() -> tuple[CodeType, object] | None:
+    """(code, compile id) of the compile running now; None outside a compile."""
+    from torch._guards import CompileContext
+
+    code = getattr(_tracer(), "f_code", None)
+    compile_id = CompileContext.current_compile_id()
+    if code is None or compile_id is None:
+        return None
+    return code, compile_id
+
+
+def failure() -> str | None:
+    """Why the running compile is compiled as stock torch compiles it (None: it is not)."""
+    if not _off:
+        return None
+    current = _compile()
+    found = _off.get(current[0]) if current is not None else None
+    return found[1] if found is not None and found[0] == current[1] else None  # type: ignore[index]
+
+
+def is_off() -> bool:
+    """True while the running compile is compiled as stock torch compiles it."""
+    return failure() is not None
+
+
+def _control_flow_types() -> tuple[type[BaseException], ...]:
+    from torch._dynamo import exc
+    from torch.fx.experimental.symbolic_shapes import (
+        ConstraintViolationError,
+        GuardOnDataDependentSymNode,
+    )
+
+    return (
+        exc.Unsupported,  # graph breaks, also inside inlined user code
+        exc.RestartAnalysis,  # restarts, the net's own included
+        exc.SkipFrame,
+        exc.ObservedException,  # a user exception Dynamo traces
+        exc.UserError,
+        exc.ResetRequired,
+        exc.RecompileError,
+        GuardOnDataDependentSymNode,  # a branch on an unbacked value: a graph break
+        ConstraintViolationError,  # dynscalar's own errors, re-typed to pass through
+    )
+
+
+def is_control_flow(error: BaseException) -> bool:
+    """True for exceptions that are not failures: Dynamo's control flow (graph breaks,
+    restarts, traced user exceptions) and dynscalar's deliberate errors."""
+    if not isinstance(error, Exception) or isinstance(error, DynscalarError):
+        return True
+    if isinstance(error, RecursionError | MemoryError):
+        return False
+    try:
+        return isinstance(error, _control_flow_types())
+    except ImportError:  # no Dynamo to speak of: not a compile
+        return False
+
+
+def _marks_in_compile() -> tuple[list[str], bool]:
+    """The marked values the current compile made symbolic, and whether one is strict."""
+    from ._state import peek_state
+
+    output = getattr(_tracer(), "output", None)
+    state = peek_state(getattr(output, "shape_env", None))
+    if state is None:
+        return [], False
+    labels = sorted(set(state.labels.values()) | set(state.unbacked.values()))
+    strict = any(spec.strict for _, spec in state.backed.values())
+    return labels, strict
+
+
+def _fallback(entry: Any) -> Hook | None:
+    path = entry.off_hook or entry.degraded_hook
+    if path is None:
+        return None
+    from ._table import hook_function
+
+    return hook_function(path)
+
+
+def call(
+    entry: Any,
+    hook: Hook,
+    wrapped: Any,
+    instance: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    """Run ``hook`` for ``entry``; on a failure of dynscalar's, compile the frame as stock
+    torch does (see module docstring)."""
+    if is_off():
+        fallback = _fallback(entry)
+        if fallback is None:
+            return wrapped(*args, **kwargs)
+        return fallback(wrapped, instance, args, kwargs)
+    try:
+        return hook(wrapped, instance, args, kwargs)
+    except Exception as error:
+        if is_control_flow(error):
+            raise
+        message = _fail(entry, error)
+        current = _compile()
+        if current is None or entry.phase != "dynamo":
+            # Not tracing (the export wrapper), or a backend pass (the float-tensorify pass):
+            # torch's own function, as stock runs it.  A backend pass cannot trace the frame
+            # again without compiling one more graph; the graph it has is what Dynamo traced.
+            return wrapped(*args, **kwargs)
+        _off[current[0]] = (current[1], message)
+        for undo in _abandon:
+            undo()
+        _restart(error)
+
+
+def _restart(error: Exception) -> None:
+    """Trace the frame again from its first instruction.  torch's float pass restarts
+    with ``TensorifyScalarRestartAnalysis``, which keeps torch's memory of forced floats
+    (other restarts clear it); the speculation log, which replays an earlier attempt's
+    graph-break decisions, is cleared, since this attempt takes other paths."""
+    from torch._dynamo.exc import TensorifyScalarRestartAnalysis
+
+    log_ = getattr(_tracer(), "speculation_log", None)
+    if log_ is not None:
+        log_.clear()
+    raise TensorifyScalarRestartAnalysis from error
+
+
+def _fail(entry: Any, error: Exception) -> str:
+    """Warn (or, for a strict mark, raise) about a failure in ``entry``'s hook; returns the
+    message (a strict mark met later in the frame raises it, ``_wrap.wrap_off``)."""
+    try:
+        labels, strict = _marks_in_compile()
+    except Exception:  # noqa: BLE001 - the report must not fail in turn
+        labels, strict = [], False
+    values = ", ".join(labels) if labels else "the marked values"
+    what = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+    message = (
+        f"dynscalar: an internal error in its hook on {entry.name} ({what}) while "
+        f"compiling {values}; this frame is compiled as stock torch.compile compiles the "
+        "plain values instead (results are eager's; a changing value may recompile). "
+        "Please report this with your torch version."
+    )
+    log.info("%s", message, exc_info=error)
+    if strict:
+        from ._reports import passthrough
+
+        raise passthrough(BridgeError(message + " (a strict=True mark is involved)")) from error
+    warn_once(("safety", entry.name, type(error).__name__, values), message, DynscalarWarning)
+    return message

@@ -1,0 +1,83 @@
+"""The op rules: how a marked float reaches a torch op, and where each rule is exact.
+
+* ``_table``: the rules (data): the ops whose ``float`` parameter Dynamo would force, and
+  the ATen overloads whose ``Scalar`` float has a 0-d-tensor twin;
+* ``_custom``: dynscalar's custom ops, the ATen op with ``float`` read as ``Scalar``;
+* ``_kernels``: what a ``"python"`` backend traces for ops with value-dependent paths;
+* ``_tensor``: what inductor traces (plain torch ops, the float an operand);
+* ``_matrix``: the exactness matrix that admits a rule case by case.
+
+Plain torch only (public API and ``torch.library``); the bridge (``dynscalar._bridge``)
+decides when a rule applies.  Nothing here runs a kernel or registers an op at import.
+
+Examples:
+    >>> from dynscalar import ops
+    >>> ops.rule_for(__import__("torch").layer_norm)[0].scalars
+    ('eps',)
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from ._table import RULES, SCALAR_TENSOR_PAIRS, Rule, ScalarPair
+
+__all__ = [
+    "RULES",
+    "SCALAR_TENSOR_PAIRS",
+    "Rule",
+    "ScalarPair",
+    "inductor_entry",
+    "python_entry",
+    "rule_for",
+    "rule_for_method",
+]
+
+
+@functools.cache
+def _callables() -> tuple[dict[Any, tuple[Rule, str]], dict[str, tuple[Rule, str]]]:
+    from ._matrix import resolve_callable
+
+    functions: dict[Any, tuple[Rule, str]] = {}
+    methods: dict[str, tuple[Rule, str]] = {}
+    for rule in RULES.values():
+        for name in rule.callables:
+            if name.startswith("Tensor."):
+                methods[name.removeprefix("Tensor.")] = (rule, name)
+            else:
+                functions[resolve_callable(name)] = (rule, name)
+    return functions, methods
+
+
+def rule_for(fn: Any) -> tuple[Rule, str] | None:
+    """(rule, callable name) for a torch function a marked float may reach, else None."""
+    try:
+        return _callables()[0].get(fn)
+    except TypeError:  # an unhashable callable: never a rule's
+        return None
+
+
+def rule_for_method(name: str) -> tuple[Rule, str] | None:
+    """(rule, ``"Tensor.<name>"``) for a tensor method a marked float may reach."""
+    return _callables()[1].get(name)
+
+
+def python_entry(rule: Rule, callable_name: str) -> Callable[..., Any]:
+    """What a ``"python"`` backend traces in place of ``callable_name``."""
+    from ._matrix import python_entry as entry
+
+    return entry(rule, callable_name)
+
+
+def inductor_entry(rule: Rule, callable_name: str) -> Callable[..., Any] | None:
+    """What inductor traces in place of ``callable_name`` (None: specialized)."""
+    if rule.inductor is None:
+        return None
+    from . import _tensor
+
+    short = callable_name.rpartition(".")[2]
+    if short.endswith("_") and hasattr(_tensor, short):
+        return getattr(_tensor, short)  # type: ignore[no-any-return]
+    return getattr(_tensor, rule.inductor)  # type: ignore[no-any-return]

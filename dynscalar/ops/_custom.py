@@ -1,0 +1,344 @@
+"""dynscalar's custom ops: an ATen op whose ``float`` parameters take a ``Scalar``.
+
+``torch.dropout(x, p, train)`` cannot receive a symbolic float: the argument parser forces
+``p`` to a constant while Dynamo traces the call.  ``torch.ops.dynscalar.dropout(x, p,
+train)`` can: its schema is ATen's with ``float p`` read as ``Scalar p``, so a SymFloat is a
+graph argument like any other, and the graph hands the op the Python float at run time.
+The implementation calls the ATen op with that float: eager's kernel, bit for bit (the
+exactness matrix checks it case by case).
+
+* **Gradients** (:func:`op_for`): a generic op's backward is another custom op,
+  ``<name>_vjp``, which recomputes the ATen op under autograd and returns ATen's own
+  gradients; so the numbers are eager's, and no float is forced while AOTAutograd traces
+  the backward either.  An op that writes some inputs (``batch_norm``'s running
+  statistics) recomputes on copies of them.
+* **Fake tensors**: the ATen op on fake tensors, with each marked float replaced by its
+  trace-time value (the output's shape, dtype and strides never depend on it).
+* **Hand-written kernels** (dropout, which must keep its random noise for the gradient)
+  are defined in ``_kernels``, through :func:`define`.
+
+Everything here is made on first use (``torch.library`` registrations are process-wide,
+made once); importing this module registers nothing.
+
+Examples:
+    >>> from dynscalar.ops._custom import derive_schema
+    >>> derive_schema("aten::dropout(Tensor input, float p, bool train) -> Tensor", ("p",))
+    '(Tensor input, Scalar p, bool train) -> Tensor'
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from ._table import Rule
+
+__all__ = ["NAMESPACE", "define", "derive_schema", "entry_for", "library", "op_for"]
+
+NAMESPACE = "dynscalar"
+
+_lock = threading.RLock()
+_library: torch.library.Library | None = None
+_ops: dict[str, Any] = {}
+
+
+def library() -> torch.library.Library:
+    """The ``dynscalar`` op library (made on first use)."""
+    global _library
+    with _lock:
+        if _library is None:
+            _library = torch.library.Library(NAMESPACE, "DEF")  # type: ignore[no-untyped-call]
+        return _library
+
+
+def derive_schema(aten_schema: str, scalars: Sequence[str], mutates: Sequence[str] = ()) -> str:
+    """The custom op's schema (without its name): ATen's, with the ``float`` parameters in
+    ``scalars`` taking a ``Scalar`` and the parameters in ``mutates`` annotated as written.
+
+    Examples:
+        >>> derive_schema("aten::f(Tensor x, float? eps=None) -> Tensor", ("eps",))
+        '(Tensor x, Scalar? eps=None) -> Tensor'
+    """
+    signature = aten_schema[aten_schema.index("(") :]
+    for name in scalars:
+        signature, count = re.subn(rf"\bfloat(\??) {name}\b", rf"Scalar\1 {name}", signature)
+        if count != 1:
+            raise ValueError(f"{aten_schema}: no float parameter {name!r}")
+    for index, name in enumerate(mutates):
+        letter = chr(ord("a") + index)
+        signature, count = re.subn(
+            rf"\bTensor(\??) {name}\b", rf"Tensor({letter}!)\1 {name}", signature
+        )
+        if count != 1:
+            raise ValueError(f"{aten_schema}: no Tensor parameter {name!r}")
+    return signature
+
+
+def aten_overload(rule: Rule) -> Any:
+    """The ATen ``OpOverload`` a rule is about."""
+    base, overload = rule.overload
+    return getattr(getattr(torch.ops.aten, base), overload)
+
+
+def define(
+    name: str,
+    schema: str,
+    impl: Callable[..., Any],
+    fake: Callable[..., Any],
+    backward: Callable[..., Any] | None = None,
+    setup_context: Callable[..., Any] | None = None,
+) -> Any:
+    """Define ``dynscalar::<name>`` once, with its eager and fake implementations and, if
+    given, its autograd formula; returns its ``OpOverload``."""
+    with _lock:
+        found = _ops.get(name)
+        if found is not None:
+            return found
+        lib = library()
+        lib.define(name + schema)  # type: ignore[no-untyped-call]
+        lib.impl(name, impl, "CompositeExplicitAutograd")  # type: ignore[no-untyped-call]
+        op = getattr(getattr(torch.ops, NAMESPACE), name).default
+        torch.library.register_fake(op, fake, lib=lib)
+        if backward is not None:
+            torch.library.register_autograd(op, backward, setup_context=setup_context, lib=lib)
+        _ops[name] = op
+        return op
+
+
+def _hint(value: Any) -> Any:
+    """A float for a traced value: a SymFloat's trace-time value (no guard), else itself."""
+    if isinstance(value, torch.SymFloat | torch.SymInt):
+        hint = value.node.hint
+        return 0.5 if hint is None else hint
+    return value
+
+
+class _Signature:
+    """Positional access to a call of an ATen overload, defaults filled in."""
+
+    def __init__(self, overload: Any, rule: Rule) -> None:
+        arguments = overload._schema.arguments
+        self.names = [a.name for a in arguments]
+        self.defaults = [a.default_value if a.has_default_value() else None for a in arguments]
+        self.scalar_at = [i for i, n in enumerate(self.names) if n in rule.scalars]
+        self.mutated_at = [i for i, n in enumerate(self.names) if n in rule.mutates]
+        self.tensor_at = [
+            i for i, a in enumerate(arguments) if str(a.type) in ("Tensor", "Optional[Tensor]")
+        ]
+        self.positional = sum(1 for a in arguments if not a.kwarg_only)
+        self.overload = overload
+
+    def call(self, values: list[Any]) -> Any:
+        """The ATen op on ``values`` (keyword-only parameters by name)."""
+        keywords = dict(zip(self.names[self.positional :], values[self.positional :], strict=True))
+        return self.overload(*values[: self.positional], **keywords)
+
+    def full(self, args: Sequence[Any], kwargs: dict[str, Any] | None = None) -> list[Any]:
+        values = list(args) + self.defaults[len(args) :]
+        for key, value in (kwargs or {}).items():
+            values[self.names.index(key)] = value
+        return values
+
+    def plain(self, values: list[Any], convert: Callable[[Any], Any] = float) -> list[Any]:
+        out = list(values)
+        for i in self.scalar_at:
+            if out[i] is not None:
+                out[i] = convert(out[i])
+        return out
+
+
+def _unaliased(out: Any, inputs: Sequence[Any]) -> Any:
+    """A custom op may not return one of its inputs: a copy where the ATen op does."""
+    if isinstance(out, torch.Tensor) and any(out is i for i in inputs):
+        return out.clone()
+    return out
+
+
+def op_for(rule: Rule) -> Any:
+    """The custom op for a rule: the ATen op with the rule's floats as Scalars, its
+    gradient recomputed by ``<name>_vjp``.  An op that writes some of its inputs
+    (``rule.mutates``) is made functional: it returns ``(output, [new values of the
+    written inputs that are not None])``, and :func:`entry_for` writes them back."""
+    found = _ops.get(rule.name)
+    if found is not None:
+        return found
+    overload = aten_overload(rule)
+    signature = _Signature(overload, rule)
+    schema = derive_schema(str(overload._schema), rule.scalars)
+    if rule.mutates:
+        schema = schema[: schema.rindex("->")] + "-> (Tensor, Tensor[])"
+
+    def run(values: list[Any]) -> Any:
+        written = []
+        for i in signature.mutated_at:
+            if values[i] is not None:
+                values[i] = values[i].clone()
+                written.append(values[i])
+        out = _unaliased(signature.call(values), values)
+        return (out, written) if rule.mutates else out
+
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        return run(signature.plain(signature.full(args, kwargs)))
+
+    def fake(*args: Any, **kwargs: Any) -> Any:
+        return run(signature.plain(signature.full(args, kwargs), _hint_float))
+
+    if not rule.differentiable:
+        return define(rule.name, schema, impl, fake)
+    vjp = _vjp_for(rule, overload, signature, schema)
+
+    def setup_context(
+        ctx: Any,
+        inputs: tuple[Any, ...],
+        output: Any,
+        keyword_only_inputs: dict[str, Any] | None = None,
+    ) -> None:
+        values = signature.full(inputs, keyword_only_inputs)
+        ctx.values = [None if i in signature.tensor_at else v for i, v in enumerate(values)]
+        if rule.mutates:  # the new statistics carry no gradient, as eager's in-place update
+            ctx.mark_non_differentiable(*output[1])
+        # the inputs the op writes are written back after it: their values as it read them
+        saved = [
+            values[i].clone() if i in signature.mutated_at and values[i] is not None else values[i]
+            for i in signature.tensor_at
+        ]
+        ctx.save_for_backward(*saved)
+
+    def backward(ctx: Any, grad: Any, *_grad_written: Any) -> tuple[Any, ...]:
+        values = list(ctx.values)
+        for i, saved in zip(signature.tensor_at, ctx.saved_tensors, strict=True):
+            values[i] = saved
+        grads = iter(vjp(grad, *values))
+        result: list[Any] = [None] * len(values)
+        for i in _differentiable(signature, values):
+            result[i] = next(grads)
+        return tuple(result[: signature.positional])  # keyword-only inputs get none
+
+    return define(rule.name, schema, impl, fake, backward, setup_context)
+
+
+def entry_for(rule: Rule) -> Callable[..., Any]:
+    """The function a ``"python"`` backend traces for a ``"custom"`` rule: its custom op,
+    and for an op that writes some inputs, the copy of their new values into them."""
+    op = op_for(rule)
+    if not rule.mutates:
+        return op  # type: ignore[no-any-return]
+    signature = _Signature(aten_overload(rule), rule)
+    names = tuple(signature.names[i] for i in signature.mutated_at)
+    positions = tuple(signature.mutated_at)
+
+    def entry(*args: Any, **kwargs: Any) -> Any:
+        out, written = op(*args, **kwargs)
+        targets = [
+            kwargs[name] if name in kwargs else args[i] if i < len(args) else None
+            for name, i in zip(names, positions, strict=True)
+        ]
+        for target, new in zip([t for t in targets if t is not None], written, strict=True):
+            target.copy_(new)
+        return out
+
+    entry.__name__ = rule.name
+    return entry
+
+
+def _hint_float(value: Any) -> Any:
+    return float(_hint(value))
+
+
+def _candidates(signature: _Signature, values: Sequence[Any]) -> list[int]:
+    """Positions of the floating-point tensor inputs that are not written by the op."""
+    return [
+        i
+        for i in signature.tensor_at
+        if isinstance(values[i], torch.Tensor)
+        and values[i].is_floating_point()
+        and i not in signature.mutated_at
+    ]
+
+
+def _differentiable(signature: _Signature, values: Sequence[Any]) -> list[int]:
+    """Positions of the inputs that get a gradient from the op (eager's autograd gives the
+    others ``None``): found by running the op on meta tensors, which costs no data."""
+    candidates = _candidates(signature, values)
+    if not candidates:
+        return []
+    key = (
+        id(signature),
+        *(_shape_key(v) for i, v in enumerate(values) if i not in signature.scalar_at),
+    )
+    found = _defined.get(key)
+    if found is None:
+        found = _defined[key] = _meta_differentiable(signature, values, candidates)
+    return found
+
+
+def _shape_key(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return ("tensor", value.dtype, value.dim())
+    if isinstance(value, (list, tuple)):
+        return tuple(_shape_key(v) for v in value)
+    if isinstance(value, torch.SymInt | torch.SymFloat):
+        return type(value).__name__
+    return value
+
+
+#: which inputs of a call get gradients, by the call's tensor dtypes, ranks and options
+_defined: dict[Any, list[int]] = {}
+
+
+def _meta_differentiable(
+    signature: _Signature, values: Sequence[Any], candidates: list[int]
+) -> list[int]:
+    meta = signature.plain(list(values), _hint_float)
+    for i, value in enumerate(meta):
+        if isinstance(value, torch.Tensor):
+            meta[i] = torch.empty_strided(
+                value.shape, value.stride(), dtype=value.dtype, device="meta"
+            )
+    with torch.enable_grad():
+        for i in candidates:
+            meta[i].requires_grad_(True)
+        out = signature.call(meta)
+        if isinstance(out, tuple):
+            out = out[0]
+        if not out.requires_grad:
+            return []
+        grads = torch.autograd.grad(
+            out, [meta[i] for i in candidates], torch.empty_like(out), allow_unused=True
+        )
+    return [i for i, g in zip(candidates, grads, strict=True) if g is not None]
+
+
+def _vjp_for(rule: Rule, overload: Any, signature: _Signature, schema: str) -> Any:
+    """``<name>_vjp(grad, *inputs) -> Tensor[]``: ATen's gradients of every floating-point
+    tensor input, by running the op again under autograd (on copies of what it writes)."""
+    inputs = schema[schema.index("(") + 1 : schema.rindex("->")].rstrip().removesuffix(")")
+    inputs = inputs.replace("*, ", "")  # every input positional: backward passes them so
+    vjp_schema = f"(Tensor grad, {inputs}) -> Tensor[]"
+
+    def impl(grad: Any, *args: Any) -> list[Any]:
+        values = signature.plain(signature.full(args))
+        for i in signature.mutated_at:
+            if values[i] is not None:
+                values[i] = values[i].clone()
+        positions = _differentiable(signature, values)
+        with torch.enable_grad():
+            for i in positions:
+                values[i] = values[i].detach().requires_grad_(True)
+            out = signature.call(values)
+            leaves = [values[i] for i in positions]
+            grads = torch.autograd.grad(out, leaves, grad, allow_unused=True)
+        return [
+            torch.zeros_like(leaf) if g is None else g
+            for leaf, g in zip(leaves, grads, strict=True)
+        ]
+
+    def fake(grad: Any, *args: Any) -> list[Any]:
+        values = signature.full(args)
+        return [torch.empty_like(values[i]) for i in _differentiable(signature, values)]
+
+    return define(f"{rule.name}_vjp", vjp_schema, impl, fake)

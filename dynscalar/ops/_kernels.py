@@ -1,0 +1,219 @@
+"""What a ``"python"`` backend traces for a rule whose op has value-dependent paths.
+
+Each function here has the Python signature of the torch callable it stands for and is
+traced by Dynamo in its place when a marked float reaches it (``Rule.python``).  Paths that
+ATen takes on the value itself are written as Python conditions on it, which Dynamo turns
+into guards on the predicate (two paths, two graphs at most, no specialization):
+
+* dropout returns its input itself at ``p == 0``, in eval mode and for an empty input,
+  and multiplies by zero at ``p == 1``, drawing nothing; those paths call ATen's op with a
+  constant (the value does not matter there, only that it is 0 or 1);
+* otherwise a dynscalar custom op runs eager's own kernels with the Python float: the
+  same ATen calls in the same order as ``_dropout_impl`` (aten/src/ATen/native/Dropout.cpp),
+  the same random numbers from the same generator, and the noise kept for the gradient
+  (eager's ``mul`` backward: ``grad * noise``);
+* ``bernoulli``/``bernoulli_`` with a generator argument, and ``scaled_dot_product_attention``
+  with a non-zero ``dropout_p`` (random numbers that a recomputed gradient would draw
+  again), call ATen's op with the marked float: specialized as stock torch specializes it.
+
+Run eagerly (``python -m tests.ops_matrix``, tests), every function computes what the
+op it stands for computes; the exactness matrix (``_matrix``) compares them case by case.
+"""
+
+# ruff: noqa: A002 - the signatures mirror torch's bindings, whose first parameter is `input`
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from ._custom import define, op_for
+from ._table import RULES
+
+__all__ = [
+    "prepare",
+    "alpha_dropout",
+    "bernoulli",
+    "bernoulli_",
+    "dropout",
+    "feature_alpha_dropout",
+    "feature_dropout",
+    "scaled_dot_product_attention",
+]
+
+Tensor = torch.Tensor
+aten: Any = torch.ops.aten
+
+_ALPHA = 1.7580993408473766  # alpha_dropout's constant (Dropout.cpp)
+
+
+# ----------------------------------------------------------------------------- dropout
+def _noise_impl(input: Tensor, p: Any, feature: bool, alpha: bool) -> tuple[Tensor, Tensor]:
+    """Dropout.cpp's ``_dropout_impl`` for ``0 < p < 1`` in training: (output, the noise the
+    output is ``input`` times).  Eager: the same ATen calls in the same order."""
+    p = float(p)
+    if feature:
+        if input.dim() < 2:
+            raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+        noise = input.new_empty((input.shape[0], input.shape[1]) + (1,) * (input.dim() - 2))
+    else:
+        noise = torch.empty_like(input)
+    noise.bernoulli_(1 - p)
+    if alpha:
+        a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
+        b = noise.add(-1).mul_(_ALPHA * a).add_(_ALPHA * a * p)
+        noise.mul_(a)
+        return input.mul(noise).add_(b), noise
+    noise.div_(1 - p)
+    return input.mul(noise), noise
+
+
+def _noise(input: Tensor, p: Any, feature: bool, alpha: bool) -> tuple[Tensor, Tensor]:
+    # looked up at each call: the op is registered once per process, its kernel stays
+    # replaceable (tests check that the exactness matrix catches a wrong one)
+    return _noise_impl(input, p, feature, alpha)
+
+
+def _noise_fake(input: Tensor, p: Any, feature: bool, alpha: bool) -> tuple[Tensor, Tensor]:
+    if feature:
+        noise = input.new_empty((input.shape[0], input.shape[1]) + (1,) * (input.dim() - 2))
+    else:
+        noise = torch.empty_like(input)
+    return input.mul(noise), noise
+
+
+def _noise_setup(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tensor]) -> None:
+    ctx.save_for_backward(output[1])
+
+
+def _noise_backward(ctx: Any, grad: Tensor, _grad_noise: Any) -> tuple[Any, ...]:
+    (noise,) = ctx.saved_tensors
+    return grad * noise, None, None, None  # eager's mul backward: grad * other
+
+
+def prepare() -> None:
+    """Define the custom ops the functions below call (before Dynamo traces one of them:
+    defining an op is not traceable)."""
+    define(
+        "dropout_noise",
+        "(Tensor input, Scalar p, bool feature, bool alpha) -> (Tensor, Tensor)",
+        _noise,
+        _noise_fake,
+        _noise_backward,
+        _noise_setup,
+    )
+    define(
+        "bernoulli_like",
+        "(Tensor input, Scalar p) -> Tensor",
+        _bernoulli_like_impl,
+        _bernoulli_like_fake,
+    )
+    op_for(RULES["bernoulli_p"])
+    op_for(RULES["scaled_dot_product_attention"])
+
+
+def _dropout(input: Tensor, p: Any, train: bool, feature: bool, alpha: bool, op: Any) -> Tensor:
+    if not 0 <= p <= 1:  # ATen's check; the message only on failure (formatting p forces it)
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
+    out: Tensor
+    if p == 0 or not train or input.numel() == 0:
+        out = op(input, 0.0, train)  # ATen returns the input itself: the value is unused
+    elif p == 1:
+        out = op(input, 1.0, train)  # input times a zero scalar, no draws
+    else:
+        out, _ = torch.ops.dynscalar.dropout_noise.default(input, p, feature, alpha)
+    return out
+
+
+def _inplace(out: Tensor, input: Tensor) -> Tensor:
+    return out if out is input else input.copy_(out)
+
+
+def dropout(input: Tensor, p: Any, train: bool) -> Tensor:
+    return _dropout(input, p, train, False, False, aten.dropout.default)
+
+
+def feature_dropout(input: Tensor, p: Any, train: bool) -> Tensor:
+    return _dropout(input, p, train, True, False, aten.feature_dropout.default)
+
+
+def alpha_dropout(input: Tensor, p: Any, train: bool) -> Tensor:
+    return _dropout(input, p, train, False, True, aten.alpha_dropout.default)
+
+
+def feature_alpha_dropout(input: Tensor, p: Any, train: bool) -> Tensor:
+    return _dropout(input, p, train, True, True, aten.feature_alpha_dropout.default)
+
+
+def dropout_(input: Tensor, p: Any, train: bool) -> Tensor:
+    return _inplace(_dropout(input, p, train, False, False, aten.dropout_.default), input)
+
+
+def feature_dropout_(input: Tensor, p: Any, train: bool) -> Tensor:
+    return _inplace(_dropout(input, p, train, True, False, aten.feature_dropout_.default), input)
+
+
+def alpha_dropout_(input: Tensor, p: Any, train: bool) -> Tensor:
+    return _inplace(_dropout(input, p, train, False, True, aten.alpha_dropout_.default), input)
+
+
+def feature_alpha_dropout_(input: Tensor, p: Any, train: bool) -> Tensor:
+    out = _dropout(input, p, train, True, True, aten.feature_alpha_dropout_.default)
+    return _inplace(out, input)
+
+
+# ----------------------------------------------------------------------------- bernoulli
+def _bernoulli_like_impl(input: Tensor, p: Any) -> Tensor:
+    # Tensor.bernoulli_(p) draws into the tensor's own memory: a copy with its strides
+    return input.clone().bernoulli_(float(p))
+
+
+def _bernoulli_like_fake(input: Tensor, p: Any) -> Tensor:
+    return torch.empty_like(input)
+
+
+def bernoulli(input: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
+    out: Tensor
+    if generator is not None:  # a generator cannot be a custom op's argument
+        out = aten.bernoulli.p(input, p, generator=generator)
+    else:
+        out = torch.ops.dynscalar.bernoulli_p.default(input, p)
+    return out
+
+
+def bernoulli_(input: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
+    if generator is not None:
+        out: Tensor = aten.bernoulli_.float(input, p, generator=generator)
+        return out
+    return input.copy_(torch.ops.dynscalar.bernoulli_like.default(input, p))
+
+
+# ----------------------------------------------------------------------------- attention
+def scaled_dot_product_attention(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None = None,
+    dropout_p: Any = 0.0,
+    is_causal: bool = False,
+    *,
+    scale: Any = None,
+    enable_gqa: bool = False,
+) -> Tensor:
+    out: Tensor
+    if dropout_p != 0:  # random numbers a recomputed gradient would draw again
+        out = aten.scaled_dot_product_attention.default(
+            query,
+            key,
+            value,
+            attn_mask,
+            dropout_p,
+            is_causal,
+            scale=scale,
+            enable_gqa=enable_gqa,
+        )
+    else:
+        op = torch.ops.dynscalar.scaled_dot_product_attention.default
+        out = op(query, key, value, attn_mask, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa)
+    return out

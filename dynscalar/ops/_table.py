@@ -1,0 +1,268 @@
+"""The op rules: every torch op a marked float can reach, and how it is traced there.
+
+Two kinds of parameter take a Python float in a torch op's schema, and they need
+different things:
+
+* **``Scalar``** (``clamp``'s bounds, ``lerp``'s weight, ``add``'s ``alpha``,
+  ``leaky_relu``'s slope, ``pow``'s exponent, the ``_foreach_*`` scalars): Dynamo traces a
+  symbolic float into them as it is.  Only torch's float-tensorify pass (AOTAutograd)
+  specializes it, and only for ops it cannot rewrite with a tensor.  On a ``"python"``
+  backend the bridge keeps that pass away from marked floats: the op receives the Python
+  float at run time, which is eager's own call, bit for bit, for every dtype and layout.
+  On inductor, :data:`SCALAR_TENSOR_PAIRS` lists the ATen overloads that take the same
+  argument as a 0-d tensor (``clamp`` -> ``clamp.Tensor``); the bridge rewrites an op to its
+  pair where the exactness matrix admits it, and leaves the rest to torch.
+* **``float``** (dropout ``p``, the norms' ``eps``, ``batch_norm``'s ``momentum``,
+  ``cross_entropy``'s ``label_smoothing``): torch's argument parser forces a symbolic float
+  to a constant while Dynamo traces the call.  :data:`RULES` lists them; on a ``"python"``
+  backend the bridge traces the rule's entry, which calls a dynscalar custom op
+  (``torch.ops.dynscalar.*``, made by ``_custom`` from the ATen schema with ``float`` read
+  as ``Scalar``) whose implementation is the ATen op itself, called with the Python float;
+  on inductor the rule's tensor form (``_tensor``, a decomposition in plain torch ops) where
+  the matrix admits it, else the value is specialized as stock torch specializes it.
+
+Whatever no rule covers, or a rule does not admit for a case (a dtype, a layout, a value),
+is compiled as stock torch compiles it, with one ``SpecializationWarning`` naming the op
+and the reason (``strict=True`` marks raise).  The exactness matrix (``_matrix``) admits
+rules per case; ``python -m tests.ops_matrix`` runs it whole and writes the coverage page.
+
+Examples:
+    >>> from dynscalar.ops import RULES
+    >>> sorted(RULES["dropout"].scalars)
+    ['p']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["RULES", "SCALAR_TENSOR_PAIRS", "Rule", "ScalarPair"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How calls of one torch op with a marked ``float`` argument are traced."""
+
+    #: the ATen overload (``"aten::dropout"``, ``"aten::bernoulli.p"``): its schema makes
+    #: the custom op (``float`` parameters in ``scalars`` read as ``Scalar``)
+    aten: str
+    #: the Python callables Dynamo meets for it: ``"torch.dropout"``, ``"Tensor.bernoulli_"``
+    callables: tuple[str, ...]
+    #: the parameters that take the marked float
+    scalars: tuple[str, ...]
+    #: what a ``"python"`` backend traces: ``"custom"`` (the custom op, arguments as given)
+    #: or ``"<function>"`` of ``_kernels`` (the op's value-dependent paths, then custom ops)
+    python: str = "custom"
+    #: what inductor traces: a function of ``_tensor``; None: specialized as stock does
+    inductor: str | None = None
+    #: parameters the op writes in place (``batch_norm``'s running statistics)
+    mutates: tuple[str, ...] = ()
+    #: False: no gradient flows through the op (``bernoulli``)
+    differentiable: bool = True
+    #: why the rule exists and what it keeps exact, in a few words
+    why: str = ""
+    #: filled in by ``RULES``: the rule's name (the ATen name, ``bernoulli_p``...)
+    name: str = field(default="", compare=False)
+
+    @property
+    def overload(self) -> tuple[str, str]:
+        """``("dropout", "default")`` for ``"aten::dropout"``."""
+        name = self.aten.partition("::")[2]
+        base, _, overload = name.partition(".")
+        return base, overload or "default"
+
+
+@dataclass(frozen=True)
+class ScalarPair:
+    """An ATen overload taking a float as ``Scalar`` and its twin taking it as a 0-d tensor."""
+
+    #: ``"aten::clamp"``: the Scalar overload
+    scalar: str
+    #: ``"aten::clamp.Tensor"``: the same op with the argument as a Tensor
+    tensor: str
+    #: the arguments that move from Scalar to Tensor
+    arguments: tuple[str, ...]
+
+
+_DROPOUT = "dropout: eager's kernel and generator in a custom op (its noise kept for the gradient)"
+_RECOMPUTE = "eager's kernel in a custom op; the gradient recomputes it under autograd"
+
+_RULE_LIST: tuple[Rule, ...] = (
+    # ---- random: same draws as eager (the custom ops call eager's kernels)
+    Rule(
+        "aten::dropout",
+        ("torch.dropout", "torch.dropout_"),
+        ("p",),
+        python="dropout",
+        inductor="dropout",
+        why=_DROPOUT,
+    ),
+    Rule(
+        "aten::feature_dropout",
+        ("torch.feature_dropout", "torch.feature_dropout_"),
+        ("p",),
+        python="feature_dropout",
+        inductor="feature_dropout",
+        why=_DROPOUT,
+    ),
+    Rule(
+        "aten::alpha_dropout",
+        ("torch.alpha_dropout", "torch.alpha_dropout_"),
+        ("p",),
+        python="alpha_dropout",
+        inductor="alpha_dropout",
+        why=_DROPOUT,
+    ),
+    Rule(
+        "aten::feature_alpha_dropout",
+        ("torch.feature_alpha_dropout", "torch.feature_alpha_dropout_"),
+        ("p",),
+        python="feature_alpha_dropout",
+        inductor="feature_alpha_dropout",
+        why=_DROPOUT,
+    ),
+    Rule(
+        "aten::bernoulli.p",
+        ("torch.bernoulli", "Tensor.bernoulli", "Tensor.bernoulli_"),
+        ("p",),
+        python="bernoulli",
+        inductor="bernoulli",
+        differentiable=False,
+        why="bernoulli: eager's kernel and generator in a custom op",
+    ),
+    # ---- norms: eager's fused kernels
+    Rule(
+        "aten::layer_norm",
+        ("torch.layer_norm",),
+        ("eps",),
+        inductor="layer_norm",
+        why=_RECOMPUTE,
+    ),
+    Rule(
+        "aten::group_norm",
+        ("torch.group_norm",),
+        ("eps",),
+        inductor="group_norm",
+        why=_RECOMPUTE,
+    ),
+    Rule("aten::rms_norm", ("torch.rms_norm",), ("eps",), inductor="rms_norm", why=_RECOMPUTE),
+    Rule(
+        "aten::batch_norm",
+        ("torch.batch_norm",),
+        ("momentum", "eps"),
+        inductor="batch_norm",
+        mutates=("running_mean", "running_var"),
+        why=_RECOMPUTE + " (running statistics updated once, by the forward)",
+    ),
+    Rule(
+        "aten::instance_norm",
+        ("torch.instance_norm",),
+        ("momentum", "eps"),
+        inductor="instance_norm",
+        mutates=("running_mean", "running_var"),
+        why=_RECOMPUTE + " (running statistics updated once, by the forward)",
+    ),
+    # ---- losses and distances
+    Rule(
+        "aten::cross_entropy_loss",
+        ("torch._C._nn.cross_entropy_loss",),
+        ("label_smoothing",),
+        inductor="cross_entropy_loss",
+        why=_RECOMPUTE,
+    ),
+    Rule(
+        "aten::huber_loss",
+        ("torch._C._nn.huber_loss",),
+        ("delta",),
+        inductor="huber_loss",
+        why=_RECOMPUTE,
+    ),
+    Rule(
+        "aten::smooth_l1_loss",
+        ("torch._C._nn.smooth_l1_loss",),
+        ("beta",),
+        inductor="smooth_l1_loss",
+        why=_RECOMPUTE,
+    ),
+    Rule(
+        "aten::margin_ranking_loss",
+        ("torch.margin_ranking_loss",),
+        ("margin",),
+        inductor="margin_ranking_loss",
+        why=_RECOMPUTE,
+    ),
+    Rule(
+        "aten::hinge_embedding_loss",
+        ("torch.hinge_embedding_loss",),
+        ("margin",),
+        inductor="hinge_embedding_loss",
+        why=_RECOMPUTE,
+    ),
+    Rule(
+        "aten::triplet_margin_loss",
+        ("torch.triplet_margin_loss",),
+        ("margin", "p", "eps"),
+        inductor="triplet_margin_loss",
+        why=_RECOMPUTE,
+    ),
+    Rule(
+        "aten::cosine_embedding_loss",
+        ("torch.cosine_embedding_loss",),
+        ("margin",),
+        inductor="cosine_embedding_loss",
+        why=_RECOMPUTE,
+    ),
+    Rule(
+        "aten::poisson_nll_loss",
+        ("torch.poisson_nll_loss",),
+        ("eps",),
+        inductor="poisson_nll_loss",
+        why=_RECOMPUTE,
+    ),
+    Rule(
+        "aten::cosine_similarity",
+        ("torch.cosine_similarity",),
+        ("eps",),
+        inductor="cosine_similarity",
+        why=_RECOMPUTE,
+    ),
+    Rule(
+        "aten::pairwise_distance",
+        ("torch.pairwise_distance",),
+        ("p", "eps"),
+        inductor="pairwise_distance",
+        why=_RECOMPUTE,
+    ),
+    Rule(
+        "aten::scaled_dot_product_attention",
+        ("torch._C._nn.scaled_dot_product_attention",),
+        ("dropout_p", "scale"),
+        python="scaled_dot_product_attention",
+        inductor="scaled_dot_product_attention",
+        why=_RECOMPUTE + "; a non-zero dropout_p draws random numbers: specialized",
+    ),
+)
+
+
+def _named(rules: tuple[Rule, ...]) -> dict[str, Rule]:
+    named: dict[str, Rule] = {}
+    for rule in rules:
+        base, overload = rule.overload
+        name = base if overload == "default" else f"{base}_{overload}"
+        object.__setattr__(rule, "name", name)
+        named[name] = rule
+    return named
+
+
+#: rule name -> rule, for the torch ops whose ``float`` parameter Dynamo would force
+RULES: dict[str, Rule] = _named(_RULE_LIST)
+
+#: ATen overloads with a Scalar float argument and their 0-d-tensor twins (inductor)
+SCALAR_TENSOR_PAIRS: tuple[ScalarPair, ...] = (
+    ScalarPair("aten::clamp", "aten::clamp.Tensor", ("min", "max")),
+    ScalarPair("aten::clamp_min", "aten::clamp_min.Tensor", ("min",)),
+    ScalarPair("aten::clamp_max", "aten::clamp_max.Tensor", ("max",)),
+    ScalarPair("aten::lerp.Scalar", "aten::lerp.Tensor", ("weight",)),
+    ScalarPair("aten::pow.Tensor_Scalar", "aten::pow.Tensor_Tensor", ("exponent",)),
+    ScalarPair("aten::pow.Scalar", "aten::pow.Tensor_Tensor", ("self",)),
+)

@@ -1,0 +1,1 @@
+"""The exactness matrix of dynscalar's op rules, run whole: ``python -m tests.ops_matrix``."""

@@ -1,0 +1,52 @@
+"""``python -m tests.ops_matrix``: run the exactness matrix, write the JSON and the page.
+
+python -m tests.ops_matrix                      # the eager/aot_eager column (~2 min)
+python -m tests.ops_matrix --inductor           # also measure inductor (~an hour)
+python -m tests.ops_matrix --rules dropout,layer_norm --out /tmp/m.json --page /tmp/m.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+from .render_docs import INDUCTOR_PATH, JSON_PATH, PAGE_PATH, render
+from .run import DTYPES, dtype_name, inductor_column, python_column
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rules", default="", help="comma-separated rule names (default: all)")
+    parser.add_argument("--out", type=Path, default=JSON_PATH)
+    parser.add_argument("--page", type=Path, default=PAGE_PATH)
+    parser.add_argument("--inductor", action="store_true", help="also measure inductor")
+    parser.add_argument("--inductor-out", type=Path, default=INDUCTOR_PATH)
+    args = parser.parse_args(argv)
+    rules = [r for r in args.rules.split(",") if r] or None
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    entries = python_column(rules)
+    data = {
+        "torch": torch.__version__,
+        "dtypes": [dtype_name(d) for d in DTYPES],
+        "entries": entries,
+        "wall_s": round(time.perf_counter() - start, 1),
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(data, indent=1) + "\n")
+    if args.inductor:
+        inductor = {"torch": torch.__version__, "cells": inductor_column(rules)}
+        args.inductor_out.write_text(json.dumps(inductor, indent=1, sort_keys=True) + "\n")
+    measured = json.loads(args.inductor_out.read_text()) if args.inductor_out.exists() else {}
+    args.page.write_text(render(data, measured))
+    admitted = sum(e["admitted"] for e in entries)
+    print(f"{len(entries)} cells, {admitted} admitted; wrote {args.out} and {args.page}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,192 @@
+"""Running the exactness matrix: every cell of the ``"python"`` column, and the inductor column.
+
+The ``"python"`` column is what the bridge computes lazily at trace time
+(``dynscalar.ops._matrix.cell``); here every cell is computed, and each case kept, for
+the page.  The inductor column cannot be measured at trace time (an inductor compile per
+case): :func:`inductor_cell` compiles the rule's tensor form (``dynscalar.ops._tensor``)
+and the op itself with the value as a constant (stock inductor) beside eager, and admits
+the cell where the tensor form is, in every case, no further from eager than stock.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from dynscalar import ops
+from dynscalar.ops import _inductor, _matrix
+
+#: the dtypes of the ``"python"`` column (every dtype the matrix knows)
+DTYPES = _matrix.DTYPES
+#: the dtypes measured on inductor (half precision computes as float32 there)
+INDUCTOR_DTYPES = (torch.float32, torch.float64, torch.bfloat16)
+
+
+def cells(rules: list[str] | None = None) -> Iterator[tuple[ops.Rule, str]]:
+    """(rule, callable) in table order, limited to ``rules`` when given."""
+    for name, rule in ops.RULES.items():
+        if rules is None or name in rules:
+            for callable_name in rule.callables:
+                yield rule, callable_name
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def python_column(rules: list[str] | None = None) -> list[dict[str, Any]]:
+    """Every ``"python"`` cell: its cases, how many agree, the first that does not."""
+    entries = []
+    for rule, callable_name in cells(rules):
+        for dtype in DTYPES:
+            for grad in (False, True):
+                if grad and not rule.differentiable:
+                    continue
+                start = time.perf_counter()
+                outcomes = _matrix.cell(rule, callable_name, dtype, grad)
+                bad = [o for o in outcomes if not o.agrees]
+                entries.append(
+                    {
+                        "rule": rule.name,
+                        "callable": callable_name,
+                        "dtype": dtype_name(dtype),
+                        "grad": grad,
+                        "cases": len(outcomes),
+                        "agree": len(outcomes) - len(bad),
+                        "admitted": not bad,
+                        "layouts": sorted({o.layout for o in outcomes}),
+                        "first_disagreement": None
+                        if not bad
+                        else {
+                            "layout": bad[0].layout,
+                            "values": [repr(v) for v in bad[0].values],
+                            "detail": bad[0].detail,
+                        },
+                        "seconds": round(time.perf_counter() - start, 3),
+                    }
+                )
+    return entries
+
+
+# ----------------------------------------------------------------------------- inductor
+def _distance(got: Any, want: Any) -> float:
+    """The largest |got - want| over a call's outputs (NaN where eager has NaN: 0; NaN or a
+    shape/dtype mismatch elsewhere: inf)."""
+    if isinstance(want, (tuple, list)):
+        return max((_distance(g, w) for g, w in zip(got, want, strict=True)), default=0.0)
+    if not isinstance(want, torch.Tensor) or not want.is_floating_point():
+        return 0.0 if torch.equal(torch.as_tensor(got), torch.as_tensor(want)) else math.inf
+    if got.shape != want.shape or got.dtype != want.dtype:
+        return math.inf
+    g, w = got.detach().double(), want.detach().double()
+    diff = (g - w).abs().masked_fill(g.isnan() & w.isnan(), 0.0).nan_to_num(math.inf, math.inf)
+    return float(diff.max()) if diff.numel() else 0.0
+
+
+def _marked(
+    values: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The call with every float argument a ``DynamicFloat`` (the rule's values)."""
+    import dynscalar
+
+    def mark(v: Any) -> Any:
+        return dynscalar.DynamicFloat(v) if type(v) is float else v
+
+    return tuple(mark(v) for v in values), {k: mark(v) for k, v in kwargs.items()}
+
+
+def inductor_cell(
+    rule: ops.Rule, callable_name: str, dtype: torch.dtype, grad: bool
+) -> dict[str, Any]:
+    """One inductor cell: per case, stock inductor's distance from eager (the op with the
+    value as a constant) and the marked call's (the rule's tensor form, traced with the value
+    symbolic), outputs and gradients; admitted where the rule is never further."""
+    from unittest import mock
+
+    if ops.inductor_entry(rule, callable_name) is None or rule.name not in _matrix.SAMPLES:
+        return {"admitted": False, "why": "no tensor form", "cases": 0}
+    shape, samples = _matrix.SAMPLES[rule.name]
+    random = rule.name in RANDOM
+    worst = ""
+    cases = 0
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return _matrix._call_torch(callable_name, args, kwargs)
+
+    with (
+        torch.random.fork_rng(devices=[]),
+        mock.patch.object(_inductor, "admitted", lambda *a: (True, "")),
+    ):
+        generator = torch.Generator().manual_seed(0)
+        x = _matrix.make(shape, dtype, "contiguous", generator)
+        assert x is not None
+        for args, kwargs in samples(x, generator):
+            floats = [v for v in (*args, *kwargs.values()) if type(v) is float]
+            if random and any(0 < v < 1 for v in floats):
+                continue  # inductor draws its own random numbers, stock and rule alike
+            if any(not math.isfinite(v) for v in floats):
+                continue  # a NaN or inf value is a constant of the graph, marked or not
+            cases += 1
+            distances: list[Any] = []
+            for side in ("stock", "rule"):
+                torch._dynamo.reset()
+                compiled = torch.compile(call, backend="inductor")
+                inputs = _matrix._leaves(rule, args, grad)
+                eager_inputs = _matrix._leaves(rule, args, grad)
+                marked = _marked(inputs, kwargs) if side == "rule" else (inputs, kwargs)
+                try:
+                    want = call(*eager_inputs, **kwargs)
+                except Exception:  # noqa: BLE001 - eager raises: nothing to measure
+                    distances.append(0.0)
+                    continue
+                try:
+                    got = compiled(*marked[0], **marked[1])
+                except Exception as error:  # noqa: BLE001 - a compile error is a difference
+                    distances.append(type(error).__name__)
+                    continue
+                distance = _distance(got, want)
+                if grad and isinstance(got, torch.Tensor) and got.requires_grad:
+                    got.sum().backward()
+                    want.sum().backward()
+                    grads = [
+                        a.grad for a in inputs if isinstance(a, torch.Tensor) and a.requires_grad
+                    ]
+                    wants = [
+                        a.grad
+                        for a in eager_inputs
+                        if isinstance(a, torch.Tensor) and a.requires_grad
+                    ]
+                    distance = max(distance, _distance(grads, wants))
+                distances.append(distance)
+            stock, ours = distances
+            if isinstance(stock, str):
+                continue  # stock inductor cannot compile it either
+            if isinstance(ours, str) or ours > stock:
+                worst = worst or f"values {floats}: rule {ours}, stock {stock}"
+    torch._dynamo.reset()
+    why = worst or ("" if cases else "no deterministic case")
+    return {"admitted": not why, "why": why, "cases": cases}
+
+
+RANDOM = frozenset(
+    {"dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout", "bernoulli_p"}
+)
+
+
+def inductor_column(rules: list[str] | None = None) -> dict[str, Any]:
+    cells_: dict[str, Any] = {}
+    for rule, callable_name in cells(rules):
+        for dtype in INDUCTOR_DTYPES:
+            for grad in (False, True):
+                if grad and not rule.differentiable:
+                    continue
+                start = time.perf_counter()
+                result = inductor_cell(rule, callable_name, dtype, grad)
+                result["seconds"] = round(time.perf_counter() - start, 1)
+                cells_[_inductor.key(rule, callable_name, dtype, grad)] = result
+                print(_inductor.key(rule, callable_name, dtype, grad), result, flush=True)
+    return cells_

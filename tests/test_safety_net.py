@@ -1,0 +1,237 @@
+"""The safety net: a failure inside any dynscalar hook compiles the frame as stock torch does.
+
+For every hook of the bridge's table (``dynscalar._bridge._table.PRIVATES``) a program that
+runs it is compiled with the hook made to fail (``RuntimeError("injected")``).  Each must
+give eager's results (every call is compared with an eager twin), one ``DynscalarWarning``
+naming the hook, and - for a hook that runs while Dynamo traces - exactly the compile count
+stock torch gives (measured inside ``dynscalar.disabled()``, which ``tests/test_disabled.py``
+checks against a process that never imports dynscalar); a backend pass's hook falls back
+to torch's own pass on the graph Dynamo traced, never more graphs than stock.  With a
+``strict=True`` mark the failure is raised instead.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+
+import dynscalar as ds
+from dynscalar._bridge import _table
+
+from .helpers import CountingBackend
+
+Outcome = tuple[int, list[Any]]
+
+
+# ----------------------------------------------------------------------------- programs
+class Step(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.step = 1
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.step += 1
+        return x * self.step
+
+
+class Ranged(Step):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(self.step % 3):
+            x = x + 1
+        return x
+
+
+class Branch(Step):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.step % 2 == 0:
+            return x + 1
+        return x - 1
+
+
+class Sums(Step):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.total = sum([self.step, 1])
+        return x + self.step.__add__(1)
+
+
+class Returns(Step):
+    def forward(self, x: torch.Tensor) -> Any:
+        return x + 1, self.step + 1
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.scale = 0.5
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.mul(self.scale) + self.scale
+
+
+class Property(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 1
+
+    @property
+    def step(self) -> int:
+        return self.count
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.step
+
+
+class Unbacked(Step):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.step > 2:
+            return x + 1
+        return x - 1
+
+
+def _run(
+    make: Callable[[], torch.nn.Module],
+    names: tuple[str, ...],
+    values: list[Any],
+    backend: Any = "aot_eager",
+    spec: dict[str, Any] | None = None,
+    setter: str | None = None,
+) -> Outcome:
+    """Compile ``make()`` with ``names`` marked and call it once per value (set on
+    ``setter``, default the first name) beside an eager twin; (graphs, outputs)."""
+    torch.manual_seed(0)
+    model = make()
+    twin = copy.deepcopy(model)
+    ds.mark_dynamic_attr(model, *names, **(spec or {}))
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    x = torch.linspace(-1.0, 1.0, 6)
+    outs = []
+    for value in values:
+        for target in (model, twin):
+            setattr(target, setter or names[0], value)
+        torch.manual_seed(1)
+        got = compiled(x)
+        torch.manual_seed(1)
+        want = twin(x)
+        for g, w in zip(
+            got if isinstance(got, tuple) else (got,),
+            want if isinstance(want, tuple) else (want,),
+            strict=True,
+        ):
+            if isinstance(w, torch.Tensor):
+                assert torch.equal(g, w)
+            else:
+                assert g == w and type(g) is type(w) or int(g) == w
+        outs.append(got)
+    return counter.frame_count, outs
+
+
+def _dropout() -> Outcome:
+    return _run(lambda: torch.nn.Dropout(0.1), ("p",), [0.1, 0.2, 0.3])
+
+
+PROGRAMS: dict[str, Callable[[], Outcome]] = {
+    "_wrap:wrap_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
+    "_reports:evaluate_sym_node_hook": lambda: _run(Ranged, ("step",), [1, 2, 3]),
+    "_ints:unbacked_branch_hook": lambda: _run(Branch, ("step",), [1, 2, 3]),
+    "_ints:data_dependent_hook": lambda: _run(
+        Unbacked, ("step",), [1, 2, 3], spec={"unbacked": True}
+    ),
+    "_ops:in_graph_call_hook": _dropout,
+    "_ops:tensor_method_hook": lambda: _run(Scaled, ("scale",), [0.5, 0.25, 0.75]),
+    "_ops:builtin_call_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
+    "_writeback:builtin_call_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
+    "_builtins:range_hook": lambda: _run(Ranged, ("step",), [1, 2, 3]),
+    "_properties:property_get_hook": lambda: _run(Property, ("step",), [1, 2, 3], setter="count"),
+    "_writeback:codegen_update_mutated_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
+    "_writeback:codegen_suffix_hook": lambda: _run(Returns, ("step",), [1, 2, 3]),
+    "_writeback:symnode_method_hook": lambda: _run(Sums, ("step",), [1, 2, 3]),
+    "_writeback:polyfilled_call_hook": lambda: _run(Sums, ("step",), [1, 2, 3]),
+    "_floats:tensorify_hook": lambda: _run(Scaled, ("scale",), [0.5, 0.25, 0.75]),
+}
+
+#: hooks a compile reaches only on inductor with its caches on (measured separately)
+INDUCTOR_ONLY = {"_floats:cache_key_hook", "_floats:check_cacheable_hook"}
+#: hooks that run outside any compile (their failure calls torch's function directly)
+OUTSIDE_COMPILE = {"_export:export_hook"}
+
+
+def _hooks() -> list[str]:
+    return sorted({hook for entry in _table.PRIVATES for hook in entry.hooks})
+
+
+def test_every_hook_of_the_table_has_a_program() -> None:
+    missing = set(_hooks()) - set(PROGRAMS) - INDUCTOR_ONLY - OUTSIDE_COMPILE
+    assert not missing, f"add a program for {sorted(missing)}"
+
+
+def _inject(monkeypatch: pytest.MonkeyPatch, hook: str) -> None:
+    module, _, name = hook.partition(":")
+    owner = importlib.import_module(f"dynscalar._bridge.{module}")
+    assert callable(getattr(owner, name))
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(owner, name, failing)
+
+
+@pytest.mark.parametrize("hook", sorted(PROGRAMS))
+def test_a_failing_hook_compiles_as_stock_torch_does(
+    hook: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with ds.disabled(), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.DynscalarWarning)
+        stock_graphs, stock_outputs = PROGRAMS[hook]()
+    torch._dynamo.reset()
+    _inject(monkeypatch, hook)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        graphs, outputs = PROGRAMS[hook]()
+    failures = [
+        str(w.message)
+        for w in caught
+        if issubclass(w.category, ds.DynscalarWarning) and "internal error" in str(w.message)
+    ]
+    assert len(failures) == 1, failures
+    entry = next(e for e in _table.PRIVATES if hook in e.hooks)
+    assert entry.name in failures[0] and "injected" in failures[0]
+    if entry.phase == "dynamo":  # the frame is traced again with dynscalar off: stock
+        assert graphs == stock_graphs
+    else:  # a backend pass: torch's own pass on what Dynamo traced, no extra graph
+        assert graphs <= stock_graphs
+    assert len(outputs) == len(stock_outputs)
+
+
+def test_a_failing_hook_raises_for_a_strict_mark(monkeypatch: pytest.MonkeyPatch) -> None:
+    _inject(monkeypatch, "_ops:in_graph_call_hook")
+    with (
+        warnings.catch_warnings(),
+        pytest.raises(Exception, match="internal error.*strict=True") as info,
+    ):
+        warnings.simplefilter("ignore", ds.DynscalarWarning)  # the failure's own warning
+        _run(lambda: torch.nn.Dropout(0.1), ("p",), [0.1], spec={"strict": True})
+    chain = []
+    error: BaseException | None = info.value
+    while error is not None:
+        chain.append(error)
+        error = error.__cause__ or error.__context__
+    assert any(isinstance(e, ds.BridgeError) for e in chain) or "BridgeError" in str(info.value)
+
+
+def test_a_failing_export_hook_exports_as_stock_torch_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _inject(monkeypatch, "_export:export_hook")
+    model = ds.mark_dynamic_attr(Step(), "step")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        program = torch.export.export(model, (torch.ones(3),))
+    assert any("internal error" in str(w.message) for w in caught)
+    assert torch.equal(program.module()(torch.ones(3)), Step()(torch.ones(3)))
