@@ -127,7 +127,7 @@ def _run(
             if isinstance(w, torch.Tensor):
                 assert torch.equal(g, w)
             else:
-                assert g == w and type(g) is type(w) or int(g) == w
+                assert (g == w and type(g) is type(w)) or int(g) == w
         outs.append(got)
     return counter.frame_count, outs
 
@@ -154,6 +154,7 @@ PROGRAMS: dict[str, Callable[[], Outcome]] = {
     "_writeback:symnode_method_hook": lambda: _run(Sums, ("step",), [1, 2, 3]),
     "_writeback:polyfilled_call_hook": lambda: _run(Sums, ("step",), [1, 2, 3]),
     "_floats:tensorify_hook": lambda: _run(Scaled, ("scale",), [0.5, 0.25, 0.75]),
+    "_safety:backend_compile_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
 }
 
 #: hooks a compile reaches only on inductor with its caches on (measured separately)
@@ -213,7 +214,7 @@ def test_a_failing_hook_raises_for_a_strict_mark(monkeypatch: pytest.MonkeyPatch
     _inject(monkeypatch, "_ops:in_graph_call_hook")
     with (
         warnings.catch_warnings(),
-        pytest.raises(Exception, match="internal error.*strict=True") as info,
+        pytest.raises(Exception, match=r"internal error.*strict=True") as info,
     ):
         warnings.simplefilter("ignore", ds.DynscalarWarning)  # the failure's own warning
         _run(lambda: torch.nn.Dropout(0.1), ("p",), [0.1], spec={"strict": True})
@@ -235,3 +236,43 @@ def test_a_failing_export_hook_exports_as_stock_torch_does(
         program = torch.export.export(model, (torch.ones(3),))
     assert any("internal error" in str(w.message) for w in caught)
     assert torch.equal(program.module()(torch.ones(3)), Step()(torch.ones(3)))
+
+
+def _symbolic_float_refused(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
+    """A backend that cannot take a symbolic float (``.item()`` of a float input)."""
+    if any(n.op == "call_method" and n.target == "item" for n in gm.graph.nodes):
+        raise NotImplementedError("NYI symbolic float")
+    return gm.forward
+
+
+def test_a_backend_failing_on_a_marked_value_compiles_as_stock_torch_does() -> None:
+    """The backend refuses the graph dynscalar made (a symbolic float): the frame is traced
+    again as stock torch does (the value a constant), one warning, eager's numbers."""
+    model, twin = Scaled(), Scaled()
+    ds.mark_dynamic_attr(model, "scale")
+    counter = CountingBackend(_symbolic_float_refused)
+    compiled = torch.compile(model, backend=counter)
+    x = torch.linspace(-1.0, 1.0, 6)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert torch.equal(compiled(x), twin(x))
+    failures = [str(w.message) for w in caught if "internal error" in str(w.message)]
+    assert len(failures) == 1 and "NYI symbolic float" in failures[0]
+    assert counter.frame_count == 2  # the refused attempt, then the constant graph
+    # a second value: stock torch makes the changed float symbolic itself (automatic
+    # dynamic), and the backend refuses that too: the same failure as stock's, not hidden
+    model.scale = twin.scale = 0.25
+    with warnings.catch_warnings(), pytest.raises(Exception, match="NYI symbolic float"):
+        warnings.simplefilter("ignore", ds.DynscalarWarning)
+        compiled(x)
+
+
+def test_a_backend_failing_without_marked_values_fails_as_in_stock() -> None:
+    model = Scaled()
+    compiled = torch.compile(model, backend=_always_failing, fullgraph=True)
+    with pytest.raises(Exception, match=r"the backend's own failure"):
+        compiled(torch.ones(3))
+
+
+def _always_failing(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:
+    raise RuntimeError("the backend's own failure")

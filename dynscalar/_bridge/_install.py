@@ -71,9 +71,20 @@ def install() -> None:
             raise
         _table.APPLIED.extend(patches)
         _table.PHASES["dynamo"] = True
+        _lend_torch_helpers()
         from .._compat import TORCH_VERSION
 
         log.info("dynscalar bridge installed into torch %s", TORCH_VERSION)
+
+
+def _lend_torch_helpers() -> None:
+    """Give ``dynscalar.ops`` the one private torch helper it needs: leaving the dispatch
+    modes AOTAutograd traces under, to ask meta tensors which inputs get a gradient."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    from ..ops import _custom
+
+    _custom.outside_modes[0] = _disable_current_modes
 
 
 def ensure_phase(phase: Phase) -> bool:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import operator
 import threading
 import types
 from collections.abc import Iterator
@@ -96,17 +97,56 @@ def _kind(tx: Any) -> str:
     return state.backend
 
 
-def _entry(rule: Any, name: str, tx: Any, values: list[Any]) -> tuple[Any, str]:
+def _precomputed(rule: Any, values: list[Any], keywords: dict[str, Any]) -> bool:
+    """Tell the rule's custom op, now, which inputs of this call get a gradient (see
+    ``dynscalar.ops._custom.precompute``); False when an argument has no example value."""
+    from ..ops import _custom
+
+    try:
+        args = [_example_value(v) for v in values]
+        kwargs = {k: _example_value(v) for k, v in keywords.items()}
+        _custom.precompute(rule, args, kwargs)
+    except _NoExample:
+        return False
+    return True
+
+
+class _NoExample(Exception):
+    """An argument whose trace-time value cannot be read."""
+
+
+def _example_value(variable: Any) -> Any:
+    from torch._dynamo.variables.lists import BaseListVariable
+    from torch._dynamo.variables.tensor import SymNodeVariable, TensorVariable
+
+    variable = _realized(variable)
+    if isinstance(variable, TensorVariable):
+        return _example(variable)
+    if isinstance(variable, SymNodeVariable):
+        return variable.sym_num
+    if isinstance(variable, BaseListVariable):
+        return [_example_value(v) for v in variable.items]
+    if variable.is_python_constant():
+        return variable.as_python_constant()
+    raise _NoExample
+
+
+def _entry(
+    rule: Any, name: str, tx: Any, values: list[Any], keywords: dict[str, Any] | None = None
+) -> tuple[Any, str]:
     """(what to trace for ``name``, '') or (None, why the value is specialized)."""
     from ..ops._matrix import admitted
 
     kind = _kind(tx)
-    example = _first_tensor(values)
+    keywords = keywords or {}
+    example = _first_tensor([*values, *keywords.values()])
     if example is None:
         return None, "none of its arguments is a tensor"
     dtype, grad = example.dtype, bool(example.requires_grad)
     if kind == "python":
         ok, why = admitted(rule, name, dtype, grad)
+        if ok and rule.python == "custom" and grad and not _precomputed(rule, values, keywords):
+            ok, why = False, "its arguments could not be read before AOTAutograd traces them"
         return (ops.python_entry(rule, name), "") if ok else (None, why)
     if kind == "inductor":
         entry = ops.inductor_entry(rule, name)
@@ -123,8 +163,16 @@ def _inductor_admitted(rule: Any, name: str, dtype: Any, grad: bool) -> tuple[bo
     return admitted(rule, name, dtype, grad)
 
 
-def _apply(rule: Any, name: str, tx: Any, values: list[Any], trace: Any, stock: Any) -> Any:
-    entry, why = _entry(rule, name, tx, values)
+def _apply(
+    rule: Any,
+    name: str,
+    tx: Any,
+    values: list[Any],
+    trace: Any,
+    stock: Any,
+    keywords: dict[str, Any] | None = None,
+) -> Any:
+    entry, why = _entry(rule, name, tx, values, keywords)
     if entry is not None:
         log.debug("%s receives a dynamic float: tracing %s", name, entry.__name__)
         return trace(entry)
@@ -140,7 +188,7 @@ def in_graph_call_hook(
     tx, call_args, call_kwargs = _bind(args, kwargs)
     fn = instance.value
     found = ops.rule_for(fn)
-    if found is None and not _traced_through(fn):
+    if found is None and not _traced_through(fn) and _callable_name(fn) is None:
         return wrapped(*args, **kwargs)
     values = [*call_args, *call_kwargs.values()]
     if not _realize_floats(tx, values):
@@ -149,10 +197,19 @@ def in_graph_call_hook(
     def trace(target: Any) -> Any:
         return _trace(tx, target, list(call_args), dict(call_kwargs))
 
-    if found is None:  # torch.nn.functional: reach the op inside
+    if found is None and _traced_through(fn):  # torch.nn.functional: reach the op inside
         return trace(fn)
+
+    def stock() -> Any:  # the call as Dynamo makes it
+        return wrapped(*args, **kwargs)
+
+    if found is None:
+        name = _callable_name(fn)
+        if name is None:
+            return stock()
+        return _generic(tx, name, list(call_args), dict(call_kwargs), stock)
     rule, name = found
-    return _apply(rule, name, tx, values, trace, lambda: wrapped(*args, **kwargs))
+    return _apply(rule, name, tx, list(call_args), trace, stock, dict(call_kwargs))
 
 
 def tensor_method_hook(
@@ -165,7 +222,7 @@ def tensor_method_hook(
 
     tx, method, call_args, call_kwargs = bind(*args, **kwargs)
     found = ops.rule_for_method(method)
-    if found is None:
+    if found is None and method in _NATIVE_METHODS:
         return wrapped(*args, **kwargs)
     values = [*call_args, *call_kwargs.values()]
     if not _realize_floats(tx, values):
@@ -174,8 +231,257 @@ def tensor_method_hook(
     def trace(target: Any) -> Any:
         return _trace(tx, target, [instance, *call_args], dict(call_kwargs))
 
+    def stock() -> Any:  # the call as Dynamo makes it
+        return wrapped(*args, **kwargs)
+
+    if found is None:
+        arguments = [instance, *call_args]
+        return _generic(tx, f"Tensor.{method}", arguments, dict(call_kwargs), stock)
     rule, name = found
-    return _apply(rule, name, tx, [instance, *values], trace, lambda: wrapped(*args, **kwargs))
+    return _apply(rule, name, tx, [instance, *call_args], trace, stock, dict(call_kwargs))
+
+
+#: tensor methods Dynamo and torch's passes handle symbolically on their own (arithmetic
+#: whose derivative is arithmetic too, comparisons, shape and dtype methods)
+_NATIVE_METHODS = frozenset(
+    {
+        "__add__",
+        "__radd__",
+        "__iadd__",
+        "__sub__",
+        "__rsub__",
+        "__isub__",
+        "__mul__",
+        "__rmul__",
+        "__imul__",
+        "__truediv__",
+        "__rtruediv__",
+        "__itruediv__",
+        "__neg__",
+        "__pos__",
+        "__lt__",
+        "__le__",
+        "__gt__",
+        "__ge__",
+        "__eq__",
+        "__ne__",
+        "add",
+        "add_",
+        "sub",
+        "sub_",
+        "mul",
+        "mul_",
+        "div",
+        "div_",
+        "neg",
+        "lt",
+        "le",
+        "gt",
+        "ge",
+        "eq",
+        "ne",
+        "size",
+        "view",
+        "reshape",
+        "expand",
+        "to",
+        "type",
+        "new_full",
+        "new_zeros",
+        "new_ones",
+        "new_empty",
+        "item",
+        "tolist",
+    }
+)
+
+
+def _callable_name(fn: Any) -> str | None:
+    """``"torch.<name>"`` for a function of the ``torch`` namespace (or ``torch._C._nn``,
+    ``torch.nn.functional``'s builtins) that a template can name; None for anything else
+    (dynscalar's own custom ops, Python functions, objects)."""
+    name = getattr(fn, "__name__", None)
+    if not isinstance(name, str) or name.startswith("__"):
+        return None
+    import torch
+
+    for owner, prefix in ((torch, "torch"), (torch._C._nn, "torch._C._nn")):
+        if getattr(owner, name, None) is fn:
+            return f"{prefix}.{name}"
+    return None
+
+
+#: callables whose fake call (Dynamo's trace) forced a marked float: traced as
+#: ``dynscalar::apply`` from then on (learned per process; the frame is traced again)
+_forcing: set[str] = set()
+
+
+def _generic(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any], stock: Any) -> Any:
+    """A torch call with a marked value and no rule of its own, on a ``"python"`` backend:
+    the call as ``dynscalar::apply`` (``dynscalar.ops._apply``) where torch would force the
+    value - inside AOTAutograd (a derivative formula, with a tensor that requires grad) or
+    in Dynamo's own fake call (learned the first time: the frame is traced again) - and
+    the exactness matrix admits it; the call as Dynamo makes it otherwise."""
+    if _kind(tx) != "python":
+        return stock()
+    built = _template(tx, name, arguments, keywords)
+    if built is None:
+        return stock()
+    template, tensors, scalars = built
+    grad = any(_example(t).requires_grad for t in tensors)
+    if not grad and name not in _forcing:
+        return _watching(tx, name, stock)
+    from ..ops import _apply
+
+    key = _apply.register(template)
+    hints = [_hint(v) for v in scalars]
+    examples = [_example(t) for t in tensors]
+    ok, why = _apply.admitted(key, examples, hints, grad)
+    if ok and grad:
+        _apply.precompute(key, examples, [s.sym_num for s in scalars])
+    if not ok:
+        log.info("%s receives a dynamic value, kept as Dynamo traces it: %s", name, why)
+        with specializing(name, why):
+            return stock()
+    return _traced_apply(tx, key, template, tensors, scalars)
+
+
+def _watching(tx: Any, name: str, stock: Any) -> Any:
+    """Trace the call as Dynamo does; if its fake call forces a marked value, remember the
+    callable and trace the frame again (it then goes through ``dynscalar::apply``)."""
+    previous = getattr(_local, "watch", None)
+    forced: list[Any] = []
+    _local.watch = forced
+    try:
+        result = stock()
+    finally:
+        _local.watch = previous
+    if forced:
+        _forcing.add(name)
+        log.info("%s forces a dynamic value in its fake call; tracing the frame again", name)
+        from ._safety import restart_frame
+
+        restart_frame()
+    return result
+
+
+def watching_forced(symbols: Any) -> bool:
+    """Called by the specialization report: True (and recorded) when the values are forced
+    inside a call :func:`_watching` is tracing, which will be traced again instead."""
+    watch = getattr(_local, "watch", None)
+    if watch is None:
+        return False
+    watch.append(symbols)
+    return True
+
+
+def _example(variable: Any) -> Any:
+    return variable.as_proxy().node.meta.get("example_value")
+
+
+def _hint(variable: Any) -> float:
+    sym = variable.sym_num
+    hint = sym.node.hint
+    return float(hint) if hint is not None else 0.5
+
+
+def _template(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]) -> Any:
+    """(Template, tensor variables, scalar variables) for the call, or None when one of
+    its arguments is neither a tensor, a marked value, a list of tensors nor a constant."""
+    from torch._dynamo.variables.lists import BaseListVariable
+    from torch._dynamo.variables.tensor import SymNodeVariable, TensorVariable
+
+    from ..ops._apply import Template
+
+    tensors: list[Any] = []
+    scalars: list[Any] = []
+
+    def slot(variable: Any) -> tuple[Any, ...] | None:
+        variable = _realized(variable)
+        if isinstance(variable, TensorVariable):
+            tensors.append(variable)
+            return ("tensor", len(tensors) - 1)
+        if isinstance(variable, SymNodeVariable):
+            if not is_dynamic_value(tx, variable):
+                return None
+            scalars.append(variable)
+            return ("scalar", len(scalars) - 1)
+        if isinstance(variable, BaseListVariable):
+            items = [_realized(i) for i in variable.items]
+            if items and all(isinstance(i, TensorVariable) for i in items):
+                start = len(tensors)
+                tensors.extend(items)
+                return ("tensors", start, len(items))
+        if variable.is_python_constant():
+            try:
+                value = variable.as_python_constant()
+                hash(value)
+            except Exception:  # noqa: BLE001 - not a constant a template can hold
+                return None
+            return ("constant", value)
+        return None
+
+    slots = [slot(a) for a in arguments]
+    named = {k: slot(v) for k, v in keywords.items()}
+    if any(s is None for s in [*slots, *named.values()]) or not tensors or not scalars:
+        return None
+    template = Template(name, tuple(slots), tuple(sorted(named.items())), "tensor")  # type: ignore[arg-type]
+    out = _out_kind(tx, template, tensors, scalars)
+    if out is None:
+        return None
+    return Template(name, template.args, template.kwargs, out), tensors, scalars
+
+
+def _out_kind(tx: Any, template: Any, tensors: list[Any], scalars: list[Any]) -> str | None:
+    """What the call returns, from a fake run: ``"tensor"``, ``"tuple"``, ``"list"``, or
+    None (anything else: not a template's call)."""
+    import torch
+
+    try:
+        with tx.output.fake_mode:
+            out = template.call([_example(t) for t in tensors], [_hint(s) for s in scalars])
+    except Exception:  # noqa: BLE001 - torch refuses it: Dynamo will say how
+        return None
+    if isinstance(out, torch.Tensor):
+        return "tensor"
+    if isinstance(out, (tuple, list)) and out and all(isinstance(o, torch.Tensor) for o in out):
+        return "tuple" if isinstance(out, tuple) else "list"
+    return None
+
+
+def _traced_apply(tx: Any, key: str, template: Any, tensors: list[Any], scalars: list[Any]) -> Any:
+    import torch
+    from torch._dynamo.variables.base import ValueMutationNew, VariableTracker
+    from torch._dynamo.variables.constant import ConstantVariable
+    from torch._dynamo.variables.lists import ListVariable, TupleVariable
+
+    from ..ops import _apply
+
+    op = _apply.op()
+    result = VariableTracker.build(tx, op).call_function(
+        tx,
+        [
+            ConstantVariable.create(key),
+            ListVariable(list(tensors), mutation_type=ValueMutationNew()),
+            ListVariable(list(scalars), mutation_type=ValueMutationNew()),
+        ],
+        {},
+    )
+    items = list(result.items)
+    del torch
+    if template.out == "tensor":
+        return items[0]
+    if template.out == "tuple":
+        return TupleVariable(items)
+    return ListVariable(items, mutation_type=ValueMutationNew())
+
+
+def _realized(variable: Any) -> Any:
+    from torch._dynamo.variables.lazy import LazyVariableTracker
+
+    if isinstance(variable, LazyVariableTracker):
+        return variable.realize()
+    return variable
 
 
 def _trace(tx: Any, target: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
@@ -201,10 +507,32 @@ def _bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, Any]
 def builtin_call_hook(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
-    """Around ``BuiltinVariable.call_function(tx, args, kwargs)``: ``max``/``min`` operands."""
+    """Around ``BuiltinVariable.call_function(tx, args, kwargs)``: ``max``/``min`` operands,
+    and ``value ** tensor``/``tensor ** value`` as ``torch.pow`` (the generic rule)."""
     if instance.fn is max or instance.fn is min:
         return _max_min_operands(wrapped, args, kwargs)
+    if instance.fn in _POWERS:
+        tx, call_args, call_kwargs = _bind(args, kwargs)
+        if len(call_args) == 2 and not call_kwargs and _tensor_and_value(tx, call_args):
+
+            def stock() -> Any:
+                return wrapped(*args, **kwargs)
+
+            return _generic(tx, "torch.pow", list(call_args), {}, stock)
     return wrapped(*args, **kwargs)
+
+
+_POWERS = frozenset({pow, operator.pow})
+
+
+def _tensor_and_value(tx: Any, operands: Any) -> bool:
+    """One operand a tensor, the other a marked value (``beta ** step_tensor``)."""
+    from torch._dynamo.variables.tensor import TensorVariable
+
+    kinds = [_realized(v) for v in operands]
+    return any(isinstance(v, TensorVariable) for v in kinds) and any(
+        is_dynamic_value(tx, v) for v in kinds
+    )
 
 
 def _max_min_operands(wrapped: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

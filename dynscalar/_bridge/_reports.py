@@ -78,6 +78,10 @@ def evaluate_sym_node_hook(
         expr = sym_node.expr
         if sym_node.pytype is not bool and not getattr(expr, "is_number", True):
             ours = [s for s in expr.free_symbols if s in state.backed]
+            from ._ops import watching_forced
+
+            if ours and watching_forced(ours):  # the frame is traced again without it
+                return wrapped(*args, **kwargs)
             if ours and _report_specialization(
                 [(state.labels.get(s, state.backed[s][0]), state.backed[s][1]) for s in ours],
                 sym_node.hint,

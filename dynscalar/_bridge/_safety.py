@@ -39,7 +39,7 @@ from .._diagnostics import BridgeError, DynscalarError, DynscalarWarning, warn_o
 
 log = logging.getLogger("dynscalar")
 
-__all__ = ["call", "is_control_flow", "is_off", "on_abandon"]
+__all__ = ["call", "is_control_flow", "is_off", "on_abandon", "restart_frame", "torchs_own"]
 
 Hook = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
 
@@ -120,10 +120,23 @@ def _control_flow_types() -> tuple[type[BaseException], ...]:
     )
 
 
+_TORCHS = "_dynscalar_torchs_own"
+
+
+def torchs_own(error: BaseException) -> BaseException:
+    """Mark ``error`` as torch's own (raised by torch's function, passed on unchanged by a
+    hook): the net lets it through.  Returns ``error``."""
+    setattr(error, _TORCHS, True)
+    return error
+
+
 def is_control_flow(error: BaseException) -> bool:
     """True for exceptions that are not failures: Dynamo's control flow (graph breaks,
-    restarts, traced user exceptions) and dynscalar's deliberate errors."""
+    restarts, traced user exceptions), dynscalar's deliberate errors, and torch's own
+    errors a hook passes on (:func:`torchs_own`)."""
     if not isinstance(error, Exception) or isinstance(error, DynscalarError):
+        return True
+    if getattr(error, _TORCHS, False):
         return True
     if isinstance(error, RecursionError | MemoryError):
         return False
@@ -188,6 +201,17 @@ def call(
         _restart(error)
 
 
+def restart_frame() -> None:
+    """Trace the frame Dynamo is compiling again from its first instruction (see
+    :func:`_restart`), for a reason of the bridge's own (not a failure)."""
+    from torch._dynamo.exc import TensorifyScalarRestartAnalysis
+
+    log_ = getattr(_tracer(), "speculation_log", None)
+    if log_ is not None:
+        log_.clear()
+    raise TensorifyScalarRestartAnalysis
+
+
 def _restart(error: Exception) -> None:
     """Trace the frame again from its first instruction.  torch's float pass restarts
     with ``TensorifyScalarRestartAnalysis``, which keeps torch's memory of forced floats
@@ -199,6 +223,59 @@ def _restart(error: Exception) -> None:
     if log_ is not None:
         log_.clear()
     raise TensorifyScalarRestartAnalysis from error
+
+
+def backend_compile_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Around ``OutputGraph.call_user_compiler(gm, example_inputs)``: a backend that fails
+    to compile a graph in which dynscalar made values symbolic (an ATen formula that cannot
+    take a symbolic float, "NYI log symbolic float") has the frame traced again as stock
+    torch does, like a failing hook; a graph without marked values fails as in stock."""
+    from ._state import peek_state
+
+    try:
+        return wrapped(*args, **kwargs)
+    except Exception as error:
+        state = peek_state(getattr(instance, "shape_env", None))
+        marked = state is not None and bool(state.backed or state.unbacked or state.floats)
+        cause = getattr(error, "inner_exception", None) or error.__cause__ or error
+        current = _compile()
+        if (
+            not marked
+            or current is None
+            or _restarting(error)
+            or isinstance(error, DynscalarError)
+            or isinstance(cause, DynscalarError)  # a deliberate error of dynscalar's
+        ):
+            raise torchs_own(error) from error.__cause__
+        message = _fail(_Backend(), cause if isinstance(cause, Exception) else error)
+        _off[current[0]] = (current[1], message)
+        for undo in _abandon:
+            undo()
+        _restart(error)
+        raise  # not reached: _restart raises
+
+
+class _Backend:
+    """The backend compile, named like a table entry in the net's messages."""
+
+    name = "the backend's compile (OutputGraph.call_user_compiler)"
+    phase = "dynamo"
+    degraded_hook = None
+    off_hook = None
+
+
+def _restarting(error: BaseException) -> bool:
+    """A restart travelling through the backend (torch's float pass, the net's own)."""
+    from torch._dynamo import exc
+
+    chain: BaseException | None = error
+    while chain is not None:
+        if isinstance(chain, exc.RestartAnalysis):
+            return True
+        chain = chain.__cause__
+    return False
 
 
 def _fail(entry: Any, error: Exception) -> str:

@@ -331,6 +331,12 @@ PRIVATES: tuple[Private, ...] = (
     ),
     Private(f"{_B}:VariableBuilder.wrap_symint", ("self", "value", "dynamism", "context")),
     Private("torch._dynamo.output_graph:OutputGraph.resolve_source_value", ("self", "source")),
+    Private(
+        "torch._dynamo.output_graph:OutputGraph.call_user_compiler",
+        ("self", "gm", "example_inputs"),
+        hooks=("_safety:backend_compile_hook",),
+        why="a backend that fails on a graph with marked values: traced again as stock",
+    ),
     Private(f"{_S}:ShapeEnv.constrain_symbol_range", ("self", "s", "compiler_min", "compiler_max")),
     Private(
         "torch._dynamo.resume_execution:ContinueExecutionCache.generated_code_metadata",
@@ -449,6 +455,11 @@ PRIVATES: tuple[Private, ...] = (
     Private(f"{_BT}:create_swap", ("n",)),
     Private(f"{_BT}:create_instruction", ("name", "arg", "argval", "target")),
     Private("torch._dynamo.eval_frame:skip_code", ("code",), why="proxy methods never compile"),
+    Private(
+        "torch.utils._python_dispatch:_disable_current_modes",
+        (),
+        why="custom ops ask meta tensors which inputs get a gradient, outside AOT's modes",
+    ),
     # ---- the float path (_floats, _forced), at the first marked float
     Private(f"{_B}:VariableBuilder.wrap_symfloat", ("self", "value"), phase="floats"),
     Private(f"{_B}:VariableBuilder.install_guards", ("self", "guards"), phase="floats"),

@@ -28,6 +28,7 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -37,13 +38,27 @@ import torch
 
 from ._table import Rule
 
-__all__ = ["NAMESPACE", "define", "derive_schema", "entry_for", "library", "op_for"]
+__all__ = [
+    "NAMESPACE",
+    "define",
+    "derive_schema",
+    "entry_for",
+    "library",
+    "op_for",
+    "outside_modes",
+]
+
+#: A context manager that leaves every active dispatch mode (fake tensors, AOTAutograd's
+#: functionalization) for a moment: what runs inside uses plain meta or CPU tensors.  The
+#: bridge installs torch's own (a private function); this default leaves modes alone.
+outside_modes: list[Callable[[], Any]] = [contextlib.nullcontext]
 
 NAMESPACE = "dynscalar"
 
 _lock = threading.RLock()
 _library: torch.library.Library | None = None
 _ops: dict[str, Any] = {}
+_signatures: dict[str, Any] = {}  # rule name -> its _Signature
 
 
 def library() -> torch.library.Library:
@@ -167,7 +182,7 @@ def op_for(rule: Rule) -> Any:
     if found is not None:
         return found
     overload = aten_overload(rule)
-    signature = _Signature(overload, rule)
+    signature = _signatures[rule.name] = _Signature(overload, rule)
     schema = derive_schema(str(overload._schema), rule.scalars)
     if rule.mutates:
         schema = schema[: schema.rindex("->")] + "-> (Tensor, Tensor[])"
@@ -245,6 +260,14 @@ def entry_for(rule: Rule) -> Callable[..., Any]:
     return entry
 
 
+def _int(value: Any) -> int:
+    """A size of a traced tensor as a plain int (its trace-time value)."""
+    if isinstance(value, torch.SymInt):
+        hint = value.node.hint
+        return 1 if hint is None else int(hint)
+    return int(value)
+
+
 def _hint_float(value: Any) -> Any:
     return float(_hint(value))
 
@@ -276,6 +299,18 @@ def _differentiable(signature: _Signature, values: Sequence[Any]) -> list[int]:
     return found
 
 
+def precompute(rule: Rule, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
+    """Find, before AOTAutograd traces the call, which inputs of ``rule``'s op get a
+    gradient for a call like ``args``/``kwargs`` (example values: fake tensors, symbolic
+    floats, constants).  AOTAutograd traces gradients below autograd, where the meta run
+    that finds them sees no autograd at all; the answer is kept for it."""
+    if not rule.differentiable:
+        return
+    op_for(rule)
+    signature = _signatures[rule.name]
+    _differentiable(signature, signature.full(args, kwargs))
+
+
 def _shape_key(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return ("tensor", value.dtype, value.dim())
@@ -293,24 +328,52 @@ _defined: dict[Any, list[int]] = {}
 def _meta_differentiable(
     signature: _Signature, values: Sequence[Any], candidates: list[int]
 ) -> list[int]:
-    meta = signature.plain(list(values), _hint_float)
-    for i, value in enumerate(meta):
-        if isinstance(value, torch.Tensor):
-            meta[i] = torch.empty_strided(
-                value.shape, value.stride(), dtype=value.dtype, device="meta"
-            )
-    with torch.enable_grad():
-        for i in candidates:
+    with outside_modes[0]():  # AOTAutograd traces the backward under its modes
+        return _meta_run(signature, values, candidates)
+
+
+def _meta_run(signature: _Signature, values: Sequence[Any], candidates: list[int]) -> list[int]:
+    found = []
+    for i in candidates:  # one at a time: an input an op refuses to differentiate raises
+        meta = signature.plain(list(values), _hint_float)
+        for j, value in enumerate(meta):
+            if isinstance(value, torch.Tensor):
+                meta[j] = torch.empty_strided(
+                    [_int(d) for d in value.shape],
+                    [_int(d) for d in value.stride()],
+                    dtype=value.dtype,
+                    device="meta",
+                )
+        with torch.enable_grad():
             meta[i].requires_grad_(True)
-        out = signature.call(meta)
-        if isinstance(out, tuple):
-            out = out[0]
-        if not out.requires_grad:
-            return []
-        grads = torch.autograd.grad(
-            out, [meta[i] for i in candidates], torch.empty_like(out), allow_unused=True
-        )
-    return [i for i, g in zip(candidates, grads, strict=True) if g is not None]
+            try:
+                out = signature.call(meta)
+            except RuntimeError:  # "not differentiable with respect to argument 'weight'"
+                continue
+        outs = list(out) if isinstance(out, tuple) else [out]
+        found += reached(outs, [meta[i]], [i])
+    return found
+
+
+def reached(outs: Sequence[Any], leaves: Sequence[torch.Tensor], positions: list[int]) -> list[int]:
+    """The positions of the ``leaves`` the autograd graph of ``outs`` reaches: the inputs
+    eager's backward gives a gradient (an input an op does not differentiate, such as a
+    class weight, has no edge).  Reads the graph; runs no backward kernel."""
+    seen: set[int] = set()
+    found: set[int] = set()
+    by_node: dict[int, int] = {}
+    for position, leaf in zip(positions, leaves, strict=True):
+        by_node[id(torch.autograd.graph.get_gradient_edge(leaf).node)] = position
+    stack: list[Any] = [o.grad_fn for o in outs if isinstance(o, torch.Tensor)]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if id(node) in by_node:
+            found.add(by_node[id(node)])
+        stack.extend(next_node for next_node, _ in node.next_functions)
+    return [p for p in positions if p in found]
 
 
 def _vjp_for(rule: Rule, overload: Any, signature: _Signature, schema: str) -> Any:

@@ -26,18 +26,18 @@ class Row:
     inputs: Callable[[torch.Generator], tuple[Tensor, ...]]
     train: bool = False
     grad: tuple[int, ...] = (0,)  # inputs that require grad
-    op: str | None = None  # key of _nn.TOLERANCES; None: exact on eager/aot_eager
+    op: str | None = None  # the torch op the value reaches (for the page)
     kind: str = "exact"  # "exact", "dropout" (mask check) or "mean" (per-element means)
     feature: bool = False  # dropout: one draw per (N, C) channel
     alpha: bool = False  # dropout: alpha dropout (dropped values are a constant)
     compiles: int = 1  # the graphs a perfectly dynamic value needs
     # the value never reaches the graph (eval): torch's tensorify pass restarts the first
-    # compile to drop the unused float input on AOT backends (one more graph, first call)
+    # compile to drop the unused float input on inductor (one more graph, first call)
     unused: bool = False
-    # backends on which torch forces the value to a constant (no decomposition keeps it
-    # symbolic): exact, one graph per value, warned; on AOT backends the first compile
-    # tries the value symbolically, then restarts to specialize it, and later compiles
-    # specialize it at once (forced floats are remembered, as stock torch remembers them)
+    # backends on which the value is compiled as stock torch compiles it (no rule keeps it
+    # symbolic exactly): one graph per value, warned; on inductor the first compile tries
+    # the value symbolically, then restarts to specialize it, and later compiles specialize
+    # it at once (forced floats are remembered, as stock torch remembers them)
     specialized: tuple[str, ...] = ()
     note: str = ""
 
@@ -47,7 +47,9 @@ class Row:
 
     def expected(self, backend: str) -> int:
         """The graphs ``backend`` compiles for this row's 4 values."""
-        restart = backend != "eager"
+        # only a backend that generates kernels runs torch's float-tensorify pass (and its
+        # restarts) on a marked float; eager and aot_eager hand the op the Python float
+        restart = backend not in ("eager", "aot_eager")
         if backend in self.specialized:
             # the first value tried symbolically, then restarted; torch remembers the forced
             # float, so each later value compiles once
@@ -204,7 +206,10 @@ def catalogue() -> list[Row]:
         Row("rrelu-upper-eval", "nn.RReLU", ("upper",), (0.2, 0.3, 0.4, 0.5),
             lambda: nn.RReLU(0.125, 1 / 3), ACT),
         Row("rrelu-train", "nn.RReLU", ("lower",), (0.05, 0.1, 0.125, 0.2),
-            lambda: nn.RReLU(0.125, 1 / 3), ACT, train=True, kind="mean"),
+            lambda: nn.RReLU(0.125, 1 / 3), ACT, train=True, kind="mean",
+            specialized=("eager", "aot_eager"),
+            note="random slopes that the gradient needs: a recomputed gradient would draw "
+            "again, so the value is specialized on eager and aot_eager"),
         Row("elu", "nn.ELU", ("alpha",), (0.5, 1.0, 1.5, 2.0), lambda: nn.ELU(1.0), ACT, op="elu"),
         Row("celu", "nn.CELU", ("alpha",), (0.5, 1.0, 1.5, 2.0), lambda: nn.CELU(1.0), ACT,
             op="celu"),
@@ -272,12 +277,17 @@ def catalogue() -> list[Row]:
         Row("mha-dropout-eval", "nn.MultiheadAttention", ("dropout",), (0.1, 0.2, 0.3, 0.5), _mha,
             _mha_in, grad=(0, 1, 2), unused=True, note="dropout is unused in eval"),
         Row("transformer-dropout-train", "nn.TransformerEncoderLayer", TRANSFORMER_ATTRS,
-            (0.1, 0.2, 0.3, 0.5), _encoder, _seq, train=True, kind="mean"),
+            (0.1, 0.2, 0.3, 0.5), _encoder, _seq, train=True, kind="mean",
+            specialized=("eager", "aot_eager"),
+            note="attention dropout inside scaled_dot_product_attention: random numbers a "
+            "recomputed gradient would draw again, so specialized on eager and aot_eager"),
         Row("transformer-dropout-eval", "nn.TransformerEncoderLayer", TRANSFORMER_ATTRS,
             (0.1, 0.2, 0.3, 0.5), _encoder, _seq, unused=True, note="dropout is unused in eval"),
         Row("sdpa-dropout-train", "F.scaled_dot_product_attention", ("dropout_p",),
             (0.1, 0.2, 0.3, 0.5), lambda: SDPA(dropout_p=0.1), _qkv, train=True, grad=(0, 1, 2),
-            kind="mean"),
+            kind="mean", specialized=("eager", "aot_eager"),
+            note="random numbers a recomputed gradient would draw again: specialized on eager "
+            "and aot_eager"),
         Row("sdpa-dropout-eval", "F.scaled_dot_product_attention", ("dropout_p",),
             (0.1, 0.2, 0.3, 0.5), lambda: SDPA(dropout_p=0.1), _qkv, grad=(0, 1, 2),
             note="the wrapper passes 0.0 in eval: Dynamo never reads `dropout_p`"),
@@ -327,13 +337,13 @@ def catalogue() -> list[Row]:
             nn.PairwiseDistance, lambda g: (_randn(g, 16, 8), _randn(g, 16, 8)), grad=(0, 1)),
         Row("pairwisedistance-norm", "nn.PairwiseDistance", ("norm",), (1.0, 1.5, 2.0, 3.0),
             nn.PairwiseDistance, lambda g: (_randn(g, 16, 8), _randn(g, 16, 8)), grad=(0, 1),
-            compiles=2, specialized=("aot_eager", "inductor"),
-            note="on eager the order stays symbolic with a guard on `ord == 2` (2 paths); on "
-            "AOT backends the order of `linalg.vector_norm` is a Scalar the tensorify pass "
-            "cannot lower"),
+            specialized=("inductor",),
+            note="`pairwise_distance`'s `p` is a Python float: eager's kernel in a dynscalar "
+            "custom op on eager and aot_eager; on inductor the order of `linalg.vector_norm` "
+            "is a Scalar the tensorify pass cannot lower"),
         Row("lppool-norm", "nn.LPPool1d", ("norm_type",), (1.5, 2.0, 3.0, 4.0),
             lambda: nn.LPPool1d(2.0, 2), lambda g: (_randn(g, 2, 3, 8).abs() + 0.1,), op="pow",
-            note="`pow(norm_type)`: traced as `torch.pow` with a 0-d tensor exponent"),
+            note="`pow(norm_type)` with a gradient: eager's `pow` in a dynscalar custom op"),
     ]
     return rows
 # fmt: on

@@ -1,0 +1,363 @@
+"""The generic rule: any torch call with a marked float, as one opaque custom op.
+
+On a ``"python"`` backend a marked float reaches most ops as it is: Dynamo traces it, the
+graph hands the op the Python float.  Some ops still force it, not in Dynamo but inside
+torch's own C++ while AOTAutograd traces: a composite (``celu`` computes ``1 / alpha``),
+or a derivative formula (``pow``'s backward takes ``log(base)``, ``lerp``'s ``1 - weight``)
+- silently specializing the value, or failing the compile ("NYI log symbolic float").
+:func:`op` makes any such call opaque to AOTAutograd: ``dynscalar::apply(key, tensors,
+scalars)`` runs the call described by ``key`` (:class:`Template`: the callable and where
+each tensor and float goes among constants) with the Python floats, eagerly; its
+gradient, ``dynscalar::apply_vjp``, runs the call again under autograd and returns ATen's
+own gradients.  So the numbers are eager's, by construction, for deterministic calls.
+
+Whether a call is admitted is the exactness matrix's answer for it (:func:`admitted`):
+the call is run both ways on tensors like the traced ones (their dtype and strides; their
+shapes too when small, else each size capped at 3), with the traced value and special
+ones, comparing outputs, gradients and the random state afterwards.  A random op whose
+gradient needs its draws (a recompute draws again) fails that check and keeps stock's
+path; so does a call eager refuses in every case (no evidence).
+
+Examples:
+    >>> t = Template("torch.mul", (("tensor", 0), ("scalar", 0)), (), "tensor")
+    >>> t.key().startswith("torch.mul:")
+    True
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ._custom import define, outside_modes
+
+__all__ = ["Template", "admitted", "op", "precompute", "register"]
+
+Tensor = torch.Tensor
+
+#: key -> the call it stands for (registered when Dynamo traces the call)
+_TEMPLATES: dict[str, Template] = {}
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Template:
+    """One call: ``callable_name`` (``"torch.pow"``, ``"Tensor.lerp"``) with positional and
+    keyword arguments, each ``("tensor", i)``, ``("tensors", i, n)`` (a list of ``n``
+    tensors from ``i``), ``("scalar", j)`` or ``("constant", value)``; ``out`` is
+    ``"tensor"``, ``"tuple"`` or ``"list"``."""
+
+    callable_name: str
+    args: tuple[tuple[Any, ...], ...]
+    kwargs: tuple[tuple[str, tuple[Any, ...]], ...]
+    out: str
+
+    def key(self) -> str:
+        digest = hashlib.sha1(repr(self).encode()).hexdigest()[:16]
+        return f"{self.callable_name}:{digest}"
+
+    def build(
+        self, tensors: Sequence[Any], scalars: Sequence[Any]
+    ) -> tuple[list[Any], dict[str, Any]]:
+        def value(slot: tuple[Any, ...]) -> Any:
+            kind = slot[0]
+            if kind == "tensor":
+                return tensors[slot[1]]
+            if kind == "tensors":
+                return list(tensors[slot[1] : slot[1] + slot[2]])
+            if kind == "scalar":
+                return scalars[slot[1]]
+            return slot[1]
+
+        return [value(a) for a in self.args], {k: value(v) for k, v in self.kwargs}
+
+    def call(self, tensors: Sequence[Any], scalars: Sequence[Any]) -> Any:
+        args, kwargs = self.build(tensors, scalars)
+        if self.callable_name.startswith("Tensor."):
+            return getattr(args[0], self.callable_name.removeprefix("Tensor."))(*args[1:], **kwargs)
+        target: Any = torch
+        for part in self.callable_name.split(".")[1:]:
+            target = getattr(target, part)
+        return target(*args, **kwargs)
+
+
+def register(template: Template) -> str:
+    """Remember ``template`` under its key (what the graph carries); returns the key."""
+    key = template.key()
+    with _lock:
+        _TEMPLATES.setdefault(key, template)
+    return key
+
+
+def _flat(out: Any) -> list[Tensor]:
+    return [out] if isinstance(out, Tensor) else list(out)
+
+
+def _fresh(outs: list[Tensor], inputs: Sequence[Any]) -> list[Tensor]:
+    """A custom op may not return its inputs or views of them: copies where it would."""
+    bases = {id(t) for t in inputs if isinstance(t, Tensor)}
+    return [
+        o.clone() if id(o) in bases or (o._base is not None and id(o._base) in bases) else o
+        for o in outs
+    ]
+
+
+def _floats(scalars: Sequence[Any], convert: Any = float) -> list[Any]:
+    return [convert(s) for s in scalars]
+
+
+def _hint(value: Any) -> float:
+    if isinstance(value, torch.SymFloat | torch.SymInt):
+        hint = value.node.hint
+        return 0.5 if hint is None else float(hint)
+    return float(value)
+
+
+def _impl(key: str, tensors: list[Tensor], scalars: list[Any]) -> list[Tensor]:
+    return _fresh(_flat(_TEMPLATES[key].call(tensors, _floats(scalars))), tensors)
+
+
+def _fake(key: str, tensors: list[Tensor], scalars: list[Any]) -> list[Tensor]:
+    return _fresh(_flat(_TEMPLATES[key].call(tensors, _floats(scalars, _hint))), tensors)
+
+
+def _positions(key: str, tensors: Sequence[Any], scalars: Sequence[Any]) -> list[int]:
+    """Which tensors get a gradient from the call (eager's autograd gives the others
+    ``None``): found on meta tensors, so it costs no data; memoized by dtypes and ranks."""
+    candidates = [i for i, t in enumerate(tensors) if t.is_floating_point()]
+    if not candidates:
+        return []
+    memo_key = (key, tuple((t.dtype, t.dim()) for t in tensors))
+    found = _defined.get(memo_key)
+    if found is not None:
+        return found
+    with outside_modes[0]():  # AOTAutograd traces the backward under its modes
+        found = _meta_positions(key, tensors, scalars, candidates)
+    _defined[memo_key] = found
+    return found
+
+
+def precompute(key: str, tensors: Sequence[Any], scalars: Sequence[Any]) -> None:
+    """Find, before AOTAutograd traces the call, which tensors get a gradient (AOTAutograd
+    traces gradients below autograd, where the meta run sees no autograd)."""
+    _positions(key, tensors, scalars)
+
+
+def _meta_positions(
+    key: str, tensors: Sequence[Any], scalars: Sequence[Any], candidates: list[int]
+) -> list[int]:
+    from ._custom import reached
+
+    found = []
+    for i in candidates:  # one at a time: an input an op refuses to differentiate raises
+        meta = [
+            torch.empty_strided(
+                [_int(d) for d in t.shape],
+                [_int(d) for d in t.stride()],
+                dtype=t.dtype,
+                device="meta",
+            )
+            for t in tensors
+        ]
+        with torch.enable_grad():
+            meta[i].requires_grad_(True)
+            try:
+                outs = _flat(_TEMPLATES[key].call(meta, _floats(scalars, _hint)))
+            except RuntimeError:  # "not differentiable with respect to argument 'weight'"
+                continue
+        found += reached(outs, [meta[i]], [i])
+    return found
+
+
+def _int(value: Any) -> int:
+    """A size of the traced tensor as a plain int (its trace-time value)."""
+    if isinstance(value, torch.SymInt):
+        hint = value.node.hint
+        return 1 if hint is None else int(hint)
+    return int(value)
+
+
+_defined: dict[Any, list[int]] = {}
+
+
+def _vjp_impl(
+    key: str, grads: list[Tensor], tensors: list[Tensor], scalars: list[Any]
+) -> list[Tensor]:
+    positions = _positions(key, tensors, scalars)
+    inputs = [t.detach() for t in tensors]
+    with torch.enable_grad():
+        for i in positions:
+            inputs[i].requires_grad_(True)
+        outs = _flat(_TEMPLATES[key].call(inputs, _floats(scalars)))
+        pairs = [(o, g) for o, g in zip(outs, grads, strict=True) if o.requires_grad]
+        found = torch.autograd.grad(
+            [o for o, _ in pairs],
+            [inputs[i] for i in positions],
+            [g for _, g in pairs],
+            allow_unused=True,
+        )
+    return [
+        torch.zeros_like(inputs[i]) if g is None else g
+        for i, g in zip(positions, found, strict=True)
+    ]
+
+
+def _vjp_fake(
+    key: str, grads: list[Tensor], tensors: list[Tensor], scalars: list[Any]
+) -> list[Tensor]:
+    return [torch.empty_like(tensors[i]) for i in _positions(key, tensors, scalars)]
+
+
+def _setup(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+    key, tensors, scalars = inputs
+    ctx.key, ctx.scalars = key, list(scalars)
+    ctx.outputs = [(o.shape, o.dtype, o.device) for o in output]
+    ctx.save_for_backward(*tensors)
+
+
+def _backward(ctx: Any, grads: Any) -> tuple[Any, ...]:
+    tensors = list(ctx.saved_tensors)
+    positions = _positions(ctx.key, tensors, ctx.scalars)
+    upstream = [
+        torch.zeros(shape, dtype=dtype, device=device) if g is None else g
+        for g, (shape, dtype, device) in zip(grads, ctx.outputs, strict=True)
+    ]
+    found = iter(_vjp()(ctx.key, upstream, tensors, ctx.scalars))
+    out: list[Any] = [None] * len(tensors)
+    for i in positions:
+        out[i] = next(found)
+    return None, out, None
+
+
+def _vjp() -> Any:
+    return define(
+        "apply_vjp",
+        "(str key, Tensor[] grads, Tensor[] tensors, Scalar[] scalars) -> Tensor[]",
+        _vjp_impl,
+        _vjp_fake,
+    )
+
+
+def op() -> Any:
+    """``torch.ops.dynscalar.apply.default`` (defined on first use, with its gradient)."""
+    _vjp()
+    return define(
+        "apply",
+        "(str key, Tensor[] tensors, Scalar[] scalars) -> Tensor[]",
+        _impl,
+        _fake,
+        _backward,
+        _setup,
+    )
+
+
+# ----------------------------------------------------------------------------- matrix
+_SPECIAL = (0.0, -0.0, 1.0, 0.5, math.nan, math.inf)
+
+
+def _sample(like: Tensor, generator: torch.Generator, small: bool) -> Tensor:
+    """A real tensor like the traced ``like``: random floats (with ±0.0, NaN and ±inf among
+    them), and zeros for integer and bool tensors (targets, indices and masks then stay
+    valid whatever their sizes)."""
+    from ._matrix import _fill
+
+    shape = tuple(_int(d) for d in like.shape)
+    if not small:
+        shape = tuple(min(d, 3) for d in shape)
+    if like.is_floating_point():
+        data = _fill(shape, like.dtype, generator)
+    else:
+        data = torch.zeros(shape, dtype=like.dtype)
+    if like.dim() >= 2 and not like.is_contiguous():  # the traced tensor's layout: permuted
+        order = sorted(range(like.dim()), key=lambda d: -like.stride()[d])
+        data = (
+            data.permute(*order).contiguous().permute(*[order.index(d) for d in range(like.dim())])
+        )
+    return data
+
+
+def _same(got: Any, want: Any) -> bool:
+    from ._matrix import _same as same
+
+    return not same(got, want)
+
+
+_memo: dict[tuple[Any, ...], tuple[bool, str]] = {}
+
+
+def admitted(
+    key: str, tensors: Sequence[Any], values: Sequence[float], grad: bool
+) -> tuple[bool, str]:
+    """Whether the call ``key`` is exact as :func:`op` for tensors like ``tensors`` (fake
+    tensors: their dtype, strides and shapes are used) and floats like ``values``."""
+    small = sum(math.prod(int(d) for d in t.shape) for t in tensors) <= 4096
+    memo_key = (key, tuple((t.dtype, t.dim(), t.is_contiguous()) for t in tensors), grad, small)
+    found = _memo.get(memo_key)
+    if found is not None:
+        return found
+    template = _TEMPLATES[key]
+    evidence = False
+    why = ""
+    with torch.random.fork_rng(devices=[]), torch.enable_grad():
+        generator = torch.Generator().manual_seed(0)
+        base = [_sample(t, generator, small) for t in tensors]
+        cases = [list(values)] + [[v] * len(values) for v in _SPECIAL]
+        for case in cases:
+            results: list[tuple[Any, Any, Any, Any]] = []
+            for side in ("torch", "rule"):
+                inputs = [t.detach().clone() for t in base]
+                if grad:
+                    for t in inputs:
+                        if t.is_floating_point():
+                            t.requires_grad_(True)
+                torch.manual_seed(1)
+                try:
+                    if side == "torch":
+                        out = template.call(inputs, case)
+                    else:
+                        out = op()(key, inputs, case)
+                        out = out[0] if template.out == "tensor" else type_of(template)(out)
+                    gradients: Any = None
+                    flat = _flat(out)
+                    needing = [o for o in flat if o.requires_grad]
+                    if grad and needing:
+                        upstream = [torch.ones_like(o) for o in needing]
+                        leaves = [t for t in inputs if t.requires_grad]
+                        gradients = list(
+                            torch.autograd.grad(needing, leaves, upstream, allow_unused=True)
+                        )
+                    results.append((flat, gradients, torch.get_rng_state(), None))
+                except Exception as error:  # noqa: BLE001 - eager's error is compared
+                    results.append((None, None, None, type(error)))
+            (t_out, t_grad, t_rng, t_err), (r_out, r_grad, r_rng, r_err) = results
+            if t_err is not None or r_err is not None:
+                if t_err is None or r_err is None:
+                    eager, rule = ("raises" if e else "returns" for e in (t_err, r_err))
+                    why = f"eager {eager}, the custom op {rule}"
+                    break
+                continue
+            evidence = True
+            if not _same(r_out, t_out):
+                why = f"outputs differ (values {case})"
+                break
+            if grad and not _same(r_grad, t_grad):
+                why = f"gradients differ (values {case})"
+                break
+            if not torch.equal(r_rng, t_rng):
+                why = "the random state afterwards differs (a random op)"
+                break
+    if not why and not evidence:
+        why = "eager refuses every sample call"
+    found = (not why, why)
+    _memo[memo_key] = found
+    return found
+
+
+def type_of(template: Template) -> Any:
+    return tuple if template.out == "tuple" else list
