@@ -4,8 +4,8 @@ The public API for attributes (``mark_dynamic_attr``, ``unmark_dynamic_attr``,
 ``is_dynamic_attr``, ``@dynamic_attrs``): it validates what is marked and says clearly
 what is wrong; the marks themselves are kept by the mark store, ``dynscalar._marks``
 (on the module instance, so ``copy.deepcopy``, ``pickle`` and ``torch.save`` keep them;
-class marks on the class, inherited by subclasses).  An instance can unmark a
-class-marked attribute; that is recorded as ``None`` in its marks.
+class marks in the store's table, per class, inherited by subclasses).  An instance can
+unmark a class-marked attribute; that is recorded as ``None`` in its marks.
 
 Examples:
     >>> import torch

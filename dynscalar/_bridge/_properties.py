@@ -9,9 +9,9 @@ stack of module properties being inlined; while one is active,
 
 * every int/float the tracer wraps (``_wrap``) without a mark of its own gets the innermost
   marked property's mark (:func:`property_mark`), with the property's mark-state guards:
-  the instance's marks entry for the property name, or its absence and the class-marks
-  epoch, exactly as for an attribute.  Unmarked properties of modules get those guards
-  too, so a mark made after a compile takes effect at the next call;
+  the instance's marks entry for the property name, or its absence and the class marks
+  along the MRO, exactly as for an attribute.  Unmarked properties of modules get those
+  guards too, so a mark made after a compile takes effect at the next call;
 * the getter's result, when it is still lazy (Dynamo wraps a constant read lazily and
   realizes it where it is used, which is after the getter returned), is realized before
   the scope closes, so it is made while the property's mark is visible;
