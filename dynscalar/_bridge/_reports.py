@@ -78,6 +78,10 @@ def evaluate_sym_node_hook(
         expr = sym_node.expr
         if sym_node.pytype is not bool and not getattr(expr, "is_number", True):
             ours = [s for s in expr.free_symbols if s in state.backed]
+            if ours and state.via_property:
+                from ._properties import restart_if_forced_in_getter
+
+                restart_if_forced_in_getter(instance, ours)  # raises to restart the trace
             if ours and _report_specialization(
                 [(state.labels.get(s, state.backed[s][0]), state.backed[s][1]) for s in ours],
                 sym_node.hint,

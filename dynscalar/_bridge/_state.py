@@ -67,6 +67,8 @@ class CompileState:
     labels: dict[Any, str] = field(default_factory=dict)
     #: float symbol -> where the user's code read it (warnings from backend passes)
     read_at: dict[Any, Any] = field(default_factory=dict)
+    #: source names of values given a property's mark while its getter ran (_properties)
+    via_property: set[str] = field(default_factory=set)
 
 
 _states: weakref.WeakKeyDictionary[Any, CompileState] = weakref.WeakKeyDictionary()

@@ -51,7 +51,7 @@ from ._floats import wrap_float
 from ._guards import guard_function_marks, guard_mark_state, guard_proxy
 from ._install import ensure_phase, phase_problem
 from ._ints import wrap_int
-from ._properties import property_mark
+from ._properties import note_number_wrapped, property_mark
 from ._reports import instance_path, passthrough, user_location
 from ._restarts import restart_reason
 from ._sources import record_for_automatic_dynamic, swapped_source
@@ -309,6 +309,8 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     numeric = proxied or kind is int or kind is float or other_number
     if not (numeric or kind in _CHECKED_TYPES or _is_tensor(value)):
         return wrapped(*args, **kwargs)
+    if numeric:
+        note_number_wrapped()
     found = _find_mark(instance, value, numeric)
     spec = found.spec if found is not None else None
     where = found.where if found is not None else str(instance.source.name)
