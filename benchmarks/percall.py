@@ -95,9 +95,9 @@ class Runner:
     sources: str
 
     def compile(self) -> None:
-        """The first call compiles.  Called once every strategy of a phase is built:
-        building a decorated class or marking a function bumps the marks epoch, which would
-        recompile graphs compiled before."""
+        """The first call compiles (under the strategy's ``dynamic_sources``).  Called once
+        every strategy of a phase is built; marks on one strategy's class or function never
+        recompile another's graph."""
         with torch.compiler.config.patch(dynamic_sources=self.sources):
             self.call()
 

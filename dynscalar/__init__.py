@@ -40,7 +40,7 @@ from ._diagnostics import (
     UnsupportedDescriptorError,
 )
 from ._explain import Explanation, MarkRecord, explain
-from ._marks import MARKS_EPOCH as _marks_epoch  # noqa: F401 - guarded by compiled code
+from ._marks import MARK_TABLE as _mark_table  # noqa: F401 - guarded by compiled code
 from ._optim import mark_dynamic_param_groups
 from ._proxy import DynamicFloat, DynamicInt, DynamicScalar, is_dynamic_scalar, mark_dynamic
 from ._registry import (

@@ -10,10 +10,30 @@ import torch
 from ._diagnostics import DynscalarTypeError
 from ._marks import auto_marked, class_marks_of, instance_marks, lookup_mark
 from ._proxy import is_dynamic_scalar
-from ._registry import class_attribute, compiled_original, property_reads
+from ._registry import (
+    class_attribute,
+    compiled_original,
+    is_stored,
+    property_reads,
+    stored_value,
+)
 from ._spec import DynamicSpec
 
-__all__ = ["Explanation", "MarkRecord", "explain"]
+__all__ = ["COMPUTED", "Explanation", "MarkRecord", "explain"]
+
+
+class _Computed:
+    """The value of a marked property (or of a ``cached_property`` not computed yet):
+    computed by user code, which ``explain`` never runs."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<computed by its getter>"
+
+
+#: ``MarkRecord.value`` of a property: ``explain`` does not run getters
+COMPUTED = _Computed()
 
 
 class MarkRecord(NamedTuple):
@@ -22,6 +42,7 @@ class MarkRecord(NamedTuple):
     module: str  # dotted path in the tree ("" is the root), e.g. "encoder.layer0"
     cls: str
     attribute: str
+    #: the value where it is stored; ``COMPUTED`` for a property (getters are not run)
     value: object
     how: str  # "mark_dynamic_attr", "@dynamic_attrs", "DynamicInt value", ...
     spec: DynamicSpec
@@ -54,7 +75,9 @@ class Explanation(list[MarkRecord]):
 def explain(module: torch.nn.Module, *, show: bool = True) -> Explanation:
     """List the dynamic scalars of ``module`` and its submodules with their specs.
 
-    Prints the table unless ``show=False``; returns the records either way.
+    Prints the table unless ``show=False``; returns the records either way.  Runs no user
+    code: a marked property is listed with what its getter read when it was last compiled
+    (``MarkRecord.reads``), and its value as ``<computed by its getter>``.
 
     Examples:
         >>> import torch
@@ -76,7 +99,7 @@ def explain(module: torch.nn.Module, *, show: bool = True) -> Explanation:
             set(own) | set(inherited) | {n for n, v in vars(sub).items() if is_dynamic_scalar(v)}
         )
         for name in names:
-            value = sub.__dict__.get(name, getattr(sub, name, None))
+            value = _value(sub, name)
             found = lookup_mark(sub, name)  # the attribute's mark wins, as in the bridge
             if found is not None:
                 spec = found
@@ -93,6 +116,14 @@ def explain(module: torch.nn.Module, *, show: bool = True) -> Explanation:
     if show:
         print(records)
     return records
+
+
+def _value(module: torch.nn.Module, name: str) -> object:
+    """``module.name`` where it is stored, without running a getter (``COMPUTED``)."""
+    value = stored_value(module, name)
+    if isinstance(value, (property, functools.cached_property)):
+        return COMPUTED
+    return value if is_stored(value) else None
 
 
 def _resolves_to(module: torch.nn.Module, name: str) -> str:

@@ -3,7 +3,7 @@
 Every kind of mark is kept and found here; the public API modules (``_registry`` for
 attributes and classes, ``_args`` for arguments, ``_optim`` for optimizer groups,
 ``_auto`` for ``auto_dynamic``) validate and explain, then call this module.  The bridge
-asks this module what is marked, and guards the storage keys and the epoch below.
+asks this module what is marked, and guards the storage keys and the mark table below.
 
 Where marks live:
 
@@ -11,13 +11,14 @@ Where marks live:
   ``module.__dict__[MARKS_KEY]`` (``{name: spec}``, ``None`` for an instance that opted out
   of a class mark), so ``copy.deepcopy``, ``pickle`` and ``torch.save`` keep them and
   nothing global keeps a module alive;
-* **classes** (``@dynamic_attrs``): on the class, ``cls.__dict__[CLASS_MARKS_KEY]``,
-  inherited along the MRO;
+* **classes** (``@dynamic_attrs``): in :data:`MARK_TABLE`, under the class's key
+  (:func:`key_of`), inherited along the MRO; an entry dies with its class;
 * **a module's forward arguments** (``mark_dynamic_args(module, ...)``): on the instance,
   ``module.__dict__[ARG_MARKS_KEY]``;
-* **a function's arguments** (``mark_dynamic_args(fn, ...)``, ``@dynamic_args``): here,
-  keyed by the function's code object, held weakly, with the decorator wrappers that lead
-  to it (also weakly): a marked function that is garbage collected takes its marks along;
+* **a function's arguments** (``mark_dynamic_args(fn, ...)``, ``@dynamic_args``): in
+  :data:`MARK_TABLE`, under the key of the function's code object, with the decorator
+  wrappers that lead to it (held weakly): a marked function that is garbage collected takes
+  its marks along;
 * **optimizer hyperparameters** (``mark_dynamic_param_groups``): on the optimizer,
   ``optimizer.__dict__[GROUP_MARKS_KEY]``;
 * **auto_dynamic's snapshot** and the names it promoted to marks: on the instance,
@@ -25,10 +26,14 @@ Where marks live:
 
 Edits are copy-on-write under one lock: readers (Dynamo, at trace time) never lock and
 always see a whole dict, and two threads marking the same object never lose an update.
-Compiled guards check an instance's marks dict entry directly; marks found elsewhere
-(class marks along the MRO, function marks by code object) are tied to
-``MARKS_EPOCH``, which every such edit bumps.  ``dynscalar._marks_epoch`` is this object:
-guards read ``dynscalar._marks_epoch.value``.
+An edit that leaves the marks as they were stores nothing (the same mark made again
+changes nothing a guard reads).
+
+Every mark is guarded by the entry it is read from, so a mark change invalidates only the
+graphs that read that mark: an instance's marks dict entry (``module.__dict__[MARKS_KEY]
+[name]``), and for marks kept by key, ``MARK_TABLE[key][name]`` - the class's or the
+code object's entry - or the absence of ``key`` from the table.  ``dynscalar._mark_table``
+is :data:`MARK_TABLE`: guards read ``dynscalar._mark_table[key][name]``.
 
 Examples:
     >>> import torch
@@ -41,6 +46,7 @@ Examples:
 
 from __future__ import annotations
 
+import itertools
 import threading
 import types
 import weakref
@@ -52,20 +58,21 @@ from ._spec import DynamicSpec
 __all__ = [
     "ARG_MARKS_KEY",
     "AUTO_KEY",
-    "CLASS_MARKS_KEY",
     "GROUP_MARKS_KEY",
-    "MARKS_EPOCH",
     "MARKS_KEY",
+    "MARK_TABLE",
     "PROMOTED_KEY",
     "Marks",
     "auto_marked",
     "auto_snapshot",
     "class_marks_of",
+    "class_own_marks",
     "edit_class_marks",
     "edit_function_marks",
     "edit_marks",
     "function_marks",
     "instance_marks",
+    "key_of",
     "lock",
     "lookup_arg_mark",
     "lookup_group_mark",
@@ -77,7 +84,6 @@ __all__ = [
 ]
 
 MARKS_KEY = "_dynscalar_marks"
-CLASS_MARKS_KEY = "_dynscalar_class_marks"
 ARG_MARKS_KEY = "_dynscalar_arg_marks"
 GROUP_MARKS_KEY = "_dynscalar_group_marks"
 AUTO_KEY = "_dynscalar_auto"
@@ -87,32 +93,23 @@ PROMOTED_KEY = "_dynscalar_auto_promoted"  # names auto_dynamic marked (for expl
 Marks = dict[str, DynamicSpec | None]
 
 
-class _MarksEpoch:
-    """A counter bumped by every class and function mark: compiled code guards on it.
-
-    Instance marks are guarded precisely (the marks dict entry itself).  Class marks
-    (``@dynamic_attrs``) are looked up along the MRO and function-argument marks by code
-    object, so a graph that consulted them is tied to this counter instead.  Those marks are
-    made at definition or set-up time, so the counter rarely moves after a compile; when it
-    does, the affected graphs recompile once.
-    """
-
-    __slots__ = ("value",)
-
-    def __init__(self) -> None:
-        self.value = 0
-
-
-MARKS_EPOCH = _MarksEpoch()
-
 #: Serialises every edit of every mark (readers never take it: edits replace whole dicts).
 lock = threading.Lock()
 
-# code object of a marked function -> {parameter name: spec}; weak: the code object lives
-# as long as the function (or the code that defines it), and so do its marks
-_function_marks: weakref.WeakKeyDictionary[types.CodeType, dict[str, DynamicSpec]] = (
-    weakref.WeakKeyDictionary()
-)
+#: Marks kept by key rather than on an instance: a class's own ``@dynamic_attrs`` marks and
+#: a function's argument marks, each under the int key of the class or code object
+#: (:func:`key_of`), ``{name: spec}``.  ``dynscalar._mark_table`` is this dict (never
+#: rebound): compiled code guards ``MARK_TABLE[key][name]`` (an identity check on the
+#: canonical spec), or that ``key`` or ``name`` is absent.  Values hold no user object;
+#: an entry is dropped when its class or code object is garbage collected.
+MARK_TABLE: dict[int, dict[str, DynamicSpec]] = {}
+
+# class or code object -> its key in MARK_TABLE, weakly: given the first time a mark or a
+# guard needs it, never reused (a guard compiled for a key stays about that object)
+_keys: weakref.WeakKeyDictionary[object, int] = weakref.WeakKeyDictionary()
+_next_key = itertools.count(1)
+# keys whose object drops its MARK_TABLE entry when it is collected (weakref.finalize)
+_finalized: set[int] = set()
 
 # code of a decorator's wrapper (``wrapper(self, *args, **kwargs)``, functools.wraps) ->
 # the function it wraps: Dynamo may compile the wrapper, whose frame holds the marked
@@ -122,6 +119,58 @@ _wrappers: weakref.WeakKeyDictionary[types.CodeType, weakref.ref[types.FunctionT
 )
 
 
+# ----------------------------------------------------------------------------- keys
+def key_of(obj: type | types.CodeType) -> int:
+    """The key of a class or code object in :data:`MARK_TABLE` (given on first use).
+
+    Examples:
+        >>> class Plain:
+        ...     pass
+        >>> key_of(Plain) == key_of(Plain)
+        True
+    """
+    key = _keys.get(obj)
+    if key is None:
+        with lock:
+            key = _key_locked(obj)
+    return key
+
+
+def _key_locked(obj: type | types.CodeType) -> int:
+    key = _keys.get(obj)
+    if key is None:
+        key = _keys[obj] = next(_next_key)
+    return key
+
+
+def _own(obj: type | types.CodeType) -> dict[str, DynamicSpec] | None:
+    """The marks :data:`MARK_TABLE` holds for ``obj`` (None: none), giving it no key."""
+    key = _keys.get(obj)
+    return None if key is None else MARK_TABLE.get(key)
+
+
+def _store_locked(obj: type | types.CodeType, marks: dict[str, DynamicSpec]) -> None:
+    """Store ``marks`` as ``obj``'s entry of :data:`MARK_TABLE` (none when empty), unless
+    they equal what is there: then the entry, and every guard on it, stays as it is."""
+    key = _key_locked(obj)
+    if marks == (MARK_TABLE.get(key) or {}):
+        return
+    if not marks:
+        del MARK_TABLE[key]
+        return
+    MARK_TABLE[key] = marks
+    if key not in _finalized:  # the entry dies with the class or code object
+        _finalized.add(key)
+        weakref.finalize(obj, _forget, key).atexit = False
+
+
+def _forget(key: int) -> None:
+    """Drop a collected object's entry (a finalizer: runs without the lock, and needs none -
+    an edit of the same entry holds the object, so it cannot run meanwhile)."""
+    MARK_TABLE.pop(key, None)
+    _finalized.discard(key)
+
+
 # ----------------------------------------------------------------------------- edits
 def edit_marks(
     instance_dict: dict[str, Any], edit: Callable[[Marks], None], key: str = MARKS_KEY
@@ -129,9 +178,10 @@ def edit_marks(
     """Apply ``edit`` to a copy of an instance's marks under ``key`` and store the copy,
     under the lock.
 
-    A fresh dict each time: copies of the object made earlier keep their own marks.
-    ``key`` selects attribute (default), argument (``ARG_MARKS_KEY``) or param-group
-    (``GROUP_MARKS_KEY``) marks.
+    A fresh dict each time the marks change: copies of the object made earlier keep their
+    own marks.  An edit that changes nothing stores nothing (an instance without marks
+    does not get an empty dict).  ``key`` selects attribute (default), argument
+    (``ARG_MARKS_KEY``) or param-group (``GROUP_MARKS_KEY``) marks.
 
     Examples:
         >>> state: dict = {}
@@ -140,14 +190,17 @@ def edit_marks(
         ['step']
     """
     with lock:
-        marks = dict(instance_dict.get(key) or {})
+        old = instance_dict.get(key)
+        marks = dict(old or {})
         edit(marks)
+        if marks == (old or {}):
+            return
         instance_dict[key] = marks
 
 
 def edit_class_marks(cls: type, edit: Callable[[dict[str, DynamicSpec]], None]) -> None:
-    """Apply ``edit`` to a copy of the marks ``cls`` itself holds, store it on ``cls`` and
-    bump the epoch, under the lock.
+    """Apply ``edit`` to a copy of the marks ``cls`` itself holds and store it, under the
+    lock.
 
     Examples:
         >>> class Plain:
@@ -157,17 +210,16 @@ def edit_class_marks(cls: type, edit: Callable[[dict[str, DynamicSpec]], None]) 
         ['step']
     """
     with lock:
-        own = dict(cls.__dict__.get(CLASS_MARKS_KEY) or {})
+        own = dict(_own(cls) or {})
         edit(own)
-        setattr(cls, CLASS_MARKS_KEY, own)
-        MARKS_EPOCH.value += 1
+        _store_locked(cls, own)
 
 
 def edit_function_marks(
     code: types.CodeType, edit: Callable[[dict[str, DynamicSpec]], None]
 ) -> None:
-    """Apply ``edit`` to a copy of the argument marks of the function running ``code``,
-    store it and bump the epoch, under the lock.
+    """Apply ``edit`` to a copy of the argument marks of the function running ``code``
+    and store it, under the lock.
 
     Examples:
         >>> def scale(x, t):
@@ -177,13 +229,9 @@ def edit_function_marks(
         ['t']
     """
     with lock:
-        marks = dict(_function_marks.get(code) or {})
+        marks = dict(_own(code) or {})
         edit(marks)
-        if marks:
-            _function_marks[code] = marks
-        else:
-            _function_marks.pop(code, None)
-        MARKS_EPOCH.value += 1
+        _store_locked(code, marks)
 
 
 def start_auto(instance_dict: dict[str, Any], snapshot: dict[str, int | float]) -> None:
@@ -241,6 +289,16 @@ def instance_marks(owner: object, key: str = MARKS_KEY) -> Mapping[str, Any] | N
     return None if instance_dict is None else instance_dict.get(key)
 
 
+def class_own_marks(cls: type) -> dict[str, DynamicSpec] | None:
+    """The marks ``cls`` itself holds (``@dynamic_attrs`` on it), not inherited ones.
+
+    Examples:
+        >>> class_own_marks(object) is None
+        True
+    """
+    return _own(cls)
+
+
 def class_marks_of(cls: type) -> dict[str, DynamicSpec]:
     """Class-level marks of ``cls``, merged along the MRO (subclasses win).
 
@@ -250,7 +308,7 @@ def class_marks_of(cls: type) -> dict[str, DynamicSpec]:
     """
     merged: dict[str, DynamicSpec] = {}
     for klass in reversed(cls.__mro__):
-        own = klass.__dict__.get(CLASS_MARKS_KEY)
+        own = _own(klass)
         if own:
             merged.update(own)
     return merged
@@ -272,9 +330,9 @@ def lookup_mark(owner: object, name: str) -> DynamicSpec | None:
     if marks is not None and name in marks:
         return marks[name]  # type: ignore[no-any-return]
     for klass in type(owner).__mro__:
-        own = klass.__dict__.get(CLASS_MARKS_KEY)
+        own = _own(klass)
         if own is not None and name in own:
-            return own[name]  # type: ignore[no-any-return]
+            return own[name]
     return None
 
 
@@ -285,7 +343,7 @@ def function_marks(code: types.CodeType) -> dict[str, DynamicSpec] | None:
         >>> function_marks((lambda n: n).__code__) is None
         True
     """
-    return _function_marks.get(code)
+    return _own(code)
 
 
 def lookup_arg_mark(code: types.CodeType, name: str, self_obj: object) -> DynamicSpec | None:
@@ -300,7 +358,7 @@ def lookup_arg_mark(code: types.CodeType, name: str, self_obj: object) -> Dynami
         marks = instance_marks(self_obj, ARG_MARKS_KEY)
         if marks and name in marks:
             return marks[name]  # type: ignore[no-any-return]
-    found = _function_marks.get(code)
+    found = _own(code)
     return found.get(name) if found else None
 
 
@@ -398,7 +456,7 @@ def _closure_target(code: types.CodeType, closure: Any) -> types.FunctionType | 
         if not callable(content) or isinstance(content, type):
             continue
         inner = unwrap_function(content)
-        if inner is not None and inner.__code__ in _function_marks:
+        if inner is not None and _own(inner.__code__):
             return inner
     return None
 

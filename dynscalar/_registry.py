@@ -4,8 +4,10 @@ The public API for attributes (``mark_dynamic_attr``, ``unmark_dynamic_attr``,
 ``is_dynamic_attr``, ``@dynamic_attrs``): it validates what is marked and says clearly
 what is wrong; the marks themselves are kept by the mark store, ``dynscalar._marks``
 (on the module instance, so ``copy.deepcopy``, ``pickle`` and ``torch.save`` keep them;
-class marks on the class, inherited by subclasses).  An instance can unmark a
-class-marked attribute; that is recorded as ``None`` in its marks.
+class marks in the store's table, per class, inherited by subclasses).  An instance can
+unmark a class-marked attribute; that is recorded as ``None`` in its marks.  Marking
+never runs user code: a name is checked where its value is stored, and a property's
+getter is left for the compile that reads it.
 
 Examples:
     >>> import torch
@@ -37,10 +39,12 @@ __all__ = [
     "check_names",
     "class_attribute",
     "dynamic_attrs",
+    "is_stored",
     "is_dynamic_attr",
     "mark_dynamic_attr",
     "property_reads",
     "record_property_reads",
+    "stored_value",
     "unmark_dynamic_attr",
 ]
 
@@ -164,7 +168,12 @@ def check_descriptor(cls: type, name: str, instance_dict: dict[str, Any] | None)
 
 
 def _validate_attr(module: torch.nn.Module, name: str, spec: DynamicSpec) -> None:
-    """Raise a clear error unless ``module.name`` is an int/float that can be traced."""
+    """Raise a clear error unless ``module.name`` is an int/float that can be traced.
+
+    Static: the value is looked up where it lives (the instance dict, else the class), and
+    no user code runs - a property's getter or a ``cached_property`` not computed yet is
+    checked when a compile reads it, as are names a custom ``__getattr__`` provides.
+    """
     cls = type(module).__name__
     where = f"{cls}.{name}"
     if name in module._parameters:
@@ -184,18 +193,34 @@ def _validate_attr(module: torch.nn.Module, name: str, spec: DynamicSpec) -> Non
             f"torch._dynamo.mark_dynamic(module.{name}, dim) for dynamic shapes."
         )
     read = check_descriptor(type(module), name, module.__dict__)
-    if read == "property":
-        where = f"{where} (a property)"
-    try:
-        value = getattr(module, name)
-    except AttributeError:
+    if read == "property" or (read == "cached_property" and name not in module.__dict__):
+        return  # computed by user code: never run here (eager would not run it now)
+    value = stored_value(module, name)
+    if value is _MISSING:
+        if type(module).__getattr__ is not torch.nn.Module.__getattr__:
+            return  # a custom __getattr__ may provide it: user code, not run here
         close = difflib.get_close_matches(name, _candidates(module), n=3)
         hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
         raise DynscalarAttributeError(
             f"dynscalar: {cls} has no attribute {name!r} to mark dynamic.{hint} Set the "
             f"attribute (e.g. in __init__) before marking it."
-        ) from None
+        )
     check_marked_value(value, spec, where)
+
+
+def stored_value(module: object, name: str) -> Any:
+    """``module.name`` where it is stored - the instance dict, else a class of the MRO -
+    without running any getter; a private sentinel when neither holds it (a property is
+    returned as the ``property`` object itself)."""
+    instance_dict = getattr(module, "__dict__", {})
+    if name in instance_dict:
+        return instance_dict[name]
+    return class_attribute(type(module), name)
+
+
+def is_stored(value: object) -> bool:
+    """False for :func:`stored_value`'s sentinel."""
+    return value is not _MISSING
 
 
 def check_marked_value(value: object, spec: DynamicSpec, where: str) -> None:
@@ -240,9 +265,11 @@ def mark_dynamic_attr(
 
     A name may be a ``property`` with a Python getter (Lightning's ``global_step`` and
     ``current_epoch``): in compiled code the mark follows the getter, and every int/float
-    it reads becomes symbolic.  A ``functools.cached_property`` is computed and then read
-    from the instance.  Any other descriptor whose value does not live in the instance
-    raises [`UnsupportedDescriptorError`][dynscalar.UnsupportedDescriptorError].
+    it reads becomes symbolic.  A ``functools.cached_property`` is read from the instance
+    once computed.  Marking never runs a getter (it may not be able to run yet, and eager
+    code would not run it there): what it returns is checked when a compile reads it.  Any
+    other descriptor whose value does not live in the instance raises
+    [`UnsupportedDescriptorError`][dynscalar.UnsupportedDescriptorError].
 
     Examples:
         >>> import torch

@@ -301,6 +301,185 @@ def int_after_proxy(mark: str | None) -> Outcome:
     return counter.frame_count, outs
 
 
+class Sampler(torch.nn.Module):
+    """A module reading int and float settings it never changes (k-diffusion's sampler
+    wrappers, a model's ``num_heads``/``scale``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.num_steps = 3
+        self.sigma_max = 2.5
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) * self.num_steps + self.sigma_max
+
+
+def _denoise(x: torch.Tensor, sigma: float, n: int) -> torch.Tensor:
+    return x / (sigma**2 + 1) ** 0.5 * n
+
+
+def _scheduler_step(x: torch.Tensor, t: float) -> torch.Tensor:
+    return x * t
+
+
+def _remark(mark: str, step: int) -> None:
+    """The same marks made again, as set-up code called inside a loop does (a sampler
+    factory marking its step function, a trainer hook marking its optimizer), on objects
+    the compiled code never reads."""
+    ds = _ds()
+    if mark == "args":
+        ds.mark_dynamic_args(_scheduler_step, "t")
+        if step == 0:
+            _undo.append(lambda: ds.unmark_dynamic_args(_scheduler_step, "t"))
+    elif mark == "attrs":
+        ds.mark_dynamic_attr(_REMARKED["module"], "num_steps")
+    elif mark == "class":
+        ds.dynamic_attrs("num_steps")(_REMARKED["cls"])
+    elif mark == "param_groups":
+        ds.mark_dynamic_param_groups(_REMARKED["optimizer"])
+
+
+#: objects the re-mark scenario marks again and again (made anew by each run)
+_REMARKED: dict[str, Any] = {}
+
+
+def remark_between_calls(mark: str | None) -> Outcome:
+    """A compiled module and a compiled function reading ints and floats that never change,
+    called in a loop whose set-up code marks something else again on every iteration
+    (``mark``: ``args``, ``attrs``, ``class`` or ``param_groups``): each compiles once,
+    as in stock torch."""
+    torch.manual_seed(0)
+    model = Sampler()
+    twin = copy.deepcopy(model)
+    _REMARKED.update(
+        module=Sampler(),
+        cls=type("Other", (Sampler,), {}),
+        optimizer=torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1),
+    )
+    counter = CountingBackend("aot_eager")
+    compiled_model = torch.compile(model, backend=counter)
+    compiled_denoise = torch.compile(_denoise, backend=counter)
+    x = torch.linspace(-1.0, 1.0, 8).reshape(2, 4)
+    outs = []
+    try:
+        for i in range(6):
+            if mark is not None:
+                _remark(mark, i)
+            got = compiled_model(x)
+            _same(got, twin(x), True, f"module, call {i}")
+            got_denoise = compiled_denoise(x, 0.5, 3)
+            _same(got_denoise, _denoise(x, 0.5, 3), True, f"function, call {i}")
+            outs += [got.detach(), got_denoise]
+    finally:
+        _REMARKED.clear()
+    return counter.frame_count, outs
+
+
+class _Progress:
+    def __init__(self) -> None:
+        self.completed = 0
+
+
+class CachedStep(torch.nn.Module):
+    """A property whose getter has a side effect: it counts its reads (a logging hook, a
+    cache refreshed on read)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.progress = _Progress()
+        self.reads = 0
+
+    @property
+    def global_step(self) -> int:
+        self.reads += 1
+        return self.progress.completed
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) * min(1.0, (self.global_step + 1) / 4)
+
+
+def property_side_effect(mark: str | None) -> Outcome:
+    """A marked property (``mark``: ``global_step``) whose getter counts its reads: marking
+    it runs no getter, so after the loop the count equals eager's."""
+    torch.manual_seed(0)
+    model = CachedStep()
+    twin = copy.deepcopy(model)
+    if mark is not None:
+        _ds().mark_dynamic_attr(model, mark)
+        _ds().explain(model, show=False)
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter)
+    x = torch.linspace(-1.0, 1.0, 8).reshape(2, 4)
+    outs = []
+    for i in range(5):
+        model.progress.completed = twin.progress.completed = i
+        got = compiled(x)
+        _same(got, twin(x), True, f"call {i}")
+        assert model.reads == twin.reads == i + 1, (model.reads, twin.reads)
+        outs.append(got.detach())
+    outs.append(torch.tensor(model.reads))
+    return counter.frame_count, outs
+
+
+class _LoopProgress:
+    def __init__(self) -> None:
+        self.global_step = 0
+
+
+class TrainerWarmup(torch.nn.Module):
+    """Lightning's ``LightningModule.trainer``, which raises until ``Trainer.fit`` attaches
+    a trainer, and a warm-up from it: ``min(1, self.trainer.global_step / 100)``, marked in
+    ``__init__`` (``mark``: ``warmup``)."""
+
+    def __init__(self, mark: str | None) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self._trainer: _LoopProgress | None = None
+        if mark is not None:
+            _ds().mark_dynamic_attr(self, mark)
+
+    @property
+    def trainer(self) -> _LoopProgress:
+        if self._trainer is None:
+            raise RuntimeError(f"{type(self).__qualname__} is not attached to a `Trainer`.")
+        return self._trainer
+
+    @property
+    def warmup(self) -> float:
+        return min(1, self.trainer.global_step / 100)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) * self.warmup
+
+
+def property_raising_getter(mark: str | None) -> Outcome:
+    """A property marked before its getter can run (``mark``: ``warmup``); after "fit"
+    attaches a trainer, a warm-up step by step."""
+    torch.manual_seed(0)
+    model = TrainerWarmup(mark)
+    twin = TrainerWarmup(None)
+    twin.load_state_dict(model.state_dict())
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter)
+    x = torch.linspace(-1.0, 1.0, 8).reshape(2, 4)
+    try:
+        twin(x)
+    except RuntimeError as error:
+        assert "not attached" in str(error), error
+    else:
+        raise AssertionError("no trainer yet: the getter raises")
+    model._trainer, twin._trainer = _LoopProgress(), _LoopProgress()  # Trainer.fit
+    outs = []
+    for i in range(5):
+        model.trainer.global_step = twin.trainer.global_step = 10 * i
+        got = compiled(x)
+        _same(got, twin(x), True, f"step {i}")
+        outs.append(got.detach())
+    return counter.frame_count, outs
+
+
 SCENARIOS: dict[str, Callable[[str | None], Outcome]] = {
     "clamp_bounds": clamp_bounds,
     "top_k_sampling": top_k_sampling,
@@ -312,6 +491,9 @@ SCENARIOS: dict[str, Callable[[str | None], Outcome]] = {
     "ema_no_grad": ema_no_grad,
     "keyword_argument": keyword_argument,
     "int_after_proxy": int_after_proxy,
+    "remark_between_calls": remark_between_calls,
+    "property_side_effect": property_side_effect,
+    "property_raising_getter": property_raising_getter,
 }
 
 

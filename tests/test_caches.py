@@ -117,7 +117,7 @@ def test_marks_survive_reset() -> None:
     ds.mark_dynamic_args(scale, "t")
     weight = torch.nn.Parameter(torch.ones(2))
     optimizer = ds.mark_dynamic_param_groups(torch.optim.SGD([weight], lr=0.1))
-    epoch = _marks.MARKS_EPOCH.value
+    table = dict(_marks.MARK_TABLE)
 
     reset_caches()
 
@@ -126,11 +126,11 @@ def test_marks_survive_reset() -> None:
     assert _marks.lookup_arg_mark(Marked.forward.__code__, "n", model) is not None
     assert _marks.lookup_arg_mark(scale.__code__, "t", None) is not None
     assert _marks.lookup_group_mark(optimizer, "lr") is not None
-    assert _marks.MARKS_EPOCH.value == epoch
+    assert table == _marks.MARK_TABLE
 
 
-def test_guards_read_the_store_epoch() -> None:
-    assert ds._marks_epoch is _marks.MARKS_EPOCH  # type: ignore[attr-defined]
+def test_guards_read_the_store_table() -> None:
+    assert ds._mark_table is _marks.MARK_TABLE  # type: ignore[attr-defined]
 
 
 def test_an_auto_dynamic_promotion_survives_reset() -> None:
@@ -217,7 +217,6 @@ def test_concurrent_function_and_class_marks_lose_no_update() -> None:
 
     classes = [type(f"M{i}", (torch.nn.Module,), {}) for i in range(64)]
     threads_n, per_thread = 4, 16
-    epoch = _marks.MARKS_EPOCH.value
     barrier = threading.Barrier(threads_n)
 
     def work(k: int) -> None:
@@ -236,7 +235,6 @@ def test_concurrent_function_and_class_marks_lose_no_update() -> None:
     assert all(
         _marks.class_marks_of(classes[i]) == {f"a{i}": ds.DynamicSpec()} for i in range(total)
     )
-    assert _marks.MARKS_EPOCH.value == epoch + 2 * total
 
 
 def test_reset_imports_nothing() -> None:

@@ -10,8 +10,10 @@ below stock's), raise nothing stock does not, and equal its eager twin (every sc
 compares each call with eager, gradients and parameters included).  The scenarios are the
 patterns of real libraries (x-transformers' top-k sampling, AdamW with OneCycleLR, PPO's
 clipped loss, timm's DropPath, dropout schedules, timm's EMA update, a Hugging Face
-forward taking ``**kwargs``, PyTorch's own dynamic-int test), written out in
-``tests/harm_scenarios.py``; ``tests/test_real_libraries.py`` runs the libraries themselves.
+forward taking ``**kwargs``, PyTorch's own dynamic-int test, set-up code marking again in
+a loop, property getters with a side effect or that cannot run yet, as Lightning's
+``trainer``), written out in ``tests/harm_scenarios.py``; ``tests/test_real_libraries.py``
+runs the libraries themselves.
 """
 
 from __future__ import annotations
@@ -44,6 +46,10 @@ MARKED: dict[str, dict[str, int]] = {
     "ema_no_grad": {"step": 1},
     "keyword_argument": {"num_items_in_batch": 1},
     "int_after_proxy": {"DynamicInt": 2},
+    # the same mark made again elsewhere between calls: no recompile of unrelated code
+    "remark_between_calls": {"args": 2, "attrs": 2, "class": 2, "param_groups": 2},
+    "property_side_effect": {"global_step": 1},
+    "property_raising_getter": {"warmup": 1},
 }
 
 

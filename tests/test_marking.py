@@ -230,3 +230,34 @@ def test_marking_the_compiled_wrapper_marks_the_model() -> None:
     assert [r.attribute for r in ds.explain(compiled, show=False)] == ["step"]
     ds.unmark_dynamic_attr(compiled, "step")
     assert not ds.is_dynamic_attr(model, "step")
+
+
+def test_marking_runs_no_user_code() -> None:
+    """Marking reads a value where it is stored; a custom ``__getattr__`` (user code) is
+    not called to find a name, and the value it provides is checked when a compile reads
+    it."""
+    from .helpers import CountingBackend
+
+    class Computed(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.calls = 0
+
+        def __getattr__(self, name: str) -> object:
+            if name == "scale":
+                self.__dict__["calls"] += 1
+                return 0.5
+            return super().__getattr__(name)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * self.scale
+
+    model = ds.mark_dynamic_attr(Computed(), "scale")
+    assert model.calls == 0 and ds.is_dynamic_attr(model, "scale")
+    counter = CountingBackend("eager")
+    torch.testing.assert_close(
+        torch.compile(model, backend=counter)(torch.ones(2)), torch.full((2,), 0.5)
+    )
+    assert counter.frame_count == 1
+    with pytest.raises(AttributeError, match=r"Net has no attribute 'stpe'"):
+        ds.mark_dynamic_attr(Net(), "stpe")  # without a custom __getattr__: refused

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import dynscalar as ds
-from dynscalar import DynamicFloat, DynamicInt
+from dynscalar import DynamicFloat, DynamicInt, _marks
 
 from .helpers import CountingBackend
 
@@ -82,3 +82,27 @@ def test_class_decorator_does_not_keep_instances_alive() -> None:
     cls = ds.dynamic_attrs("step")(type("Decorated", (Net,), {}))
     ref = weakref.ref(cls())
     assert_collected(ref)
+
+
+def test_class_and_function_marks_die_with_their_class_and_code() -> None:
+    """The mark table holds ints and specs only: a compiled, decorated class and a marked
+    function are collected, and their entries of the table go with them.  (The function is
+    not compiled here: torch itself keeps a compiled code object alive after
+    ``torch._dynamo.reset()``, marked or not.)"""
+    namespace: dict[str, object] = {}
+    exec("def scale(x, t):\n    'test_memory'\n    return x * t\n", namespace)
+    function = namespace.pop("scale")
+    ds.mark_dynamic_args(function, "t")
+    cls = ds.dynamic_attrs("step")(type("Decorated", (Net,), {}))
+    keys = [_marks.key_of(cls), _marks.key_of(function.__code__)]  # type: ignore[attr-defined]
+    assert all(key in _marks.MARK_TABLE for key in keys)
+    counter = CountingBackend("eager")
+    torch.compile(cls(), backend=counter)(torch.randn(2, 4))
+    assert counter.frame_count == 1
+    refs = [weakref.ref(cls), weakref.ref(function)]
+    code = weakref.ref(function.__code__)  # type: ignore[attr-defined]
+    del cls, function, namespace
+    torch._dynamo.reset()
+    gc.collect()
+    assert [ref() for ref in refs] == [None, None] and code() is None
+    assert not any(key in _marks.MARK_TABLE for key in keys)

@@ -3,6 +3,9 @@ reads, or is refused at mark time.  Lightning's ``LightningModule.global_step`` 
 ``current_epoch`` are properties over counters on plain objects; these are Lightning-free
 models of them (tests/test_real_libraries.py runs Lightning itself).
 
+A mark never runs user code eager would not run: marking and ``explain`` never call a
+getter, and a property mark never compiles more graphs than stock torch.compile.
+
 Every compile test runs an eager twin on the same inputs, compares outputs and the
 attributes the properties read, and asserts the exact compile count.
 """
@@ -20,6 +23,7 @@ import torch
 
 import dynscalar as ds
 from dynscalar._compat import TENSORIFY_RESTARTS_INSTEAD_OF_BAKING
+from dynscalar._explain import COMPUTED
 
 from .helpers import CountingBackend, twins
 
@@ -235,19 +239,39 @@ def test_class_mark_on_a_property() -> None:
 # makes it a graph input
 @pytest.mark.parametrize(("mark", "graphs"), [(False, 2), (True, 1)])
 def test_cached_property(mark: bool, graphs: int) -> None:
-    """Marking computes and caches the value; it is then read from the instance dict."""
+    """Marking does not compute the value; once computed (here by an eager call) it is read
+    from the instance dict."""
     model = Cached()
     if mark:
         ds.mark_dynamic_attr(model, "scale")
-    else:
-        _ = model.scale  # cache it, as marking does
-    assert model.__dict__["scale"] == 1.5
+    assert "scale" not in model.__dict__  # marking ran no getter
     compiled, eager, counter = compiled_twin(model)
     x = torch.randn(3)
+    torch.testing.assert_close(model(x), eager(x), rtol=0, atol=0)  # computes and caches it
+    assert model.__dict__["scale"] == eager.__dict__["scale"] == 1.5
     for i in range(STEPS):
         model.__dict__["scale"] = eager.__dict__["scale"] = 0.5 + i
         torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
     assert counter.frame_count == graphs
+
+
+def test_a_cached_property_computed_by_compiled_code_compiles_as_stock() -> None:
+    """Not computed before the first compiled call: torch.compile meets the getter itself
+    (on Python 3.11 it cannot trace ``cached_property``'s lock and runs the call eagerly),
+    with or without the mark; the getter runs once, as in eager."""
+    counts = []
+    for mark in (False, True):
+        torch._dynamo.reset()
+        model = Cached()
+        if mark:
+            ds.mark_dynamic_attr(model, "scale")
+        compiled, eager, counter = compiled_twin(model)
+        x = torch.randn(3)
+        for _ in range(3):
+            torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+        assert model.__dict__["scale"] == eager.__dict__["scale"] == 1.5
+        counts.append(counter.frame_count)
+    assert counts[1] == counts[0]
 
 
 class _Total:
@@ -511,14 +535,19 @@ def test_instance_value_shadowing_a_non_data_descriptor_is_a_plain_attribute() -
     assert ds.is_dynamic_attr(model, "computed")
 
 
-def test_property_value_is_checked_at_mark_time() -> None:
+def test_property_value_is_checked_when_a_compile_reads_it() -> None:
     class Flag(torch.nn.Module):
         @property
         def enabled(self) -> bool:
             return True
 
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x * self.enabled
+
+    model = ds.mark_dynamic_attr(Flag(), "enabled")  # the getter is not run here
+    compiled = torch.compile(model, backend="eager")
     with pytest.raises(ds.DynscalarTypeError, match=r"Flag.enabled \(a property\) is a bool"):
-        ds.mark_dynamic_attr(Flag(), "enabled")
+        compiled(torch.ones(2))
 
 
 def test_property_marks_survive_deepcopy() -> None:
@@ -532,8 +561,9 @@ def test_explain_shows_what_a_property_mark_resolves_to() -> None:
     model = ds.mark_dynamic_attr(Nested(), "global_step")
     before = ds.explain(model, show=False)
     assert [(r.attribute, r.how, r.value) for r in before] == [
-        ("global_step", "mark_dynamic_attr", 0)
+        ("global_step", "mark_dynamic_attr", COMPUTED)
     ]
+    assert "<computed by its getter>" in str(before)
     assert "property" in before[0].reads and "first compile" in before[0].reads
     compiled = torch.compile(model, backend="eager")
     with warnings.catch_warnings():
@@ -709,3 +739,232 @@ def test_a_marked_property_read_after_its_attribute_was_made_constant_warns() ->
         set_completed(model, eager, step)
         torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
     assert counter.frame_count == 3  # as stock: one per value
+
+
+# ----------------------------------------------------------------------------- user code
+class CountsReads(Lit):
+    """A getter with a side effect: it counts how often it runs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    @property
+    def global_step(self) -> int:
+        self.reads += 1
+        return self.progress.completed
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) * (self.global_step + 1)
+
+
+# stock: the counter changes on every call, one graph per call
+@pytest.mark.parametrize(("mark", "graphs"), [(False, STEPS), (True, 1)])
+def test_a_getter_with_a_side_effect_runs_as_often_as_in_eager(mark: bool, graphs: int) -> None:
+    """Marking and ``explain`` never run the getter: the counter equals eager's."""
+    model = CountsReads()
+    if mark:
+        ds.mark_dynamic_attr(model, "global_step")
+        records = ds.explain(model, show=False)
+        assert [(r.attribute, r.value) for r in records] == [("global_step", COMPUTED)]
+    assert model.reads == 0
+    compiled, eager, counter = compiled_twin(model)
+    x = torch.randn(2, 4)
+    for step in range(STEPS):
+        set_completed(model, eager, step)
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+        assert model.reads == eager.reads == step + 1
+        assert type(model.reads) is int
+    ds.explain(model, show=False)
+    assert model.reads == eager.reads == STEPS
+    assert counter.frame_count == graphs
+
+
+class NotAttached(torch.nn.Module):
+    """Lightning's ``LightningModule.trainer``: a property that raises until ``Trainer.fit``
+    attaches a trainer, and a warm-up computed from it, marked in ``__init__``."""
+
+    def __init__(self, mark: bool) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 1)
+        self._trainer: _Trainer | None = None
+        self.automatic_optimization = True
+        if mark:
+            ds.mark_dynamic_attr(self, "warmup")  # no trainer yet: the getter would raise
+
+    @property
+    def trainer(self) -> _Trainer:
+        if self._trainer is None:
+            raise RuntimeError(f"{type(self).__qualname__} is not attached to a `Trainer`.")
+        return self._trainer
+
+    @property
+    def warmup(self) -> float:
+        return min(1, self.trainer.global_step / 100)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) * self.warmup
+
+
+# stock: one graph per step
+@pytest.mark.parametrize(("mark", "graphs"), [(False, STEPS), (True, 1)])
+def test_a_property_whose_getter_cannot_run_yet_can_be_marked(mark: bool, graphs: int) -> None:
+    torch.manual_seed(0)
+    model = NotAttached(mark)
+    eager = NotAttached(mark=False)
+    eager.load_state_dict(model.state_dict())
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter)
+    x = torch.randn(2, 4)
+    with pytest.raises(RuntimeError, match="not attached to a `Trainer`"):
+        eager(x)
+    assert ds.is_dynamic_attr(model, "warmup") is mark
+    for twin in (model, eager):  # Trainer.fit attaches one
+        twin._trainer = _Trainer()
+        twin._trainer.lightning_module = twin  # type: ignore[assignment]
+    for _ in range(STEPS):
+        torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+        for twin in (model, eager):
+            assert twin._trainer is not None
+            twin._trainer.fit_loop.epoch_loop.optimizer.step.total.completed += 1
+    assert model.trainer.global_step == eager.trainer.global_step == STEPS
+    assert counter.frame_count == graphs
+
+
+def test_a_raising_getter_raises_in_compiled_code_as_in_eager() -> None:
+    model = NotAttached(mark=True)
+    compiled = torch.compile(model, backend="eager")
+    with pytest.raises(RuntimeError, match="not attached to a `Trainer`"):
+        compiled(torch.randn(2, 4))
+
+
+class Schedule:
+    """A plain object with a schedule and the index into it (a scheduler, a trainer)."""
+
+    def __init__(self, values: list[Any]) -> None:
+        self.values = values
+        self.index = 0
+
+
+class Indexed(torch.nn.Module):
+    """A marked property whose getter indexes a list; the index changes outside forward."""
+
+    def __init__(self, values: list[Any], where: str) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.where = where
+        self.schedule = Schedule(list(values))
+        self.values = list(values)
+        self.index = 0
+
+    @property
+    def rate(self) -> Any:
+        if self.where == "module":
+            return self.values[self.index]
+        return self.schedule.values[self.schedule.index]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x) * self.rate
+
+    def move(self, index: int) -> None:
+        self.index = self.schedule.index = index
+
+
+INDEXED = [
+    ("module", [0.1 * k for k in range(12)]),
+    ("object", [0.1 * k for k in range(12)]),
+    ("module", list(range(0, 24, 2))),
+    ("object", list(range(0, 24, 2))),
+]
+
+
+def _indexed_graphs(
+    mark: bool, where: str, values: list[Any], steps: int, edit: bool = False
+) -> tuple[int, list[str]]:
+    """Graphs for ``steps`` calls, the index moving (or, with ``edit``, the value at a fixed
+    index changing), each call compared with eager; and the dynscalar warnings."""
+    torch._dynamo.reset()
+    model = Indexed(values, where)
+    if mark:
+        ds.mark_dynamic_attr(model, "rate")
+    compiled, eager, counter = compiled_twin(model)
+    x = torch.randn(2, 4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(steps):
+            for twin in (model, eager):
+                if edit:
+                    twin.values[0] = twin.schedule.values[0] = values[step]
+                else:
+                    twin.move(step)
+            torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+            assert model.index == eager.index and model.schedule.index == eager.schedule.index
+    warned = [str(w.message) for w in caught if issubclass(w.category, ds.DynscalarWarning)]
+    return counter.frame_count, warned
+
+
+@pytest.mark.parametrize(("where", "values"), INDEXED)
+@pytest.mark.parametrize("steps", [5, 12])
+def test_a_getter_indexing_a_list_never_compiles_more_than_stock(
+    where: str, values: list[Any], steps: int
+) -> None:
+    """``return self.schedule[self.index]``: the index is forced by the getter's own code
+    (a list index), so it is compiled as stock compiles it; the element stays symbolic.  A
+    float schedule compiled 2 graphs per index (15 where stock compiles 8 up to
+    recompile_limit) before the index fell back to stock."""
+    stock, _ = _indexed_graphs(False, where, values, steps)
+    marked, warned = _indexed_graphs(True, where, values, steps)
+    assert stock == min(steps, 8)  # one per index, until recompile_limit
+    assert marked == stock
+    assert warned == []  # nothing the user marked was forced
+
+
+@pytest.mark.parametrize(("where", "values"), INDEXED)
+def test_a_marked_getter_keeps_list_values_symbolic(where: str, values: list[Any]) -> None:
+    """The element the getter returns is what the mark makes dynamic: new values at the
+    same index compile once.  Stock: an int element once per value; a float element once,
+    then once more when torch's automatic dynamic sees it change."""
+    stock, _ = _indexed_graphs(False, where, values, 5, edit=True)
+    marked, warned = _indexed_graphs(True, where, values, 5, edit=True)
+    assert (stock, marked, warned) == (2 if isinstance(values[0], float) else 5, 1, [])
+
+
+class ReadsFirstInASum(Lit):
+    """Reads the counter as a constant, then a marked property sums it with another value."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.offset = 1
+
+    @property
+    def global_step(self) -> int:
+        return self.progress.completed + self.offset
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x * (self.progress.completed + 1)
+        return self.lin(y) * self.global_step
+
+
+def test_a_mark_a_constant_read_defeats_warns_even_when_the_result_is_symbolic() -> None:
+    """The getter's result is symbolic (``offset`` follows the mark), but the counter it
+    adds was already a constant: one warning naming it; compiles as stock."""
+    model = ds.mark_dynamic_attr(ReadsFirstInASum(), "global_step")
+    compiled, eager, counter = compiled_twin(model)
+    x = torch.randn(2, 4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(4):
+            set_completed(model, eager, step)
+            torch.testing.assert_close(compiled(x), eager(x), rtol=0, atol=0)
+    warned = [str(w.message) for w in caught if issubclass(w.category, ds.DynscalarWarning)]
+    assert len(warned) == 1, warned
+    assert "ReadsFirstInASum.global_step is marked dynamic, but its getter reads " in warned[0]
+    assert "self.progress.completed (0), which the compiled code already read" in warned[0]
+    assert counter.frame_count == 4  # as stock: one per counter value
+
+
+def test_a_strict_mark_a_constant_read_defeats_raises() -> None:
+    model = ds.mark_dynamic_attr(ReadsFirstInASum(), "global_step", strict=True)
+    compiled = torch.compile(model, backend="eager")
+    with pytest.raises(ds.SpecializationError, match=r"already read as a constant.*strict=True"):
+        compiled(torch.randn(2, 4))

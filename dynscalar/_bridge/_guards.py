@@ -3,14 +3,19 @@
 Compiled code is cached per code object, with no identity guard on the module: another
 instance of the same class, or the same instance after its marks changed, reuses a graph
 whenever that graph's guards pass.  So every fact the bridge used to build a graph is
-guarded:
+guarded, each by the one entry it was read from, so that a mark change invalidates only
+the graphs that read that mark:
 
-* **the mark** of ``owner.name``, as :func:`dynscalar._marks.lookup_mark` finds it:
-  the instance marks entry (an identity check on the canonical spec, or on ``None`` for an
-  instance that opted out of a class mark), the absence of an entry, or - when the class
-  decides - the class-marks epoch (bumped by every ``@dynamic_attrs``).  Installed for
-  every int/float attribute of a module, marked or not, so marking, unmarking and
-  re-marking after a compile take effect at the next call;
+* **the mark** of ``owner.name``, as :func:`dynscalar._marks.lookup_mark` finds it: the
+  instance marks entry (an identity check on the canonical spec, or on ``None`` for an
+  instance that opted out of a class mark) or its absence; then, class by class along
+  the MRO, the class's entry of the mark table (``dynscalar._mark_table[key][name]``),
+  ``name``'s absence from it, or the class's absence from the table, down to the class
+  that decides.  Installed for every int/float attribute of a module, marked or not, so
+  marking, unmarking and re-marking after a compile take effect at the next call;
+* **an argument's mark**: the module instance's argument marks entry, then the function's
+  entry of the mark table (under the key of the code object the mark is looked up by);
+* **a param-group mark**: the optimizer's entry (nothing else decides);
 * **a proxy's class and spec**: ``TYPE_MATCH`` on the proxy and an identity check on its
   (canonical) spec, so a ``DynamicInt`` replaced by a float, a ``DynamicFloat`` or a
   proxy with another spec recompiles;
@@ -19,14 +24,21 @@ guarded:
   ``wrap_symint``/``wrap_symfloat`` put ``TYPE_MATCH`` on that source: an ``int`` graph is
   never reused for ``2.5``, ``np.float64`` or ``"3"``.
 
+Marking class A, function f or optimizer o changes only A's, f's or o's entry: graphs of
+other classes, functions and optimizers keep passing their guards, and the same mark made
+again changes no entry at all (the store keeps an unchanged dict).
+
 All of these are C++ guard-manager checks, evaluated on every call of the compiled code, so
 they are built to be cheap there (benchmarks/percall.py measures it):
 
-* the epoch is reached through the alias Dynamo itself installs for module imports in the
-  frame's globals (``G['__import_dynscalar']._marks_epoch.value``, what
-  ``InstructionTranslatorBase.import_source`` gives): dict and attribute accessors in C++.
-  ``ImportSource("dynscalar")`` guards the same object through a Python lambda called on
-  every check; it stays the fallback where ``import_source`` is missing;
+* the mark table is reached through the alias Dynamo itself installs for module imports in
+  the frame's globals (``G['__import_dynscalar']._mark_table``, what
+  ``InstructionTranslatorBase.import_source`` gives): dict and attribute accessors in C++,
+  shared by every table guard of a graph.  ``ImportSource("dynscalar")`` guards the same
+  object through a Python lambda called on every check; it stays the fallback where
+  ``import_source`` is missing;
+* keys are ints, so a table check is one dict lookup; a class with no marks costs one
+  ``DICT_NOT_CONTAINS`` per graph, however many of its attributes the graph reads;
 * the proxy's spec is read with ``object.__getattribute__`` (``GenericAttrSource``), which
   finds the ``_self_spec`` slot without going through the proxy's attribute hook; a plain
   ``AttrSource`` is the fallback.  Both read the same slot: the proxy class (guarded first)
@@ -36,22 +48,26 @@ they are built to be cheap there (benchmarks/percall.py measures it):
 from __future__ import annotations
 
 import functools
+import types
 import weakref
 from collections.abc import Callable
 from typing import Any
 
-from .._marks import MARKS_KEY
+from .._marks import MARK_TABLE, MARKS_KEY, key_of
 
-__all__ = ["guard_mark_state", "guard_marks_epoch", "guard_proxy"]
+__all__ = ["guard_class_marks", "guard_function_marks", "guard_mark_state", "guard_proxy"]
 
 
 def guard_mark_state(
     tx: Any, owner_source: Any, owner: Any, name: str, key: str = MARKS_KEY
-) -> None:
-    """Guard the registry's answer for ``owner.name`` (see module docstring).
+) -> bool:
+    """Guard the registry's answer for ``owner.name`` (see module docstring); True when the
+    instance's own marks decide it.
 
     ``tx`` is the tracer the guards are built for; ``key`` selects the instance's attribute
-    marks (default) or its argument marks.
+    marks (default: the class marks along the MRO are guarded too when the instance does not
+    decide), its argument marks or its param-group marks (the caller guards what decides
+    next, if anything).
     """
     from torch._dynamo.guards import GuardBuilder, install_guard
     from torch._dynamo.source import AttrSource, DictGetItemSource
@@ -60,7 +76,7 @@ def guard_mark_state(
     marks = instance_dict.get(key)
     if marks is None:
         _install_once(
-            ("absent", owner_source, key),
+            ("instance-absent", owner_source, key),
             lambda: owner_source.make_guard(
                 functools.partial(GuardBuilder.NOT_PRESENT_IN_GENERIC_DICT, attr=key)
             ),
@@ -69,13 +85,68 @@ def guard_mark_state(
         marks_source = AttrSource(owner_source, key)
         if name in marks:  # the instance decides: a canonical spec, or None (opted out)
             install_guard(DictGetItemSource(marks_source, name).make_guard(GuardBuilder.ID_MATCH))
-            return
+            return True
         install_guard(
             marks_source.make_guard(functools.partial(GuardBuilder.DICT_NOT_CONTAINS, key=name))
         )
-    # The class (or, for an argument, the function) decides.  Unmarked ones too: a mark
-    # made after a compile must take effect at the next call.
-    guard_marks_epoch(tx)
+    if key == MARKS_KEY:
+        # The class decides.  Unmarked ones too: a mark made after a compile must take
+        # effect at the next call.
+        guard_class_marks(tx, owner_source, type(owner), name)
+    return False
+
+
+def guard_class_marks(tx: Any, owner_source: Any, cls: type, name: str) -> None:
+    """Guard the class marks of ``name`` along ``cls``'s MRO, as ``lookup_mark`` reads
+    them: each class's table entry until one holds ``name`` (``object`` holds none)."""
+    from torch._dynamo.guards import GuardBuilder
+
+    # the MRO read below is the owner's class's: a graph runs only for that class
+    _install_once(("type", owner_source), lambda: owner_source.make_guard(GuardBuilder.TYPE_MATCH))
+    for klass in cls.__mro__:
+        if klass is not object and _guard_keyed(tx, klass, name):
+            return
+
+
+def guard_function_marks(tx: Any, code: types.CodeType, name: str) -> None:
+    """Guard the mark of parameter ``name`` of the function running ``code``: its entry
+    of the mark table, or the absence of either."""
+    _guard_keyed(tx, code, name)
+
+
+def _guard_keyed(tx: Any, obj: type | types.CodeType, name: str) -> bool:
+    """Guard ``MARK_TABLE[key_of(obj)]``'s answer for ``name``; True when it holds ``name``."""
+    from torch._dynamo.guards import GuardBuilder
+    from torch._dynamo.source import DictGetItemSource
+
+    key = key_of(obj)
+    own = MARK_TABLE.get(key)
+    table = _mark_table_source(tx)
+    if own is None:
+        _install_once(
+            ("table-absent", key),
+            lambda: table.make_guard(functools.partial(GuardBuilder.DICT_NOT_CONTAINS, key=key)),
+        )
+        return False
+    entry = DictGetItemSource(table, key)
+    if name in own:
+        _install_once(
+            ("table-mark", key, name),
+            lambda: DictGetItemSource(entry, name).make_guard(GuardBuilder.ID_MATCH),
+        )
+        return True
+    _install_once(
+        ("table-unmarked", key, name),
+        lambda: entry.make_guard(functools.partial(GuardBuilder.DICT_NOT_CONTAINS, key=name)),
+    )
+    return False
+
+
+def _mark_table_source(tx: Any) -> Any:
+    """A source for ``dynscalar._mark_table`` that guards read in C++ (module docstring)."""
+    from torch._dynamo.source import AttrSource
+
+    return AttrSource(_dynscalar_module_source(tx), "_mark_table")
 
 
 def _dynscalar_module_source(tx: Any) -> Any:
@@ -91,24 +162,11 @@ def _dynscalar_module_source(tx: Any) -> Any:
     return ImportSource("dynscalar")
 
 
-def guard_marks_epoch(tx: Any) -> None:
-    """Guard the counter bumped by class and function marks (one guard per graph)."""
-    from torch._dynamo.guards import GuardBuilder
-    from torch._dynamo.source import AttrSource
-
-    def build() -> Any:
-        epoch = AttrSource(AttrSource(_dynscalar_module_source(tx), "_marks_epoch"), "value")
-        return epoch.make_guard(GuardBuilder.EQUALS_MATCH)
-
-    _install_once(("epoch",), build)
-
-
-# The epoch guard is asked for by every unmarked int/float attribute a trace reads, an
-# instance's "no marks" guard by each of its attributes: hundreds of requests per compile
-# of a large model, each a Guard built and handed to Dynamo (``functools.partial`` guards
-# are not even deduplicated there: each is a separate check at run time).  So each is
-# installed once per guard set, and again whenever that set no longer holds it (Dynamo
-# builds a new set when it rolls a trace back, and can clear one).
+# The "no marks" guards are asked for by every int/float attribute a trace reads: hundreds
+# of requests per compile of a large model, each a Guard built and handed to Dynamo
+# (``functools.partial`` guards are not even deduplicated there: each is a separate check at
+# run time).  So each is installed once per guard set, and again whenever that set no
+# longer holds it (Dynamo builds a new set when it rolls a trace back, and can clear one).
 _installed: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
 
 

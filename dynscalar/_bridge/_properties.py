@@ -9,9 +9,16 @@ stack of module properties being inlined; while one is active,
 
 * every int/float the tracer wraps (``_wrap``) without a mark of its own gets the innermost
   marked property's mark (:func:`property_mark`), with the property's mark-state guards:
-  the instance's marks entry for the property name, or its absence and the class-marks
-  epoch, exactly as for an attribute.  Unmarked properties of modules get those guards
-  too, so a mark made after a compile takes effect at the next call;
+  the instance's marks entry for the property name, or its absence and the class marks
+  along the MRO, exactly as for an attribute.  Unmarked properties of modules get those
+  guards too, so a mark made after a compile takes effect at the next call;
+* a value given the property's mark that the getter's own code then forces to one value
+  (``return self.schedule[self.index]``: a list index) would only cost graphs stock torch
+  does not compile, so the trace restarts with that value read as stock reads it
+  (:func:`restart_if_forced_in_getter`); the element it selects keeps the mark;
+* a number the frame already read as a constant, read again by a marked getter, comes
+  back from Dynamo's cache without reaching ``_wrap``: the mark cannot change it, and
+  :func:`builder_call_hook` says so once (``strict=True``: raises);
 * the getter's result, when it is still lazy (Dynamo wraps a constant read lazily and
   realizes it where it is used, which is after the getter returned), is realized before
   the scope closes, so it is made while the property's mark is visible;
@@ -20,6 +27,9 @@ stack of module properties being inlined; while one is active,
   :class:`~dynscalar.SpecializationWarning`, or with ``strict=True`` a
   :class:`~dynscalar.SpecializationError`; so is a marked property whose getter Dynamo
   cannot trace (a graph break inside it).  A mark never silently does nothing.
+
+Marking a property never runs its getter (``_registry`` validates statically): what the
+getter reads, and what it returns, is learned here, while tracing.
 
 What each marked property resolved to (the attribute chains made symbolic) is recorded in
 the registry for :func:`dynscalar.explain`; which source every module property's number
@@ -33,6 +43,7 @@ import logging
 import numbers
 import threading
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any
@@ -45,8 +56,18 @@ from .._registry import check_marked_value, record_property_reads
 from .._spec import DynamicSpec
 from ._guards import guard_mark_state
 from ._reports import passthrough, user_location
+from ._restarts import clear_speculation_log, symbol_source_names
+from ._state import compile_state
 
-__all__ = ["PropertyRead", "property_get_hook", "property_mark", "read_through_property"]
+__all__ = [
+    "PropertyRead",
+    "builder_call_hook",
+    "note_number_wrapped",
+    "property_get_hook",
+    "property_mark",
+    "read_through_property",
+    "restart_if_forced_in_getter",
+]
 
 _local = threading.local()
 log = logging.getLogger("dynscalar")
@@ -108,6 +129,7 @@ class _Scope:
     name: str
     reads: list[str] = field(default_factory=list)
     used: bool = False  # a value read inside was given this property's mark
+    constant_reads: list[str] = field(default_factory=list)  # already constants: reported
 
     @property
     def where(self) -> str:
@@ -220,6 +242,8 @@ def _settle(scope: _Scope, result: Any, spec: DynamicSpec) -> None:
         except DynscalarError as exc:
             raise passthrough(exc) from None
         return
+    if scope.constant_reads:
+        return  # told at the read (builder_call_hook)
     if getattr(realized, "source", None) is not None:
         why = (
             "the attribute it reads was already read as a constant earlier in the compiled "
@@ -260,11 +284,140 @@ def property_mark(builder: Any) -> tuple[DynamicSpec, str, str] | None:
         spec = lookup_mark(scope.owner, scope.name)
         if spec is None:
             continue
+        name = str(builder.source.name)
+        if name in _forced_in_getters():
+            return None  # the getter's own code forces it: compiled as stock compiles it
+        compile_state(output.shape_env).via_property.add(name)
         scope.used = True
-        scope.reads.append(_relative(str(builder.source.name), str(scope.owner_source.name)))
+        scope.reads.append(_relative(name, str(scope.owner_source.name)))
         why = f"read by the marked property {scope.where}"
         return spec, f"{scope.where} (a property)", why
     return None
+
+
+def _marked_scope(output: Any) -> tuple[_Scope, DynamicSpec] | None:
+    """The innermost marked property being inlined in the compile of ``output``."""
+    for scope in reversed(getattr(_local, "stack", None) or ()):
+        if scope.output is output:
+            spec = lookup_mark(scope.owner, scope.name)
+            if spec is not None:
+                return scope, spec
+    return None
+
+
+# ----------------------------------------------------------------------------- constants
+def note_number_wrapped() -> None:
+    """Called by the ``_wrap`` hook for every number it meets (see :func:`builder_call_hook`)."""
+    _local.wrapped = getattr(_local, "wrapped", 0) + 1
+
+
+def builder_call_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """``VariableBuilder.__call__(value)``: while a marked property's getter is inlined, a
+    number the compiled code already read as a constant earlier in the frame comes back
+    from Dynamo's cache without reaching ``_wrap``, so the mark cannot make it symbolic:
+    say so once (``strict=True``: raise), whatever the getter computes from it."""
+    if not getattr(_local, "stack", None):
+        return wrapped(*args, **kwargs)
+    value = args[0] if args else kwargs["value"]
+    if not _is_number(value):
+        return wrapped(*args, **kwargs)
+    before = getattr(_local, "wrapped", 0)
+    result = wrapped(*args, **kwargs)
+    if getattr(_local, "wrapped", 0) != before:
+        return result  # made now, under the mark (or deliberately not)
+    from torch._dynamo.variables.constant import ConstantVariable
+
+    found = _marked_scope(instance.tx.output)
+    if found is None or not isinstance(result, ConstantVariable):
+        return result
+    name = str(instance.source.name)
+    if name in _forced_in_getters():
+        return result  # the getter's own code forced it: read as stock torch reads it
+    scope, spec = found
+    source = _relative(name, str(scope.owner_source.name))
+    if source in scope.constant_reads:
+        return result
+    scope.constant_reads.append(source)
+    message = (
+        f"dynscalar: {scope.where} is marked dynamic, but its getter reads {source} "
+        f"({value!r}), which the compiled code already read as a constant earlier in the "
+        "frame, so torch.compile specializes it (one compile per value) and the mark "
+        "cannot change that. Read the property before reading that attribute directly, or "
+        "mark the attribute itself."
+    )
+    if spec.strict:
+        raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
+    filename, lineno, _ = user_location()
+    location = (filename, lineno) if lineno else None
+    warn_once(
+        ("property-constant", scope.where, source),
+        message,
+        SpecializationWarning,
+        location=location,
+    )
+    return result
+
+
+# ----------------------------------------------------------------------------- restarts
+# (the compile's CompileContext, weakly; source names): values a marked getter's own code
+# forced to one value in this compile (one CompileContext spans its restarted attempts,
+# which read them as stock torch does; a new compile has a new one)
+_forced: tuple[Callable[[], object], frozenset[str]] = (lambda: None, frozenset())
+
+
+def _compile_context() -> object:
+    from torch._guards import CompileContext
+
+    return CompileContext.try_get()
+
+
+def _forced_in_getters() -> frozenset[str]:
+    context, names = _forced
+    if not names:
+        return names
+    current = _compile_context()
+    return names if current is not None and context() is current else frozenset()
+
+
+def restart_if_forced_in_getter(shape_env: Any, symbols: list[Any]) -> None:
+    """Called when code forces ``symbols`` (ours) to one value.  When the code forcing
+    them is a marked property's getter and the values got the property's mark there
+    (``return self.schedule[self.i]``: ``i`` as a list index), the mark cannot keep them
+    symbolic and would only cost extra graphs (a symbolic input, then torch's restarts),
+    so the trace restarts with those values read as stock torch reads them: no warning, no
+    graph stock would not compile.  Not inside a torch op (a fake-tensor call turns any
+    exception into a graph break): there the value is specialized and reported as usual."""
+    global _forced
+    stack = getattr(_local, "stack", None)
+    if not stack or not any(scope.output.shape_env is shape_env for scope in stack):
+        return
+    state = compile_state(shape_env)
+    names = {
+        name
+        for symbol in symbols
+        for name in symbol_source_names(shape_env, symbol)
+        if name in state.via_property
+    }
+    if not names:
+        return
+    from torch.utils._python_dispatch import is_in_torch_dispatch_mode
+
+    if is_in_torch_dispatch_mode():
+        return
+    from torch._dynamo.exc import TensorifyScalarRestartAnalysis
+
+    context = _compile_context()
+    if context is None:
+        return
+    _forced = (weakref.ref(context), _forced_in_getters() | names)
+    log.info(
+        "%s: forced to one value by a marked property's getter; read as stock torch reads it",
+        ", ".join(sorted(names)),
+    )
+    clear_speculation_log()
+    raise TensorifyScalarRestartAnalysis
 
 
 def _relative(source_name: str, owner_name: str) -> str:

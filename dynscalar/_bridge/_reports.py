@@ -82,6 +82,10 @@ def evaluate_sym_node_hook(
 
             if ours and watching_forced(ours):  # the frame is traced again without it
                 return wrapped(*args, **kwargs)
+            if ours and state.via_property:
+                from ._properties import restart_if_forced_in_getter
+
+                restart_if_forced_in_getter(instance, ours)  # raises to restart the trace
             if ours and _report_specialization(
                 [(state.labels.get(s, state.backed[s][0]), state.backed[s][1]) for s in ours],
                 sym_node.hint,

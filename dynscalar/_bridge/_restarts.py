@@ -40,7 +40,14 @@ from ._state import CompileState, lock
 
 log = logging.getLogger("dynscalar")
 
-__all__ = ["forget_restarts", "guard_int64", "restart_reason", "specialize_ints_and_restart"]
+__all__ = [
+    "clear_speculation_log",
+    "forget_restarts",
+    "guard_int64",
+    "restart_reason",
+    "specialize_ints_and_restart",
+    "symbol_source_names",
+]
 
 #: source name of a marked int (without ``.__wrapped__``) -> why the restarted trace reads
 #: it as a constant; filled before a restart, taken by that trace (an AOT cache hit skips
@@ -68,7 +75,8 @@ def _hints(shape_env: Any) -> Any:
     return shape_env.var_to_val if hints is None else hints
 
 
-def _source_names(shape_env: Any, symbol: Any) -> list[str]:
+def symbol_source_names(shape_env: Any, symbol: Any) -> list[str]:
+    """The names of the sources a symbol was made for (a proxy's without ``.__wrapped__``)."""
     suffix = ".__wrapped__"
     names = []
     for source in shape_env.var_to_sources.get(symbol, ()):
@@ -90,14 +98,14 @@ def specialize_ints_and_restart(
 
     with lock:
         for symbol in symbols:
-            for name in _source_names(shape_env, symbol):
+            for name in symbol_source_names(shape_env, symbol):
                 _specialize_next[name] = reason
             log.info("%s %s; specializing it", state.backed[symbol][0], reason)
-    _clear_speculation_log()
+    clear_speculation_log()
     raise TensorifyScalarRestartAnalysis
 
 
-def _clear_speculation_log() -> None:
+def clear_speculation_log() -> None:
     """The restarted trace takes another path (a constant where a SymInt was: ``n += 0.5``
     is folded), which Dynamo reports as ``SpeculationLogDivergence`` unless the log of the
     first trace is cleared first - as Dynamo does itself for ``UnspecializeRestartAnalysis``

@@ -69,6 +69,8 @@ class CompileState:
     read_at: dict[Any, Any] = field(default_factory=dict)
     #: the kind of backend the graph goes to (``_backends.Kind``), once asked
     backend: str | None = None
+    #: source names of values given a property's mark while its getter ran (_properties)
+    via_property: set[str] = field(default_factory=set)
 
 
 _states: weakref.WeakKeyDictionary[Any, CompileState] = weakref.WeakKeyDictionary()

@@ -49,10 +49,10 @@ from .._proxy import DynamicScalar
 from .._registry import check_marked_value
 from .._spec import INT64_MAX, INT64_MIN, DynamicSpec
 from ._floats import wrap_float
-from ._guards import guard_mark_state, guard_marks_epoch, guard_proxy
+from ._guards import guard_function_marks, guard_mark_state, guard_proxy
 from ._install import ensure_phase, phase_problem
 from ._ints import wrap_int
-from ._properties import property_mark
+from ._properties import note_number_wrapped, property_mark
 from ._reports import instance_path, passthrough, user_location
 from ._restarts import restart_reason
 from ._sources import record_for_automatic_dynamic, swapped_source
@@ -178,10 +178,12 @@ def _find_registry_mark(builder: Any, value: Any, numeric: bool) -> _Found | Non
     if parameter is not None:
         code, name = parameter
         self_obj, self_source = _frame_self(builder.tx)
-        if _is_module(self_obj):  # the instance's marks, then the function's (epoch)
-            guard_mark_state(builder.tx, self_source, self_obj, name, ARG_MARKS_KEY)
-        else:
-            guard_marks_epoch(builder.tx)
+        # the instance's argument marks, then the function's
+        if not (
+            _is_module(self_obj)
+            and guard_mark_state(builder.tx, self_source, self_obj, name, ARG_MARKS_KEY)
+        ):
+            guard_function_marks(builder.tx, code, name)
         where = f"{getattr(code, 'co_qualname', code.co_name)}({name})"  # co_qualname: 3.11+
         spec = lookup_arg_mark(code, name, self_obj)
         return _Found(spec, where, "marked with mark_dynamic_args or @dynamic_args")
@@ -308,6 +310,8 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     numeric = proxied or kind is int or kind is float or other_number
     if not (numeric or kind in _CHECKED_TYPES or _is_tensor(value)):
         return wrapped(*args, **kwargs)
+    if numeric:
+        note_number_wrapped()
     found = _find_mark(instance, value, numeric)
     spec = found.spec if found is not None else None
     where = found.where if found is not None else str(instance.source.name)
