@@ -149,6 +149,7 @@ PROGRAMS: dict[str, Callable[[], Outcome]] = {
     "_writeback:builtin_call_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
     "_builtins:range_hook": lambda: _run(Ranged, ("step",), [1, 2, 3]),
     "_properties:property_get_hook": lambda: _run(Property, ("step",), [1, 2, 3], setter="count"),
+    "_properties:builder_call_hook": lambda: _run(Property, ("step",), [1, 2, 3], setter="count"),
     "_writeback:codegen_update_mutated_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
     "_writeback:codegen_suffix_hook": lambda: _run(Returns, ("step",), [1, 2, 3]),
     "_writeback:symnode_method_hook": lambda: _run(Sums, ("step",), [1, 2, 3]),
