@@ -544,6 +544,33 @@ def _cells(row: Row) -> list[str]:
     ]
 
 
+def seed_note(rows: list[Row]) -> str:
+    """The note under the seed workload's table, worded from that table: how the stock row's
+    steady calls (eager, once it fell back) compare with the compiled rows' (ms/call, as
+    the table rounds them)."""
+    text = "The seed model is tiny: most of each total is the cold first compile."
+    stock, compiled = rows[0], [r.median_step_ms for r in rows[1:]]
+    if stock.fell_back_to_eager and compiled:
+        eager, low, high = (
+            f"{v:.2f}" for v in (stock.median_step_ms, min(compiled), max(compiled))
+        )
+        span = low if low == high else f"{low}-{high}"
+        if float(eager) < float(low):
+            relation = "faster than the compiled ones"
+            why = ": on a model this small, a compiled call's overhead outweighs what it saves"
+        elif float(eager) > float(high):
+            relation, why = "slower than the compiled ones", ""
+        else:
+            relation, why = "about as fast as the compiled ones", ""
+        text += (
+            f" The eager calls stock torch.compile fell back to ({eager} ms steady) are "
+            f"{relation} ({span} ms){why}."
+        )
+    return text + (
+        " For a workload where the recompiles cost, run: python -m dynscalar demo --workload train"
+    )
+
+
 def format_table(rows: list[Row]) -> str:
     """The result as a plain-text table with aligned columns (numbers right-aligned)."""
     table = [list(COLUMNS), *(_cells(r) for r in rows)]
@@ -775,11 +802,7 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             "model eagerly (uncompiled) for the remaining calls."
         )
     if args.workload == "seed":
-        notes.append(
-            "The seed model is tiny: most of each total is the cold first compile, and eager "
-            "calls are as fast as compiled ones. For a workload where the recompiles cost, "
-            "run: python -m dynscalar demo --workload train"
-        )
+        notes.append(seed_note(rows))
     for note in notes:
         if live:
             console.print("\n" + note, highlight=False)

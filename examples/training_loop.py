@@ -10,9 +10,11 @@ one compile per code path, with losses identical to eager; the same loop under s
     python examples/training_loop.py                      # aot_eager: quick, a few seconds
     python examples/training_loop.py --backend inductor   # same compile counts
 
-docs/tutorial.md shows this code block by block; its output is examples/output/training_loop.txt
-(regenerate: ``python examples/training_loop.py > examples/output/training_loop.txt``;
-tests/test_examples.py checks that the file is what the script prints).
+docs/tutorial.md shows this code block by block (written there for the plain ``python``
+prompt, without the blank lines inside class and function bodies); its output is
+examples/output/training_loop.txt (regenerate: ``python examples/training_loop.py >
+examples/output/training_loop.txt``; tests/test_examples.py checks that the file is what the
+script prints).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from torch._dynamo.testing import CompileCounterWithBackend  # counts the graphs compiled
 
 import dynscalar
 
@@ -79,23 +82,6 @@ def train(model: Classifier, step_fn: Any, batches: list[Any]) -> list[float]:
 # --8<-- [end:loop]
 
 
-# --8<-- [start:counter]
-class CountingBackend:
-    """A torch.compile backend that counts the graphs Dynamo compiles."""
-
-    def __init__(self, name: str) -> None:
-        from torch._dynamo.backends.registry import lookup_backend
-
-        self.real, self.graphs = lookup_backend(name), 0
-
-    def __call__(self, gm: torch.fx.GraphModule, inputs: list[Any]) -> Any:
-        self.graphs += 1
-        return self.real(gm, inputs)
-
-
-# --8<-- [end:counter]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backend", default="aot_eager")
@@ -111,8 +97,8 @@ def main() -> None:
 
     # --8<-- [start:mark]
     model = copy.deepcopy(template)
-    dynscalar.mark_dynamic_attr(model, "step", "temperature")
-    counter = CountingBackend(args.backend)
+    model = dynscalar.mark_dynamic_attr(model, "step", "temperature")
+    counter = CompileCounterWithBackend(args.backend)
     losses = train(model, torch.compile(model, backend=counter), batches)
     # --8<-- [end:mark]
 
@@ -139,9 +125,8 @@ def main() -> None:
         torch.allclose(p, q, rtol=1e-5, atol=1e-7)
         for p, q in zip(model.parameters(), eager.parameters(), strict=True)
     )
-    print(
-        f"\nmarked with dynscalar: {counter.graphs} compiles (one per path: step % 4 == 0 or not)"
-    )
+    graphs = counter.frame_count
+    print(f"\nmarked with dynscalar: {graphs} compiles (one per path: step % 4 == 0 or not)")
     step, temp = model.step, model.temperature
     print(
         f"after training: model.step = {step} ({type(step).__name__}), "
@@ -151,11 +136,11 @@ def main() -> None:
 
     torch._dynamo.reset()
     stock = copy.deepcopy(template)
-    stock_counter = CountingBackend(args.backend)
+    stock_counter = CompileCounterWithBackend(args.backend)
     train(stock, torch.compile(stock, backend=stock_counter), batches)
     limit = torch._dynamo.config.recompile_limit
-    tail = ", then eager (recompile_limit)" if stock_counter.graphs >= limit else ""
-    print(f"stock torch.compile: {stock_counter.graphs} compiles{tail}")
+    tail = ", then eager (recompile_limit)" if stock_counter.frame_count >= limit else ""
+    print(f"stock torch.compile: {stock_counter.frame_count} compiles{tail}")
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ WIDTH, HEIGHT = 1280, 800
 MAIN_PAGES = [
     "",
     "tutorial/",
+    "recipes/",
     "concepts/",
     "api/",
     "faq/",

@@ -4,6 +4,14 @@ Used by tests/test_docs.py. A block is exempt when the line just before its open
 ``<!-- fragment -->`` (an HTML comment: invisible on GitHub, PyPI and the site), e.g. a list
 of signatures. A ```` ```text ```` block that follows a Python block with nothing but blank lines
 between them is what that block prints: the runner compares it with the block's stdout.
+
+With ``prompt=True`` the blocks are typed into the plain ``python`` prompt instead, one line at a
+time (``code.InteractiveConsole``, which compiles input as the interactive interpreter does): a
+blank line ends an indented block there, a statement right after an indented block without a
+blank line between them is a syntax error, and an expression statement prints its value. A page
+run that way must paste as it stands and print nothing the page does not show.
+:func:`prompt_form` is what such a block looks like: ruff's formatting without the blank lines
+inside indented bodies.
 """
 
 from __future__ import annotations
@@ -71,15 +79,65 @@ for name, source in blocks:
 """.replace("SEPARATOR", repr(SEPARATOR))
 
 
-def run_page(path: Path, cwd: Path, timeout: float = 600) -> tuple[list[Block], list[str], str]:
-    """Run a page's non-fragment Python blocks in one fresh interpreter, in order.
+PROMPT_RUNNER = """
+import code, json, sys
+blocks = json.loads(sys.stdin.read())
+
+
+class Prompt(code.InteractiveConsole):
+    # The plain prompt, except that an error stops the run, naming the block's line.
+    line = ""
+
+    def showsyntaxerror(self, filename=None, **kwargs):
+        super().showsyntaxerror(filename, **kwargs)
+        raise SystemExit(f"{self.filename}: does not paste at the python prompt: {self.line!r}")
+
+    def showtraceback(self):
+        super().showtraceback()
+        raise SystemExit(f"{self.filename}: raised at the python prompt")
+
+
+prompt = Prompt({"__name__": "__main__"})
+for name, source in blocks:
+    prompt.filename = name
+    more = False
+    for prompt.line in source.splitlines():
+        more = prompt.push(prompt.line)
+    if more:  # the Enter that ends the block's last indented body
+        prompt.push("")
+    sys.stdout.flush()
+    print(SEPARATOR, flush=True)
+""".replace("SEPARATOR", repr(SEPARATOR))
+
+
+def prompt_form(code: str) -> str:
+    """``code`` without the blank lines inside indented bodies (between methods, after a
+    docstring, around a nested function): the plain ``python`` prompt ends a block at a blank
+    line, so a block written for it has none there."""
+    lines = code.split("\n")
+    kept = []
+    for i, line in enumerate(lines):
+        following = next((rest for rest in lines[i + 1 :] if rest.strip()), "")
+        if not line.strip() and following[:1] in (" ", "\t"):
+            continue
+        kept.append(line)
+    return "\n".join(kept)
+
+
+def run_page(
+    path: Path, cwd: Path, timeout: float = 600, *, prompt: bool = False
+) -> tuple[list[Block], list[str], str]:
+    """Run a page's non-fragment Python blocks in one fresh interpreter, in order: as one
+    ``exec`` each, or with ``prompt=True`` line by line as the plain ``python`` prompt reads
+    pasted text.
 
     Returns the blocks run, the stdout of each, and stderr. Raises AssertionError with the
-    failing block's location when one raises.
+    failing block's location when one raises (or, at the prompt, does not paste).
     """
     runnable = [b for b in blocks(path.read_text()) if b.lang == "python" and not b.fragment]
     payload = json.dumps([(f"{path.name}:{b.line}", b.text) for b in runnable])
-    result = run_python(RUNNER, input=payload, cwd=cwd, timeout=timeout)
+    runner = PROMPT_RUNNER if prompt else RUNNER
+    result = run_python(runner, input=payload, cwd=cwd, timeout=timeout)
     assert result.returncode == 0, f"{path.name}: a block failed:\n{result.stderr[-4000:]}"
     outputs = result.stdout.split(SEPARATOR + "\n")
     assert len(outputs) == len(runnable) + 1, result.stdout

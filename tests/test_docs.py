@@ -7,9 +7,12 @@
 * ``mkdocs build --strict`` passes, and fails on a literal Sphinx role (``:class:`X```) in a
   rendered page (``scripts/mkdocs_hooks.py``).
 * The CLI section of the API reference names every ``demo`` option.
-* Every Python block of the README, the home page, the tutorial and the FAQ runs when pasted
-  in order into a fresh interpreter (blocks marked ``<!-- fragment -->`` are exempt), and
-  prints the output the page shows under it (``tests/_doc_blocks.py``).
+* Every Python block of the README, the home page, the tutorial, the recipes and the FAQ
+  pastes, in order, into the plain ``python`` prompt of a fresh interpreter (blocks marked
+  ``<!-- fragment -->`` are exempt) and prints exactly the output the page shows under it
+  (``tests/_doc_blocks.py``). Those blocks are ruff's formatting without the blank lines
+  inside indented bodies, which the prompt cannot take (the pages turn ruff's formatter off
+  with ``<!-- fmt: off -->``; this test formats them instead).
 * With Chromium installed, ``scripts/screenshot_docs.py`` opens every page at 1280x800 and
   finds no missing image, figure text under 9 px as shown, overflowing table or code block,
   or literal markup (~25 s).
@@ -25,12 +28,13 @@ import json
 import shutil
 import struct
 import subprocess
+import textwrap
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-from tests._doc_blocks import blocks, run_page
+from tests._doc_blocks import blocks, prompt_form, run_page
 from tests.helpers import run_interpreter
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -218,6 +222,7 @@ PASTED_PAGES = [
     pytest.param("README.md", marks=pytest.mark.inductor, id="README"),  # the default backend
     pytest.param("docs/index.md", id="index"),
     pytest.param("docs/tutorial.md", id="tutorial"),
+    pytest.param("docs/recipes.md", id="recipes"),
     pytest.param("docs/faq.md", id="faq"),
 ]
 
@@ -227,7 +232,7 @@ def test_python_blocks_run_pasted_in_order_and_print_what_the_page_shows(page: s
     path = ROOT / page
     text = path.read_text()
     assert "--8<--" not in text, f"{page}: an include shows as a marker on GitHub"
-    runnable, outputs, _ = run_page(path, ROOT)
+    runnable, outputs, _ = run_page(path, ROOT, prompt=True)
     for block, out in zip(runnable, outputs, strict=True):
         if block.expected is not None:
             assert out == block.expected, f"{page}:{block.line} prints {out!r}"
@@ -238,17 +243,52 @@ def test_python_blocks_run_pasted_in_order_and_print_what_the_page_shows(page: s
         assert len(shown) == 3  # compiles, equal to eager, stock torch.compile
 
 
+#: Code on the site's pages fits its content column at 1280 px (688 px: 80 characters of
+#: code; scripts/screenshot_docs.py measures it in Chromium). The README is read on GitHub
+#: and PyPI, and is formatted at the project's line length.
+SITE_CODE_WIDTH = 80
+
+
+@pytest.mark.parametrize("page", [p.values[0] for p in PASTED_PAGES])
+def test_pasted_blocks_are_ruff_formatted_except_for_the_prompt(page: str) -> None:
+    """What ruff's formatter (the docs extra pins it) makes of each block, less the blank
+    lines inside indented bodies, is the block: a page keeps one style although its
+    formatting is turned off. On the site's pages, at the column's width."""
+    pytest.importorskip("ruff")
+    text = (ROOT / page).read_text()
+    python = [b for b in blocks(text) if b.lang == "python" and not b.fragment]
+    if python:
+        assert "<!-- fmt: off -->" in text.split("```python")[0], page
+    width = ["--line-length", str(SITE_CODE_WIDTH)] if page.startswith("docs/") else []
+    for block in python:
+        result = run_interpreter(
+            "-m", "ruff", "format", *width, "--stdin-filename", "block.py", "-", input=block.text
+        )
+        assert result.returncode == 0, result.stderr
+        assert prompt_form(result.stdout) == block.text, f"{page}:{block.line}"
+    if page.startswith("docs/"):
+        for block in blocks(text):
+            lines = block.text.splitlines()
+            wide = [
+                i for i, line in enumerate(lines, block.line + 1) if len(line) > SITE_CODE_WIDTH
+            ]
+            assert not wide, f"{page}: lines {wide} are wider than the site's code column"
+
+
 def test_pages_without_snippet_includes_keep_their_code_in_step_with_the_examples() -> None:
-    """The tutorial's model, loop and counter are examples/training_loop.py's sections, and
-    the FAQ's table is what examples/stock_vs_marked.py prints (tests/test_examples.py)."""
+    """The tutorial's model, loop and marking are examples/training_loop.py's sections (in
+    their prompt form: no blank lines inside bodies), and the FAQ's table is what
+    examples/stock_vs_marked.py prints (tests/test_examples.py)."""
     example = (ROOT / "examples/training_loop.py").read_text()
     tutorial = [b.text for b in blocks((ROOT / "docs/tutorial.md").read_text())]
-    for name in ("model", "loop", "counter"):
+    for name in ("model", "loop", "mark"):
         begin = f"# --8<-- [start:{name}]\n"
         section = example[
             example.index(begin) + len(begin) : example.index(f"# --8<-- [end:{name}]")
         ]
-        assert any(section.strip() in block for block in tutorial), name
+        section = prompt_form(textwrap.dedent(section).strip())
+        section = section.replace("args.backend", '"aot_eager"')  # the script's default
+        assert any(section in block for block in tutorial), name
     faq = (ROOT / "docs/faq.md").read_text()
     recorded = (ROOT / "examples/output/stock_vs_marked.txt").read_text()
     assert any(b.text == recorded for b in blocks(faq) if b.lang == "text")
@@ -268,6 +308,26 @@ def test_the_block_runner_skips_fragments_and_names_a_failing_block(tmp_path: Pa
     page.write_text("```python\nx = 1\n```\n\n```python\nundefined_name\n```\n")
     with pytest.raises(AssertionError, match=r"page.md:5"):
         run_page(page, tmp_path)
+
+
+def test_the_prompt_runner_reads_blocks_as_the_python_prompt_does(tmp_path: Path) -> None:
+    """A blank line ends a class at the prompt, a statement right after an indented block
+    needs one, and a bare expression prints its value; prompt_form drops the blank lines
+    the prompt cannot take and keeps the others."""
+    page = tmp_path / "page.md"
+    good = "class A:\n    def f(self):\n        return 2\n    def g(self):\n        return 3\n"
+    page.write_text(f"```python\n{good}\n\nA().f()\nx = A().g()\nprint(x)\n```\n")
+    _, outputs, _ = run_page(page, tmp_path, prompt=True)
+    assert outputs == ["2\n3\n"]  # the value of `A().f()`, then print's
+    spaced = good.replace("\n    def g", "\n\n    def g")
+    assert prompt_form(spaced) == good and prompt_form("a = 1\n\n\nb = 2\n") == "a = 1\n\n\nb = 2\n"
+    page.write_text(f"```python\n{spaced}```\n")
+    with pytest.raises(AssertionError, match=r"page.md:1: does not paste at the python prompt"):
+        run_page(page, tmp_path, prompt=True)
+    page.write_text("```python\nfor i in range(2):\n    y = i\nprint(y)\n```\n")
+    with pytest.raises(AssertionError, match="does not paste at the python prompt: 'print"):
+        run_page(page, tmp_path, prompt=True)
+    run_page(page, tmp_path)  # as one exec, the same block runs
 
 
 def test_troubleshooting_quotes_the_messages_a_proxy_meets_in_c_code_and_its_fixes_work() -> None:

@@ -120,3 +120,25 @@ def test_plain_demo_progress_says_it_is_still_compiling() -> None:
     assert "  stock torch.compile: still compiling (" in written
     progress.done("stock torch.compile", 1, Row("stock torch.compile", 8, 0.3, 1.0, 0.1, True))
     assert _load().startswith(", load ")
+
+
+def test_demo_seed_note_says_what_its_table_shows() -> None:
+    """The note under the seed table compares the stock row's steady calls (eager after the
+    limit) with the compiled rows' as the table rounds them, in words that match."""
+    from dynscalar._demo import Row, format_table, seed_note
+
+    rows = [
+        Row("stock torch.compile", 8, 16.2, 17.1, 0.067, True, fell_back_to_eager=True),
+        Row("dynscalar.DynamicInt", 1, 17.0, 17.0, 0.130, True),
+        Row("dynscalar.mark_dynamic_attr", 1, 17.7, 17.7, 0.117, True),
+    ]
+    table = format_table(rows)
+    note = seed_note(rows)
+    assert "(0.07 ms steady) are faster than the compiled ones (0.12-0.13 ms)" in note
+    assert all(figure in table for figure in ("0.07", "0.12", "0.13"))
+    rows[0].median_step_ms = 0.125
+    assert "are about as fast as the compiled ones (0.12-0.13 ms)." in seed_note(rows)
+    rows[0].median_step_ms = 0.3
+    assert "are slower than the compiled ones" in seed_note(rows)
+    rows[0].fell_back_to_eager = False
+    assert "steady" not in seed_note(rows)
