@@ -45,7 +45,9 @@ def _mark_args(fn: Any, names: str) -> None:
 
 
 def _same(got: Any, want: Any, exact: bool, what: str) -> None:
-    tol = {"rtol": 0.0, "atol": 0.0} if exact else {"rtol": 1e-4, "atol": 1e-6}
+    tol: dict[str, Any] = {"rtol": 0.0, "atol": 0.0} if exact else {"rtol": 1e-4, "atol": 1e-6}
+    if not exact and getattr(want, "dtype", None) in (torch.bfloat16, torch.float16):
+        tol = {}  # torch's own closeness for half precision (stock rounds there too)
     torch.testing.assert_close(got, want, **tol, msg=lambda m: f"{what}: {m}")
 
 
@@ -480,6 +482,174 @@ def property_raising_getter(mark: str | None) -> Outcome:
     return counter.frame_count, outs
 
 
+# ----------------------------------------------------------------------------- op rules
+# Each scenario compares every output, gradient, weight and optimizer buffer with an eager
+# twin bit for bit: on eager and aot_eager an op rule is used only where it is exact.
+
+
+def ppo_clipped_bfloat16(mark: str | None) -> Outcome:
+    """PPO's clipped surrogate loss on bfloat16 (``clamp(ratio, 1 - eps, 1 + eps)``), the
+    clip range annealed, with gradients."""
+
+    def loss(ratio: torch.Tensor, adv: torch.Tensor, clip_eps: float) -> torch.Tensor:
+        clipped = torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps)
+        return -torch.min(ratio * adv, clipped * adv).mean()
+
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(loss, backend=counter)
+    if mark is not None:
+        _mark_args(compiled, mark)
+    outs = []
+    for i in range(5):
+        clip_eps = 0.2 - 0.03 * i
+        base = torch.linspace(0.6, 1.4, 16).to(torch.bfloat16)
+        adv = torch.linspace(-1.0, 1.0, 16).to(torch.bfloat16)
+        r1, r2 = base.clone().requires_grad_(), base.clone().requires_grad_()
+        got, want = compiled(r1, adv, clip_eps), loss(r2, adv, clip_eps)
+        got.backward()
+        want.backward()
+        _same(got, want, True, f"call {i}")
+        _same(r1.grad, r2.grad, True, f"grad {i}")
+        outs += [got.detach(), r1.grad]
+    return counter.frame_count, outs
+
+
+def _optimizer_steps(
+    mark: str | None, make: Callable[[Any], Any], dtype: torch.dtype, keys: str, exact: bool
+) -> Outcome:
+    """Eight compiled ``opt.step()`` calls beside an eager optimizer, the learning rate
+    (and ``keys``) scheduled per step; weights and optimizer state bit for bit where stock
+    torch's compiled step is (``exact``)."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(6, 4).to(dtype)
+    twin = copy.deepcopy(model)
+    opts = [make(m.parameters()) for m in (model, twin)]
+    if mark is not None:
+        _ds().mark_dynamic_param_groups(opts[0], *mark.split(","))
+    counter = CountingBackend("aot_eager")
+    step = torch.compile(opts[0].step, backend=counter)
+    g = torch.Generator().manual_seed(1)
+    for i in range(8):
+        grads = [torch.randn(p.shape, generator=g).to(dtype) for p in model.parameters()]
+        for m in (model, twin):
+            for p, grad in zip(m.parameters(), grads, strict=True):
+                p.grad = grad.clone()
+        step()
+        opts[1].step()
+        for opt in opts:
+            for group in opt.param_groups:
+                group["lr"] = 0.05 / (1 + i)
+                if "betas" in keys:
+                    group["betas"] = (0.9 - 0.01 * i, 0.999)
+        for p, q in zip(model.parameters(), twin.parameters(), strict=True):
+            _same(p, q, exact, f"step {i}")
+            for name, value in opts[1].state[q].items():
+                _same(opts[0].state[p][name], value, exact, f"step {i} state {name}")
+    return counter.frame_count, [p.detach().clone() for p in model.parameters()]
+
+
+def sgd_momentum_lr(mark: str | None) -> Outcome:
+    """SGD with momentum (foreach) and a per-step learning rate: ``_foreach_add_(alpha=-lr)``
+    is eager's own kernel, weights bit for bit (a decomposition as multiply-then-add
+    drifted ~1e-6 per step)."""
+
+    def make(params: Any) -> Any:
+        return torch.optim.SGD(params, lr=0.05, momentum=0.9, foreach=True)
+
+    return _optimizer_steps(mark, make, torch.float32, "lr", exact=True)
+
+
+def adam_lr_betas(mark: str | None) -> Outcome:
+    """Adam (foreach) with ``lr`` and ``betas`` scheduled per step (``mark``: ``lr`` or
+    ``lr,betas``): ``lerp_``, ``beta ** step`` and the bias corrections.  Stock torch's
+    compiled Adam rounds differently from eager in the last bits, so the weights are
+    compared as close, marked and unmarked alike."""
+
+    def make(params: Any) -> Any:
+        return torch.optim.Adam(params, lr=0.05, foreach=True)
+
+    return _optimizer_steps(mark, make, torch.float32, "lr,betas", exact=False)
+
+
+def dropout_transposed_from_zero(mark: str | None) -> Outcome:
+    """Dropout on a transposed activation, ``p`` scheduled from 0.0 (ATen returns the input
+    itself there, drawing nothing) with gradients: eager's draws, strides and gradients."""
+    torch.manual_seed(0)
+    module, twin = torch.nn.Dropout(0.0), torch.nn.Dropout(0.0)
+    if mark is not None:
+        _ds().mark_dynamic_attr(module, mark)
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(module, backend=counter)
+    outs = []
+    for i, p in enumerate([0.0, 0.1, 0.0, 0.3, 0.5]):
+        module.p = twin.p = p
+        base = torch.linspace(-1.0, 1.0, 48).reshape(6, 8)
+        x1, x2 = base.t().clone().requires_grad_(), base.t().clone().requires_grad_()
+        torch.manual_seed(i)
+        got = compiled(x1)
+        torch.manual_seed(i)
+        want = twin(x2)
+        got.pow(2).sum().backward()
+        want.pow(2).sum().backward()
+        _same(got, want, True, f"call {i}")
+        _same(x1.grad, x2.grad, True, f"grad {i}")
+        assert got.stride() == want.stride(), (got.stride(), want.stride())
+        outs += [got.detach(), x1.grad]
+    return counter.frame_count, outs
+
+
+def focal_loss_gamma(mark: str | None) -> Outcome:
+    """A focal-loss curriculum: ``(1 - p) ** gamma * ce`` with ``gamma`` growing, with
+    gradients (``pow``'s derivative takes the exponent)."""
+
+    def loss(logits: torch.Tensor, target: torch.Tensor, gamma: float) -> torch.Tensor:
+        ce = torch.nn.functional.cross_entropy(logits, target, reduction="none")
+        p = torch.exp(-ce)
+        return ((1 - p) ** gamma * ce).mean()
+
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(loss, backend=counter)
+    if mark is not None:
+        _mark_args(compiled, mark)
+    target = torch.tensor([0, 2, 1, 3, 2])
+    outs = []
+    for i in range(5):
+        gamma = 0.5 + 0.5 * i
+        base = torch.linspace(-2.0, 2.0, 20).reshape(5, 4)
+        a, b = base.clone().requires_grad_(), base.clone().requires_grad_()
+        got, want = compiled(a, target, gamma), loss(b, target, gamma)
+        got.backward()
+        want.backward()
+        _same(got, want, True, f"call {i}")
+        _same(a.grad, b.grad, True, f"grad {i}")
+        outs += [got.detach(), a.grad]
+    return counter.frame_count, outs
+
+
+def layer_norm_eps_grad(mark: str | None) -> Outcome:
+    """LayerNorm whose ``eps`` follows a schedule, trained: eager's fused kernel, its
+    gradients for input, weight and bias."""
+    torch.manual_seed(0)
+    norm = torch.nn.LayerNorm(8)
+    twin = copy.deepcopy(norm)
+    if mark is not None:
+        _ds().mark_dynamic_attr(norm, mark)
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(norm, backend=counter)
+    outs = []
+    for i, eps in enumerate([1e-5, 1e-3, 1e-2, 0.1]):
+        norm.eps = twin.eps = eps
+        x = torch.linspace(-3.0, 3.0, 32).reshape(4, 8)
+        got, want = compiled(x), twin(x)
+        got.pow(2).sum().backward()
+        want.pow(2).sum().backward()
+        _same(got, want, True, f"call {i}")
+        for p, q in zip(norm.parameters(), twin.parameters(), strict=True):
+            _same(p.grad, q.grad, True, f"grad {i}")
+        outs.append(got.detach())
+    return counter.frame_count, outs
+
+
 SCENARIOS: dict[str, Callable[[str | None], Outcome]] = {
     "clamp_bounds": clamp_bounds,
     "top_k_sampling": top_k_sampling,
@@ -494,6 +664,12 @@ SCENARIOS: dict[str, Callable[[str | None], Outcome]] = {
     "remark_between_calls": remark_between_calls,
     "property_side_effect": property_side_effect,
     "property_raising_getter": property_raising_getter,
+    "ppo_clipped_bfloat16": ppo_clipped_bfloat16,
+    "sgd_momentum_lr": sgd_momentum_lr,
+    "adam_lr_betas": adam_lr_betas,
+    "dropout_transposed_from_zero": dropout_transposed_from_zero,
+    "focal_loss_gamma": focal_loss_gamma,
+    "layer_norm_eps_grad": layer_norm_eps_grad,
 }
 
 

@@ -50,6 +50,14 @@ MARKED: dict[str, dict[str, int]] = {
     "remark_between_calls": {"args": 2, "attrs": 2, "class": 2, "param_groups": 2},
     "property_side_effect": {"global_step": 1},
     "property_raising_getter": {"warmup": 1},
+    # op rules: eager's kernels on aot_eager (bf16 clamp, SGD's alpha, Adam's lerp_/pow,
+    # dropout's paths at p == 0, pow's and layer_norm's gradients)
+    "ppo_clipped_bfloat16": {"clip_eps": 1},
+    "sgd_momentum_lr": {"lr": 2},  # the first step makes the momentum buffers: 2 paths
+    "adam_lr_betas": {"lr": 8, "lr,betas": 1},  # betas cycle too: unmarked, as stock
+    "dropout_transposed_from_zero": {"p": 2},  # p == 0 and p != 0: two paths
+    "focal_loss_gamma": {"gamma": 1},
+    "layer_norm_eps_grad": {"eps": 1},
 }
 
 

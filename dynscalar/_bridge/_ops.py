@@ -142,7 +142,11 @@ def _entry(
     example = _first_tensor([*values, *keywords.values()])
     if example is None:
         return None, "none of its arguments is a tensor"
-    dtype, grad = example.dtype, bool(example.requires_grad)
+    dtype = example.dtype
+    grad = any(
+        bool(getattr(_example_or_none(v), "requires_grad", False))
+        for v in [*values, *keywords.values()]
+    )
     if kind == "python":
         ok, why = admitted(rule, name, dtype, grad)
         if ok and rule.python == "custom" and grad and not _precomputed(rule, values, keywords):
@@ -373,6 +377,14 @@ def watching_forced(symbols: Any) -> bool:
         return False
     watch.append(symbols)
     return True
+
+
+def _example_or_none(variable: Any) -> Any:
+    """The example value of a traced tensor (None for anything else)."""
+    from torch._dynamo.variables.tensor import TensorVariable
+
+    variable = _realized(variable)
+    return _example(variable) if isinstance(variable, TensorVariable) else None
 
 
 def _example(variable: Any) -> Any:
