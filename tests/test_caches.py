@@ -24,7 +24,7 @@ from dynscalar import _marks
 from dynscalar._caches import reset_caches
 from dynscalar._diagnostics import DynscalarWarning, warn_once
 
-from .helpers import CountingBackend
+from .helpers import USER_AOT, CountingBackend
 
 
 def _warnings_of(action: Any) -> list[str]:
@@ -88,9 +88,9 @@ def test_a_forced_float_is_tried_symbolically_again_after_reset() -> None:
         def forward(self, x: torch.Tensor) -> torch.Tensor:
             return torch.nan_to_num(x, nan=self.eps)
 
-    def first_compile() -> list[str]:
+    def first_compile() -> list[str]:  # a backend that needs torch's float pass
         model = ds.mark_dynamic_attr(Clamped(), "eps")
-        compiled = torch.compile(model, backend=CountingBackend("aot_eager"))
+        compiled = torch.compile(model, backend=CountingBackend(USER_AOT))
         return _warnings_of(lambda: compiled(torch.tensor([float("nan"), 1.0])))
 
     first = first_compile()

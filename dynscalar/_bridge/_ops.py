@@ -31,7 +31,7 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
-from .. import ops
+from .. import _caches, ops
 from ._backends import backend_kind
 from ._state import compile_state, is_dynamic_float, is_dynamic_value
 
@@ -318,6 +318,7 @@ def _callable_name(fn: Any) -> str | None:
 #: callables whose fake call (Dynamo's trace) forced a marked float: traced as
 #: ``dynscalar::apply`` from then on (learned per process; the frame is traced again)
 _forcing: set[str] = set()
+_caches.register(_forcing.clear)
 
 
 def _generic(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any], stock: Any) -> Any:

@@ -17,7 +17,8 @@ candidate ``D`` (the input's dtype, then float64); the first that agrees is used
 Examples:
     >>> import torch
     >>> from dynscalar.ops import SCALAR_TENSOR_PAIRS
-    >>> admitted(SCALAR_TENSOR_PAIRS[0], torch.float32)
+    >>> lerp = next(p for p in SCALAR_TENSOR_PAIRS if p.scalar == "aten::lerp.Scalar")
+    >>> admitted(lerp, torch.float32)
     torch.float32
 """
 

@@ -25,26 +25,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--page", type=Path, default=PAGE_PATH)
     parser.add_argument("--inductor", action="store_true", help="also measure inductor")
     parser.add_argument("--inductor-out", type=Path, default=INDUCTOR_PATH)
+    parser.add_argument(
+        "--inductor-only",
+        action="store_true",
+        help="measure the inductor column only (merged into --inductor-out), keep --out",
+    )
     args = parser.parse_args(argv)
     rules = [r for r in args.rules.split(",") if r] or None
     torch.set_num_threads(1)
-    start = time.perf_counter()
-    entries = python_column(rules)
-    data = {
-        "torch": torch.__version__,
-        "dtypes": [dtype_name(d) for d in DTYPES],
-        "entries": entries,
-        "wall_s": round(time.perf_counter() - start, 1),
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(data, indent=1) + "\n")
-    if args.inductor:
-        inductor = {"torch": torch.__version__, "cells": inductor_column(rules)}
-        args.inductor_out.write_text(json.dumps(inductor, indent=1, sort_keys=True) + "\n")
+    if args.inductor_only:
+        data = json.loads(args.out.read_text())
+    else:
+        start = time.perf_counter()
+        entries = python_column(rules)
+        data = {
+            "torch": torch.__version__,
+            "dtypes": [dtype_name(d) for d in DTYPES],
+            "entries": entries,
+            "wall_s": round(time.perf_counter() - start, 1),
+        }
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(data, indent=1) + "\n")
+    if args.inductor or args.inductor_only:
+        old = json.loads(args.inductor_out.read_text()) if args.inductor_out.exists() else {}
+        cells = {**old.get("cells", {}), **inductor_column(rules)}
+        inductor = {"torch": torch.__version__, "cells": dict(sorted(cells.items()))}
+        args.inductor_out.write_text(json.dumps(inductor, indent=1) + "\n")
     measured = json.loads(args.inductor_out.read_text()) if args.inductor_out.exists() else {}
     args.page.write_text(render(data, measured))
-    admitted = sum(e["admitted"] for e in entries)
-    print(f"{len(entries)} cells, {admitted} admitted; wrote {args.out} and {args.page}")
+    admitted = sum(e["admitted"] for e in data["entries"])
+    print(f"{len(data['entries'])} cells, {admitted} admitted; wrote {args.out} and {args.page}")
     return 0
 
 

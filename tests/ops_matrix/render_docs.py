@@ -32,12 +32,10 @@ with one `SpecializationWarning` saying why). Ops that take the float as a `Scal
 
 
 def _cell(entry: dict[str, Any]) -> str:
-    if entry["admitted"]:
-        return f"yes ({entry['cases']})"
-    first = entry["first_disagreement"]
-    if first is None:
-        return "-"
-    return f"no: {first['detail']} ({first['layout']})"
+    return "yes" if entry["admitted"] else "**no**"
+
+
+_SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "int64": "i64"}
 
 
 def render(data: dict[str, Any], inductor: dict[str, Any]) -> str:
@@ -46,34 +44,44 @@ def render(data: dict[str, Any], inductor: dict[str, Any]) -> str:
     cases = sum(e["cases"] for e in entries)
     agree = sum(e["agree"] for e in entries)
     rules = sorted({e["rule"] for e in entries})
+    dtypes = data["dtypes"]
     lines = [INTRO]
     lines += [
         "## Summary",
         "",
         f"{len(rules)} rules, {len({(e['rule'], e['callable']) for e in entries})} callables, "
-        f"{len(entries)} cells (dtype x requires_grad): **{admitted} admitted**, "
+        f"{len(entries)} cells (callable x dtype x requires_grad): **{admitted} admitted**, "
         f"{len(entries) - admitted} compiled as stock torch does; {agree} of {cases} cases "
         f"agree bit for bit. Measured on torch {data['torch']} in {data['wall_s']} s.",
         "",
         "## eager and aot_eager",
         "",
-        "A cell: `yes (cases)`, or the first case that differs from eager (then the value is "
-        "specialized for that dtype). `grad`: the tensors require grad.",
+        "`yes`: every case of the cell agrees with eager bit for bit; **no**: the value is "
+        "compiled as stock torch compiles it for that dtype (the first case that differs is "
+        "listed below the table). `grad`: the tensors require grad; `cases`: the calls "
+        "compared per dtype.",
         "",
+        "| callable | grad | " + " | ".join(_SHORT.get(d, d) for d in dtypes) + " | cases |",
+        "|---|---|" + "---|" * len(dtypes) + "---:|",
     ]
-    dtypes = data["dtypes"]
-    lines.append("| rule | callable | grad | " + " | ".join(dtypes) + " |")
-    lines.append("|---|---|---|" + "---|" * len(dtypes))
     by_key = {(e["rule"], e["callable"], e["grad"], e["dtype"]): e for e in entries}
     for rule, callable_name, grad in dict.fromkeys(
         (e["rule"], e["callable"], e["grad"]) for e in entries
     ):
-        cells = [_cell(by_key[(rule, callable_name, grad, d)]) for d in dtypes]
-        lines.append(
-            f"| {rule} | `{callable_name}` | {'yes' if grad else 'no'} | "
-            + " | ".join(cells)
-            + " |"
-        )
+        row = [by_key[(rule, callable_name, grad, d)] for d in dtypes]
+        cells = " | ".join(_cell(e) for e in row)
+        cases_here = max(e["cases"] for e in row)
+        lines.append(f"| `{callable_name}` | {'yes' if grad else 'no'} | {cells} | {cases_here} |")
+    refused = [e for e in entries if not e["admitted"]]
+    if refused:
+        lines += ["", "Not admitted:", ""]
+        for e in refused:
+            first = e["first_disagreement"] or {}
+            lines.append(
+                f"- `{e['callable']}`, {e['dtype']}, grad {'yes' if e['grad'] else 'no'}: "
+                f"{first.get('detail', '?')} ({first.get('layout', '?')} input, values "
+                f"{', '.join(first.get('values', []))})"
+            )
     lines += ["", "## inductor", ""]
     measured = inductor.get("cells", {})
     if not measured:
@@ -86,14 +94,17 @@ def render(data: dict[str, Any], inductor: dict[str, Any]) -> str:
             "A rule's tensor form is used on inductor where, in every deterministic case, "
             "inductor's code for it is no further from eager than stock inductor's code for "
             "the op with the value as a constant (random ops draw inductor's own numbers, "
-            f"as stock does). Measured on torch {inductor.get('torch', '?')}.",
+            f"as stock does). Measured on torch {inductor.get('torch', '?')}; a cell not "
+            "listed is not admitted.",
             "",
-            "| cell | admitted | why not |",
-            "|---|---|---|",
+            "| callable | dtype | grad | admitted |",
+            "|---|---|---|---|",
         ]
         for key, value in measured.items():
+            _rule, callable_name, dtype, grad = key.split(" ")
+            verdict = "yes" if value["admitted"] else f"**no**: {value.get('why', '')}"
             lines.append(
-                f"| `{key}` | {'yes' if value['admitted'] else 'no'} | {value.get('why', '')} |"
+                f"| `{callable_name}` | {dtype} | {'yes' if grad == 'grad' else 'no'} | {verdict} |"
             )
     lines.append("")
     return "\n".join(lines)

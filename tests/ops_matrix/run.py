@@ -22,8 +22,8 @@ from dynscalar.ops import _inductor, _matrix
 
 #: the dtypes of the ``"python"`` column (every dtype the matrix knows)
 DTYPES = _matrix.DTYPES
-#: the dtypes measured on inductor (half precision computes as float32 there)
-INDUCTOR_DTYPES = (torch.float32, torch.float64, torch.bfloat16)
+#: the dtypes measured on inductor
+INDUCTOR_DTYPES = (torch.float32, torch.bfloat16)
 
 
 def cells(rules: list[str] | None = None) -> Iterator[tuple[ops.Rule, str]]:
