@@ -388,6 +388,11 @@ PRIVATES: tuple[Private, ...] = (
         why="torch 2.13 builds range(SymFloat) where Python raises; 2.14 raises itself",
     ),
     Private("torch._dynamo.exc:raise_observed_exception"),
+    Private(
+        "torch.fx.experimental.sym_node:SymNode.expr",
+        why="max/min of a marked value compare once its expression is too deep for sympy",
+    ),
+    Private("torch.fx.experimental.sym_node:SymNode.hint"),
     # ---- marks on properties (_properties)
     Private(
         f"{_F}:PropertyVariable.tp_descr_get_impl",
@@ -426,6 +431,14 @@ PRIVATES: tuple[Private, ...] = (
     Private(f"{_C}:PyCodegen.add_push_null", ("self", "gen_fn", "call_function_ex")),
     Private(f"{_C}:PyCodegen.create_load_const_unchecked", ("self", "value")),
     Private(f"{_C}:PyCodegen.create_store_attr", ("self", "name")),
+    Private(f"{_C}:PyCodegen.create_store", ("self", "name")),
+    Private(f"{_C}:PyCodegen.create_load", ("self", "name")),
+    Private(
+        f"{_C}:PyCodegen.__init__",
+        ("self", "tx", "root", "graph_output_var", "tempvars", "overridden_sources"),
+        why="tempvars: a value replayed at run time is computed once, into a local",
+    ),
+    Private("torch._dynamo.output_graph:OutputGraph.new_var", ("self", "name")),
     Private(f"{_BT}:create_call_function", ("nargs", "push_null")),
     Private(f"{_BT}:create_dup_top", ()),
     Private(f"{_BT}:create_rot_n", ("n",)),
