@@ -79,6 +79,11 @@ class Private:
     #: The hook used when the bridge cannot be installed (and inside ``disabled()``):
     #: proxies are turned into their plain values, since stock Dynamo cannot trace them.
     degraded_hook: str | None = None
+    #: The hook kept in place of ``hooks`` inside ``disabled()`` (where the bridge is
+    #: installed, so the entry was checked): write-back's recording and codegen, which act
+    #: only in a compile that read a proxy, so that the objects it stores stay what eager
+    #: stores; a compile that reads none is stock torch's.
+    disabled_hook: str | None = None
     #: Why the bridge needs it, in a few words.
     why: str = ""
 
@@ -378,6 +383,7 @@ PRIVATES: tuple[Private, ...] = (
             "_writeback:builtin_call_hook",
             "_decompositions:builtin_decomposition_hook",
         ),
+        disabled_hook="_writeback:record_call_hook",
         why="write-back records builtin calls around the pow decomposition",
     ),
     Private(
@@ -405,6 +411,7 @@ PRIVATES: tuple[Private, ...] = (
         "torch._dynamo.side_effects:SideEffects.codegen_update_mutated",
         ("self", "cg", "log_side_effects"),
         hooks=("_writeback:codegen_update_mutated_hook",),
+        disabled_hook="_writeback:codegen_update_mutated_hook",
         why="attributes and items assigned in compiled code",
     ),
     Private("torch._dynamo.side_effects:SideEffects._get_modified_vars", ("self",)),
@@ -412,18 +419,21 @@ PRIVATES: tuple[Private, ...] = (
         "torch._dynamo.output_graph:OutputGraph.codegen_suffix",
         ("self", "tx", "stack_values", "cg", "log_side_effects"),
         hooks=("_writeback:codegen_suffix_hook",),
+        disabled_hook="_writeback:codegen_suffix_hook",
         why="values handed on at a graph break and return values",
     ),
     Private(
         f"{_T}:SymNodeVariable.call_method",
         ("self", "tx", "name", "args", "kwargs"),
         hooks=("_writeback:symnode_method_hook",),
+        disabled_hook="_writeback:symnode_record_hook",
         why="write-back records methods called on symbolic values",
     ),
     Private(
         f"{_F}:PolyfilledFunctionVariable.call_function",
         ("self", "tx", "args", "kwargs"),
-        hooks=("_writeback:polyfilled_call_hook",),
+        hooks=("_writeback:record_call_hook",),
+        disabled_hook="_writeback:record_call_hook",
         why="write-back records polyfilled builtins (sum, max, ...)",
     ),
     Private(f"{_C}:PyCodegen.load_import_from", ("self", "module_name", "object_name")),

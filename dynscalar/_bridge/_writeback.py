@@ -6,7 +6,7 @@ stores whatever the Python expression produced: proxy arithmetic (``dynscalar/_p
 and the builtins that call it (``sum``, ``pow``, ``max``, ``math.prod``, ``a.__radd__``).
 
 The bridge does not restate those rules.  While tracing, it records the Python-level call
-that made each symbolic value (:func:`builtin_call_hook`, :func:`polyfilled_call_hook`,
+that made each symbolic value (:func:`builtin_call_hook`, :func:`record_call_hook`,
 :func:`symnode_method_hook`: ``max``, ``operator.iadd``, ``a.__add__``, not the FX node
 torch lowers them to).  When Dynamo generates the replay code
 (``SideEffects.codegen_update_mutated``), each stored value (an attribute, or an item of a
@@ -57,9 +57,10 @@ __all__ = [
     "builtin_call_hook",
     "codegen_suffix_hook",
     "codegen_update_mutated_hook",
-    "polyfilled_call_hook",
     "rebox",
+    "record_call_hook",
     "symnode_method_hook",
+    "symnode_record_hook",
 ]
 
 # ----------------------------------------------------------------------------- the rule
@@ -963,11 +964,13 @@ def _is_invert_of_proxy(tx: Any, fn: Any, call_args: Any) -> bool:
     return isinstance(operand, SymNodeVariable) and _proxy_shadow(tx, operand)
 
 
-def polyfilled_call_hook(
+def record_call_hook(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """Around ``PolyfilledFunctionVariable.call_function(tx, args, kwargs)``: record the
-    function Dynamo replaced by a polyfill (``sum``, ``math.prod``)."""
+    function Dynamo replaced by a polyfill (``sum``, ``math.prod``).  Inside
+    ``dynscalar.disabled()`` also around ``BuiltinVariable.call_function``, where it only
+    records: the call is traced as stock Dynamo traces it."""
     tx, call_args, call_kwargs = _unpack3(args, kwargs, ("tx", "args", "kwargs"))
     graph = tx.output.graph
     before = len(graph.nodes)
@@ -1001,6 +1004,20 @@ def symnode_method_hook(
             _routing.discard(key)
     else:
         result = wrapped(*args, **kwargs)
+    return _record(
+        tx, result, _MethodCall(name), [instance, *call_args], call_kwargs, before, graph
+    )
+
+
+def symnode_record_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Inside ``dynscalar.disabled()``, around ``SymNodeVariable.call_method``: record the
+    dunder calls stock Dynamo traces (nothing is routed)."""
+    tx, name, call_args, call_kwargs = _unpack4(args, kwargs)
+    graph = tx.output.graph
+    before = len(graph.nodes)
+    result = wrapped(*args, **kwargs)
     return _record(
         tx, result, _MethodCall(name), [instance, *call_args], call_kwargs, before, graph
     )
