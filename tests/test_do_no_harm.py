@@ -10,7 +10,9 @@ below stock's), raise nothing stock does not, and equal its eager twin (every sc
 compares each call with eager, gradients and parameters included).  The scenarios are the
 patterns of real libraries (x-transformers' top-k sampling, AdamW with OneCycleLR, PPO's
 clipped loss, timm's DropPath, dropout schedules, timm's EMA update, a Hugging Face
-forward taking ``**kwargs``, PyTorch's own dynamic-int test), written out in
+forward taking ``**kwargs``, PyTorch's own dynamic-int test, a step that writes back many
+values and a long chain, a model stepped inside ``dynscalar.disabled()`` and after it),
+written out in
 ``tests/harm_scenarios.py``; ``tests/test_real_libraries.py`` runs the libraries themselves.
 """
 
@@ -43,6 +45,10 @@ MARKED: dict[str, dict[str, int]] = {
     "ema_no_grad": {"step": 1},
     "keyword_argument": {"num_items_in_batch": 1},
     "int_after_proxy": {"DynamicInt": 2},
+    "long_writeback": {"step": 1, "DynamicInt": 1},
+    # three graphs inside disabled() (each value compiled as the plain value, as stock),
+    # then one for every later step: the attributes kept their class and spec
+    "disabled_then_marked": {"DynamicInt": 4},
 }
 
 
