@@ -45,7 +45,7 @@ def disabled() -> Iterator[None]:
         3
         >>> held = Net()
         >>> held.step = dynscalar.DynamicInt(0, max=100)
-        >>> with dynscalar.disabled():  # compiled as the plain 0; eager would keep the proxy
+        >>> with dynscalar.disabled():  # compiled as the plain 0
         ...     _ = torch.compile(held, backend="eager")(torch.ones(1))
         >>> held.step
         DynamicInt(1, max=100)
