@@ -650,6 +650,109 @@ def layer_norm_eps_grad(mark: str | None) -> Outcome:
     return counter.frame_count, outs
 
 
+def _stored(module: torch.nn.Module) -> dict[str, Any]:
+    """Class, value and spec of every number a module holds (lists and tuples item by
+    item): what a step leaves behind, compared with the eager twin's."""
+
+    def describe(value: Any) -> Any:
+        if type(value) in (list, tuple):
+            return [describe(item) for item in value]
+        spec = getattr(value, "spec", None) if type(value).__name__.startswith("Dynamic") else None
+        return (type(value).__name__, value if type(value) in (int, float) else float(value), spec)
+
+    names = [k for k, v in vars(module).items() if not k.startswith("_") and k != "training"]
+    return {k: describe(getattr(module, k)) for k in names}
+
+
+class StepLog(torch.nn.Module):
+    """A training step that keeps a long-running total and a per-step log of warm-up
+    factors (``max(step, i) + 1`` for each of many entries): many values written back,
+    and a chain of a thousand operations."""
+
+    def __init__(self, step: Any) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = torch.nn.Linear(4, 4)
+        self.step = step
+        self.total = step
+        self.log: list[Any] = []
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.step += 1
+        total = self.step
+        for i in range(1000):
+            total = total + i
+        self.total = total
+        self.log = [max(self.step, i) + 1 for i in range(200)]
+        return self.lin(x) * self.step
+
+
+def long_writeback(mark: str | None) -> Outcome:
+    """Many values and a long chain written back every step; ``mark`` is ``"step"``
+    (``mark_dynamic_attr``: a plain int) or ``"DynamicInt"`` (the attribute holds one)."""
+    model = StepLog(_ds().DynamicInt(0) if mark == "DynamicInt" else 0)
+    twin = copy.deepcopy(model)
+    if mark == "step":
+        _ds().mark_dynamic_attr(model, "step")
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter)
+    x = torch.linspace(-1.0, 1.0, 8).reshape(2, 4)
+    outs = []
+    for i in range(6):
+        got = compiled(x)
+        _same(got, twin(x), True, f"call {i}")
+        assert _stored(model) == _stored(twin), f"call {i}: stored values differ from eager"
+        outs.append(got.detach())
+    return counter.frame_count, outs
+
+
+class Decay(torch.nn.Module):
+    """A step counter and a decaying scale written every call (``self.step += 1``,
+    ``self.scale = self.scale * 0.5``)."""
+
+    def __init__(self, step: Any, scale: Any) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = torch.nn.Linear(4, 4)
+        self.step = step
+        self.scale = scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.step += 1
+        self.scale = self.scale * 0.5
+        return self.lin(x) * self.step + self.scale
+
+
+def disabled_then_marked(mark: str | None) -> Outcome:
+    """A model holding a ``DynamicInt`` and a ``DynamicFloat`` (``mark="DynamicInt"``) run
+    for three steps inside ``dynscalar.disabled()`` (an A/B check against stock torch) and
+    then without it: inside, every value is compiled as the plain value it holds, and the
+    attributes keep their class and spec, so the steps after the block compile once."""
+    ds = _ds() if mark is not None else None
+    step, scale = (ds.DynamicInt(0), ds.DynamicFloat(1.0)) if ds is not None else (0, 1.0)
+    model = Decay(step, scale)
+    twin = copy.deepcopy(model)
+    counter = CountingBackend("aot_eager")
+    x = torch.linspace(-1.0, 1.0, 8).reshape(2, 4)
+    outs = []
+
+    def steps(first: int, last: int) -> None:
+        compiled = torch.compile(model, backend=counter)
+        for i in range(first, last):
+            got = compiled(x)
+            _same(got, twin(x), True, f"call {i}")
+            assert _stored(model) == _stored(twin), f"call {i}: stored values differ from eager"
+            outs.append(got.detach())
+
+    if ds is not None:
+        with ds.disabled():
+            steps(0, 3)
+    else:
+        steps(0, 3)
+    steps(3, 8)
+    return counter.frame_count, outs
+
+
 SCENARIOS: dict[str, Callable[[str | None], Outcome]] = {
     "clamp_bounds": clamp_bounds,
     "top_k_sampling": top_k_sampling,
@@ -670,6 +773,8 @@ SCENARIOS: dict[str, Callable[[str | None], Outcome]] = {
     "dropout_transposed_from_zero": dropout_transposed_from_zero,
     "focal_loss_gamma": focal_loss_gamma,
     "layer_norm_eps_grad": layer_norm_eps_grad,
+    "long_writeback": long_writeback,
+    "disabled_then_marked": disabled_then_marked,
 }
 
 

@@ -136,7 +136,7 @@ def test_every_patch_is_out_inside_and_back_after() -> None:
     with dynscalar.disabled():
         for patch in _table.APPLIED:
             current = vars(patch.owner)[patch.attribute]
-            if patch.entry.degraded_hook:  # proxies only: read as their plain value
+            if patch.entry.degraded_hook or patch.entry.disabled_hook:  # see below
                 assert current is not patch.wrapper and current.__wrapped__ is patch.original
             else:
                 assert current is patch.original, patch.entry.name
@@ -145,8 +145,16 @@ def test_every_patch_is_out_inside_and_back_after() -> None:
                 _table.APPLIED[0].wrapper
             )
         assert not isinstance(vars(torch.export)["export"], wrapt.FunctionWrapper)
-        # proxies, which stock Dynamo cannot trace, are read as their plain value
-        assert [name for _, name in _install.applied_patches()] == ["_wrap"]
+        # proxies, which stock Dynamo cannot trace, are read as their plain value, and
+        # write-back records and rebuilds what compiles reading one store
+        assert sorted(f"{owner.__name__}.{name}" for owner, name in _install.applied_patches()) == [
+            "BuiltinVariable.call_function",
+            "OutputGraph.codegen_suffix",
+            "PolyfilledFunctionVariable.call_function",
+            "SideEffects.codegen_update_mutated",
+            "SymNodeVariable.call_method",
+            "VariableBuilder._wrap",
+        ]
 
     after = {(id(owner), name): vars(owner)[name] for owner, name in _install.applied_patches()}
     assert after == before
@@ -207,3 +215,82 @@ def test_marks_work_after_nested_blocks(depth: int) -> None:
         assert counts == [1, 2, 3]
     counts, _, _ = _run(marked, 4)
     assert counts == [1, 1, 1, 1]
+
+
+# ----------------------------------------------------------------------------- proxies
+def _held(value: Any) -> Any:
+    """Class, value and spec of a number (lists and tuples item by item)."""
+    if type(value) in (list, tuple):
+        return (type(value).__name__, [_held(item) for item in value])
+    spec = value.spec if dynscalar.is_dynamic_scalar(value) else None
+    return (type(value).__name__, value, spec)
+
+
+class Holder(torch.nn.Module):
+    """Proxies written back every way a compiled step can leave them: attributes (``+=``,
+    ``*``), a list and tuple held by an attribute, a value handed on at a graph break, a
+    return value."""
+
+    def __init__(self, proxies: bool) -> None:
+        super().__init__()
+        self.step: Any = dynscalar.DynamicInt(0, max=100) if proxies else 0
+        self.scale: Any = dynscalar.DynamicFloat(1.0, strict=True) if proxies else 1.0
+        self.log: list[Any] = []
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, Any]:
+        self.step += 1
+        self.scale = self.scale * 0.5
+        self.log = [self.step, self.step * 2, (self.scale, max(self.step, 2))]
+        a = self.step + 1
+        torch._dynamo.graph_break()
+        self.after = a
+        return x * a, a
+
+
+def _steps(model: Holder, calls: int, backend: str) -> int:
+    """Run ``model`` compiled next to an eager twin; every output and stored number equal
+    (class, value, spec) after every call.  Returns the graphs compiled."""
+    import copy
+
+    eager = copy.deepcopy(model)
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    for i in range(calls):
+        x = torch.full((2,), float(i))
+        (got, got_step), (want, want_step) = compiled(x), eager(x)
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+        assert _held(got_step) == _held(want_step), f"call {i}"
+        stored = ("step", "scale", "log", "after")
+        assert [_held(getattr(model, k)) for k in stored] == [
+            _held(getattr(eager, k)) for k in stored
+        ], f"call {i}"
+    return counter.frame_count
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_inside_disabled_a_compiled_step_leaves_proxies_as_eager_does(backend: str) -> None:
+    with dynscalar.disabled():
+        plain = _steps(Holder(proxies=False), 4, backend)
+        torch._dynamo.reset()
+        model = Holder(proxies=True)
+        inside = _steps(model, 4, backend)
+    # each value compiled as the plain value it holds: as many graphs as stock torch
+    assert inside == plain
+    assert type(model.step) is dynscalar.DynamicInt and model.step.spec.max == 100
+    after = _steps(model, 5, backend)  # the marks hold again: the frame and the resumed one
+    assert after == 2
+
+
+def test_inside_disabled_a_proxy_argument_is_returned_as_eager_returns_it() -> None:
+    def f(x: torch.Tensor, n: Any) -> tuple[torch.Tensor, Any]:
+        return x * n, n + 1
+
+    with dynscalar.disabled():
+        counter = CountingBackend("eager")
+        compiled = torch.compile(f, backend=counter)
+        for n in (2, 3, 4):  # a constant, then automatic dynamic (a SymInt) as for a plain n
+            x = torch.ones(2)
+            (got, got_n), (want, want_n) = compiled(x, dynscalar.DynamicInt(n)), f(x, n + 0)
+            torch.testing.assert_close(got, want)
+            assert type(got_n) is dynscalar.DynamicInt and got_n == want_n
+    assert counter.frame_count == 2

@@ -12,8 +12,9 @@ patterns of real libraries (x-transformers' top-k sampling, AdamW with OneCycleL
 clipped loss, timm's DropPath, dropout schedules, timm's EMA update, a Hugging Face
 forward taking ``**kwargs``, PyTorch's own dynamic-int test, set-up code marking again in
 a loop, property getters with a side effect or that cannot run yet, as Lightning's
-``trainer``), written out in ``tests/harm_scenarios.py``; ``tests/test_real_libraries.py``
-runs the libraries themselves.
+``trainer``, a step that writes back many values and a long chain, a model stepped inside
+``dynscalar.disabled()`` and after it), written out in ``tests/harm_scenarios.py``;
+``tests/test_real_libraries.py`` runs the libraries themselves.
 """
 
 from __future__ import annotations
@@ -58,6 +59,10 @@ MARKED: dict[str, dict[str, int]] = {
     "dropout_transposed_from_zero": {"p": 2},  # p == 0 and p != 0: two paths
     "focal_loss_gamma": {"gamma": 1},
     "layer_norm_eps_grad": {"eps": 1},
+    "long_writeback": {"step": 1, "DynamicInt": 1},
+    # three graphs inside disabled() (each value compiled as the plain value, as stock),
+    # then one for every later step: the attributes kept their class and spec
+    "disabled_then_marked": {"DynamicInt": 4},
 }
 
 

@@ -153,7 +153,7 @@ PROGRAMS: dict[str, Callable[[], Outcome]] = {
     "_writeback:codegen_update_mutated_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
     "_writeback:codegen_suffix_hook": lambda: _run(Returns, ("step",), [1, 2, 3]),
     "_writeback:symnode_method_hook": lambda: _run(Sums, ("step",), [1, 2, 3]),
-    "_writeback:polyfilled_call_hook": lambda: _run(Sums, ("step",), [1, 2, 3]),
+    "_writeback:record_call_hook": lambda: _run(Sums, ("step",), [1, 2, 3]),
     "_floats:tensorify_hook": lambda: _run(Scaled, ("scale",), [0.5, 0.25, 0.75]),
     "_safety:backend_compile_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
 }

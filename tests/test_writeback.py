@@ -539,3 +539,152 @@ def test_max_min_of_a_marked_value_and_nan(backend: str) -> None:
     """A NaN compares as Python compares it (every comparison False) instead of failing
     the compile in sympy (the long fuzzer run, seed 0, program 4089)."""
     assert side_by_side(_nan_init, _nan_body, backend, 3) == 1
+
+
+# ----------------------------------------------------------------------------- long chains
+# Write-back computes each value's shadow once and replays each run-time choice once, into
+# a local: long chains compile, and the code and the work grow linearly with the values.
+def _zero(m: Any) -> None:
+    m.v = DynamicInt(0)
+
+
+def _ten_thousand(m: Any, x: torch.Tensor) -> torch.Tensor:
+    v = m.v
+    for i in range(10_000):
+        v = v + i
+    m.v = v
+    return x + 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_chain_of_ten_thousand_operations_is_written_back(backend: str) -> None:
+    assert side_by_side(_zero, _ten_thousand, backend, 3) == 1
+
+
+def _start(m: Any) -> None:
+    m.v = DynamicInt(5)
+    m.out = []
+
+
+def _max_chain(n: int) -> Callable[[Any, torch.Tensor], torch.Tensor]:
+    def body(m: Any, x: torch.Tensor) -> torch.Tensor:
+        v = m.v
+        out = []
+        for c in range(n):
+            v = max(v, c) + 1
+            out.append(v)
+        m.out = out
+        return x + 1
+
+    return body
+
+
+def _starts(m: Any, i: int) -> None:
+    # the proxy wins every max (5), a plain int from the first one on (-3), and so on
+    m.v = DynamicInt((5, -3, 2000, 0)[i])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_thousand_max_results_into_a_list(backend: str) -> None:
+    # Each value's class is decided at run time: every max and + is replayed after the
+    # graph, each once.  Past a depth torch cannot nest (sympy recursion), max compares.
+    assert side_by_side(_start, _max_chain(1000), backend, 4, _starts) == 1
+
+
+def _mixture(n: int) -> Callable[[Any, torch.Tensor], torch.Tensor]:
+    def body(m: Any, x: torch.Tensor) -> torch.Tensor:
+        v, w = m.v, m.w
+        out = []
+        for c in range(n):
+            k = c % 6
+            if k == 0:
+                v = max(v, c) + 1
+            elif k == 1:
+                v = sum([v, w, 1])
+            elif k == 2:
+                v = pow(v, 1) + min(w, c)
+            elif k == 3:
+                v = v.__radd__(1)
+            elif k == 4:
+                v += 2
+            else:
+                v = min(v, w * c) - 1
+            out.append(v)
+        m.out, m.last = out, (v, max(w, v))
+        if n < 100:
+            torch._dynamo.graph_break()  # values handed on to the resumed frame as well
+        return x + v
+
+    return body
+
+
+def _two_proxies(m: Any) -> None:
+    m.v = DynamicInt(5)
+    m.w = DynamicInt(3, max=10**6)
+    m.out = []
+    m.last = ()
+
+
+def _two_starts(m: Any, i: int) -> None:
+    m.v = DynamicInt((5, -40, 7)[i])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("n", [30, 300])
+def test_a_mixture_of_builtins_stores_what_eager_stores(n: int, backend: str) -> None:
+    # with a graph break: the frame and the resumed frame, which receives v
+    graphs = side_by_side(_two_proxies, _mixture(n), backend, 3, _two_starts)
+    assert graphs == (2 if n < 100 else 1)
+
+
+def test_a_replayed_value_stored_twice_is_one_object() -> None:
+    def body(m: Any, x: torch.Tensor) -> torch.Tensor:
+        r = max(m.v, 3) + 1
+        m.a, m.b = r, [r]
+        return x + 1
+
+    model = Model(_start, body)
+    eager = copy.deepcopy(model)
+    compiled = torch.compile(model, backend=CountingBackend("eager"))
+    compiled(torch.ones(1)), eager(torch.ones(1))
+    assert model.a is model.b[0] and eager.a is eager.b[0]
+    assert state(model) == state(eager)
+
+
+def _generated_instructions(n: int, body: Callable[[int], Any], init: Any) -> int:
+    """Instructions of the code Dynamo generates for ``body(n)`` (``EXTENDED_ARG``, which
+    operand indices past 255 add, not counted)."""
+    import dis
+
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    torch._dynamo.reset()
+    model = Model(init, body(n))
+    torch.compile(model, backend="eager")(torch.ones(1))
+    (entry,) = _debug_get_cache_entry_list(Model.forward.__code__)
+    return sum(i.opname != "EXTENDED_ARG" for i in dis.get_instructions(entry.code))
+
+
+@pytest.mark.parametrize(("body", "init"), [(_max_chain, _start), (_mixture, _two_proxies)])
+def test_the_generated_code_grows_linearly(body: Any, init: Any) -> None:
+    """Twice the values, twice the added code and shadows: 100 -> 200 -> 400 values add
+    100 and then 200 values' worth (a replay emitting its operands' chains again, or a
+    shadow computed again at each use, would add three times as much the second time)."""
+    from dynscalar._bridge import _writeback
+
+    computed: list[int] = []
+    original = _writeback._Shadows._compute
+
+    def counting(self: Any, unit: Any) -> Any:
+        computed.append(1)
+        return original(self, unit)
+
+    sizes, shadows = [], []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_writeback._Shadows, "_compute", counting)
+        for n in (100, 200, 400):
+            computed.clear()
+            sizes.append(_generated_instructions(n, body, init))
+            shadows.append(len(computed))
+    for counts in (sizes, shadows):
+        assert 1.9 < (counts[2] - counts[1]) / (counts[1] - counts[0]) < 2.1, counts

@@ -116,15 +116,27 @@ def install_fallback() -> bool:
         return True
 
 
-def _apply_degraded() -> list[Patch]:
-    entries = [e for e in _table.by_phase("dynamo") if e.degraded_hook is not None]
+def _apply_degraded(inside_disabled: bool = False) -> list[Patch]:
+    """Wrap the entries that have a degraded hook (``inside_disabled``: also those with a
+    hook of their own for ``disabled()``, which then takes the place of the degraded one)."""
+
+    def hook(entry: _table.Private) -> str | None:
+        return (entry.disabled_hook if inside_disabled else None) or entry.degraded_hook
+
+    entries = [e for e in _table.by_phase("dynamo") if hook(e) is not None]
     for entry in entries:
         if entry.params is not None and entry.found_params() != entry.params:
             raise BridgeError(f"{entry.name} moved")
     done: list[Patch] = []
-    for entry in entries:
-        assert entry.degraded_hook is not None
-        done.append(_table.wrap(entry, _table.hook_function(entry.degraded_hook)))
+    try:
+        for entry in entries:
+            path = hook(entry)
+            assert path is not None
+            done.append(_table.wrap(entry, _table.hook_function(path)))
+    except BaseException:
+        for patch in reversed(done):
+            _table.unwrap(patch)
+        raise
     return done
 
 
@@ -200,7 +212,12 @@ def on_dynamo_import(_module: object) -> None:
 
 @contextlib.contextmanager
 def disabled() -> Iterator[None]:
-    """Run torch.compile as if dynscalar were not installed (``dynscalar.disabled``)."""
+    """Run torch.compile as if dynscalar were not installed (``dynscalar.disabled``).
+
+    Every patch comes out; in their place go the degraded hook on ``VariableBuilder._wrap``
+    (a proxy is read as its plain value, and remembered as a proxy) and write-back's
+    recording and codegen hooks (``Private.disabled_hook``), which act only in compiles
+    that read a proxy: what such a compile stores is what eager stores."""
     global _degraded_by_disabled
     import torch._dynamo  # the bridge installs itself first if Dynamo was not imported yet
 
@@ -213,7 +230,7 @@ def disabled() -> Iterator[None]:
                     log.info("%s was wrapped again since; its hook is bypassed", patch.entry.name)
             if not _degraded:
                 with contextlib.suppress(Exception):  # proxies then fail as in stock torch
-                    _degraded.extend(_apply_degraded())
+                    _degraded.extend(_apply_degraded(inside_disabled=True))
                     _degraded_by_disabled = True
     try:
         yield

@@ -17,8 +17,8 @@ from a dynscalar mark (``_state.is_dynamic_float``); every other call goes to Dy
 * Ops whose float is a ``Scalar`` need nothing here: Dynamo traces it, and the AOT
   hooks (``_floats``) keep it a Python float on ``"python"`` backends.
 
-``max``/``min`` of a marked value and a bool or NaN (``_max_min_operands``) are also fixed
-up here: Dynamo's fake call of ``torch.sym_max(SymInt, bool)`` fails where Python compares.
+``max``/``min`` of a marked value go through ``_maxmin`` (bool and NaN operands, deep
+expressions).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from typing import Any
 
 from .. import _caches, ops
 from ._backends import backend_kind
+from ._maxmin import max_min_operands
 from ._state import compile_state, is_dynamic_float, is_dynamic_value
 
 log = logging.getLogger("dynscalar")
@@ -523,7 +524,7 @@ def builtin_call_hook(
     """Around ``BuiltinVariable.call_function(tx, args, kwargs)``: ``max``/``min`` operands,
     and ``value ** tensor``/``tensor ** value`` as ``torch.pow`` (the generic rule)."""
     if instance.fn is max or instance.fn is min:
-        return _max_min_operands(wrapped, args, kwargs)
+        return max_min_operands(wrapped, instance.fn, args, kwargs)
     if instance.fn in _POWERS:
         tx, call_args, call_kwargs = _bind(args, kwargs)
         if len(call_args) == 2 and not call_kwargs and _tensor_and_value(tx, call_args):
@@ -546,43 +547,3 @@ def _tensor_and_value(tx: Any, operands: Any) -> bool:
     return any(isinstance(v, TensorVariable) for v in kinds) and any(
         is_dynamic_value(tx, v) for v in kinds
     )
-
-
-def _max_min_operands(wrapped: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """``max(step, True)`` / ``min(step, nan)`` with a marked ``step``: Dynamo's fake call of
-    ``torch.sym_max(SymInt, bool)`` (or with NaN) fails to compile where Python compares.
-    The bool is passed as the int it equals (the value and every comparison are the same;
-    which object eager returns is decided again at write-back, ``_writeback``); a NaN is
-    resolved as Python's comparisons resolve it."""
-    from torch._dynamo.variables.constant import ConstantVariable
-    from torch._dynamo.variables.lists import BaseListVariable
-
-    tx, call_args, call_kwargs = _bind(args, kwargs)
-    items = list(call_args)
-    if len(items) == 1 and isinstance(items[0], BaseListVariable):  # min([s, t, 4])
-        items = list(items[0].items)
-    if call_kwargs or len(items) < 2 or not any(is_dynamic_value(tx, a) for a in items):
-        return wrapped(*args, **kwargs)
-    if any(_is_nan_constant(a) for a in items):
-        # every comparison with NaN is False: Python keeps the first item when it is NaN,
-        # and never picks a NaN that comes later (sympy refuses to compare with NaN)
-        if _is_nan_constant(items[0]):
-            return items[0]
-        items = [a for a in items if not _is_nan_constant(a)]
-        if len(items) == 1:  # min(t, nan) is t: traced as min(t, t), a call Dynamo records
-            items = [items[0], items[0]]
-    operands = [ConstantVariable.create(int(a.value)) if _is_bool_constant(a) else a for a in items]
-    return wrapped(tx, operands, {})
-
-
-def _is_nan_constant(variable: Any) -> bool:
-    from torch._dynamo.variables.constant import ConstantVariable
-
-    value = getattr(variable, "value", None) if isinstance(variable, ConstantVariable) else None
-    return type(value) is float and value != value
-
-
-def _is_bool_constant(variable: Any) -> bool:
-    from torch._dynamo.variables.constant import ConstantVariable
-
-    return isinstance(variable, ConstantVariable) and type(variable.value) is bool

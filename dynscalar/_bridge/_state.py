@@ -61,6 +61,18 @@ class CompileState:
     #: id of a constant made from a proxy the bridge could not make symbolic (an int
     #: outside int64, a restart) -> (variable, origin): write-back
     constants: dict[int, tuple[Any, Origin]] = field(default_factory=dict)
+    #: sympy expression -> its height (``_maxmin``: max/min of deep expressions)
+    heights: dict[Any, int] = field(default_factory=dict)
+    #: the operand a max/min traced as comparisons handed back (write-back: not replayed)
+    selected: Any = None
+    #: FX node -> its shadow, what eager Python holds for it (computed once): write-back
+    node_shadows: dict[Any, Any] = field(default_factory=dict)
+    #: id of a tagged or constant variable -> (variable, its shadow): write-back
+    variable_shadows: dict[int, tuple[Any, Any]] = field(default_factory=dict)
+    #: id of a stored variable -> (variable, what codegen puts in its place): write-back
+    planned: dict[int, tuple[Any, Any]] = field(default_factory=dict)
+    #: id of a value replayed at run time (node or variable) -> (it, its slot): write-back
+    replays: dict[int, tuple[Any, Any]] = field(default_factory=dict)
     #: symbols whose specialization by user code was already reported
     reported: set[Any] = field(default_factory=set)
     #: symbol -> "instance path (Class.attr)" for warnings

@@ -82,6 +82,11 @@ class Private:
     #: The hook used in a frame the safety net compiles as stock torch does (``_safety``);
     #: None: the degraded hook, else torch's function itself.
     off_hook: str | None = None
+    #: The hook kept in place of ``hooks`` inside ``disabled()`` (where the bridge is
+    #: installed, so the entry was checked): write-back's recording and codegen, which act
+    #: only in a compile that read a proxy, so that the objects it stores stay what eager
+    #: stores; a compile that reads none is stock torch's.
+    disabled_hook: str | None = None
     #: Why the bridge needs it, in a few words.
     why: str = ""
 
@@ -414,7 +419,8 @@ PRIVATES: tuple[Private, ...] = (
         "torch._dynamo.variables.builtin:BuiltinVariable.call_function",
         ("self", "tx", "args", "kwargs"),
         hooks=("_writeback:builtin_call_hook", "_ops:builtin_call_hook"),
-        why="write-back records builtin calls; max/min of a marked value and a bool or NaN",
+        disabled_hook="_writeback:record_call_hook",
+        why="write-back records builtin calls; max/min of a marked value (bool, NaN, deep)",
     ),
     Private(
         "torch._dynamo.variables.builtin:BuiltinVariable.call_range",
@@ -424,6 +430,11 @@ PRIVATES: tuple[Private, ...] = (
         why="torch 2.13 builds range(SymFloat) where Python raises; 2.14 raises itself",
     ),
     Private("torch._dynamo.exc:raise_observed_exception"),
+    Private(
+        "torch.fx.experimental.sym_node:SymNode.expr",
+        why="max/min of a marked value compare once its expression is too deep for sympy",
+    ),
+    Private("torch.fx.experimental.sym_node:SymNode.hint"),
     # ---- marks on properties (_properties)
     Private(
         f"{_F}:PropertyVariable.tp_descr_get_impl",
@@ -436,6 +447,7 @@ PRIVATES: tuple[Private, ...] = (
         "torch._dynamo.side_effects:SideEffects.codegen_update_mutated",
         ("self", "cg", "log_side_effects"),
         hooks=("_writeback:codegen_update_mutated_hook",),
+        disabled_hook="_writeback:codegen_update_mutated_hook",
         why="attributes and items assigned in compiled code",
     ),
     Private("torch._dynamo.side_effects:SideEffects._get_modified_vars", ("self",)),
@@ -443,18 +455,21 @@ PRIVATES: tuple[Private, ...] = (
         "torch._dynamo.output_graph:OutputGraph.codegen_suffix",
         ("self", "tx", "stack_values", "cg", "log_side_effects"),
         hooks=("_writeback:codegen_suffix_hook",),
+        disabled_hook="_writeback:codegen_suffix_hook",
         why="values handed on at a graph break and return values",
     ),
     Private(
         f"{_T}:SymNodeVariable.call_method",
         ("self", "tx", "name", "args", "kwargs"),
         hooks=("_writeback:symnode_method_hook",),
+        disabled_hook="_writeback:symnode_record_hook",
         why="write-back records methods called on symbolic values",
     ),
     Private(
         f"{_F}:PolyfilledFunctionVariable.call_function",
         ("self", "tx", "args", "kwargs"),
-        hooks=("_writeback:polyfilled_call_hook",),
+        hooks=("_writeback:record_call_hook",),
+        disabled_hook="_writeback:record_call_hook",
         why="write-back records polyfilled builtins (sum, max, ...)",
     ),
     Private(f"{_C}:PyCodegen.load_import_from", ("self", "module_name", "object_name")),
@@ -462,6 +477,14 @@ PRIVATES: tuple[Private, ...] = (
     Private(f"{_C}:PyCodegen.add_push_null", ("self", "gen_fn", "call_function_ex")),
     Private(f"{_C}:PyCodegen.create_load_const_unchecked", ("self", "value")),
     Private(f"{_C}:PyCodegen.create_store_attr", ("self", "name")),
+    Private(f"{_C}:PyCodegen.create_store", ("self", "name")),
+    Private(f"{_C}:PyCodegen.create_load", ("self", "name")),
+    Private(
+        f"{_C}:PyCodegen.__init__",
+        ("self", "tx", "root", "graph_output_var", "tempvars", "overridden_sources"),
+        why="tempvars: a value replayed at run time is computed once, into a local",
+    ),
+    Private("torch._dynamo.output_graph:OutputGraph.new_var", ("self", "name")),
     Private(f"{_BT}:create_call_function", ("nargs", "push_null")),
     Private(f"{_BT}:create_dup_top", ()),
     Private(f"{_BT}:create_rot_n", ("n",)),

@@ -441,14 +441,37 @@ def wrap_degraded(
 ) -> Any:
     """The hook on ``VariableBuilder._wrap`` when the bridge is not installed (its
     internals moved) and inside ``dynscalar.disabled()``: a proxy becomes its plain value,
-    as stock torch compiles that value; anything else is left to Dynamo untouched."""
+    as stock torch compiles that value; anything else is left to Dynamo untouched.
+
+    The value is remembered as read from a proxy (``_state.CompileState``), as
+    :func:`_compile_unmarked` remembers a constant: inside ``disabled()`` write-back's hooks
+    then store what eager stores (``self.step += 1`` leaves a ``DynamicInt``)."""
     value = args[0] if args else kwargs["value"]
     if not isinstance(value, DynamicScalar):
         return wrapped(*args, **kwargs)
     try:
-        return wrap_plain(wrapped, instance, value)
+        result = wrap_plain(wrapped, instance, value)
     except ImportError:  # no AttrSource/guards: the value without a source swap
         return wrapped(value.__wrapped__)
+    _remember_proxy(instance, value, result)
+    return result
+
+
+def _remember_proxy(builder: Any, value: DynamicScalar, result: Any) -> None:
+    """Record that ``result`` (a constant, or the symbolic input torch's automatic dynamic
+    made) was read from the proxy ``value``, for write-back."""
+    try:
+        from torch._dynamo.variables.constant import ConstantVariable
+        from torch._dynamo.variables.tensor import SymNodeVariable
+
+        state = compile_state(builder.tx.output.shape_env)
+        origin = Origin(str(builder.source.name), value._self_spec, type(value))
+        if isinstance(result, ConstantVariable):
+            state.constants[id(result)] = (result, origin)
+        elif isinstance(result, SymNodeVariable):
+            state.origins[result.as_proxy().node] = origin
+    except (ImportError, AttributeError):  # internals moved: the value is written back plain
+        return
 
 
 def wrap_off(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

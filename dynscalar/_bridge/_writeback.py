@@ -6,7 +6,7 @@ stores whatever the Python expression produced: proxy arithmetic (``dynscalar/_p
 and the builtins that call it (``sum``, ``pow``, ``max``, ``math.prod``, ``a.__radd__``).
 
 The bridge does not restate those rules.  While tracing, it records the Python-level call
-that made each symbolic value (:func:`builtin_call_hook`, :func:`polyfilled_call_hook`,
+that made each symbolic value (:func:`builtin_call_hook`, :func:`record_call_hook`,
 :func:`symnode_method_hook`: ``max``, ``operator.iadd``, ``a.__add__``, not the FX node
 torch lowers them to).  When Dynamo generates the replay code
 (``SideEffects.codegen_update_mutated``), each stored value (an attribute, or an item of a
@@ -21,6 +21,10 @@ shadow's class and spec are what eager Python stores:
   with different specs): the generated code runs the same ``max``/``min`` on the eager
   objects of its operands after the graph, as eager Python did.
 
+The cost is linear in what is stored: each shadow is computed once per compile, without
+recursion (:class:`_Shadows`), and each replayed call is emitted once, into a local that
+every later use loads (the codegen section).
+
 It applies to every replay path - a module's instance dict, ``__slots__``, objects with
 ``__setattr__``, globals, lists, tuples and dicts - because they all reconstruct the value
 the same way.  A proxy that torch turned into a constant at trace time (a NaN/inf
@@ -31,6 +35,8 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
+import types
 from typing import Any
 
 from .. import _caches
@@ -51,9 +57,10 @@ __all__ = [
     "builtin_call_hook",
     "codegen_suffix_hook",
     "codegen_update_mutated_hook",
-    "polyfilled_call_hook",
     "rebox",
+    "record_call_hook",
     "symnode_method_hook",
+    "symnode_record_hook",
 ]
 
 # ----------------------------------------------------------------------------- the rule
@@ -111,6 +118,7 @@ class _Ambiguous:
 
 
 _AMBIGUOUS: Any = _Ambiguous()
+_MISSING: Any = object()  # not computed yet
 
 
 def _hint(node: Any) -> Any:
@@ -134,62 +142,196 @@ def _kind(value: Any) -> tuple[type, Any]:
     return (type(value), value._self_spec if isinstance(value, DynamicScalar) else None)
 
 
+@functools.cache
+def _types() -> Any:
+    """Dynamo's variable classes and FX's node class, imported once (hot paths ask often)."""
+    import torch
+    from torch._dynamo.variables.lazy import LazyVariableTracker
+    from torch._dynamo.variables.lists import BaseListVariable
+    from torch._dynamo.variables.tensor import SymNodeVariable
+
+    return types.SimpleNamespace(
+        Node=torch.fx.Node,
+        SymNode=SymNodeVariable,
+        List=BaseListVariable,
+        Lazy=LazyVariableTracker,
+        symbolic=(torch.SymInt, torch.SymFloat, torch.SymBool),
+    )
+
+
 class _Shadows:
-    """Shadow values of one compile's traced scalars (see the comment above)."""
+    """Shadow values of one compile's traced scalars (see the comment above).
+
+    Each shadow is computed once per compile: the memo lives in the compile's state, so
+    the hooks that ask while tracing (is this operand a proxy?) and every codegen pass
+    share it.  A shadow is a *unit*'s - an FX node, or a variable a call tagged or that
+    stands for a proxy compiled as a constant - and depends on the units its call (or FX
+    node) reads; :meth:`_evaluate` walks them with an explicit stack, never recursion, so
+    a chain of 10,000 operations costs 10,000 steps and no Python frames.
+    """
 
     def __init__(self, state: Any) -> None:
+        self.state = state
         self.origins: dict[Any, Origin] = state.origins
         self.calls: dict[Any, _Call] = state.calls
         self.variable_calls: dict[int, tuple[Any, _Call]] = state.variable_calls
         self.constants: dict[int, tuple[Any, Origin]] = state.constants
-        self.memo: dict[Any, Any] = {}
+        self.nodes: dict[Any, Any] = state.node_shadows
+        self.variables: dict[int, tuple[Any, Any]] = state.variable_shadows
 
     # -- a VariableTracker
     def of_variable(self, variable: Any) -> Any:
-        from torch._dynamo.variables.lists import BaseListVariable
-        from torch._dynamo.variables.tensor import SymNodeVariable
-
+        """What eager code holds for the traced ``variable``."""
         variable = _realized(variable)
-        constant = self.constants.get(id(variable))
+        for unit in self._units_in([variable]):
+            self._evaluate(unit)
+        return self._value(variable)
+
+    def call_of(self, variable: Any) -> _Call | None:
+        """The Python-level call that made ``variable``, if a hook saw it."""
+        variable = _realized(variable)
+        tagged = self.variable_calls.get(id(variable))
+        if tagged is not None and tagged[0] is variable:
+            return tagged[1]
+        if isinstance(variable, _types().SymNode):
+            return self.calls.get(variable.as_proxy().node)
+        return None
+
+    def _unit(self, variable: Any) -> Any:
+        """The memo key of a realized variable's shadow (None: computed from its value)."""
+        key = id(variable)
+        constant = self.constants.get(key)
         if constant is not None and constant[0] is variable and constant[1].proxy is not None:
-            origin = constant[1]
-            kind: Any = origin.proxy
-            try:
-                return _new(kind, variable.as_python_constant(), origin.spec.canonical())
-            except Exception:  # noqa: BLE001 - not a plain constant after all
-                return _UNKNOWN
-        call = self.call_of(variable)
-        if call is not None:
-            return self.of_call(call)
-        if isinstance(variable, SymNodeVariable):
-            return self.of_node(variable.as_proxy().node)
+            return variable
+        tagged = self.variable_calls.get(key)
+        if tagged is not None and tagged[0] is variable:
+            return variable
+        if isinstance(variable, _types().SymNode):
+            return variable.as_proxy().node
+        return None
+
+    def _units_in(self, values: list[Any]) -> list[Any]:
+        """The units of ``values`` and of the items of the lists and tuples among them."""
+        found: list[Any] = []
+        pending = list(reversed(values))
+        while pending:
+            variable = _realized(pending.pop())
+            unit = self._unit(variable)
+            if unit is not None:
+                found.append(unit)
+            else:
+                items = _sequence_items(variable)
+                if items is not None:
+                    pending.extend(reversed(items))
+        return found
+
+    def _value(self, variable: Any) -> Any:
+        """The shadow of a realized variable whose units are evaluated."""
+        unit = self._unit(variable)
+        if unit is not None:
+            found = self._known(unit)
+            return _UNKNOWN if found is _MISSING else found
         if variable.is_python_constant():
             try:
                 return variable.as_python_constant()
             except Exception:  # noqa: BLE001 - not a constant after all
                 return _UNKNOWN
-        if isinstance(variable, BaseListVariable) and type(variable.python_type()) is type:
-            kind = variable.python_type()
-            if kind in (list, tuple):
-                items = [self.of_variable(item) for item in variable.items]
-                return kind(items)
+        items = _sequence_items(variable)
+        if items is not None:
+            return variable.python_type()([self._value(_realized(item)) for item in items])
         return _UNKNOWN
 
-    def call_of(self, variable: Any) -> _Call | None:
-        """The Python-level call that made ``variable``, if a hook saw it."""
-        from torch._dynamo.variables.tensor import SymNodeVariable
+    # -- the memo
+    def _known(self, unit: Any) -> Any:
+        if isinstance(unit, _types().Node):
+            return self.nodes.get(unit, _MISSING)
+        hit = self.variables.get(id(unit))
+        return hit[1] if hit is not None and hit[0] is unit else _MISSING
 
-        tagged = self.variable_calls.get(id(variable))
-        if tagged is not None and tagged[0] is variable:
-            return tagged[1]
-        if isinstance(variable, SymNodeVariable):
-            return self.calls.get(variable.as_proxy().node)
-        return None
+    def _store(self, unit: Any, shadow: Any) -> None:
+        if isinstance(unit, _types().Node):
+            self.nodes[unit] = shadow
+        else:
+            self.variables[id(unit)] = (unit, shadow)
 
-    # -- a call
-    def of_call(self, call: _Call) -> Any:
-        args = [self.of_variable(arg) for arg in call.args]
-        kwargs = {key: self.of_variable(value) for key, value in call.kwargs.items()}
+    def _evaluate(self, root: Any) -> Any:
+        """The shadow of ``root``, after those of every unit it depends on (post-order)."""
+        found = self._known(root)
+        if found is not _MISSING:
+            return found
+        stack = [root]
+        expanded: set[int] = set()
+        while stack:
+            unit = stack[-1]
+            if self._known(unit) is not _MISSING:
+                stack.pop()
+            elif id(unit) not in expanded:
+                expanded.add(id(unit))  # a unit seen again unexpanded would be a cycle
+                stack.extend(
+                    dep
+                    for dep in self._dependencies(unit)
+                    if id(dep) not in expanded and self._known(dep) is _MISSING
+                )
+            else:
+                stack.pop()
+                self._store(unit, self._compute(unit))
+        return self._known(root)
+
+    def _dependencies(self, unit: Any) -> list[Any]:
+        if not isinstance(unit, _types().Node):
+            tagged = self.variable_calls.get(id(unit))
+            if tagged is None or tagged[0] is not unit:
+                return []  # a proxy compiled as a constant
+            return self._units_in([*tagged[1].args, *tagged[1].kwargs.values()])
+        if unit in self.origins:
+            return []
+        call = self.calls.get(unit)
+        if call is not None:
+            return self._units_in([*call.args, *call.kwargs.values()])
+        if unit.op == "call_function":
+            return _fx_nodes([*unit.args, *unit.kwargs.values()])
+        return []
+
+    def _compute(self, unit: Any) -> Any:
+        """The shadow of ``unit``, the units it depends on being evaluated."""
+        if not isinstance(unit, _types().Node):
+            tagged = self.variable_calls.get(id(unit))
+            if tagged is not None and tagged[0] is unit:
+                return self._apply_call(tagged[1])
+            read_from = self.constants[id(unit)][1]
+            kind: Any = read_from.proxy
+            try:
+                return _new(kind, unit.as_python_constant(), read_from.spec.canonical())
+            except Exception:  # noqa: BLE001 - not a plain constant after all
+                return _UNKNOWN
+        origin = self.origins.get(unit)
+        call = self.calls.get(unit)
+        hint = _hint(unit)
+        if origin is not None:
+            result = hint
+            if origin.proxy is not None and hint is not _UNKNOWN:
+                plain = int(hint) if origin.proxy is DynamicInt else float(hint)
+                result = _new(origin.proxy, plain, origin.spec.canonical())
+        elif call is not None:
+            result = self._apply_call(call)
+        elif unit.op == "call_function" and hint is not _UNKNOWN:
+            # A node no hook saw: its FX target on the shadows of its arguments.
+            args = [self._of_arg(arg) for arg in unit.args]
+            kwargs = {key: self._of_arg(value) for key, value in unit.kwargs.items()}
+            flat = _flatten([*args, *kwargs.values()])
+            if any(isinstance(item, DynamicScalar) or item is _AMBIGUOUS for item in flat):
+                result = self.apply(unit.target, args, kwargs)
+            else:
+                result = hint
+        else:
+            result = hint
+        if isinstance(result, _types().symbolic):
+            result = _UNKNOWN
+        return result
+
+    def _apply_call(self, call: _Call) -> Any:
+        args = [self._value(_realized(arg)) for arg in call.args]
+        kwargs = {key: self._value(_realized(value)) for key, value in call.kwargs.items()}
         return self.apply(call.fn, args, kwargs)
 
     def apply(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
@@ -207,50 +349,37 @@ class _Shadows:
         except Exception:  # noqa: BLE001 - the traced call succeeded: stand-in values only
             return _UNKNOWN
 
-    # -- an FX node
-    def of_node(self, node: Any) -> Any:
-        import torch
-
-        if node in self.memo:
-            return self.memo[node]
-        self.memo[node] = _UNKNOWN  # FX graphs have no cycles; this only stops recursion
-        origin = self.origins.get(node)
-        call = self.calls.get(node)
-        hint = _hint(node)
-        if origin is not None:
-            result = hint
-            if origin.proxy is not None and hint is not _UNKNOWN:
-                plain = int(hint) if origin.proxy is DynamicInt else float(hint)
-                result = _new(origin.proxy, plain, origin.spec.canonical())
-        elif call is not None:
-            result = self.of_call(call)
-        elif node.op == "call_function" and hint is not _UNKNOWN:
-            # A node no hook saw: its FX target on the shadows of its arguments.
-            args = [self._of_arg(arg) for arg in node.args]
-            kwargs = {key: self._of_arg(value) for key, value in node.kwargs.items()}
-            flat = _flatten([*args, *kwargs.values()])
-            if any(isinstance(item, DynamicScalar) or item is _AMBIGUOUS for item in flat):
-                result = self.apply(node.target, args, kwargs)
-            else:
-                result = hint
-        else:
-            result = hint
-        if isinstance(result, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-            result = _UNKNOWN
-        self.memo[node] = result
-        return result
-
     def _of_arg(self, arg: Any) -> Any:
-        import torch
-
-        if isinstance(arg, torch.fx.Node):
-            return self.of_node(arg)
+        if isinstance(arg, _types().Node):
+            found = self.nodes.get(arg, _MISSING)
+            return _UNKNOWN if found is _MISSING else found
         if isinstance(arg, (list, tuple)):  # FX's immutable_list/immutable_tuple too
             items = [self._of_arg(item) for item in arg]
             return items if isinstance(arg, list) else tuple(items)
         if arg is None or isinstance(arg, (bool, int, float, str)):
             return arg
         return _UNKNOWN
+
+
+def _sequence_items(variable: Any) -> list[Any] | None:
+    """The items of a traced list or tuple (None for anything else)."""
+    if isinstance(variable, _types().List) and variable.python_type() in (list, tuple):
+        return list(variable.items)
+    return None
+
+
+def _fx_nodes(values: Any) -> list[Any]:
+    """The FX nodes among ``values`` and in the lists and tuples they hold."""
+    node_type = _types().Node
+    found: list[Any] = []
+    pending = list(values)
+    while pending:
+        value = pending.pop()
+        if isinstance(value, node_type):
+            found.append(value)
+        elif isinstance(value, (list, tuple)):
+            pending.extend(value)
+    return found
 
 
 def _flatten(values: Any) -> list[Any]:
@@ -354,7 +483,26 @@ def _skip_rebox_tracing() -> None:
 
 
 # ----------------------------------------------------------------------------- codegen
+# What the generated code reconstructs in place of each stored value is planned once per
+# compile and the same VariableTracker is handed to every codegen pass: Dynamo counts
+# each one's uses in its first pass and keeps a value used twice in a temporary local in
+# the second (``PyCodegen.tempvars``), so a proxy stored in two places is one object, as
+# in eager.  A value replayed at run time (a ``max``/``min`` whose winner eager decides)
+# is computed once per pass into a local of its own and loaded from there by every later
+# use - as an item of a list, or as the operand of the next replayed call - so the code
+# grows with the number of replayed calls, never with the length of the chains behind them.
 _variable_classes: dict[str, type] = {}
+
+
+class _Slot:
+    """A value replayed at run time: the call that makes it, and the local holding it."""
+
+    __slots__ = ("call", "name", "variable")
+
+    def __init__(self, variable: Any, call: _Call) -> None:
+        self.variable = variable
+        self.call = call
+        self.name: str | None = None  # one local for every codegen pass of the compile
 
 
 def _classes() -> dict[str, type]:
@@ -379,13 +527,13 @@ def _classes() -> dict[str, type]:
     class _Replay(VariableTracker):
         """Reconstructs by running the user's call on the eager objects at run time."""
 
-        def __init__(self, inner: Any, shadows: _Shadows) -> None:
+        def __init__(self, slot: _Slot, shadows: _Shadows) -> None:
             super().__init__()
-            self.inner = inner
+            self.slot = slot
             self.shadows = shadows
 
         def reconstruct(self, codegen: Any) -> None:
-            _emit_eager(codegen, self.inner, self.shadows)
+            _emit_replays(codegen, self.slot, self.shadows)
 
     _variable_classes.update(rebox=_Rebox, replay=_Replay)
     _skip_rebox_tracing()
@@ -414,58 +562,128 @@ def _reconstruct_rebox(codegen: Any, inner: Any, cls: type, spec: DynamicSpec, s
 
 
 def _plan(variable: Any, shadows: _Shadows) -> Any | None:
-    """What to reconstruct in place of an assigned ``variable`` (None: Dynamo's own)."""
-    from torch._dynamo.variables.tensor import SymNodeVariable
+    """What to reconstruct in place of an assigned ``variable`` (None: Dynamo's own),
+    the same object for every pass of the compile."""
+    planned = shadows.state.planned
+    hit = planned.get(id(variable))
+    if hit is not None and hit[0] is variable:
+        return hit[1]
+    plan = _make_plan(variable, shadows)
+    planned[id(variable)] = (variable, plan)
+    return plan
 
+
+def _make_plan(variable: Any, shadows: _Shadows) -> Any | None:
     call = shadows.call_of(variable)
     constant = id(variable) in shadows.constants
-    if call is None and not constant and not isinstance(variable, SymNodeVariable):
+    if call is None and not constant and not isinstance(variable, _types().SymNode):
         return None
     shadow = shadows.of_variable(variable)
     classes = _classes()
     if shadow is _AMBIGUOUS:
-        return classes["replay"](variable, shadows)
+        return classes["replay"](_slot(variable, shadows), shadows)
     if isinstance(shadow, DynamicScalar):
         same = call is None and (constant or variable.as_proxy().node in shadows.origins)
         return classes["rebox"](variable, type(shadow), shadow._self_spec, same)
     return None  # plain (or not modelled): Dynamo reconstructs the plain value
 
 
-def _emit_eager(codegen: Any, variable: Any, shadows: _Shadows) -> None:
-    """Push the object eager code holds for ``variable``: re-run the user's call (``max``,
-    ``min``) on the eager objects of its arguments when the result depends on values."""
-    from torch._dynamo.bytecode_transformation import create_call_function, create_instruction
-    from torch._dynamo.variables.lists import BaseListVariable
-
-    shadow = shadows.of_variable(variable)
-    if shadow is not _AMBIGUOUS:
-        codegen(_plan(variable, shadows) or variable)
-        return
+def _slot(variable: Any, shadows: _Shadows) -> _Slot:
+    """The run-time replay of the value ``variable`` holds (one per value and compile)."""
+    variable = _realized(variable)
+    unit = shadows._unit(variable)
+    replays = shadows.state.replays
+    hit = replays.get(id(unit))
+    if hit is not None and hit[0] is unit:
+        return hit[1]  # type: ignore[no-any-return]
     call = shadows.call_of(variable)
-    if call is None or call.kwargs:
+    if unit is None or call is None or call.kwargs:
         raise DynscalarError(
             "dynscalar: a value computed with max()/min() of dynamic scalars with different "
             "specs is assigned after further arithmetic; which operand eager Python would "
             "keep depends on run-time values and this expression cannot be rebuilt. Assign "
             "the max()/min() result to a variable first, or compare with int()/float()."
         )
+    slot = _Slot(variable, call)
+    replays[id(unit)] = (unit, slot)
+    return slot
 
-    def emit_arg(arg: Any) -> None:
-        arg = _realized(arg)
-        kind = arg.python_type() if isinstance(arg, BaseListVariable) else None
-        if kind in (list, tuple):
-            for item in arg.items:
-                emit_arg(item)
-            op = "BUILD_LIST" if kind is list else "BUILD_TUPLE"
-            codegen.append_output(create_instruction(op, arg=len(arg.items)))
-        else:
-            _emit_eager(codegen, arg, shadows)
 
-    fn = call.fn
-    codegen.add_push_null(lambda: codegen.append_output(codegen.create_load_const_unchecked(fn)))
-    for arg in call.args:
-        emit_arg(arg)
-    codegen.extend_output(create_call_function(len(call.args), False))
+def _emit_replays(codegen: Any, root: _Slot, shadows: _Shadows) -> None:
+    """Push the object eager code holds for ``root``'s value: re-run the user's call
+    (``max``, ``min``, and the arithmetic applied to their results) on the eager objects
+    of its operands, after every replayed operand not yet computed in this pass, each
+    once, into its local (post-order with an explicit stack: no recursion)."""
+    from torch._dynamo.bytecode_transformation import create_call_function
+
+    tempvars = codegen.tempvars
+    if tempvars.get(root) is None:
+        order: list[_Slot] = []
+        ordered: set[int] = set()
+        expanded: set[int] = set()
+        stack: list[tuple[_Slot, bool]] = [(root, False)]
+        while stack:
+            slot, ready = stack.pop()
+            if id(slot) in ordered:
+                continue
+            if ready:
+                ordered.add(id(slot))
+                order.append(slot)
+                continue
+            if id(slot) in expanded or tempvars.get(slot) is not None:
+                continue  # computed earlier in this pass (or a cycle, which a trace has not)
+            expanded.add(id(slot))
+            stack.append((slot, True))
+            for operand in reversed(_ambiguous_operands(slot.call, shadows)):
+                stack.append((_slot(operand, shadows), False))
+        for slot in order:
+            call = slot.call
+            codegen.add_push_null(
+                lambda fn=call.fn: codegen.append_output(codegen.create_load_const_unchecked(fn))
+            )
+            for arg in call.args:
+                _emit_operand(codegen, arg, shadows)
+            codegen.extend_output(create_call_function(len(call.args), False))
+            if slot.name is None:
+                slot.name = codegen.new_var("dynscalar_replay")
+            tempvars[slot] = slot.name
+            codegen.append_output(codegen.create_store(slot.name))
+    codegen.append_output(codegen.create_load(tempvars[root]))
+
+
+def _ambiguous_operands(call: _Call, shadows: _Shadows) -> list[Any]:
+    """The operands of ``call`` (items of list and tuple operands included) that are
+    themselves replayed."""
+    found: list[Any] = []
+    pending = list(reversed(call.args))
+    while pending:
+        arg = _realized(pending.pop())
+        items = _sequence_items(arg)
+        if items is not None:
+            pending.extend(reversed(items))
+        elif shadows.of_variable(arg) is _AMBIGUOUS:
+            found.append(arg)
+    return found
+
+
+def _emit_operand(codegen: Any, arg: Any, shadows: _Shadows) -> None:
+    """Push the eager object of one operand of a replayed call: a replayed value from its
+    local, a list or tuple item by item, anything else as write-back stores it."""
+    from torch._dynamo.bytecode_transformation import create_instruction
+
+    arg = _realized(arg)
+    items = _sequence_items(arg)
+    if items is not None:
+        for item in items:
+            _emit_operand(codegen, item, shadows)
+        op = "BUILD_LIST" if arg.python_type() is list else "BUILD_TUPLE"
+        codegen.append_output(create_instruction(op, arg=len(items)))
+        return
+    if shadows.of_variable(arg) is _AMBIGUOUS:
+        slot = _slot(arg, shadows)
+        codegen.append_output(codegen.create_load(codegen.tempvars[slot]))
+        return
+    codegen(_plan(arg, shadows) or arg)
 
 
 def _replace_in(
@@ -536,10 +754,9 @@ def codegen_suffix_hook(
 ) -> Any:
     """Around ``OutputGraph.codegen_suffix(tx, stack_values, cg, log_side_effects)``: the
     values a compiled frame hands on (its return value, and at a graph break the stack and
-    live locals the resumed code receives) are what eager Python held, proxies included.
-
-    Before, a local ``a = self.step`` crossed a graph break as a plain int: the resumed
-    frame then compiled it as an unmarked constant, once per value.
+    live locals the resumed code receives) are what eager Python held, proxies included:
+    a local ``a = self.step`` handed on as a plain int would be compiled by the resumed
+    frame as an unmarked constant, once per value.
     """
     names = ("tx", "stack_values", "cg", "log_side_effects")
     values = dict(zip(names, args, strict=False)) | kwargs
@@ -573,9 +790,7 @@ def codegen_suffix_hook(
 # ----------------------------------------------------------------------------- tracing
 def _realized(variable: Any) -> Any:
     """The variable behind a realized ``LazyVariableTracker`` (others unchanged)."""
-    from torch._dynamo.variables.lazy import LazyVariableTracker
-
-    if isinstance(variable, LazyVariableTracker) and variable.is_realized():
+    if isinstance(variable, _types().Lazy) and variable.is_realized():
         return variable.unwrap()
     return variable
 
@@ -627,6 +842,12 @@ def _record(tx: Any, result: Any, fn: Any, args: Any, kwargs: Any, before: int, 
     state = peek_state(getattr(tx.output, "shape_env", None))
     if state is None or not (state.origins or state.constants):
         return result
+    if fn in _SELECTING and result is state.selected and result is not None:
+        # ``max``/``min`` traced as comparisons (``_decompositions._select``) hand back the
+        # winning operand itself; the comparisons' guards fix which one, so it is the very
+        # object eager returns: nothing to replay.
+        state.selected = None
+        return result
     operands = [*args, *kwargs.values()]
     if isinstance(result, ConstantVariable) and state.constants:
         # arithmetic on a proxy compiled as a constant (an int outside int64, a restart)
@@ -645,6 +866,7 @@ def _record(tx: Any, result: Any, fn: Any, args: Any, kwargs: Any, before: int, 
                 break
             if candidate is node:
                 state.calls[node] = call  # the outermost call that made it wins
+                state.node_shadows.pop(node, None)  # an inner call's shadow, if asked for
                 return result
     # An existing value handed back unchanged (`pow(a, 1)`, `+a`): tag a copy of the
     # variable, so other uses of the value keep their meaning.
@@ -742,11 +964,13 @@ def _is_invert_of_proxy(tx: Any, fn: Any, call_args: Any) -> bool:
     return isinstance(operand, SymNodeVariable) and _proxy_shadow(tx, operand)
 
 
-def polyfilled_call_hook(
+def record_call_hook(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """Around ``PolyfilledFunctionVariable.call_function(tx, args, kwargs)``: record the
-    function Dynamo replaced by a polyfill (``sum``, ``math.prod``)."""
+    function Dynamo replaced by a polyfill (``sum``, ``math.prod``).  Inside
+    ``dynscalar.disabled()`` also around ``BuiltinVariable.call_function``, where it only
+    records: the call is traced as stock Dynamo traces it."""
     tx, call_args, call_kwargs = _unpack3(args, kwargs, ("tx", "args", "kwargs"))
     graph = tx.output.graph
     before = len(graph.nodes)
@@ -780,6 +1004,20 @@ def symnode_method_hook(
             _routing.discard(key)
     else:
         result = wrapped(*args, **kwargs)
+    return _record(
+        tx, result, _MethodCall(name), [instance, *call_args], call_kwargs, before, graph
+    )
+
+
+def symnode_record_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Inside ``dynscalar.disabled()``, around ``SymNodeVariable.call_method``: record the
+    dunder calls stock Dynamo traces (nothing is routed)."""
+    tx, name, call_args, call_kwargs = _unpack4(args, kwargs)
+    graph = tx.output.graph
+    before = len(graph.nodes)
+    result = wrapped(*args, **kwargs)
     return _record(
         tx, result, _MethodCall(name), [instance, *call_args], call_kwargs, before, graph
     )

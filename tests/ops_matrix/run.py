@@ -78,6 +78,8 @@ def _distance(got: Any, want: Any) -> float:
     shape/dtype mismatch elsewhere: inf)."""
     if isinstance(want, (tuple, list)):
         return max((_distance(g, w) for g, w in zip(got, want, strict=True)), default=0.0)
+    if want is None or got is None:  # a gradient that does not exist: both or neither
+        return 0.0 if got is None and want is None else math.inf
     if not isinstance(want, torch.Tensor) or not want.is_floating_point():
         return 0.0 if torch.equal(torch.as_tensor(got), torch.as_tensor(want)) else math.inf
     if got.shape != want.shape or got.dtype != want.dtype:
