@@ -12,7 +12,8 @@ patterns of real libraries (x-transformers' top-k sampling, AdamW with OneCycleL
 clipped loss, timm's DropPath, dropout schedules, timm's EMA update, a Hugging Face
 forward taking ``**kwargs``, PyTorch's own dynamic-int test, set-up code marking again in
 a loop, property getters with a side effect or that cannot run yet, as Lightning's
-``trainer``), written out in ``tests/harm_scenarios.py``; ``tests/test_real_libraries.py``
+``trainer``, pytorch-optimizer's SAM wrapper and ``math.pow`` debiasing), written out in
+``tests/harm_scenarios.py``; ``tests/test_real_libraries.py``
 runs the libraries themselves.
 """
 
@@ -50,6 +51,10 @@ MARKED: dict[str, dict[str, int]] = {
     "remark_between_calls": {"args": 2, "attrs": 2, "class": 2, "param_groups": 2},
     "property_side_effect": {"global_step": 1},
     "property_raising_getter": {"warmup": 1},
+    # the marks reach the base optimizer's step; the rebuilt state dicts' keys are guarded
+    "sam_wrapper": {"rho,lr": 5, "base:lr": 5},
+    # the first step creates the state (one path), every later step shares the second graph
+    "debias_math_pow": {"step": 2},
 }
 
 
