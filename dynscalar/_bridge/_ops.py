@@ -242,7 +242,7 @@ def _math_call(
     operands = [_realized(a) for a in call_args]
     if call_kwargs or not any(is_dynamic_value(tx, v) for v in operands):
         return wrapped(*args, **kwargs)
-    if not all(isinstance(v, SymNodeVariable) or _is_number_constant(v) for v in operands):
+    if not all(_is_number(v) for v in operands):
         return wrapped(*args, **kwargs)
     hints = [_trace_value(v) for v in operands]
     if all(h is not None for h in hints):
@@ -265,7 +265,12 @@ def _math_call(
     return _trace(tx, _math.apply, [UserFunctionVariable(compute), checked, *operands], {})
 
 
-def _is_number_constant(variable: Any) -> bool:
+def _is_number(variable: Any) -> bool:
+    """A traced SymInt/SymFloat, or an int, float or bool constant."""
+    from torch._dynamo.variables.tensor import SymNodeVariable
+
+    if isinstance(variable, SymNodeVariable):
+        return variable.python_type() in (int, float)
     return variable.is_python_constant() and type(variable.as_python_constant()) in (
         int,
         float,
