@@ -224,3 +224,16 @@ def test_inductor_keeps_math_pow_specialized() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ds.SpecializationWarning)
         assert _compiled(debias, "inductor", [1, 2, 3], ds.DynamicInt) == 3
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_strict_mark_a_math_function_forces_raises_specialization_error(backend: str) -> None:
+    """torch forces the value inside its fake call of ``math.log`` and wraps the error in
+    ``TorchRuntimeError``; the user gets the ``SpecializationError`` (found by the fuzzer)."""
+
+    def f(x: torch.Tensor, n: Any) -> torch.Tensor:
+        return x + math.log(abs(n) + 1)
+
+    compiled = torch.compile(f, backend=backend)
+    with pytest.raises(ds.SpecializationError, match=r"math\.log"):
+        compiled(torch.ones(2), ds.DynamicFloat(-1.25, strict=True))
