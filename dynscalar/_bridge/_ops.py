@@ -19,6 +19,12 @@ from a dynscalar mark (``_state.is_dynamic_float``); every other call goes to Dy
 
 ``max``/``min`` of a marked value and a bool or NaN (``_max_min_operands``) are also fixed
 up here: Dynamo's fake call of ``torch.sym_max(SymInt, bool)`` fails where Python compares.
+
+A ``math`` function with a marked argument (Dynamo traces them as in-graph functions too)
+follows one rule (:func:`_math_call`, forms in ``dynscalar/ops/_math.py``): raising for the
+trace-time values, it is compiled with them as constants (the compiled call raises eager's
+error); with a form, on a ``"python"`` backend, it is traced as that form behind its
+domain; otherwise as Dynamo traces it.
 """
 
 from __future__ import annotations
