@@ -41,7 +41,7 @@ from ._diagnostics import (
 )
 from ._explain import Explanation, MarkRecord, explain
 from ._marks import MARK_TABLE as _mark_table  # noqa: F401 - guarded by compiled code
-from ._optim import mark_dynamic_param_groups
+from ._optim import mark_dynamic_param_groups, unmark_dynamic_param_groups
 from ._proxy import DynamicFloat, DynamicInt, DynamicScalar, is_dynamic_scalar, mark_dynamic
 from ._registry import (
     dynamic_attrs,
@@ -88,6 +88,7 @@ __all__ = [
     "mark_dynamic_param_groups",
     "unmark_dynamic_args",
     "unmark_dynamic_attr",
+    "unmark_dynamic_param_groups",
 ]
 
 _register_safe_globals()

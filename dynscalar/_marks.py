@@ -20,7 +20,9 @@ Where marks live:
   wrappers that lead to it (held weakly): a marked function that is garbage collected takes
   its marks along;
 * **optimizer hyperparameters** (``mark_dynamic_param_groups``): on the optimizer,
-  ``optimizer.__dict__[GROUP_MARKS_KEY]``;
+  ``optimizer.__dict__[GROUP_MARKS_KEY]``, and on every optimizer it holds that holds the
+  same param-group dicts (:func:`group_holders`: a wrapper's base optimizer), so the marks
+  follow the dicts whichever optimizer compiled code reads them through;
 * **auto_dynamic's snapshot** and the names it promoted to marks: on the instance,
   under ``AUTO_KEY`` and ``PROMOTED_KEY``.
 
@@ -71,6 +73,7 @@ __all__ = [
     "edit_function_marks",
     "edit_marks",
     "function_marks",
+    "group_holders",
     "instance_marks",
     "key_of",
     "lock",
@@ -373,6 +376,60 @@ def lookup_group_mark(optimizer: object, key: str) -> DynamicSpec | None:
     """
     marks = instance_marks(optimizer, GROUP_MARKS_KEY)
     return marks.get(key) if marks else None
+
+
+def _groups_of(owner: object) -> list[Any] | None:
+    """``owner.param_groups`` as stored in its instance dict (None: it stores none; a
+    ``param_groups`` property, such as Lookahead's, is not run)."""
+    instance_dict = _instance_dict(owner)
+    groups = None if instance_dict is None else instance_dict.get("param_groups")
+    return groups if isinstance(groups, list) else None
+
+
+def group_holders(
+    owner: object, groups: list[Any] | None = None, depth: int = 3
+) -> list[tuple[tuple[str, ...], object]]:
+    """The objects ``owner`` holds (its instance attributes, recursively, ``depth`` levels)
+    that hold one of the param-group dicts ``groups`` (default: ``owner``'s own) in their
+    own ``param_groups``: a wrapper optimizer's base optimizer (SAM's ``base_optimizer``,
+    Lookahead's ``optimizer``).  Each with the attribute path that leads to it.
+
+    Only instance dicts are read: no property or ``__getattr__`` of the user's runs.
+
+    Examples:
+        >>> class Base:
+        ...     def __init__(self, groups):
+        ...         self.param_groups = groups
+        >>> class Wrapper:
+        ...     def __init__(self, base):
+        ...         self.base_optimizer = base
+        ...         self.param_groups = base.param_groups
+        >>> base = Base([{"lr": 0.1}])
+        >>> [(path, holder is base) for path, holder in group_holders(Wrapper(base))]
+        [(('base_optimizer',), True)]
+    """
+    wanted = {id(group) for group in (groups if groups is not None else _groups_of(owner) or ())}
+    found: list[tuple[tuple[str, ...], object]] = []
+    if not wanted:
+        return found
+    seen = {id(owner)}
+
+    def visit(obj: object, path: tuple[str, ...], levels: int) -> None:
+        instance_dict = _instance_dict(obj)
+        if not instance_dict or levels == 0:
+            return
+        for name, value in list(instance_dict.items()):
+            if id(value) in seen or not isinstance(name, str):
+                continue
+            held = _groups_of(value)
+            if held is None or not any(id(group) in wanted for group in held):
+                continue
+            seen.add(id(value))
+            found.append(((*path, name), value))
+            visit(value, (*path, name), levels - 1)
+
+    visit(owner, (), depth)
+    return found
 
 
 def auto_snapshot(owner: object) -> dict[str, int | float] | None:

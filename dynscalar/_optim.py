@@ -4,23 +4,33 @@
 guards on its value and recompiles for every new learning rate a scheduler sets (unless
 ``lr`` is a tensor).  :func:`mark_dynamic_param_groups` marks the *key*: whatever float a
 scheduler (or your code) stores under it later is traced as a symbolic input, and the
-values stay plain Python floats.  The marks live on the optimizer instance (kept by the
-mark store, ``dynscalar._marks``).
+values stay plain Python floats.
+
+The marks follow the param-group dicts.  Wrapper optimizers (SAM, Lookahead and most of
+pytorch-optimizer's) build a base optimizer over the same dicts, often the same list, and
+compiled code reads them through either one: the wrapper's ``step`` reads
+``self.param_groups``, the base optimizer's ``step`` (a frame of its own once a scheduler
+patched it) reads its own.  So a mark is kept on the optimizer it was made on and on the
+optimizers it holds that hold the same dicts (``_marks.group_holders``); an optimizer
+without a mark of its own for a key takes the mark of one it holds.  Nothing of the
+optimizer's ``state`` or the dicts is copied, replaced or written.  The marks are kept by
+the mark store (``dynscalar._marks``) on those optimizer instances.
 """
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Callable
 from typing import TypeVar
 
 import torch
 
 from ._diagnostics import DynscalarAttributeError, DynscalarTypeError
-from ._marks import GROUP_MARKS_KEY, edit_marks
+from ._marks import GROUP_MARKS_KEY, Marks, edit_marks, group_holders
 from ._registry import check_names
 from ._spec import DynamicSpec
 
-__all__ = ["mark_dynamic_param_groups"]
+__all__ = ["mark_dynamic_param_groups", "unmark_dynamic_param_groups"]
 
 OptimizerT = TypeVar("OptimizerT", bound=torch.optim.Optimizer)
 
@@ -32,6 +42,11 @@ def mark_dynamic_param_groups(
     symbolically when ``optimizer.step`` is compiled.  A tuple hyperparameter (Adam's
     ``betas``, which OneCycleLR and CyclicLR cycle) has each of its floats traced
     symbolically.  Returns ``optimizer``.
+
+    The marks follow the param-group dicts: a wrapper optimizer (SAM, Lookahead) and the
+    optimizer it wraps over the same dicts see the same marks, whichever of the two is
+    marked and whichever one the compiled code reads the groups through.  Groups added
+    later (``add_param_group``) are marked too.
 
     Examples:
         >>> import torch, dynscalar
@@ -68,9 +83,40 @@ def mark_dynamic_param_groups(
                     "not a float or a tuple of floats; only Python float hyperparameters can "
                     "be marked (a tensor learning rate is already a graph input)."
                 )
-    edit_marks(
-        optimizer.__dict__,
-        lambda marks: marks.update(dict.fromkeys(checked, spec)),
-        key=GROUP_MARKS_KEY,
-    )
+    _edit_holders(optimizer, lambda marks: marks.update(dict.fromkeys(checked, spec)))
     return optimizer
+
+
+def unmark_dynamic_param_groups(optimizer: OptimizerT, *keys: str) -> OptimizerT:
+    """Undo [`mark_dynamic_param_groups`][dynscalar.mark_dynamic_param_groups] for ``keys``
+    (default ``"lr"``), on ``optimizer`` and on the optimizers over the same param groups
+    it holds.  Returns ``optimizer``.
+
+    Examples:
+        >>> import torch, dynscalar
+        >>> opt = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1)
+        >>> opt = dynscalar.mark_dynamic_param_groups(opt, "lr")
+        >>> dynscalar.unmark_dynamic_param_groups(opt, "lr") is opt
+        True
+    """
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise DynscalarTypeError(
+            f"dynscalar.unmark_dynamic_param_groups: expected a torch.optim.Optimizer, got "
+            f"{type(optimizer).__name__}."
+        )
+    checked = check_names(keys or ("lr",), "unmark_dynamic_param_groups")
+
+    def unmark(marks: Marks) -> None:
+        for key in checked:
+            marks.pop(key, None)
+
+    _edit_holders(optimizer, unmark)
+    return optimizer
+
+
+def _edit_holders(optimizer: torch.optim.Optimizer, edit: Callable[[Marks], None]) -> None:
+    """Apply ``edit`` to the param-group marks of ``optimizer`` and of every optimizer it
+    holds over the same param-group dicts (a wrapper's base optimizer)."""
+    holders = [holder for _, holder in group_holders(optimizer, list(optimizer.param_groups))]
+    for target in (optimizer, *holders):
+        edit_marks(target.__dict__, edit, key=GROUP_MARKS_KEY)

@@ -1,12 +1,15 @@
 """Which Python constructs force a marked value to a constant, measured on the installed torch.
 
 Whether ``int(n)``, ``min(1.0, n / 10)`` or ``math.log(n)`` keeps a symbolic ``n`` symbolic
-is a property of the torch release, not of dynscalar: torch 2.13 keeps ``int()``, ``min``
-and most of ``math`` symbolic, and forces a value for ``range(n)``, ``str(n)``, list and
-dict indexing and ``math.log``/``math.exp``.  Advice written from memory goes stale, so
-:func:`probe` measures it: each construct is compiled (public ``torch.compile`` with a
-counting backend) and called with four values of a ``DynamicInt``; one compile means it
-stayed symbolic, one per value means it specialized.
+is a property of the torch release (and of dynscalar's rules for ``math``), not something
+to remember: torch 2.13 keeps ``int()``, ``min`` and ``math.sqrt`` symbolic, dynscalar's
+``math`` rule keeps ``math.pow`` symbolic, and ``range(n)``, ``str(n)``, list and dict
+indexing and ``math.log``/``math.exp`` force a value.  Advice written from memory goes
+stale, so :func:`probe` measures it: each construct is compiled (public ``torch.compile``
+with a counting backend that runs the graph as Python, as the ``eager`` backend does) and
+called with four values of a ``DynamicInt``, then of a ``DynamicFloat``; one compile means
+it stayed symbolic, one per value means it specialized.  A construct Python refuses for a
+float (``range(2.5)``) raises in compiled code too.
 
 * ``python -m dynscalar specializations`` prints the table for the installed torch;
 * ``docs/concepts.md`` shows the table for the release the docs were built with
@@ -25,6 +28,7 @@ from typing import Any
 
 __all__ = [
     "CONSTRUCTS",
+    "KINDS",
     "RECORDED",
     "Construct",
     "constructs_in",
@@ -60,6 +64,10 @@ _DICT = {i: float(i) for i in range(10)}
 SYMBOLIC = "stays symbolic"
 SPECIALIZES = "forces the value"
 EAGER = "not compiled (runs eagerly)"
+RAISES = "raises, as in Python"
+
+#: the proxy types the probe marks values with, in the table's column order
+KINDS = ("DynamicInt", "DynamicFloat")
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,7 @@ class Construct:
     advice: str  # what to write instead, when it forces the value
     run: Callable[[Any, Any], Any]  # (tensor, n) -> tensor, the probe
     instead: Callable[[Any, Any], Any] | None = None  # the advice's code, probed too
+    note: str = ""  # shown instead of "nothing to change" where it stays symbolic
 
     @property
     def shown(self) -> str:
@@ -141,12 +150,16 @@ CONSTRUCTS: tuple[Construct, ...] = (
         "`torch.full((), n, dtype=torch.float64).exp()`",
         lambda x, n: x * torch_full64(n).exp(),
     ),
-    _math(
-        "pow",
-        lambda x, n: x * math.pow(n, 2),
-        "`n ** 2`",
-        lambda x, n: x * n**2,
-        code="n, 2",
+    Construct(
+        "math.pow",
+        "math.pow(n, 2), math.pow(0.9, n)",
+        r"\bmath\.pow\(",
+        "`math.pow` takes a Python number, so it needs the exact value: write `n ** 2` or "
+        "compute it on a 0-d tensor instead.",
+        lambda x, n: x * math.pow(n, 2) * (1.0 - math.pow(0.9, n)),
+        lambda x, n: x * n**2 * (1.0 - 0.9**n),
+        note="Traced as `**` on the `eager` and `aot_eager` backends; `inductor` forces the "
+        "value (its tensor power returns `inf` where `math.pow` raises `OverflowError`).",
     ),
     Construct(
         "range()",
@@ -201,61 +214,93 @@ CONSTRUCTS: tuple[Construct, ...] = (
 RECORDED: dict[str, Any] = {
     "torch": "2.13.0",
     "results": {
-        "int()": SYMBOLIC,
-        "float()": SYMBOLIC,
-        "min/max": SYMBOLIC,
-        "round()": SYMBOLIC,
-        "math.sqrt": SYMBOLIC,
-        "math.floor": SYMBOLIC,
-        "math.log": SPECIALIZES,
-        "math.exp": SPECIALIZES,
-        "math.pow": SPECIALIZES,
-        "range()": SPECIALIZES,
-        "f-string": EAGER,
-        "str()": SPECIALIZES,
-        "list index": SPECIALIZES,
-        "dict key": SPECIALIZES,
+        "int()": {"DynamicInt": SYMBOLIC, "DynamicFloat": SYMBOLIC},
+        "float()": {"DynamicInt": SYMBOLIC, "DynamicFloat": SYMBOLIC},
+        "min/max": {"DynamicInt": SYMBOLIC, "DynamicFloat": SYMBOLIC},
+        "round()": {"DynamicInt": SYMBOLIC, "DynamicFloat": SYMBOLIC},
+        "math.sqrt": {"DynamicInt": SYMBOLIC, "DynamicFloat": SYMBOLIC},
+        "math.floor": {"DynamicInt": SYMBOLIC, "DynamicFloat": SYMBOLIC},
+        "math.log": {"DynamicInt": SPECIALIZES, "DynamicFloat": SPECIALIZES},
+        "math.exp": {"DynamicInt": SPECIALIZES, "DynamicFloat": SPECIALIZES},
+        "math.pow": {"DynamicInt": SYMBOLIC, "DynamicFloat": SYMBOLIC},
+        "range()": {"DynamicInt": SPECIALIZES, "DynamicFloat": RAISES},
+        "f-string": {"DynamicInt": EAGER, "DynamicFloat": EAGER},
+        "str()": {"DynamicInt": SPECIALIZES, "DynamicFloat": SPECIALIZES},
+        "list index": {"DynamicInt": SPECIALIZES, "DynamicFloat": RAISES},
+        "dict key": {"DynamicInt": SPECIALIZES, "DynamicFloat": RAISES},
     },
 }
 
+#: the values each kind is probed with (floats with a fraction: `range(2.5)` raises)
+_VALUES: dict[str, tuple[float, ...]] = {
+    "DynamicInt": (3, 4, 5, 6),
+    "DynamicFloat": (1.5, 2.5, 3.5, 4.5),
+}
 
-def probe(values: tuple[int, ...] = (3, 4, 5, 6)) -> dict[str, str]:
-    """Compile each construct on a ``DynamicInt`` and call it with ``values``.
 
-    Returns ``{construct key: SYMBOLIC | SPECIALIZES | EAGER}``; a construct whose result
-    differs from eager's raises ``AssertionError`` (it never has).  Takes a few seconds:
-    the counting backend runs the graphs as Python, nothing is code-generated.
+class _Counter:
+    """Counts the graphs of a compile and runs them as Python code, as the ``eager``
+    backend does; ``backend`` names that backend for dynscalar's rules."""
+
+    backend = "eager"
+
+    def __init__(self) -> None:
+        self.graphs: list[Any] = []
+
+    def __call__(self, gm: Any, example_inputs: Any) -> Any:
+        self.graphs.append(gm)
+        return gm.forward
+
+
+def probe(values: dict[str, tuple[float, ...]] | None = None) -> dict[str, dict[str, str]]:
+    """Compile each construct on a ``DynamicInt`` and on a ``DynamicFloat`` and call it with
+    four values of each (``values``: kind name -> values).
+
+    Returns ``{construct key: {kind name: SYMBOLIC | SPECIALIZES | EAGER | RAISES}}``; a
+    construct whose result differs from eager's, or that raises where eager does not (or
+    the other way round), raises ``AssertionError`` (it never has).  Takes a few seconds:
+    the graphs run as Python, nothing is code-generated.
     """
     import warnings
 
     import torch
 
+    from . import _proxy
     from ._diagnostics import SpecializationWarning
-    from ._proxy import DynamicInt
 
-    results: dict[str, str] = {}
+    chosen = values or _VALUES
+    results: dict[str, dict[str, str]] = {}
     for construct in CONSTRUCTS:
-        graphs: list[Any] = []
-
-        def backend(gm: Any, example_inputs: Any, graphs: list[Any] = graphs) -> Any:
-            graphs.append(gm)
-            return gm.forward
-
-        torch._dynamo.reset()
-        compiled = torch.compile(construct.run, backend=backend)
-        x = torch.ones(2)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", SpecializationWarning)
-            for value in values:
-                got = compiled(x, DynamicInt(value))
-                want = construct.run(x, value)
-                assert torch.equal(got, want), (construct.key, value, got, want)
-        if not graphs:
-            results[construct.key] = EAGER
-        elif len(graphs) >= len(values):
-            results[construct.key] = SPECIALIZES
-        else:
-            results[construct.key] = SYMBOLIC
+        results[construct.key] = {}
+        for kind in KINDS:
+            counter = _Counter()
+            torch._dynamo.reset()
+            compiled = torch.compile(construct.run, backend=counter)
+            x = torch.ones(2)
+            raised = 0
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", SpecializationWarning)
+                for value in chosen[kind]:
+                    try:
+                        want = construct.run(x, value)
+                    except Exception as exc:  # Python refuses the value (range(2.5))
+                        try:
+                            compiled(x, getattr(_proxy, kind)(value))
+                        except type(exc):
+                            raised += 1
+                            continue
+                        raise AssertionError((construct.key, kind, value, "did not raise")) from exc
+                    got = compiled(x, getattr(_proxy, kind)(value))
+                    assert torch.equal(got, want), (construct.key, kind, value, got, want)
+            count = len(counter.graphs)
+            if raised == len(chosen[kind]):
+                results[construct.key][kind] = RAISES
+            elif not count:
+                results[construct.key][kind] = EAGER
+            elif count >= len(chosen[kind]) - raised:
+                results[construct.key][kind] = SPECIALIZES
+            else:
+                results[construct.key][kind] = SYMBOLIC
     torch._dynamo.reset()
     return results
 
@@ -271,28 +316,27 @@ def probe_alternatives(values: tuple[int, ...] = (3, 4, 5, 6)) -> dict[str, bool
     for construct in CONSTRUCTS:
         if construct.instead is None:
             continue
-        graphs: list[Any] = []
-
-        def backend(gm: Any, example_inputs: Any, graphs: list[Any] = graphs) -> Any:
-            graphs.append(gm)
-            return gm.forward
-
+        counter = _Counter()
         torch._dynamo.reset()
-        compiled = torch.compile(construct.instead, backend=backend)
+        compiled = torch.compile(construct.instead, backend=counter)
         x = torch.ones(2, dtype=torch.float64)
         same = all(torch.allclose(compiled(x, DynamicInt(v)), construct.run(x, v)) for v in values)
-        checked[construct.key] = same and len(graphs) == 1
+        checked[construct.key] = same and len(counter.graphs) == 1
     torch._dynamo.reset()
     return checked
 
 
-def render_table(results: dict[str, str]) -> str:
-    """The Markdown table of :func:`probe`'s results, with the advice for each construct."""
-    lines = ["| on a marked `n` | on this torch | instead |", "|---|---|---|"]
+def render_table(results: dict[str, dict[str, str]]) -> str:
+    """The Markdown table of :func:`probe`'s results, one column per proxy type, with the
+    advice for each construct that forces a value (or its note where it does not)."""
+    header = " | ".join(f"`{kind}`" for kind in KINDS)
+    lines = [f"| on a marked `n` | {header} | instead |", "|---|---|---|---|"]
     for construct in CONSTRUCTS:
-        result = results[construct.key]
-        instead = "nothing to change" if result == SYMBOLIC else construct.advice
-        lines.append(f"| {construct.shown} | {result} | {instead} |")
+        by_kind = results[construct.key]
+        cells = " | ".join(by_kind[kind] for kind in KINDS)
+        forced = SPECIALIZES in by_kind.values() or EAGER in by_kind.values()
+        instead = construct.advice if forced else construct.note or "nothing to change"
+        lines.append(f"| {construct.shown} | {cells} | {instead} |")
     return "\n".join(lines) + "\n"
 
 
@@ -309,5 +353,5 @@ def constructs_in(line: str, container: type | None = None) -> list[Construct]:
     elif container is not None and issubclass(container, (list, tuple)):
         found = [c for c in found if c.key != "dict key"]
     recorded = RECORDED["results"]
-    found.sort(key=lambda c: recorded.get(c.key) != SPECIALIZES)
+    found.sort(key=lambda c: SPECIALIZES not in recorded.get(c.key, {}).values())
     return found

@@ -753,6 +753,91 @@ def disabled_then_marked(mark: str | None) -> Outcome:
     return counter.frame_count, outs
 
 
+def sam_wrapper(mark: str | None) -> Outcome:
+    """pytorch-optimizer's SAM (``tests/optim_patterns.py``) over SGD with momentum: LambdaLR
+    on the base optimizer, ``rho`` changed every step; the compiled step pops ``old_p``
+    from the state it shares with the base optimizer and calls its (patched) ``step``.
+    ``mark``: ``"rho,lr"`` marked on the wrapper, or ``"base:lr"`` on the base optimizer.
+    Weights and momentum buffers equal eager's bit for bit."""
+    import warnings
+
+    from .optim_patterns import SAM
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    twin = copy.deepcopy(model)
+    x = torch.linspace(-1.0, 1.0, 32).reshape(8, 4)
+    opts = [
+        SAM(m.parameters(), torch.optim.SGD, rho=0.05, lr=0.1, momentum=0.9) for m in (model, twin)
+    ]
+    scheds = [torch.optim.lr_scheduler.LambdaLR(o.base_optimizer, lambda e: 0.8**e) for o in opts]
+    if mark is not None:
+        target, keys = (
+            (opts[0].base_optimizer, mark[5:]) if mark.startswith("base:") else (opts[0], mark)
+        )
+        _ds().mark_dynamic_param_groups(target, *keys.split(","))
+    counter = CountingBackend("aot_eager")
+    step = torch.compile(opts[0].step, backend=counter)
+
+    def closure_of(m: torch.nn.Module, opt: Any) -> Callable[[], torch.Tensor]:
+        def closure() -> torch.Tensor:
+            opt.zero_grad()
+            loss = m(x).pow(2).sum()
+            loss.backward()
+            return loss
+
+        return closure
+
+    with warnings.catch_warnings():
+        # the closure's loss crosses a graph break; Dynamo reads its .grad (stock too)
+        warnings.filterwarnings("ignore", "The .grad attribute of a Tensor that is not a leaf")
+        for i in range(5):
+            for m, opt, sched, run in zip(
+                (model, twin), opts, scheds, (step, opts[1].step), strict=True
+            ):
+                closure = closure_of(m, opt)
+                closure()
+                run(closure)
+                sched.step()
+                for group in opt.param_groups:
+                    group["rho"] = 0.05 + 0.01 * (i + 1)
+            for a, b in zip(model.parameters(), twin.parameters(), strict=True):
+                _same(a, b, True, f"step {i}")
+    buffers = [[o.state[p]["momentum_buffer"] for p in o.base_optimizer.state] for o in opts]
+    for a, b in zip(*buffers, strict=True):
+        _same(a, b, True, "momentum buffer")
+    return counter.frame_count, [p.detach().clone() for p in model.parameters()]
+
+
+def debias_math_pow(mark: str | None) -> Outcome:
+    """pytorch-optimizer's Adam step (``tests/optim_patterns.py``): ``group['step'] += 1``
+    and ``1.0 - math.pow(beta, step)``; ``mark``: ``"step"``.  torch's FMA decomposition of
+    ``addcmul_(value=)`` is off, so stock's compiled step is eager's bit for bit too."""
+    from .optim_patterns import DebiasedAdam
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    twin = copy.deepcopy(model)
+    x = torch.linspace(-1.0, 1.0, 32).reshape(8, 4)
+    opts = [DebiasedAdam(m.parameters()) for m in (model, twin)]
+    if mark is not None:
+        for opt in opts:
+            for group in opt.param_groups:
+                group.setdefault("step", 0)
+        _ds().mark_dynamic_param_groups(opts[0], *mark.split(","))
+    counter = CountingBackend("aot_eager")
+    step = torch.compile(opts[0].step, backend=counter)
+    with torch._dynamo.config.patch(enable_dynamo_decompositions=False):
+        for i in range(6):
+            for m, opt, run in zip((model, twin), opts, (step, opts[1].step), strict=True):
+                opt.zero_grad()
+                m(x * (i + 1)).pow(2).sum().backward()
+                run()
+            for a, b in zip(model.parameters(), twin.parameters(), strict=True):
+                _same(a, b, True, f"step {i}")
+    return counter.frame_count, [p.detach().clone() for p in model.parameters()]
+
+
 SCENARIOS: dict[str, Callable[[str | None], Outcome]] = {
     "clamp_bounds": clamp_bounds,
     "top_k_sampling": top_k_sampling,
@@ -775,6 +860,8 @@ SCENARIOS: dict[str, Callable[[str | None], Outcome]] = {
     "layer_norm_eps_grad": layer_norm_eps_grad,
     "long_writeback": long_writeback,
     "disabled_then_marked": disabled_then_marked,
+    "sam_wrapper": sam_wrapper,
+    "debias_math_pow": debias_math_pow,
 }
 
 

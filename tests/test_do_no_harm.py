@@ -13,8 +13,9 @@ clipped loss, timm's DropPath, dropout schedules, timm's EMA update, a Hugging F
 forward taking ``**kwargs``, PyTorch's own dynamic-int test, set-up code marking again in
 a loop, property getters with a side effect or that cannot run yet, as Lightning's
 ``trainer``, a step that writes back many values and a long chain, a model stepped inside
-``dynscalar.disabled()`` and after it), written out in ``tests/harm_scenarios.py``;
-``tests/test_real_libraries.py`` runs the libraries themselves.
+``dynscalar.disabled()`` and after it, pytorch-optimizer's SAM wrapper and ``math.pow``
+debiasing), written out in ``tests/harm_scenarios.py``; ``tests/test_real_libraries.py``
+runs the libraries themselves.
 """
 
 from __future__ import annotations
@@ -63,6 +64,10 @@ MARKED: dict[str, dict[str, int]] = {
     # three graphs inside disabled() (each value compiled as the plain value, as stock),
     # then one for every later step: the attributes kept their class and spec
     "disabled_then_marked": {"DynamicInt": 4},
+    # the marks reach the base optimizer's step; the rebuilt state dicts' keys are guarded
+    "sam_wrapper": {"rho,lr": 5, "base:lr": 5},
+    # the first step creates the state (one path), every later step shares the second graph
+    "debias_math_pow": {"step": 2},
 }
 
 

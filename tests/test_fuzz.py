@@ -132,6 +132,8 @@ def test_programs_cover_the_ways_to_mark_and_the_value_types() -> None:
     body = [s for p in programs for s in p.body]
     assert any(s.writes for s in body) and any(s.forces for s in body)
     assert any(s.template.startswith("if ") for s in body)
+    for function in ("math.pow(", "math.log(", "math.exp(", "math.sqrt("):
+        assert any(function in s.template for s in body), function
     specs = [
         v.spec for p in programs for i in p.instances for v in i.init if v.kind == "DynamicInt"
     ]

@@ -106,6 +106,9 @@ REMARKS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "unmark_dynamic_attr(unmarked)": lambda o: ds.unmark_dynamic_attr(o["other_module"], "k"),
     "@dynamic_attrs": lambda o: ds.dynamic_attrs("step")(o["cls"]),
     "mark_dynamic_param_groups": lambda o: ds.mark_dynamic_param_groups(o["optimizer"]),
+    "unmark_dynamic_param_groups(unmarked)": lambda o: ds.unmark_dynamic_param_groups(
+        o["optimizer"]
+    ),
 }
 
 

@@ -366,3 +366,129 @@ def test_lightning_doctor_names_the_properties_and_its_fix_works(tmp_path: Path)
     fixed = doctor(tmp_path, "lightning_warmup", "train.py", fix=fix_code(LIGHTNING_DOCTOR_REPORT))
     assert fixed.returncode == 0, fixed.stderr
     assert report_of(tmp_path) == "dynscalar doctor: no recompiles were caused by Python scalars.\n"
+
+
+# ----------------------------------------------------------------------------- pytorch-optimizer
+def _pytorch_optimizer() -> Any:
+    return pytest.importorskip("pytorch_optimizer", reason="needs the reallib extra")
+
+
+def _train_side_by_side(
+    make: Any, mark: Any, backend: str, steps: int, between: Any = None, closure: bool = False
+) -> int:
+    """``make(model) -> optimizer`` twice (compiled, eager twin) over one model's copies;
+    ``mark(optimizer)`` on the compiled one; ``between(optimizer, i)`` after each step on
+    both.  Weights bit for bit after every step, the optimizer state at the end; returns
+    the compiled step's graphs.  torch's FMA decomposition of ``addcmul_(value=)`` is off
+    (it rounds differently from eager's kernel, stock torch too)."""
+    from .optim_patterns import state_of
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    twin = copy.deepcopy(model)
+    x = torch.randn(8, 4)
+    opt, opt2 = make(model), make(twin)
+    mark(opt)
+    counter = CountingBackend(backend)
+    step = torch.compile(opt.step, backend=counter)
+
+    def loss_of(net: torch.nn.Module, o: Any, i: int) -> Any:
+        def run() -> torch.Tensor:
+            o.zero_grad()
+            loss = net(x * (i + 1)).pow(2).sum()
+            loss.backward()
+            return loss
+
+        return run
+
+    with torch._dynamo.config.patch(enable_dynamo_decompositions=False):
+        for i in range(steps):
+            for net, o, run in ((model, opt, step), (twin, opt2, opt2.step)):
+                compute = loss_of(net, o, i)
+                compute()
+                run(compute) if closure else run()
+                if between is not None:
+                    between(o, i)
+            for p, q in zip(model.parameters(), twin.parameters(), strict=True):
+                assert torch.equal(p, q), f"step {i}: {(p - q).abs().max().item()}"
+    (got, got_groups), (want, want_groups) = state_of(opt), state_of(opt2)
+    assert got_groups == want_groups
+    for a, b in zip(got, want, strict=True):
+        assert a.keys() == b.keys()
+        assert all(torch.equal(a[k], b[k]) for k in a if isinstance(a[k], torch.Tensor))
+    return counter.frame_count
+
+
+@pytest.mark.filterwarnings("ignore:The .grad attribute of a Tensor that is not a leaf")
+@pytest.mark.parametrize(("mark", "graphs"), [(None, 13), ("wrapper", 8), ("base", 8)])
+def test_pytorch_optimizer_sam_keeps_the_momentum_with_rho_and_lr_marked(
+    mark: str | None, graphs: int
+) -> None:
+    """SAM over SGD with momentum, LambdaLR on the base optimizer, ``rho`` changed every
+    step (aot_eager).  Marked, the learning rate reaches the base optimizer's step and the
+    shared state keeps ``momentum_buffer`` (the compiled ``second_step`` pops ``old_p``
+    and rebuilds the state dicts: their keys are guarded, one recompile when the buffers
+    appear).  Stock: the frames reading ``lr`` compile once per learning rate."""
+    po = _pytorch_optimizer()
+    schedulers: list[Any] = []
+
+    def make(model: torch.nn.Module) -> Any:
+        opt = po.SAM(model.parameters(), torch.optim.SGD, rho=0.05, lr=0.1, momentum=0.9)
+        schedulers.append(torch.optim.lr_scheduler.LambdaLR(opt.base_optimizer, lambda e: 0.8**e))
+        return opt
+
+    def marked(opt: Any) -> None:
+        if mark is not None:
+            target = opt if mark == "wrapper" else opt.base_optimizer
+            ds.mark_dynamic_param_groups(target, "rho", "lr")
+
+    def between(opt: Any, i: int) -> None:
+        for sched in schedulers:
+            if sched.optimizer is opt.base_optimizer:
+                sched.step()
+        for group in opt.param_groups:
+            group["rho"] = 0.05 + 0.01 * (i + 1)
+
+    assert _train_side_by_side(make, marked, "aot_eager", 5, between, closure=True) == graphs
+
+
+@pytest.mark.parametrize(("mark", "graphs"), [(None, 10), ("wrapper", 4), ("base", 4)])
+def test_pytorch_optimizer_lookahead_learning_rate_marked_on_either_optimizer(
+    mark: str | None, graphs: int
+) -> None:
+    """Lookahead (k=3) over SGD with momentum, a new learning rate every step (aot_eager:
+    stock recompiles the base optimizer's step per value)."""
+    po = _pytorch_optimizer()
+
+    def make(model: torch.nn.Module) -> Any:
+        return po.Lookahead(torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9), k=3)
+
+    def marked(opt: Any) -> None:
+        if mark is not None:
+            ds.mark_dynamic_param_groups(opt if mark == "wrapper" else opt.optimizer, "lr")
+
+    def between(opt: Any, i: int) -> None:
+        for group in opt.param_groups:
+            group["lr"] = 0.1 * 0.9 ** (i + 1)
+
+    assert _train_side_by_side(make, marked, "aot_eager", 7, between) == graphs
+
+
+@pytest.mark.parametrize(("mark", "graphs"), [(False, 6), (True, 2)])
+def test_pytorch_optimizer_debias_with_a_marked_step(mark: bool, graphs: int) -> None:
+    """AdaBelief: ``group['step'] += 1`` and ``BaseOptimizer.debias`` (``1.0 -
+    math.pow(beta, step)``); stock compiles a graph per step, marked two (the first step
+    creates the state)."""
+    po = _pytorch_optimizer()
+
+    def make(model: torch.nn.Module) -> Any:
+        opt = po.AdaBelief(model.parameters(), lr=1e-2)
+        for group in opt.param_groups:  # the optimizer adds the key at its first step
+            group.setdefault("step", 0)
+        return opt
+
+    def marked(opt: Any) -> None:
+        if mark:
+            ds.mark_dynamic_param_groups(opt, "step")
+
+    assert _train_side_by_side(make, marked, "aot_eager", 6) == graphs

@@ -19,6 +19,12 @@ from a dynscalar mark (``_state.is_dynamic_float``); every other call goes to Dy
 
 ``max``/``min`` of a marked value go through ``_maxmin`` (bool and NaN operands, deep
 expressions).
+
+A ``math`` function with a marked argument (Dynamo traces them as in-graph functions too)
+follows one rule (:func:`_math_call`, forms in ``dynscalar/ops/_math.py``): raising for the
+trace-time values, it is compiled with them as constants (the compiled call raises eager's
+error); with a form, on a ``"python"`` backend, it is traced as that form behind its
+domain; otherwise as Dynamo traces it.
 """
 
 from __future__ import annotations
@@ -192,6 +198,8 @@ def in_graph_call_hook(
     """Around ``TorchInGraphFunctionVariable.call_function(tx, args, kwargs)``."""
     tx, call_args, call_kwargs = _bind(args, kwargs)
     fn = instance.value
+    if _is_math(fn):
+        return _math_call(tx, fn, list(call_args), dict(call_kwargs), wrapped, args, kwargs)
     found = ops.rule_for(fn)
     if found is None and not _traced_through(fn) and _callable_name(fn) is None:
         return wrapped(*args, **kwargs)
@@ -215,6 +223,79 @@ def in_graph_call_hook(
         return _generic(tx, name, list(call_args), dict(call_kwargs), stock)
     rule, name = found
     return _apply(rule, name, tx, list(call_args), trace, stock, dict(call_kwargs))
+
+
+def _is_math(fn: Any) -> bool:
+    """A function of the ``math`` module (Dynamo traces them as in-graph functions)."""
+    return isinstance(fn, types.BuiltinFunctionType) and fn.__module__ == "math"
+
+
+def _math_call(
+    tx: Any,
+    fn: Any,
+    call_args: list[Any],
+    call_kwargs: dict[str, Any],
+    wrapped: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> Any:
+    """``math.f(*call_args)`` with a marked argument (``dynscalar.ops._math``): where it
+    raises for the trace-time values, compiled with those values as constants (the
+    compiled call raises eager's error, as stock torch's constant folding does); on a
+    ``"python"`` backend, a function with a form is traced as that form; anything else
+    as Dynamo traces it."""
+    from torch._dynamo.variables.constant import ConstantVariable
+    from torch._dynamo.variables.functions import UserFunctionVariable
+    from torch._dynamo.variables.tensor import SymNodeVariable
+
+    from ..ops import _math
+
+    operands = [_realized(a) for a in call_args]
+    if call_kwargs or not any(is_dynamic_value(tx, v) for v in operands):
+        return wrapped(*args, **kwargs)
+    if not all(_is_number(v) for v in operands):
+        return wrapped(*args, **kwargs)
+    hints = [_trace_value(v) for v in operands]
+    if all(h is not None for h in hints):
+        try:
+            fn(*hints)
+        except Exception:  # noqa: BLE001 - eager raises for these values: so does the compile
+            constants = [
+                ConstantVariable.create(v.evaluate_expr(tx.output))
+                if isinstance(v, SymNodeVariable)
+                else v
+                for v in operands
+            ]
+            return wrapped(tx, constants, {})
+    form = _math.FORMS.get(fn)
+    if form is None or _kind(tx) != "python":
+        return wrapped(*args, **kwargs)
+    compute, domain = form.functions()
+    checked = UserFunctionVariable(domain) if domain else ConstantVariable.create(None)
+    log.debug("math.%s receives a dynamic value: traced as its form", form.name)
+    return _trace(tx, _math.apply, [UserFunctionVariable(compute), checked, *operands], {})
+
+
+def _is_number(variable: Any) -> bool:
+    """A traced SymInt/SymFloat, or an int, float or bool constant."""
+    from torch._dynamo.variables.tensor import SymNodeVariable
+
+    if isinstance(variable, SymNodeVariable):
+        return variable.python_type() in (int, float)
+    return variable.is_python_constant() and type(variable.as_python_constant()) in (
+        int,
+        float,
+        bool,
+    )
+
+
+def _trace_value(variable: Any) -> Any:
+    """The value a traced number has now (None: an unbacked symbol has none)."""
+    from torch._dynamo.variables.tensor import SymNodeVariable
+
+    if isinstance(variable, SymNodeVariable):
+        return variable.sym_num.node.hint
+    return variable.as_python_constant()
 
 
 def tensor_method_hook(

@@ -452,6 +452,12 @@ PRIVATES: tuple[Private, ...] = (
     ),
     Private("torch._dynamo.side_effects:SideEffects._get_modified_vars", ("self",)),
     Private(
+        "torch._dynamo.variables.dicts:ConstDictVariable.__init__",
+        ("self", "items", "user_cls", "kwargs"),
+        why="a dict rebuilt by write-back (should_reconstruct_all): its keys are guarded",
+    ),
+    Private(f"{_G}:GuardBuilder.DICT_KEYS_MATCH", ("self", "guard")),
+    Private(
         "torch._dynamo.output_graph:OutputGraph.codegen_suffix",
         ("self", "tx", "stack_values", "cg", "log_side_effects"),
         hooks=("_writeback:codegen_suffix_hook",),

@@ -40,6 +40,7 @@ from .._marks import (
     ARG_MARKS_KEY,
     GROUP_MARKS_KEY,
     auto_marked,
+    group_holders,
     lookup_arg_mark,
     lookup_group_mark,
     lookup_mark,
@@ -200,7 +201,11 @@ def _find_registry_mark(builder: Any, value: Any, numeric: bool) -> _Found | Non
 
 
 def _param_group_mark(builder: Any, source: Any) -> _Found | None:
-    """The mark of ``optimizer.param_groups[i][key]`` (``source``), guards installed."""
+    """The mark of ``optimizer.param_groups[i][key]`` (``source``), guards installed.
+
+    Marks follow the param-group dicts (``dynscalar._optim``): the optimizer read through
+    decides when it holds a mark for ``key``; otherwise an optimizer it holds over the
+    same dict does (a wrapper's base optimizer), each guarded by its own marks entry."""
     from torch._dynamo.source import AttrSource, GetItemSource
 
     groups = source.base
@@ -212,10 +217,20 @@ def _param_group_mark(builder: Any, source: Any) -> _Found | None:
     optimizer = _resolve(builder, attribute.base)
     if not _is_optimizer(optimizer):
         return None
-    guard_mark_state(builder.tx, attribute.base, optimizer, source.index, GROUP_MARKS_KEY)
-    where = f"{type(optimizer).__name__}.param_groups[{groups.index}][{source.index!r}]"
-    spec = lookup_group_mark(optimizer, source.index)
-    return _Found(spec, where, "marked with mark_dynamic_param_groups")
+    key = source.index
+    where = f"{type(optimizer).__name__}.param_groups[{groups.index}][{key!r}]"
+    why = "marked with mark_dynamic_param_groups"
+    if guard_mark_state(builder.tx, attribute.base, optimizer, key, GROUP_MARKS_KEY):
+        return _Found(lookup_group_mark(optimizer, key), where, why)
+    group = _resolve(builder, groups)
+    for path, holder in group_holders(optimizer, [group]) if isinstance(group, dict) else ():
+        holder_source = attribute.base
+        for name in path:
+            holder_source = AttrSource(holder_source, name)
+        if guard_mark_state(builder.tx, holder_source, holder, key, GROUP_MARKS_KEY):
+            held_by = ".".join((type(optimizer).__name__, *path))
+            return _Found(lookup_group_mark(holder, key), f"{where} (held by {held_by})", why)
+    return _Found(None, where, why)
 
 
 _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08  # inspect.CO_VARARGS, inspect.CO_VARKEYWORDS

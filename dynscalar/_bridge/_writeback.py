@@ -719,6 +719,35 @@ def _replace_in(
             _replace_in(item, shadows, replaced, seen)
 
 
+def _guard_rebuilt_dicts(tx: Any, side_effects: Any) -> None:
+    """Guard the keys, in order, of every existing dict the compiled code rebuilds.
+
+    Dynamo writes a dict that lost a key (``pop``, ``del``, ``popitem``, ``clear``) back as
+    ``clear()`` and ``update()`` with the items it held while tracing, and guards only the
+    keys the code looked at.  Compiled code reused for the same dict holding another key
+    since (an optimizer's ``state[p]`` that gained ``momentum_buffer`` in another frame)
+    would drop that key, where eager Python keeps it.  A mark removes the value guards
+    that recompiled such code (a learning rate), so in a compile with marked values the
+    rebuilt dicts' keys are guarded as Dynamo guards a dict it iterates
+    (``DICT_KEYS_MATCH``, with their order): other keys compile again, exactly.
+    """
+    from torch._dynamo.guards import GuardBuilder, install_guard
+    from torch._dynamo.variables.dicts import ConstDictVariable
+
+    for variable in side_effects._get_modified_vars():
+        rebuilt = variable if type(variable) is ConstDictVariable else None
+        if rebuilt is None:  # a dict subclass (defaultdict, OrderedDict): its inner dict
+            inner = getattr(variable, "_base_vt", None)
+            rebuilt = inner if type(inner) is ConstDictVariable else None
+        if rebuilt is None or not rebuilt.should_reconstruct_all:
+            continue
+        source = rebuilt.source or variable.source
+        if source is None:  # a dict the frame made: nothing to keep
+            continue
+        tx.output.guard_on_key_order.add(source)
+        install_guard(source.make_guard(GuardBuilder.DICT_KEYS_MATCH))
+
+
 def codegen_update_mutated_hook(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
@@ -729,6 +758,7 @@ def codegen_update_mutated_hook(
     state = peek_state(getattr(cg.tx.output, "shape_env", None))
     if state is None or not (state.origins or state.constants):
         return wrapped(*args, **kwargs)
+    _guard_rebuilt_dicts(cg.tx, instance)
     shadows = _Shadows(state)
     replaced: list[tuple[Any, Any, Any]] = []
     seen: set[int] = set()

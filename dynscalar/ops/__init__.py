@@ -5,7 +5,8 @@
 * ``_custom``: dynscalar's custom ops, the ATen op with ``float`` read as ``Scalar``;
 * ``_kernels``: what a ``"python"`` backend traces for ops with value-dependent paths;
 * ``_tensor``: what inductor traces (plain torch ops, the float an operand);
-* ``_matrix``: the exactness matrix that admits a rule case by case.
+* ``_matrix``: the exactness matrix that admits a rule case by case;
+* ``_math``: the Python float arithmetic a ``math`` function on a marked value is traced as.
 
 Plain torch only (public API and ``torch.library``); the bridge (``dynscalar._bridge``)
 decides when a rule applies.  Nothing here runs a kernel or registers an op at import.

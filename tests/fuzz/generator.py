@@ -5,7 +5,8 @@ source by :func:`render`.  Two shapes:
 
 * **module**: a class ``M(nn.Module)`` with one or two scalar attributes (``s``, ``t``), a
   list ``l`` and a dict ``d``, and a ``forward(self, x)`` built from random statements that
-  read, branch on, force, update in place, write back or reset the attributes, or store
+  read, branch on, force, update in place, write back or reset the attributes, apply
+  ``math.pow``/``log``/``exp``/``sqrt`` to them (in their domains or not), or store
   values made from them elsewhere (lists, tuples and dicts built, appended to or
   item-assigned; ``sum``/``math.prod``/``pow``/``divmod``/``round``/``math.floor``, dunder
   calls, ``operator.iadd``, ``max``/``min`` between the attributes); optionally a
@@ -195,6 +196,22 @@ _BRANCHES: Templates = [
     ("if {a} == {k}:\n    y = y + 10", {}),
     ("y = y + 1 if {a} >= {k} else y", {}),
 ]
+# math functions on the scalars (dynscalar's math rule, torch's own math ops, stock's
+# specialization): operands kept in each function's domain, or not (eager raises there:
+# ValueError, OverflowError, TypeError for a str; the compiled call must raise too).
+_MATH: Templates = [
+    ("y = y * (1.0 - math.pow(0.9, {a}))", {"makes_float": True}),
+    ("y = y * math.pow({a}, {c})", {"makes_float": True}),
+    ("y = y * math.pow(abs({a}) + 1, 0.5)", {"makes_float": True}),
+    ("y = y * math.pow({a}, 0.5)", {"makes_float": True}),
+    ("y = y + math.pow({a}, -1)", {"makes_float": True}),
+    ("y = y + math.log(abs({a}) + 1)", {"makes_float": True}),
+    ("y = y + math.log({a})", {"makes_float": True}),
+    ("y = y * math.exp(-abs({a}) / 4)", {"makes_float": True}),
+    ("y = y * math.exp({a})", {"makes_float": True}),
+    ("y = y + math.sqrt(abs({a}))", {"makes_float": True}),
+    ("y = y + math.sqrt({a})", {"makes_float": True}),
+]
 _FORCING: Templates = [
     ("for _ in range({a} % 3):\n    y = y + 1", {"forces": True}),
     ("y = y + int({a})", {"forces": True}),
@@ -243,8 +260,10 @@ _LANDS: Templates = [
     ("self.u = min([{a}, {b}, {c}])", {}),
     ("self.u = torch.sym_max({a}, {c})", {}),
     ("{a} = pow({a}, 1)", {}),
+    ("self.u = math.pow({a}, {c})", {"makes_float": True}),
+    ("self.u = math.fabs({a})", {"makes_float": True}),
 ]
-_GROUPS = [(_READS, 5), (_BRANCHES, 3), (_FORCING, 1), (_WRITES, 4)]
+_GROUPS = [(_READS, 5), (_BRANCHES, 3), (_FORCING, 1), (_WRITES, 4), (_MATH, 2)]
 _MODULE_GROUPS = [*_GROUPS, (_LANDS, 4)]
 
 
