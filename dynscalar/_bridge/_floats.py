@@ -92,7 +92,11 @@ def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: s
         state.origins[var.as_proxy().node] = Origin(
             where, value.spec if proxied else spec, DynamicFloat if proxied else None
         )
-    elif math.isfinite(plain):
+    elif not math.isfinite(plain):
+        # torch compiles a NaN or infinite float as a constant (exact); the compile still
+        # holds a mark, so int()/round() of it raise Python's error (_builtins)
+        compile_state(builder.tx.output.shape_env)
+    else:
         log.info("%s (value %r) kept constant by torch", label, plain)
         # wrap_symfloat still returns a constant under inductor cudagraphs, its killswitch,
         # constant sources or functorch grad tracking: exact, but one compile per value.
