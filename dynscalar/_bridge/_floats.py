@@ -21,7 +21,7 @@ from .._proxy import DynamicFloat, DynamicScalar
 from .._spec import DynamicSpec
 from ._backends import backend_kind
 from ._forced import ForcedFloats, used_float_symbols
-from ._guards import guard_proxy
+from ._guards import guard_proxy_or_plain
 from ._reports import passthrough, remember, user_location
 from ._restarts import (
     forget_restarts,
@@ -31,7 +31,7 @@ from ._restarts import (
     unbacked_in_floats,
 )
 from ._safety import on_abandon
-from ._sources import source_name, swapped_source
+from ._sources import plain_source, source_name, swapped_source
 from ._state import CompileState, Origin, compile_state, peek_state
 
 log = logging.getLogger("dynscalar")
@@ -60,18 +60,18 @@ def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: s
     """A marked float as a backed SymFloat (unbacked specs never get here: check_float)."""
     import torch
     import torch._dynamo.config as dynamo_config
-    from torch._dynamo.source import AttrSource
 
     proxied = isinstance(value, DynamicScalar)
     plain = float(value.__wrapped__) if proxied else float(value)
-    source = builder.source
+    position = source = builder.source
     if proxied:
-        # Next call must still hold a DynamicFloat with this spec; then read the plain float
-        # through wrapt's `__wrapped__` attribute: a plain AttrSource, so guards
-        # (GetAttrGuardAccessor) and the graph-arg fetch
-        # `torch._as_tensor_fullprec(L['v'].__wrapped__)` both work.
-        guard_proxy(source)
-        source = AttrSource(source, "__wrapped__")
+        # Next call must hold a plain float or a DynamicFloat with this spec; the plain float
+        # is read as `<source>.real`: a plain AttrSource, so guards (GetAttrGuardAccessor) and
+        # the graph-arg fetch `torch._as_tensor_fullprec(L['v'].real)` both work, for the
+        # proxy and for a plain float found there later.
+        guard_proxy_or_plain(source, type(value), value._self_spec)
+        source = plain_source(source)
+        compile_state(builder.tx.output.shape_env).read_through.add(source)
     # VariableBuilder.wrap_symfloat returns a constant unless both are off; the patch is
     # scoped to this one call and restored on exit.
     config = dynamo_config.patch(specialize_float=False, assume_static_by_default=False)
@@ -89,8 +89,10 @@ def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: s
             state.read_at[s] = read_at
             remember(shape_env, s, where, spec, label)
             _forced_floats.on_wrap(s, _memory_key(builder, source))
-        state.origins[var.as_proxy().node] = Origin(
-            where, value.spec if proxied else spec, DynamicFloat if proxied else None
+        state.origins[var.as_proxy().node] = (
+            Origin(where, value.spec, DynamicFloat, position)
+            if proxied
+            else Origin(where, spec, None)
         )
     elif not math.isfinite(plain):
         # torch compiles a NaN or infinite float as a constant (exact); the compile still

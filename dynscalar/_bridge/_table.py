@@ -373,6 +373,8 @@ PRIVATES: tuple[Private, ...] = (
     Private(f"{_G}:GuardBuilder.ID_MATCH", ("self", "guard", "recompile_hint")),
     Private(f"{_G}:GuardBuilder.EQUALS_MATCH", ("self", "guard", "recompile_hint")),
     Private(f"{_G}:GuardBuilder.DICT_NOT_CONTAINS", ("self", "guard", "key")),
+    Private(f"{_G}:GuardBuilder.get_guard_manager", ("self", "guard")),
+    Private("torch._C._dynamo.guards:GuardManager.add_lambda_guard"),
     Private(f"{_G}:GuardBuilder.NOT_PRESENT_IN_GENERIC_DICT", ("self", "guard", "attr")),
     # ---- errors and warnings at the user's line (_reports, _ints)
     Private(

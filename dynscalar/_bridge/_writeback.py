@@ -45,6 +45,7 @@ from .._proxy import (
     _set_wrapped,
 )
 from .._spec import DynamicSpec
+from ._sources import PLAIN_MEMBER
 from ._state import Origin, peek_state
 
 __all__ = [
@@ -138,11 +139,22 @@ class _Shadows:
     """Shadow values of one compile's traced scalars (see the comment above)."""
 
     def __init__(self, state: Any) -> None:
+        self.state = state
         self.origins: dict[Any, Origin] = state.origins
         self.calls: dict[Any, _Call] = state.calls
         self.variable_calls: dict[int, tuple[Any, _Call]] = state.variable_calls
         self.constants: dict[int, tuple[Any, Origin]] = state.constants
         self.memo: dict[Any, Any] = {}
+        #: proxies read where a plain value may be found too, that these shadows used
+        self.read_proxies: list[Origin] = []
+
+    def guard_classes(self) -> None:
+        """The shadows computed so far decide what compiled code does (a proxy written back,
+        a dunder call only the proxy has): guard the class of every proxy they read."""
+        from ._guards import guard_proxy
+
+        for origin in self.read_proxies:
+            guard_proxy(origin.source)
 
     # -- a VariableTracker
     def of_variable(self, variable: Any) -> Any:
@@ -219,6 +231,8 @@ class _Shadows:
         hint = _hint(node)
         if origin is not None:
             result = hint
+            if origin.proxy is not None and origin.source is not None:
+                self.read_proxies.append(origin)
             if origin.proxy is not None and hint is not _UNKNOWN:
                 plain = int(hint) if origin.proxy is DynamicInt else float(hint)
                 result = _new(origin.proxy, plain, origin.spec.canonical())
@@ -396,12 +410,13 @@ def _reconstruct_rebox(codegen: Any, inner: Any, cls: type, spec: DynamicSpec, s
     from torch._dynamo.bytecode_transformation import create_call_function
 
     source: Any = getattr(inner, "source", None)
-    if same and getattr(source, "member", None) == "__wrapped__":
+    plain_read = getattr(source, "member", None) in ("__wrapped__", PLAIN_MEMBER)
+    if same and plain_read:
         # A proxy assigned unchanged (`self.a, self.b = self.b, self.a`): its value's
-        # source is `<proxy>.__wrapped__`.  Eager stores the very object: reload it.
+        # source is `<proxy>.real`.  Eager stores the very object: reload it.
         codegen(source.base)
         return
-    if source is not None and getattr(source, "member", None) != "__wrapped__":
+    if source is not None and not plain_read:
         # Any other source: rebox returns a proxy found there unchanged.
         key = _key(cls, spec)
         _made(key)  # the first call finds it
@@ -423,6 +438,11 @@ def _plan(variable: Any, shadows: _Shadows) -> Any | None:
         return None
     shadow = shadows.of_variable(variable)
     classes = _classes()
+    if shadow is _AMBIGUOUS or isinstance(shadow, DynamicScalar):
+        # what is stored depends on the proxies read: their class is guarded
+        read = _Shadows(shadows.state)
+        read.of_variable(variable)
+        read.guard_classes()
     if shadow is _AMBIGUOUS:
         return classes["replay"](variable, shadows)
     if isinstance(shadow, DynamicScalar):
@@ -834,7 +854,11 @@ def _shadow_of(tx: Any, variable: Any) -> Any:
     state = peek_state(getattr(tx.output, "shape_env", None))
     if state is None or not (state.origins or state.constants):
         return _UNKNOWN
-    return _Shadows(state).of_variable(variable)
+    shadows = _Shadows(state)
+    shadow = shadows.of_variable(variable)
+    if isinstance(shadow, DynamicScalar) or shadow is _AMBIGUOUS:
+        shadows.guard_classes()  # the trace takes a proxy's path
+    return shadow
 
 
 def _proxy_shadow(tx: Any, variable: Any) -> bool:
@@ -842,7 +866,11 @@ def _proxy_shadow(tx: Any, variable: Any) -> bool:
     state = peek_state(getattr(tx.output, "shape_env", None))
     if state is None or not state.origins:
         return False
-    return isinstance(_Shadows(state).of_variable(variable), DynamicScalar)
+    shadows = _Shadows(state)
+    if not isinstance(shadows.of_variable(variable), DynamicScalar):
+        return False
+    shadows.guard_classes()  # the trace takes a proxy's path
+    return True
 
 
 def _unpack3(args: tuple[Any, ...], kwargs: dict[str, Any], names: tuple[str, ...]) -> Any:
