@@ -344,6 +344,10 @@ PRIVATES: tuple[Private, ...] = (
         why="a resume function's original code, where argument marks live",
     ),
     Private(
+        "torch._dynamo.utils:orig_code_map",
+        why="the code a running compiled frame stands for: marked values passed on (_callers)",
+    ),
+    Private(
         "torch._dynamo.pgo:process_automatic_dynamic",
         ("tx", "name", "entry", "is_unspecialized_nn_module"),
         why="automatic dynamic sees a proxy's value",
