@@ -12,7 +12,8 @@ patterns of real libraries (x-transformers' top-k sampling, AdamW with OneCycleL
 clipped loss, timm's DropPath, dropout schedules, timm's EMA update, a Hugging Face
 forward taking ``**kwargs``, PyTorch's own dynamic-int test, set-up code marking again in
 a loop, property getters with a side effect or that cannot run yet, as Lightning's
-``trainer``), written out in ``tests/harm_scenarios.py``; ``tests/test_real_libraries.py``
+``trainer``, ViTMAE's mask-ratio curriculum, vector-quantize-pytorch's temperature across
+graph breaks), written out in ``tests/harm_scenarios.py``; ``tests/test_real_libraries.py``
 runs the libraries themselves.
 """
 
@@ -51,6 +52,12 @@ MARKED: dict[str, dict[str, int]] = {
     "remark_between_calls": {"args": 2, "attrs": 2, "class": 2, "param_groups": 2},
     "property_side_effect": {"global_step": 1},
     "property_raising_getter": {"warmup": 1},
+    # a size from a float: symbolic on aot_eager, exact at rounding edges; two paths
+    # (int(10 * (1 - 0.9)) keeps no patch: a size 0)
+    "mask_ratio_curriculum": {"DynamicFloat": 2},
+    # one graph in each frame: forward before its break, after it (up to the codebook
+    # call), the codebook after its own break, forward's rest
+    "argument_across_graph_break": {"temperature": 4},
 }
 
 
