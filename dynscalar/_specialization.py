@@ -5,8 +5,10 @@ is a property of the torch release, not of dynscalar: torch 2.13 keeps ``int()``
 and most of ``math`` symbolic, and forces a value for ``range(n)``, ``str(n)``, list and
 dict indexing and ``math.log``/``math.exp``.  Advice written from memory goes stale, so
 :func:`probe` measures it: each construct is compiled (public ``torch.compile`` with a
-counting backend) and called with four values of a ``DynamicInt``; one compile means it
-stayed symbolic, one per value means it specialized.
+counting backend) and called with four values of a ``DynamicInt`` and of a
+``DynamicFloat``; one compile means it stayed symbolic, one per value means it specialized,
+and where Python itself raises for that type (``range(2.5)``) the compiled call must raise
+the same error.
 
 * ``python -m dynscalar specializations`` prints the table for the installed torch;
 * ``docs/concepts.md`` shows the table for the release the docs were built with
@@ -25,12 +27,15 @@ from typing import Any
 
 __all__ = [
     "CONSTRUCTS",
+    "RAISES",
     "RECORDED",
     "Construct",
     "constructs_in",
     "probe",
     "probe_alternatives",
     "render_table",
+    "TYPES",
+    "VALUES",
 ]
 
 _LIST = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
@@ -60,6 +65,14 @@ _DICT = {i: float(i) for i in range(10)}
 SYMBOLIC = "stays symbolic"
 SPECIALIZES = "forces the value"
 EAGER = "not compiled (runs eagerly)"
+RAISES = "raises, as Python does"
+
+#: the proxy types the probe marks a value with, and the values it calls each construct with
+TYPES = ("DynamicInt", "DynamicFloat")
+VALUES: dict[str, tuple[Any, ...]] = {
+    "DynamicInt": (3, 4, 5, 6),
+    "DynamicFloat": (3.5, 4.5, 5.5, 6.5),
+}
 
 
 @dataclass(frozen=True)
@@ -76,7 +89,11 @@ class Construct:
     @property
     def shown(self) -> str:
         """The construct in prose, e.g. a list index: `values[n]` on a list or tuple."""
-        kind = {"list index": " on a list or tuple", "dict key": " on a dict"}.get(self.key, "")
+        kind = {
+            "list index": " on a list or tuple",
+            "dict key": " on a dict",
+            "as a size": " (a size)",
+        }.get(self.key, "")
         return f"`{self.code}`{kind}"
 
 
@@ -149,6 +166,16 @@ CONSTRUCTS: tuple[Construct, ...] = (
         code="n, 2",
     ),
     Construct(
+        "as a size",
+        "torch.ones(math.ceil(n / 2))",
+        r"\b(math\.ceil|math\.floor|int)\(.*\b(topk|ones|zeros|new_zeros|empty)\(|"
+        r"\b(topk|ones|zeros|new_zeros|empty)\(.*\b(math\.ceil|math\.floor|int)\(",
+        "A size computed from a float cannot be a symbolic size on inductor (it specializes "
+        "the float): compute the size from ints (`n * 3 // 4`), or leave that value "
+        "unmarked on inductor.",
+        lambda x, n: x * torch_ones(math.ceil(n / 2)).sum(),
+    ),
+    Construct(
         "range()",
         "for _ in range(n)",
         r"\brange\(",
@@ -201,63 +228,86 @@ CONSTRUCTS: tuple[Construct, ...] = (
 RECORDED: dict[str, Any] = {
     "torch": "2.13.0",
     "results": {
-        "int()": SYMBOLIC,
-        "float()": SYMBOLIC,
-        "min/max": SYMBOLIC,
-        "round()": SYMBOLIC,
-        "math.sqrt": SYMBOLIC,
-        "math.floor": SYMBOLIC,
-        "math.log": SPECIALIZES,
-        "math.exp": SPECIALIZES,
-        "math.pow": SPECIALIZES,
-        "range()": SPECIALIZES,
-        "f-string": EAGER,
-        "str()": SPECIALIZES,
-        "list index": SPECIALIZES,
-        "dict key": SPECIALIZES,
+        "int()": {"DynamicInt": SYMBOLIC, "DynamicFloat": SYMBOLIC},
+        "float()": {"DynamicInt": SYMBOLIC, "DynamicFloat": SYMBOLIC},
+        "min/max": {"DynamicInt": SYMBOLIC, "DynamicFloat": SYMBOLIC},
+        "round()": {"DynamicInt": SYMBOLIC, "DynamicFloat": SYMBOLIC},
+        "math.sqrt": {"DynamicInt": SYMBOLIC, "DynamicFloat": SYMBOLIC},
+        "math.floor": {"DynamicInt": SYMBOLIC, "DynamicFloat": SYMBOLIC},
+        "math.log": {"DynamicInt": SPECIALIZES, "DynamicFloat": SPECIALIZES},
+        "math.exp": {"DynamicInt": SPECIALIZES, "DynamicFloat": SPECIALIZES},
+        "math.pow": {"DynamicInt": SPECIALIZES, "DynamicFloat": SPECIALIZES},
+        "as a size": {"DynamicInt": SYMBOLIC, "DynamicFloat": SYMBOLIC},
+        "range()": {"DynamicInt": SPECIALIZES, "DynamicFloat": RAISES},
+        "f-string": {"DynamicInt": EAGER, "DynamicFloat": EAGER},
+        "str()": {"DynamicInt": SPECIALIZES, "DynamicFloat": SPECIALIZES},
+        "list index": {"DynamicInt": SPECIALIZES, "DynamicFloat": RAISES},
+        "dict key": {"DynamicInt": SPECIALIZES, "DynamicFloat": RAISES},
     },
 }
 
 
-def probe(values: tuple[int, ...] = (3, 4, 5, 6)) -> dict[str, str]:
-    """Compile each construct on a ``DynamicInt`` and call it with ``values``.
+def probe() -> dict[str, dict[str, str]]:
+    """Compile each construct on a ``DynamicInt`` and on a ``DynamicFloat`` and call it
+    with that type's :data:`VALUES`.
 
-    Returns ``{construct key: SYMBOLIC | SPECIALIZES | EAGER}``; a construct whose result
-    differs from eager's raises ``AssertionError`` (it never has).  Takes a few seconds:
-    the counting backend runs the graphs as Python, nothing is code-generated.
+    Returns ``{construct key: {type name: SYMBOLIC | SPECIALIZES | EAGER | RAISES}}``; a
+    construct whose result differs from eager's (or that raises something else than eager
+    does) raises ``AssertionError`` (it never has).  Takes a few seconds: the counting
+    backend runs the graphs as Python, nothing is code-generated.
     """
+    from ._proxy import DynamicFloat, DynamicInt
+
+    kinds = {"DynamicInt": DynamicInt, "DynamicFloat": DynamicFloat}
+    results: dict[str, dict[str, str]] = {}
+    for construct in CONSTRUCTS:
+        results[construct.key] = {
+            name: _probe_one(construct, kinds[name], VALUES[name]) for name in TYPES
+        }
+    import torch
+
+    torch._dynamo.reset()
+    return results
+
+
+def _probe_one(construct: Construct, kind: Any, values: tuple[Any, ...]) -> str:
     import warnings
 
     import torch
 
     from ._diagnostics import SpecializationWarning
-    from ._proxy import DynamicInt
 
-    results: dict[str, str] = {}
-    for construct in CONSTRUCTS:
-        graphs: list[Any] = []
+    graphs: list[Any] = []
 
-        def backend(gm: Any, example_inputs: Any, graphs: list[Any] = graphs) -> Any:
-            graphs.append(gm)
-            return gm.forward
+    def backend(gm: Any, example_inputs: Any, graphs: list[Any] = graphs) -> Any:
+        graphs.append(gm)
+        return gm.forward
 
-        torch._dynamo.reset()
-        compiled = torch.compile(construct.run, backend=backend)
-        x = torch.ones(2)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", SpecializationWarning)
-            for value in values:
-                got = compiled(x, DynamicInt(value))
-                want = construct.run(x, value)
-                assert torch.equal(got, want), (construct.key, value, got, want)
-        if not graphs:
-            results[construct.key] = EAGER
-        elif len(graphs) >= len(values):
-            results[construct.key] = SPECIALIZES
-        else:
-            results[construct.key] = SYMBOLIC
     torch._dynamo.reset()
-    return results
+    compiled = torch.compile(construct.run, backend=backend)
+    x = torch.ones(2)
+    raised = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SpecializationWarning)
+        for value in values:
+            try:
+                want = construct.run(x, value)
+            except Exception as error:
+                try:
+                    compiled(x, kind(value))
+                except type(error):
+                    raised += 1
+                    continue
+                raise AssertionError(
+                    (construct.key, value, "compiled did not raise", error)
+                ) from error
+            got = compiled(x, kind(value))
+            assert torch.equal(got, want), (construct.key, value, got, want)
+    if raised == len(values):
+        return RAISES
+    if not graphs:
+        return EAGER
+    return SPECIALIZES if len(graphs) >= len(values) else SYMBOLIC
 
 
 def probe_alternatives(values: tuple[int, ...] = (3, 4, 5, 6)) -> dict[str, bool]:
@@ -286,13 +336,18 @@ def probe_alternatives(values: tuple[int, ...] = (3, 4, 5, 6)) -> dict[str, bool
     return checked
 
 
-def render_table(results: dict[str, str]) -> str:
+def render_table(results: dict[str, dict[str, str]]) -> str:
     """The Markdown table of :func:`probe`'s results, with the advice for each construct."""
-    lines = ["| on a marked `n` | on this torch | instead |", "|---|---|---|"]
+    lines = [
+        f"| on a marked `n` | {' | '.join(f'`{t}`' for t in TYPES)} | instead |",
+        "|---|" + "---|" * len(TYPES) + "---|",
+    ]
     for construct in CONSTRUCTS:
-        result = results[construct.key]
-        instead = "nothing to change" if result == SYMBOLIC else construct.advice
-        lines.append(f"| {construct.shown} | {result} | {instead} |")
+        found = results[construct.key]
+        forced = any(found[t] not in (SYMBOLIC, RAISES) for t in TYPES)
+        instead = construct.advice if forced else "nothing to change"
+        cells = " | ".join(found[t] for t in TYPES)
+        lines.append(f"| {construct.shown} | {cells} | {instead} |")
     return "\n".join(lines) + "\n"
 
 
@@ -309,5 +364,5 @@ def constructs_in(line: str, container: type | None = None) -> list[Construct]:
     elif container is not None and issubclass(container, (list, tuple)):
         found = [c for c in found if c.key != "dict key"]
     recorded = RECORDED["results"]
-    found.sort(key=lambda c: recorded.get(c.key) != SPECIALIZES)
+    found.sort(key=lambda c: SPECIALIZES not in recorded.get(c.key, {}).values())
     return found

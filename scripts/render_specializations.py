@@ -4,9 +4,9 @@
     python scripts/render_specializations.py --check  # exit 1 if the page differs
 
 The table says which Python constructs force a marked value to a constant
-(dynscalar/_specialization.py compiles each one on a DynamicInt). Run it after a torch
-upgrade, and update ``RECORDED`` in that module with the printed results;
-tests/test_docs.py checks both against the probe.
+(dynscalar/_specialization.py compiles each one on a DynamicInt and on a DynamicFloat).
+Run it after a torch upgrade, and update ``RECORDED`` in that module with the printed
+results; tests/test_docs.py checks both against the probe.
 """
 
 from __future__ import annotations
