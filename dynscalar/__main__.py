@@ -69,7 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "specializations":
         from ._specialization import probe, render_table
 
-        print(f"torch {torch.__version__}: a DynamicInt n, compiled, called with 4 values\n")
+        print(
+            f"torch {torch.__version__}: n a DynamicInt, then a DynamicFloat, compiled and "
+            "called with 4 values each\n"
+        )
         print(render_table(probe()), end="")
         return 0
 

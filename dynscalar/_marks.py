@@ -65,6 +65,7 @@ __all__ = [
     "MARK_TABLE",
     "PROMOTED_KEY",
     "Marks",
+    "arg_marks_made",
     "auto_marked",
     "auto_snapshot",
     "class_marks_of",
@@ -199,6 +200,8 @@ def edit_marks(
         if marks == (old or {}):
             return
         instance_dict[key] = marks
+        if key == ARG_MARKS_KEY and marks:
+            _arg_marks_made[0] = True
 
 
 def edit_class_marks(cls: type, edit: Callable[[dict[str, DynamicSpec]], None]) -> None:
@@ -235,6 +238,23 @@ def edit_function_marks(
         marks = dict(_own(code) or {})
         edit(marks)
         _store_locked(code, marks)
+        if marks:
+            _arg_marks_made[0] = True
+
+
+#: whether an argument mark was ever made in this process (compiles without one never look
+#: for marked values in calling frames)
+_arg_marks_made = [False]
+
+
+def arg_marks_made() -> bool:
+    """True once any function or module argument mark was made in this process.
+
+    Examples:
+        >>> isinstance(arg_marks_made(), bool)
+        True
+    """
+    return _arg_marks_made[0]
 
 
 def start_auto(instance_dict: dict[str, Any], snapshot: dict[str, int | float]) -> None:

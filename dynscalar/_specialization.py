@@ -85,7 +85,11 @@ class Construct:
     @property
     def shown(self) -> str:
         """The construct in prose, e.g. a list index: `values[n]` on a list or tuple."""
-        kind = {"list index": " on a list or tuple", "dict key": " on a dict"}.get(self.key, "")
+        kind = {
+            "list index": " on a list or tuple",
+            "dict key": " on a dict",
+            "as a size": " (a size)",
+        }.get(self.key, "")
         return f"`{self.code}`{kind}"
 
 
@@ -162,6 +166,16 @@ CONSTRUCTS: tuple[Construct, ...] = (
         "value (its tensor power returns `inf` where `math.pow` raises `OverflowError`).",
     ),
     Construct(
+        "as a size",
+        "torch.ones(math.ceil(n / 2))",
+        r"\b(math\.ceil|math\.floor|int)\(.*\b(topk|ones|zeros|new_zeros|empty)\(|"
+        r"\b(topk|ones|zeros|new_zeros|empty)\(.*\b(math\.ceil|math\.floor|int)\(",
+        "A size computed from a float cannot be a symbolic size on inductor (it specializes "
+        "the float): compute the size from ints (`n * 3 // 4`), or leave that value "
+        "unmarked on inductor.",
+        lambda x, n: x * torch_ones(math.ceil(n / 2)).sum(),
+    ),
+    Construct(
         "range()",
         "for _ in range(n)",
         r"\brange\(",
@@ -223,6 +237,7 @@ RECORDED: dict[str, Any] = {
         "math.log": {"DynamicInt": SPECIALIZES, "DynamicFloat": SPECIALIZES},
         "math.exp": {"DynamicInt": SPECIALIZES, "DynamicFloat": SPECIALIZES},
         "math.pow": {"DynamicInt": SYMBOLIC, "DynamicFloat": SYMBOLIC},
+        "as a size": {"DynamicInt": SYMBOLIC, "DynamicFloat": SYMBOLIC},
         "range()": {"DynamicInt": SPECIALIZES, "DynamicFloat": RAISES},
         "f-string": {"DynamicInt": EAGER, "DynamicFloat": EAGER},
         "str()": {"DynamicInt": SPECIALIZES, "DynamicFloat": SPECIALIZES},

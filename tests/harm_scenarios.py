@@ -838,6 +838,99 @@ def debias_math_pow(mark: str | None) -> Outcome:
     return counter.frame_count, [p.detach().clone() for p in model.parameters()]
 
 
+class _Config:
+    """A model config shared by its modules (transformers' ``PretrainedConfig``)."""
+
+    def __init__(self, mask_ratio: float) -> None:
+        self.mask_ratio = mask_ratio
+
+
+class RandomMasking(torch.nn.Module):
+    """ViTMAE's ``random_masking`` (transformers, modeling_vit_mae.py): keeps
+    ``int(seq_length * (1 - config.mask_ratio))`` patches, a size computed from a float."""
+
+    def __init__(self, config: _Config) -> None:
+        super().__init__()
+        self.config = config
+        self.project = torch.nn.Linear(4, 4)
+
+    def forward(self, sequence: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+        _, seq_length, dim = sequence.shape
+        len_keep = int(seq_length * (1 - self.config.mask_ratio))
+        ids_shuffle = torch.argsort(noise, dim=1)
+        ids_keep = ids_shuffle[:, :len_keep]
+        kept = torch.gather(sequence, dim=1, index=ids_keep.unsqueeze(-1).repeat(1, 1, dim))
+        return self.project(kept).sum(dim=1)
+
+
+def mask_ratio_curriculum(mark: str | None) -> Outcome:
+    """A mask-ratio curriculum on ViTMAE's masking (``mark="DynamicFloat"``: the config
+    holds a ``DynamicFloat``); ratios at rounding edges of ``int(10 * (1 - r))``."""
+    torch.manual_seed(0)
+    config = _Config(0.75)
+    model = RandomMasking(config)
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter)
+    sequence = torch.linspace(-1.0, 1.0, 80).reshape(2, 10, 4)
+    noise = torch.linspace(0.0, 1.0, 20).reshape(2, 10).flip(1)
+    outs = []
+    for ratio in (0.75, 0.7, 0.9, 0.3, 0.45, 0.6):
+        config.mask_ratio = _ds().DynamicFloat(ratio) if mark is not None else ratio
+        got = compiled(sequence, noise)
+        config.mask_ratio = ratio
+        _same(got, model(sequence, noise), True, f"ratio={ratio}")
+        outs.append(got.detach())
+    return counter.frame_count, outs
+
+
+class _Codebook(torch.nn.Module):
+    """vector-quantize-pytorch's codebook: a graph break (its ``init_embed_`` branches on
+    a buffer), then Gumbel sampling at the temperature it is passed (fixed noise)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.embed = torch.nn.Parameter(torch.linspace(-1.0, 1.0, 32).reshape(8, 4))
+        self.register_buffer("noise", torch.linspace(-0.5, 0.5, 48).reshape(6, 8))
+
+    def forward(self, x: torch.Tensor, temperature: float) -> torch.Tensor:
+        torch._dynamo.graph_break()
+        logits = x @ self.embed.T / temperature + self.noise
+        onehot = torch.nn.functional.one_hot(logits.argmax(-1), 8).to(x.dtype)
+        return onehot @ self.embed
+
+
+class _Quantizer(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.project = torch.nn.Linear(4, 4)
+        self.codebook = _Codebook()
+
+    def forward(self, x: torch.Tensor, temperature: float) -> torch.Tensor:
+        y = self.project(x) * temperature
+        torch._dynamo.graph_break()
+        return self.codebook(y, temperature) + temperature
+
+
+def argument_across_graph_break(mark: str | None) -> Outcome:
+    """A marked argument (a Gumbel temperature annealed per step) used before and after a
+    graph break, and passed to a module whose forward graph-breaks (a frame of its own)."""
+    torch.manual_seed(0)
+    model = _Quantizer()
+    if mark is not None:
+        _mark_args(model, mark)
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter)
+    x = torch.linspace(-1.0, 1.0, 24).reshape(6, 4)
+    outs = []
+    with torch.no_grad():
+        for step in range(6):
+            temperature = 1.0 - 0.15 * step
+            got = compiled(x, temperature)
+            _same(got, model(x, temperature), True, f"temperature={temperature}")
+            outs.append(got)
+    return counter.frame_count, outs
+
+
 SCENARIOS: dict[str, Callable[[str | None], Outcome]] = {
     "clamp_bounds": clamp_bounds,
     "top_k_sampling": top_k_sampling,
@@ -862,6 +955,8 @@ SCENARIOS: dict[str, Callable[[str | None], Outcome]] = {
     "disabled_then_marked": disabled_then_marked,
     "sam_wrapper": sam_wrapper,
     "debias_math_pow": debias_math_pow,
+    "mask_ratio_curriculum": mask_ratio_curriculum,
+    "argument_across_graph_break": argument_across_graph_break,
 }
 
 

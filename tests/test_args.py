@@ -294,3 +294,120 @@ def test_marks_see_through_torch_decorators(backend: str) -> None:
     for step in range(5):
         same(compiled, update, torch.zeros(3), torch.ones(3), step)
     assert counter.frame_count == 1
+
+
+# ----------------------------------------------------------------------------- graph breaks
+class Codebook(torch.nn.Module):
+    """vector-quantize-pytorch's ``EuclideanCodebook.forward(x, sample_codebook_temp)``:
+    a graph break first (its ``init_embed_`` branches on a buffer, ``if self.initted``),
+    then Gumbel sampling at the temperature it was passed.  The noise is a buffer, so the
+    compiled and eager twins sample alike."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.embed = torch.nn.Parameter(torch.randn(8, 4))
+        self.register_buffer("noise", -torch.log(-torch.log(torch.rand(6, 8))))
+
+    def forward(self, x: torch.Tensor, sample_codebook_temp: float) -> torch.Tensor:
+        torch._dynamo.graph_break()
+        logits = x @ self.embed.T
+        if sample_codebook_temp > 0:
+            logits = logits / sample_codebook_temp + self.noise
+        onehot = torch.nn.functional.one_hot(logits.argmax(-1), 8).to(x.dtype)
+        return onehot @ self.embed
+
+
+class Quantizer(torch.nn.Module):
+    """vector-quantize-pytorch's ``VectorQuantize.forward(x, sample_codebook_temp=None)``,
+    which hands the temperature to its codebook module."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.project = torch.nn.Linear(4, 4)
+        self.codebook = Codebook()
+        self.sample_codebook_temp = 1.0
+
+    def forward(self, x: torch.Tensor, sample_codebook_temp: float | None = None) -> torch.Tensor:
+        temp = sample_codebook_temp if sample_codebook_temp is not None else 1.0
+        return self.codebook(self.project(x), sample_codebook_temp=temp) * temp
+
+
+def _anneal(model: torch.nn.Module, backend: str, proxy: bool) -> int:
+    """A Gumbel temperature annealed over eight steps; every call compared with eager."""
+    eager = copy.deepcopy(model)
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    x = torch.linspace(-1.0, 1.0, 24).reshape(6, 4)
+    with torch.no_grad():  # Dynamo reads `.grad` of a non-leaf input tensor, and warns
+        for step in range(8):
+            temp = 1.0 - 0.1 * step
+            value = ds.DynamicFloat(temp) if proxy else temp
+            same(compiled, eager, x, sample_codebook_temp=value)
+    return counter.frame_count
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_marked_argument_follows_into_a_module_that_graph_breaks(backend: str) -> None:
+    """The marked temperature reaches ``Codebook.forward``, a frame of its own (it graph
+    breaks): there it is marked too, as a ``DynamicFloat`` argument would be."""
+    with ds.disabled():
+        stock = _anneal(Quantizer(), backend, proxy=False)
+    proxy = _anneal(Quantizer(), backend, proxy=True)
+    marked = _anneal(ds.mark_dynamic_args(Quantizer(), "sample_codebook_temp"), backend, False)
+    # stock: one graph per temperature in the codebook's frame, on aot_eager also a
+    # restart per value (torch's tensorify pass specializes the changing float)
+    assert (stock, proxy, marked) == {"eager": (6, 3, 3), "aot_eager": (13, 3, 3)}[backend]
+
+
+def _inner(x: torch.Tensor, u: float) -> torch.Tensor:
+    torch._dynamo.graph_break()
+    return x * u + u
+
+
+def _marked_caller(x: torch.Tensor, t: float) -> torch.Tensor:
+    return _inner(x + 1, t) * t
+
+
+def _unmarked_caller(x: torch.Tensor, s: float) -> torch.Tensor:
+    return _inner(x - 1, s) * 3
+
+
+def _callers(backend: str) -> tuple[int, int]:
+    """Graphs compiled by four calls through the marked caller, then four through an
+    unmarked caller of the same function (the second count includes the first)."""
+    counter = CountingBackend(backend)
+    marked = torch.compile(_marked_caller, backend=counter)
+    unmarked = torch.compile(_unmarked_caller, backend=counter)
+    x = torch.linspace(-1.0, 1.0, 4)
+    for t in (0.5, 0.25, 0.75, 1.5):
+        same(marked, _marked_caller, x, t)
+    first = counter.frame_count
+    for s in (0.5, 2.0, 3.0, 4.0):
+        same(unmarked, _unmarked_caller, x, s)
+    return first, counter.frame_count
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_marked_argument_is_followed_only_where_a_marked_frame_passes_it(
+    backend: str,
+) -> None:
+    """``_inner`` compiles as a frame of its own; its graph for the marked value checks on
+    every call that a running frame holds the value as a marked argument (or that it is
+    the value it was traced with).  Called later with plain values from an unmarked
+    caller, it compiles as stock torch does, with eager's numbers, and in all no more
+    graphs than stock."""
+    with ds.disabled():
+        stock = _callers(backend)
+    ds.mark_dynamic_args(_marked_caller, "t")
+    try:
+        marked = _callers(backend)
+    finally:
+        ds.unmark_dynamic_args(_marked_caller, "t")
+    # (graphs after the marked calls, graphs after all calls)
+    expected = {"eager": ((6, 9), (3, 7)), "aot_eager": ((9, 13), (3, 8))}[backend]
+    assert (stock, marked) == expected
+    # The unmarked calls compile `_inner` once (dynamic: it has seen a value there), where
+    # stock compiled nothing new for them: stock's dynamic graph, made for the marked
+    # values, takes them; the marked graph does not.
+    assert marked[1] - marked[0] == stock[1] - stock[0] + 1

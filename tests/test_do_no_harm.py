@@ -14,7 +14,8 @@ forward taking ``**kwargs``, PyTorch's own dynamic-int test, set-up code marking
 a loop, property getters with a side effect or that cannot run yet, as Lightning's
 ``trainer``, a step that writes back many values and a long chain, a model stepped inside
 ``dynscalar.disabled()`` and after it, pytorch-optimizer's SAM wrapper and ``math.pow``
-debiasing), written out in ``tests/harm_scenarios.py``; ``tests/test_real_libraries.py``
+debiasing, ViTMAE's mask-ratio curriculum, vector-quantize-pytorch's temperature across
+graph breaks), written out in ``tests/harm_scenarios.py``; ``tests/test_real_libraries.py``
 runs the libraries themselves.
 """
 
@@ -47,7 +48,8 @@ MARKED: dict[str, dict[str, int]] = {
     "dropout_sgd_steps": {"p": 1},
     "ema_no_grad": {"step": 1},
     "keyword_argument": {"num_items_in_batch": 1},
-    "int_after_proxy": {"DynamicInt": 2},
+    # a plain int reuses the DynamicInt's graph: nothing in it can tell them apart
+    "int_after_proxy": {"DynamicInt": 1},
     # the same mark made again elsewhere between calls: no recompile of unrelated code
     "remark_between_calls": {"args": 2, "attrs": 2, "class": 2, "param_groups": 2},
     "property_side_effect": {"global_step": 1},
@@ -68,6 +70,12 @@ MARKED: dict[str, dict[str, int]] = {
     "sam_wrapper": {"rho,lr": 5, "base:lr": 5},
     # the first step creates the state (one path), every later step shares the second graph
     "debias_math_pow": {"step": 2},
+    # a size from a float: symbolic on aot_eager, exact at rounding edges; two paths
+    # (int(10 * (1 - 0.9)) keeps no patch: a size 0)
+    "mask_ratio_curriculum": {"DynamicFloat": 2},
+    # one graph in each frame: forward before its break, after it (up to the codebook
+    # call), the codebook after its own break, forward's rest
+    "argument_across_graph_break": {"temperature": 4},
 }
 
 

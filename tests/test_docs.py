@@ -378,6 +378,7 @@ def test_specialization_table_is_the_probe_on_this_torch(
 
     from dynscalar.__main__ import main
     from dynscalar._specialization import (
+        RAISES,
         RECORDED,
         SPECIALIZES,
         SYMBOLIC,
@@ -395,12 +396,13 @@ def test_specialization_table_is_the_probe_on_this_torch(
         assert render_table(recorded) in printed, "the probe differs from RECORDED"
     # what the README, the tutorial and Troubleshooting say about this release
     for kind in ("DynamicInt", "DynamicFloat"):
-        for key in ("int()", "min/max", "math.sqrt", "math.pow"):
+        for key in ("int()", "min/max", "math.sqrt", "math.pow", "as a size"):
             assert recorded[key][kind] == SYMBOLIC, (key, kind)
         for key in ("str()", "math.log"):
             assert recorded[key][kind] == SPECIALIZES, (key, kind)
     for key in ("range()", "list index", "dict key"):
         assert recorded[key]["DynamicInt"] == SPECIALIZES, key
+        assert recorded[key]["DynamicFloat"] == RAISES, key
     # the code the advice suggests instead stays symbolic and gives the same numbers
     assert all(probe_alternatives().values()), probe_alternatives()
 

@@ -146,11 +146,12 @@ def test_transformers_loss_takes_num_items_in_batch_as_a_keyword(how: str, graph
     counter = CountingBackend("aot_eager")
     compiled = torch.compile(model, backend=counter)
     ids = torch.randint(0, 64, (2, 8))
-    for n in range(5, 10):
-        value = ds.DynamicInt(n) if how == "DynamicInt" else n
-        got = compiled(input_ids=ids, labels=ids, num_items_in_batch=value).loss
-        want = eager(input_ids=ids, labels=ids, num_items_in_batch=n).loss
-        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    with torch.no_grad():  # Dynamo reads `.grad` of the loss frame's non-leaf logits: a warning
+        for n in range(5, 10):
+            value = ds.DynamicInt(n) if how == "DynamicInt" else n
+            got = compiled(input_ids=ids, labels=ids, num_items_in_batch=value).loss
+            want = eager(input_ids=ids, labels=ids, num_items_in_batch=n).loss
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
     assert counter.frame_count == graphs
 
 
@@ -492,3 +493,135 @@ def test_pytorch_optimizer_debias_with_a_marked_step(mark: bool, graphs: int) ->
             ds.mark_dynamic_param_groups(opt, "step")
 
     assert _train_side_by_side(make, marked, "aot_eager", 6) == graphs
+
+
+def _import_transformers() -> Any:
+    """``import transformers``, or skip (it imports torchvision when that is installed)."""
+    if importlib.util.find_spec("torchvision") is not None:
+        _import_vision("torchvision")
+    return pytest.importorskip("transformers", reason="needs the reallib extra")
+
+
+def _vq_anneal(how: str) -> int:
+    """vector-quantize-pytorch's ``VectorQuantize`` with stochastic (Gumbel) code sampling,
+    its ``sample_codebook_temp`` annealed over six steps.  ``forward`` graph-breaks into
+    ``EuclideanCodebook.forward`` (``init_embed_`` branches on a buffer), which takes the
+    temperature as an argument and graph-breaks again."""
+    vqp = pytest.importorskip("vector_quantize_pytorch", reason="needs the reallib extra")
+    torch.manual_seed(0)
+    vq = vqp.VectorQuantize(dim=8, codebook_size=16, stochastic_sample_codes=True, decay=0.9)
+    vq.train()
+    eager = copy.deepcopy(vq)
+    if how == "mark":
+        ds.mark_dynamic_args(vq, "sample_codebook_temp")
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(vq, backend=counter)
+    x = torch.randn(2, 6, 8)
+    for step, temp in enumerate([1.0, 0.9, 0.8, 0.7, 0.6, 0.5]):
+        value = ds.DynamicFloat(temp) if how == "DynamicFloat" else temp
+        torch.manual_seed(step)  # the Gumbel noise: eager's draws on aot_eager
+        got = compiled(x, sample_codebook_temp=value)
+        torch.manual_seed(step)
+        want = eager(x, sample_codebook_temp=temp)
+        for g, w in zip(got, want, strict=True):
+            if isinstance(w, torch.Tensor):
+                torch.testing.assert_close(g, w, rtol=0, atol=0)
+        for a, b in zip(vq.buffers(), eager.buffers(), strict=True):  # the EMA codebook
+            torch.testing.assert_close(a, b, rtol=0, atol=0)
+    return counter.frame_count
+
+
+@pytest.mark.parametrize(("how", "graphs"), [("stock", 15), ("mark", 7), ("DynamicFloat", 7)])
+def test_vector_quantize_gumbel_temperature_anneal(how: str, graphs: int) -> None:
+    """The marked temperature is followed into the codebook's frame and its resume
+    functions: as many graphs as a ``DynamicFloat`` argument, about half of stock's."""
+    assert _vq_anneal(how) == graphs
+
+
+def _vit_mae_curriculum(proxy: bool) -> int:
+    """ViTMAE pre-training with a mask-ratio curriculum: ``random_masking`` keeps
+    ``int(seq_length * (1 - config.mask_ratio))`` patches; the config holds a
+    ``DynamicFloat`` (a config is no module, so it is marked by its value)."""
+    transformers = _import_transformers()
+    torch.manual_seed(0)
+    config = transformers.ViTMAEConfig(
+        image_size=16,
+        patch_size=4,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        decoder_hidden_size=32,
+        decoder_num_hidden_layers=1,
+        decoder_num_attention_heads=2,
+        decoder_intermediate_size=64,
+        mask_ratio=0.75,
+    )
+    model = transformers.ViTMAEForPreTraining(config).eval()
+    eager = copy.deepcopy(model)
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter)
+    pixels, noise = torch.randn(2, 3, 16, 16), torch.rand(2, 16)
+    for ratio in (0.75, 0.7, 0.65, 0.6, 0.5, 0.45):
+        model.config.mask_ratio = ds.DynamicFloat(ratio) if proxy else ratio
+        eager.config.mask_ratio = ratio
+        got, want = compiled(pixels, noise=noise), eager(pixels, noise=noise)
+        torch.testing.assert_close(got.loss, want.loss, rtol=0, atol=0)
+        torch.testing.assert_close(got.logits, want.logits, rtol=0, atol=0)
+        torch.testing.assert_close(got.mask, want.mask, rtol=0, atol=0)
+    return counter.frame_count
+
+
+@pytest.mark.parametrize(("proxy", "graphs"), [(False, 7), (True, 1)])
+def test_vit_mae_mask_ratio_curriculum(proxy: bool, graphs: int) -> None:
+    """Stock: one graph per ratio and a restart (torch's tensorify pass specializes the
+    float a size is computed from); marked: one graph."""
+    assert _vit_mae_curriculum(proxy) == graphs
+
+
+@pytest.mark.parametrize(("how", "graphs"), [("stock", 7), ("mark", 1), ("DynamicFloat", 1)])
+def test_x_transformers_top_k_fraction(how: str, graphs: int) -> None:
+    """x-transformers' ``top_k`` filter: ``k = ceil(frac_num_tokens * num_tokens)``."""
+    autoregressive = pytest.importorskip(
+        "x_transformers.autoregressive_wrapper", reason="needs the reallib extra"
+    )
+    top_k = autoregressive.top_k
+    if how == "mark":
+        ds.mark_dynamic_args(top_k, "frac_num_tokens")
+    try:
+        counter = CountingBackend("aot_eager")
+        compiled = torch.compile(top_k, backend=counter)
+        torch.manual_seed(0)
+        logits = torch.randn(2, 40)
+        for frac in (0.1, 0.15, 0.2, 0.25, 0.3, 0.35):
+            value = ds.DynamicFloat(frac) if how == "DynamicFloat" else frac
+            torch.testing.assert_close(compiled(logits, value), top_k(logits, frac), rtol=0, atol=0)
+    finally:
+        if how == "mark":
+            ds.unmark_dynamic_args(top_k, "frac_num_tokens")  # the mark is on the code
+    assert counter.frame_count == graphs
+
+
+@pytest.mark.parametrize(("how", "graphs"), [("stock", 4), ("mark", 2), ("DynamicInt", 2)])
+def test_transformers_gpt2_num_items_in_batch_across_a_graph_break(how: str, graphs: int) -> None:
+    """GPT2LMHeadModel graph-breaks on a logging call in ``loss_function``; the loss
+    (``ForCausalLMLoss``) then compiles as a frame of its own, where the marked
+    ``num_items_in_batch`` arrives as an argument: one graph before the break, one for the
+    loss (stock: the loss's frame static, then dynamic, and a restart)."""
+    transformers = _import_transformers()
+    torch.manual_seed(0)
+    config = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=32)
+    model = transformers.GPT2LMHeadModel(config).eval()
+    eager = copy.deepcopy(model)
+    if how == "mark":
+        ds.mark_dynamic_args(model, "num_items_in_batch")
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter)
+    ids = torch.randint(0, 64, (2, 8))
+    with torch.no_grad():  # Dynamo reads `.grad` of the loss frame's non-leaf logits: a warning
+        for n in range(5, 10):
+            value = ds.DynamicInt(n) if how == "DynamicInt" else n
+            got = compiled(input_ids=ids, labels=ids, num_items_in_batch=value).loss
+            want = eager(input_ids=ids, labels=ids, num_items_in_batch=n).loss
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert counter.frame_count == graphs

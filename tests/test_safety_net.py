@@ -74,6 +74,18 @@ class Scaled(torch.nn.Module):
         return x.mul(self.scale) + self.scale
 
 
+class Affine(Scaled):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * (-self.scale + self.scale * 2 - 0.5)
+
+
+class Sized(Scaled):
+    """A size and a count computed from a marked float."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x[: int(self.scale * 4) + 1] * round(self.scale * 4)
+
+
 class Property(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -155,6 +167,11 @@ PROGRAMS: dict[str, Callable[[], Outcome]] = {
     "_writeback:symnode_method_hook": lambda: _run(Sums, ("step",), [1, 2, 3]),
     "_writeback:record_call_hook": lambda: _run(Sums, ("step",), [1, 2, 3]),
     "_floats:tensorify_hook": lambda: _run(Scaled, ("scale",), [0.5, 0.25, 0.75]),
+    "_ieee:add_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
+    "_ieee:sub_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
+    "_ieee:mul_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
+    "_ieee:neg_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
+    "_builtins:conversion_hook": lambda: _run(Sized, ("scale",), [0.5, 0.25, 0.75]),
     "_safety:backend_compile_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
 }
 

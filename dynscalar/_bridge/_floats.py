@@ -21,7 +21,7 @@ from .._proxy import DynamicFloat, DynamicScalar
 from .._spec import DynamicSpec
 from ._backends import backend_kind
 from ._forced import ForcedFloats, used_float_symbols
-from ._guards import guard_proxy
+from ._guards import guard_proxy_or_plain
 from ._reports import passthrough, remember, user_location
 from ._restarts import (
     forget_restarts,
@@ -31,7 +31,7 @@ from ._restarts import (
     unbacked_in_floats,
 )
 from ._safety import on_abandon
-from ._sources import source_name, swapped_source
+from ._sources import plain_source, source_name, swapped_source
 from ._state import CompileState, Origin, compile_state, peek_state
 
 log = logging.getLogger("dynscalar")
@@ -60,18 +60,18 @@ def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: s
     """A marked float as a backed SymFloat (unbacked specs never get here: check_float)."""
     import torch
     import torch._dynamo.config as dynamo_config
-    from torch._dynamo.source import AttrSource
 
     proxied = isinstance(value, DynamicScalar)
     plain = float(value.__wrapped__) if proxied else float(value)
-    source = builder.source
+    position = source = builder.source
     if proxied:
-        # Next call must still hold a DynamicFloat with this spec; then read the plain float
-        # through wrapt's `__wrapped__` attribute: a plain AttrSource, so guards
-        # (GetAttrGuardAccessor) and the graph-arg fetch
-        # `torch._as_tensor_fullprec(L['v'].__wrapped__)` both work.
-        guard_proxy(source)
-        source = AttrSource(source, "__wrapped__")
+        # Next call must hold a plain float or a DynamicFloat with this spec; the plain float
+        # is read as `<source>.real`: a plain AttrSource, so guards (GetAttrGuardAccessor) and
+        # the graph-arg fetch `torch._as_tensor_fullprec(L['v'].real)` both work, for the
+        # proxy and for a plain float found there later.
+        guard_proxy_or_plain(source, type(value), value._self_spec)
+        source = plain_source(source)
+        compile_state(builder.tx.output.shape_env).read_through.add(source)
     # VariableBuilder.wrap_symfloat returns a constant unless both are off; the patch is
     # scoped to this one call and restored on exit.
     config = dynamo_config.patch(specialize_float=False, assume_static_by_default=False)
@@ -89,10 +89,16 @@ def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: s
             state.read_at[s] = read_at
             remember(shape_env, s, where, spec, label)
             _forced_floats.on_wrap(s, _memory_key(builder, source))
-        state.origins[var.as_proxy().node] = Origin(
-            where, value.spec if proxied else spec, DynamicFloat if proxied else None
+        state.origins[var.as_proxy().node] = (
+            Origin(where, value.spec, DynamicFloat, position)
+            if proxied
+            else Origin(where, spec, None)
         )
-    elif math.isfinite(plain):
+    elif not math.isfinite(plain):
+        # torch compiles a NaN or infinite float as a constant (exact); the compile still
+        # holds a mark, so int()/round() of it raise Python's error (_builtins)
+        compile_state(builder.tx.output.shape_env)
+    else:
         log.info("%s (value %r) kept constant by torch", label, plain)
         # wrap_symfloat still returns a constant under inductor cudagraphs, its killswitch,
         # constant sources or functorch grad tracking: exact, but one compile per value.
@@ -378,8 +384,10 @@ def tensorify_hook(
     except TensorifyScalarRestartAnalysis:
         # Not a specialization by itself: torch also restarts to drop a float input the graph
         # never uses (FreeU-style `if self.a and self.b:`).  The compile after the restart
-        # tells, by its guards; reported below.  What it forced while the graph used it is
-        # remembered for later compiles, as torch remembers its own floats (_forced).
+        # tells, by its guards (reported below, or before its backend compiles when the
+        # restarted trace never reaches this pass: ``report_value_guards``).  What it forced
+        # while the graph used it is remembered for later compiles, as torch remembers its
+        # own floats (_forced).
         _forced_floats.on_restart(ours, used, ops)
         raise
     except Exception as exc:
@@ -448,32 +456,61 @@ def _report_value_guards(shape_env: Any, state: CompileState, ops: list[str]) ->
         if isinstance(expr, sympy.Eq) and any(side.is_number for side in expr.args):
             specialized.update(s for s in expr.free_symbols if s in state.floats)
     for s in sorted(specialized - state.reported, key=str):
-        label = state.labels.get(s, state.floats[s])
-        filename, lineno, line = state.read_at.get(s, ("<unknown>", 0, ""))
-        at = f" (read at {filename}:{lineno}: `{line}`)" if lineno else ""
-        log.info("%s specialized by torch after the float-tensorify pass", label)
-        forced_by = ops or _forced_floats.ops(s)  # after a restart: what the first try saw
-        used = (
-            f"is used by {', '.join(forced_by)}, which torch.compile cannot keep symbolic "
-            "and dynscalar has no decomposition for"
-            if forced_by
-            else "is used where torch.compile needs a constant (a size, such as topk's k, or "
-            "an op that takes a Python float and has no dynscalar decomposition)"
-        )
-        message = (
-            f"dynscalar: {label}{at} {used}; torch specializes it (exact results, one compile "
-            "per value). Unmark it if it rarely changes, or pass that op a 0-d tensor if the "
-            "call is in your code."
-        )
-        spec = state.backed.get(s, ("", None))[1]
-        if spec is not None and spec.strict:
-            raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
-        warn_once(
-            ("tensorify", label, filename, lineno, *forced_by),
-            message,
-            SpecializationWarning,
-            location=(filename, lineno) if lineno else None,
-        )
+        _warn_specialized(state, s, ops)
+
+
+def report_value_guards(shape_env: Any) -> None:
+    """Before a compile's backend runs: warn for marked floats torch already guards by value
+    (a float its float-tensorify pass could not lower in an earlier try, which the restarted
+    trace specializes before the graph reaches the pass)."""
+    import sympy
+    from torch._dynamo.symbolic_convert import TensorifyState
+
+    state = peek_state(shape_env)
+    if state is None or not state.floats:
+        return
+    fixed = {
+        side
+        for guard in shape_env.guards
+        if isinstance(guard.expr, sympy.Eq) and any(side.is_number for side in guard.expr.args)
+        for side in guard.expr.args
+    }
+    for symbol in sorted(state.floats, key=str):
+        if symbol in fixed and symbol not in state.reported:
+            if TensorifyState.should_specialize(str(symbol)):
+                _warn_specialized(state, symbol, [])
+
+
+def _warn_specialized(state: CompileState, s: Any, ops: list[str]) -> None:
+    """One ``SpecializationWarning`` (``strict=True``: the error) for the marked float
+    ``s`` that torch specializes after its float-tensorify pass."""
+    state.reported.add(s)
+    label = state.labels.get(s, state.floats[s])
+    filename, lineno, line = state.read_at.get(s, ("<unknown>", 0, ""))
+    at = f" (read at {filename}:{lineno}: `{line}`)" if lineno else ""
+    log.info("%s specialized by torch after the float-tensorify pass", label)
+    forced_by = ops or _forced_floats.ops(s)  # after a restart: what the first try saw
+    used = (
+        f"is used by {', '.join(forced_by)}, which torch.compile cannot keep symbolic "
+        "and dynscalar has no decomposition for"
+        if forced_by
+        else "is used where torch.compile needs a constant (a size, such as topk's k, or "
+        "an op that takes a Python float and has no dynscalar decomposition)"
+    )
+    message = (
+        f"dynscalar: {label}{at} {used}; torch specializes it (exact results, one compile "
+        "per value). Unmark it if it rarely changes, or pass that op a 0-d tensor if the "
+        "call is in your code."
+    )
+    spec = state.backed.get(s, ("", None))[1]
+    if spec is not None and spec.strict:
+        raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
+    warn_once(
+        ("tensorify", label, filename, lineno, *forced_by),
+        message,
+        SpecializationWarning,
+        location=(filename, lineno) if lineno else None,
+    )
 
 
 # The AOTAutograd cache and graphs with a dynscalar float input.  The AOTAutograd cache key

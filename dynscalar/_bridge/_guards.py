@@ -20,9 +20,16 @@ the graphs that read that mark:
   (canonical) spec, so a ``DynamicInt`` replaced by a float, a ``DynamicFloat`` or a
   proxy with another spec recompiles;
 * **the plain value's type**: the graph input is read through a source that yields the
-  value itself (``L['self'].step``, or ``L['self'].step.__wrapped__`` for a proxy), and
+  value itself (``L['self'].step``, or ``L['self'].step.real`` for a proxy), and
   ``wrap_symint``/``wrap_symfloat`` put ``TYPE_MATCH`` on that source: an ``int`` graph is
-  never reused for ``2.5``, ``np.float64`` or ``"3"``.
+  never reused for ``2.5``, ``np.float64`` or ``"3"``;
+* **a proxy's class, only where it shows**: a graph traced from a proxy computes with its
+  plain value, so it is also correct for the plain ``int``/``float`` itself; the value is
+  guarded to be that plain type or the proxy's class with its spec
+  (:func:`guard_proxy_or_plain`, which rejects a bool, a numpy scalar or the other type),
+  and only where the compiled code's result depends on the class - a value written back,
+  handed on at a graph break or returned as a proxy, a dunder call only the proxy has -
+  does write-back guard the class itself (:func:`guard_proxy`, ``TYPE_MATCH``).
 
 Marking class A, function f or optimizer o changes only A's, f's or o's entry: graphs of
 other classes, functions and optimizers keep passing their guards, and the same mark made
@@ -54,8 +61,16 @@ from collections.abc import Callable
 from typing import Any
 
 from .._marks import MARK_TABLE, MARKS_KEY, key_of
+from ._sources import source_name
 
-__all__ = ["guard_class_marks", "guard_function_marks", "guard_mark_state", "guard_proxy"]
+__all__ = [
+    "guard_class_marks",
+    "guard_function_marks",
+    "guard_lambda",
+    "guard_mark_state",
+    "guard_proxy",
+    "guard_proxy_or_plain",
+]
 
 
 def guard_mark_state(
@@ -195,3 +210,41 @@ def guard_proxy(source: Any) -> None:
     # added in torch 2.6; AttrSource reads the same slot through the proxy's hook
     read = getattr(sources, "GenericAttrSource", sources.AttrSource)
     install_guard(read(source, "_self_spec").make_guard(GuardBuilder.ID_MATCH))
+
+
+def guard_proxy_or_plain(source: Any, cls: type, spec: Any) -> None:
+    """Guard the value at ``source`` to be the plain type of proxy class ``cls`` (``int``
+    for ``DynamicInt``, ``float`` for ``DynamicFloat``) or a ``cls`` with the (canonical)
+    ``spec``: one Python check (a guard-manager lambda), where :func:`guard_proxy` is two
+    C++ checks that also refuse the plain value."""
+    from .._proxy import DynamicInt
+
+    plain = int if cls is DynamicInt else float
+    read = object.__getattribute__
+
+    def check(value: Any) -> bool:
+        kind = type(value)
+        return kind is plain or (kind is cls and read(value, "_self_spec") is spec)
+
+    text = f"type({source_name(source)}) is {plain.__name__} or a {cls.__name__} with {spec!r}"
+    guard_lambda(source, check, text, ("proxy-or-plain", source))
+
+
+def guard_lambda(source: Any, check: Callable[[Any], bool], text: str, key: Any) -> None:
+    """Guard ``check(<the value at source>)`` (a Python function, called by the C++ guard
+    manager on every call of the compiled code); ``text`` is what recompile reasons show,
+    ``key`` installs it once per guard set."""
+    _install_once(
+        key,
+        lambda: source.make_guard(functools.partial(_lambda_guard, check=check, text=text)),
+    )
+
+
+def _lambda_guard(builder: Any, guard: Any, check: Callable[[Any], bool], text: str) -> None:
+    try:  # the table's doctor entry: the user's line after the text, as Dynamo's guards
+        from torch._dynamo.guards import get_verbose_code_parts
+
+        parts = get_verbose_code_parts(text, guard)
+    except ImportError:
+        parts = [text]
+    builder.get_guard_manager(guard).add_lambda_guard(check, parts, guard.user_stack)

@@ -8,9 +8,11 @@
   guard, and a value outside the range re-enters the bridge, which raises.
 
 A plain int is read through its own source (``L['self'].step``), exactly like torch's
-``dynamic_sources``; a proxy through ``<source>.__wrapped__`` with its class and spec
-guarded (``_guards``).  ``wrap_symint`` puts ``TYPE_MATCH`` on that source, so the graph
-is only reused for an exact ``int``.
+``dynamic_sources``; a proxy through ``<source>.real`` (``_sources.plain_source``), guarded
+to hold an exact ``int`` or a proxy of its class and spec (``_guards``): the graph computes
+with the plain value, so a plain int found there later reuses it, unless write-back shows
+the class (then it is guarded too).  ``wrap_symint`` puts ``TYPE_MATCH`` on the source it
+reads, so the graph is only reused for an exact ``int`` value.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from typing import Any
 from .._proxy import DynamicInt, DynamicScalar
 from .._spec import DynamicSpec
 from ._backends import backend_kind
-from ._guards import guard_proxy
+from ._guards import guard_proxy_or_plain
 from ._reports import remember
-from ._sources import swapped_source
+from ._sources import plain_source, swapped_source
 from ._state import Origin, compile_state, peek_state
 
 log = logging.getLogger("dynscalar")
@@ -45,17 +47,17 @@ def _no_size_constraint(shape_env: Any) -> Iterator[None]:
 
 def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str, label: str) -> Any:
     """A SymInt graph input for ``value`` (an exact int, or a ``DynamicInt``)."""
-    from torch._dynamo.source import AttrSource
     from torch.fx.experimental.symbolic_shapes import DimDynamic
     from torch.utils._sympy.numbers import int_oo
 
     proxied = isinstance(value, DynamicScalar)
-    source = builder.source
-    if proxied:
-        guard_proxy(source)
-        source = AttrSource(source, "__wrapped__")
-    plain = int(value.__wrapped__) if proxied else value
+    position = source = builder.source
     shape_env = builder.tx.output.shape_env
+    if proxied:
+        guard_proxy_or_plain(source, type(value), value._self_spec)
+        source = plain_source(source)
+        compile_state(shape_env).read_through.add(source)
+    plain = int(value.__wrapped__) if proxied else value
     with swapped_source(builder, source):
         if spec.unbacked:
             with _no_size_constraint(shape_env):
@@ -73,8 +75,8 @@ def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str, label: str
         state.unbacked[symbol] = where
     else:
         remember(shape_env, symbol, where, spec, label)
-    state.origins[var.as_proxy().node] = Origin(
-        where, value.spec if proxied else spec, DynamicInt if proxied else None
+    state.origins[var.as_proxy().node] = (
+        Origin(where, value.spec, DynamicInt, position) if proxied else Origin(where, spec, None)
     )
     if spec.has_range:
         lo = -int_oo if spec.min is None else spec.min

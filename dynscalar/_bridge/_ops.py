@@ -142,6 +142,8 @@ def _entry(
     rule: Any, name: str, tx: Any, values: list[Any], keywords: dict[str, Any] | None = None
 ) -> tuple[Any, str]:
     """(what to trace for ``name``, '') or (None, why the value is specialized)."""
+    import torch
+
     from ..ops._matrix import admitted
 
     kind = _kind(tx)
@@ -150,7 +152,7 @@ def _entry(
     if example is None:
         return None, "none of its arguments is a tensor"
     dtype = example.dtype
-    grad = any(
+    grad = torch.is_grad_enabled() and any(  # grad mode as traced (no_grad: no gradient)
         bool(getattr(_example_or_none(v), "requires_grad", False))
         for v in [*values, *keywords.values()]
     )
@@ -189,7 +191,19 @@ def _apply(
         return trace(entry)
     log.info("%s receives a dynamic float, specialized as stock torch does: %s", name, why)
     with specializing(name, why):
+        if _kind(tx) == "python":
+            _guard_values(tx, [*values, *(keywords or {}).values()])
         return stock()
+
+
+def _guard_values(tx: Any, values: list[Any]) -> None:
+    """Specialize the marked floats a call receives, as stock torch does (a guard on the
+    value, reported by ``_reports`` as this op's specialization).  On a ``"python"``
+    backend nothing else would: the float-tensorify pass is kept away from marked floats."""
+    for variable in values:
+        variable = _realized(variable)
+        if is_dynamic_float(tx, variable):
+            variable.evaluate_expr(tx.output)
 
 
 def in_graph_call_hook(
@@ -409,13 +423,15 @@ def _generic(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any],
     value - inside AOTAutograd (a derivative formula, with a tensor that requires grad) or
     in Dynamo's own fake call (learned the first time: the frame is traced again) - and
     the exactness matrix admits it; the call as Dynamo makes it otherwise."""
+    import torch
+
     if _kind(tx) != "python":
         return stock()
     built = _template(tx, name, arguments, keywords)
     if built is None:
         return stock()
     template, tensors, scalars = built
-    grad = any(_example(t).requires_grad for t in tensors)
+    grad = torch.is_grad_enabled() and any(_example(t).requires_grad for t in tensors)
     if not grad and name not in _forcing:
         return _watching(tx, name, stock)
     from ..ops import _apply

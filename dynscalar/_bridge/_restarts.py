@@ -36,7 +36,7 @@ from typing import Any, NoReturn
 from .. import _caches
 from .._spec import INT64_MAX, INT64_MIN
 from ._sources import source_name
-from ._state import CompileState, lock
+from ._state import CompileState, lock, peek_state
 
 log = logging.getLogger("dynscalar")
 
@@ -49,7 +49,7 @@ __all__ = [
     "symbol_source_names",
 ]
 
-#: source name of a marked int (without ``.__wrapped__``) -> why the restarted trace reads
+#: source name of a marked int (a proxy's position) -> why the restarted trace reads
 #: it as a constant; filled before a restart, taken by that trace (an AOT cache hit skips
 #: the pass that would otherwise empty it)
 _specialize_next: dict[str, str] = {}
@@ -76,13 +76,14 @@ def _hints(shape_env: Any) -> Any:
 
 
 def symbol_source_names(shape_env: Any, symbol: Any) -> list[str]:
-    """The names of the sources a symbol was made for (a proxy's without ``.__wrapped__``)."""
-    suffix = ".__wrapped__"
-    names = []
-    for source in shape_env.var_to_sources.get(symbol, ()):
-        name = source_name(source)
-        names.append(name[: -len(suffix)] if name.endswith(suffix) else name)
-    return names
+    """The names of the sources a symbol was made for (a proxy's: where the proxy is,
+    without the ``.real`` its plain value is read through)."""
+    state = peek_state(shape_env)
+    read_through = state.read_through if state is not None else set()
+    return [
+        source_name(source.base if source in read_through else source)
+        for source in shape_env.var_to_sources.get(symbol, ())
+    ]
 
 
 def marked_ints(state: CompileState) -> set[Any]:

@@ -253,9 +253,11 @@ def backend_compile_hook(
     to compile a graph in which dynscalar made values symbolic (an ATen formula that cannot
     take a symbolic float, "NYI log symbolic float") has the frame traced again as stock
     torch does, like a failing hook; a graph without marked values fails as in stock."""
+    from ._floats import report_value_guards
     from ._state import peek_state
 
     try:
+        report_value_guards(getattr(instance, "shape_env", None))
         return wrapped(*args, **kwargs)
     except Exception as error:
         state = peek_state(getattr(instance, "shape_env", None))

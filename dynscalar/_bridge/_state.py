@@ -40,6 +40,9 @@ class Origin:
     where: str
     spec: DynamicSpec
     proxy: type | None
+    #: where the proxy was read, when its graph input also takes the plain value there
+    #: (``_guards.guard_proxy_or_plain``): write-back guards its class where it shows
+    source: Any = None
 
 
 @dataclass
@@ -69,6 +72,8 @@ class CompileState:
     node_shadows: dict[Any, Any] = field(default_factory=dict)
     #: id of a tagged or constant variable -> (variable, its shadow): write-back
     variable_shadows: dict[int, tuple[Any, Any]] = field(default_factory=dict)
+    #: units (id -> unit) whose proxies' classes write-back has guarded (``_writeback``)
+    class_guarded: dict[int, Any] = field(default_factory=dict)
     #: id of a stored variable -> (variable, what codegen puts in its place): write-back
     planned: dict[int, tuple[Any, Any]] = field(default_factory=dict)
     #: id of a value replayed at run time (node or variable) -> (it, its slot): write-back
@@ -83,6 +88,8 @@ class CompileState:
     backend: str | None = None
     #: source names of values given a property's mark while its getter ran (_properties)
     via_property: set[str] = field(default_factory=set)
+    #: sources through which a proxy's plain value became a graph input (``<src>.real``)
+    read_through: set[Any] = field(default_factory=set)
 
 
 _states: weakref.WeakKeyDictionary[Any, CompileState] = weakref.WeakKeyDictionary()

@@ -323,6 +323,7 @@ _S = "torch.fx.experimental.symbolic_shapes"
 _C = "torch._dynamo.codegen"
 _BT = "torch._dynamo.bytecode_transformation"
 _AC = "torch._functorch._aot_autograd.autograd_cache"
+_SN = "torch.fx.experimental.sym_node"
 
 PRIVATES: tuple[Private, ...] = (
     # ---- tracing: which values become symbolic graph inputs (_wrap, _ints)
@@ -346,6 +347,10 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         "torch._dynamo.resume_execution:ContinueExecutionCache.generated_code_metadata",
         why="a resume function's original code, where argument marks live",
+    ),
+    Private(
+        "torch._dynamo.utils:orig_code_map",
+        why="the code a running compiled frame stands for: marked values passed on (_callers)",
     ),
     Private(
         "torch._dynamo.pgo:process_automatic_dynamic",
@@ -377,6 +382,8 @@ PRIVATES: tuple[Private, ...] = (
     Private(f"{_G}:GuardBuilder.ID_MATCH", ("self", "guard", "recompile_hint")),
     Private(f"{_G}:GuardBuilder.EQUALS_MATCH", ("self", "guard", "recompile_hint")),
     Private(f"{_G}:GuardBuilder.DICT_NOT_CONTAINS", ("self", "guard", "key")),
+    Private(f"{_G}:GuardBuilder.get_guard_manager", ("self", "guard")),
+    Private("torch._C._dynamo.guards:GuardManager.add_lambda_guard"),
     Private(f"{_G}:GuardBuilder.NOT_PRESENT_IN_GENERIC_DICT", ("self", "guard", "attr")),
     # ---- errors and warnings at the user's line (_reports, _ints)
     Private(
@@ -418,9 +425,14 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         "torch._dynamo.variables.builtin:BuiltinVariable.call_function",
         ("self", "tx", "args", "kwargs"),
-        hooks=("_writeback:builtin_call_hook", "_ops:builtin_call_hook"),
+        hooks=(
+            "_writeback:builtin_call_hook",
+            "_ops:builtin_call_hook",
+            "_builtins:conversion_hook",
+        ),
         disabled_hook="_writeback:record_call_hook",
-        why="write-back records builtin calls; max/min of a marked value (bool, NaN, deep)",
+        why="write-back records builtin calls; max/min of a marked value (bool, NaN, deep); "
+        "int()/round() of a NaN or infinite float raise Python's error in a marked compile",
     ),
     Private(
         "torch._dynamo.variables.builtin:BuiltinVariable.call_range",
@@ -538,6 +550,31 @@ PRIVATES: tuple[Private, ...] = (
     Private("torch._dynamo.symbolic_convert:TensorifyState", phase="floats"),
     Private("torch.fx.passes._tensorify_python_scalars:SUPPORTED_OPS", phase="floats"),
     Private("torch.fx.passes._tensorify_python_scalars:SUPPORTED_METHOD_OPS", phase="floats"),
+    Private(
+        f"{_SN}:SymNode._add",
+        ("self", "other"),
+        hooks=("_ieee:add_hook",),
+        phase="floats",
+        why="float arithmetic of marked values in Python's order, not sympy's (guards)",
+    ),
+    Private(f"{_SN}:SymNode._sub", ("self", "other"), hooks=("_ieee:sub_hook",), phase="floats"),
+    Private(f"{_SN}:SymNode._mul", ("self", "other"), hooks=("_ieee:mul_hook",), phase="floats"),
+    Private(f"{_SN}:SymNode._neg", ("self",), hooks=("_ieee:neg_hook",), phase="floats"),
+    Private(
+        f"{_SN}:SymNode.__init__",
+        (
+            "self",
+            "expr",
+            "shape_env",
+            "pytype",
+            "hint",
+            "constant",
+            "fx_node",
+            "optimized_summation",
+        ),
+        phase="floats",
+        why="a result's expression is its _expr (with _expr_cache, _expr_ver)",
+    ),
     Private("torch._dynamo.config:specialize_float", phase="floats"),
     Private("torch._dynamo.config:assume_static_by_default", phase="floats"),
     # ---- torch.export (_export): public, wrapped at import so the first export is seen

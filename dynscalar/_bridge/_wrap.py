@@ -39,6 +39,7 @@ from .._diagnostics import (
 from .._marks import (
     ARG_MARKS_KEY,
     GROUP_MARKS_KEY,
+    arg_marks_made,
     auto_marked,
     group_holders,
     lookup_arg_mark,
@@ -49,6 +50,7 @@ from .._marks import (
 from .._proxy import DynamicScalar
 from .._registry import check_marked_value
 from .._spec import INT64_MAX, INT64_MIN, DynamicSpec
+from ._callers import caller_mark, guard_caller_mark
 from ._floats import wrap_float
 from ._guards import guard_function_marks, guard_mark_state, guard_proxy
 from ._install import ensure_phase, phase_problem
@@ -187,7 +189,15 @@ def _find_registry_mark(builder: Any, value: Any, numeric: bool) -> _Found | Non
             guard_function_marks(builder.tx, code, name)
         where = f"{getattr(code, 'co_qualname', code.co_name)}({name})"  # co_qualname: 3.11+
         spec = lookup_arg_mark(code, name, self_obj)
+        if spec is None:
+            passed = _passed_marked(builder, value, where)
+            if passed is not None:
+                return passed
         return _Found(spec, where, "marked with mark_dynamic_args or @dynamic_args")
+    if _is_input(source):  # L['args'][0] of a function without marks of its own
+        passed = _passed_marked(builder, value, str(source.name))
+        if passed is not None:
+            return passed
     if kind is GetItemSource and type(source.base) is DictGetItemSource:
         key = source.base  # an element of a tuple hyperparameter: group["betas"][0]
         if isinstance(key.index, str) and isinstance(source.index, int):
@@ -198,6 +208,46 @@ def _find_registry_mark(builder: Any, value: Any, numeric: bool) -> _Found | Non
     if kind is DictGetItemSource and isinstance(source.index, str):
         return _param_group_mark(builder, source)
     return None
+
+
+def _passed_marked(builder: Any, value: Any, where: str) -> _Found | None:
+    """An argument of the compiled frame that a running caller holds as a marked argument
+    (``_callers``): the caller's mark, with the guard that checks it again on every call."""
+    if type(value) not in (int, float) or not arg_marks_made():
+        return None
+    start = _caller_of_compiled_frame(builder.tx)
+    found = caller_mark(value, start) if start is not None else None
+    if found is None:
+        return None
+    guard_caller_mark(builder.source, value, found.spec, found.where)
+    # an unmarked value passed here later compiles as stock torch does: it has seen this one
+    record_for_automatic_dynamic(builder, value)
+    return _Found(found.spec, where, f"passed in as {found.where}, marked with mark_dynamic_args")
+
+
+def _caller_of_compiled_frame(tx: Any) -> Any:
+    """The Python frame that called the frame Dynamo is compiling: the first frame out of
+    Dynamo's frame callback (``convert_frame``'s ``__call__``), past the compiled frame
+    itself where CPython links it already."""
+    import sys
+
+    from torch._dynamo import convert_frame
+
+    callback = convert_frame.__file__
+    frame: Any = sys._getframe(2)
+    inner = None
+    while frame is not None:
+        if (
+            inner is not None
+            and inner.f_code.co_filename == callback
+            and inner.f_code.co_name == "__call__"
+            and frame.f_code.co_filename != callback
+        ):
+            break
+        inner, frame = frame, frame.f_back
+    if frame is not None and frame.f_code is tx.output.root_tx.f_code:
+        frame = frame.f_back
+    return frame
 
 
 def _param_group_mark(builder: Any, source: Any) -> _Found | None:
@@ -306,6 +356,16 @@ def _is_argument(source: Any) -> bool:
     from torch._dynamo.source import LocalSource
 
     return isinstance(source, LocalSource) or isinstance(getattr(source, "base", None), LocalSource)
+
+
+def _is_input(source: Any) -> bool:
+    """An argument the compiled frame is called with: ``L['n']``, ``L['args'][0]``,
+    ``L['kwargs']['n']`` (not a local it made itself)."""
+    from torch._dynamo.source import DictGetItemSource, GetItemSource, LocalSource
+
+    if type(source) in (GetItemSource, DictGetItemSource):
+        source = source.base
+    return type(source) is LocalSource and bool(source.is_input)
 
 
 def _is_number_subclass(kind: type) -> bool:

@@ -51,6 +51,7 @@ from .._proxy import (
     _set_wrapped,
 )
 from .._spec import DynamicSpec
+from ._sources import PLAIN_MEMBER
 from ._state import Origin, peek_state
 
 __all__ = [
@@ -178,6 +179,25 @@ class _Shadows:
         self.constants: dict[int, tuple[Any, Origin]] = state.constants
         self.nodes: dict[Any, Any] = state.node_shadows
         self.variables: dict[int, tuple[Any, Any]] = state.variable_shadows
+
+    def guard_classes(self, variable: Any) -> None:
+        """The shadow of ``variable`` decides what compiled code does (a proxy written back,
+        a dunder call only the proxy has): guard the class of every proxy it was computed
+        from, where a plain value may be found too.  Each unit is visited once per compile
+        (``CompileState.class_guarded``), so guarding N values costs N steps in all."""
+        from ._guards import guard_proxy
+
+        seen = self.state.class_guarded
+        pending = self._units_in([_realized(variable)])
+        while pending:
+            unit = pending.pop()
+            if id(unit) in seen:
+                continue
+            seen[id(unit)] = unit  # kept alive: ids stay unique for the compile
+            origin = self.origins.get(unit) if isinstance(unit, _types().Node) else None
+            if origin is not None and origin.proxy is not None and origin.source is not None:
+                guard_proxy(origin.source)
+            pending.extend(self._dependencies(unit))
 
     # -- a VariableTracker
     def of_variable(self, variable: Any) -> Any:
@@ -544,12 +564,13 @@ def _reconstruct_rebox(codegen: Any, inner: Any, cls: type, spec: DynamicSpec, s
     from torch._dynamo.bytecode_transformation import create_call_function
 
     source: Any = getattr(inner, "source", None)
-    if same and getattr(source, "member", None) == "__wrapped__":
+    plain_read = getattr(source, "member", None) in ("__wrapped__", PLAIN_MEMBER)
+    if same and plain_read:
         # A proxy assigned unchanged (`self.a, self.b = self.b, self.a`): its value's
-        # source is `<proxy>.__wrapped__`.  Eager stores the very object: reload it.
+        # source is `<proxy>.real`.  Eager stores the very object: reload it.
         codegen(source.base)
         return
-    if source is not None and getattr(source, "member", None) != "__wrapped__":
+    if source is not None and not plain_read:
         # Any other source: rebox returns a proxy found there unchanged.
         key = _key(cls, spec)
         _made(key)  # the first call finds it
@@ -580,6 +601,9 @@ def _make_plan(variable: Any, shadows: _Shadows) -> Any | None:
         return None
     shadow = shadows.of_variable(variable)
     classes = _classes()
+    if shadow is _AMBIGUOUS or isinstance(shadow, DynamicScalar):
+        # what is stored depends on the proxies read: their class is guarded
+        shadows.guard_classes(variable)
     if shadow is _AMBIGUOUS:
         return classes["replay"](_slot(variable, shadows), shadows)
     if isinstance(shadow, DynamicScalar):
@@ -1102,7 +1126,11 @@ def _shadow_of(tx: Any, variable: Any) -> Any:
     state = peek_state(getattr(tx.output, "shape_env", None))
     if state is None or not (state.origins or state.constants):
         return _UNKNOWN
-    return _Shadows(state).of_variable(variable)
+    shadows = _Shadows(state)
+    shadow = shadows.of_variable(variable)
+    if isinstance(shadow, DynamicScalar) or shadow is _AMBIGUOUS:
+        shadows.guard_classes(variable)  # the trace takes a proxy's path
+    return shadow
 
 
 def _proxy_shadow(tx: Any, variable: Any) -> bool:
@@ -1110,7 +1138,11 @@ def _proxy_shadow(tx: Any, variable: Any) -> bool:
     state = peek_state(getattr(tx.output, "shape_env", None))
     if state is None or not state.origins:
         return False
-    return isinstance(_Shadows(state).of_variable(variable), DynamicScalar)
+    shadows = _Shadows(state)
+    if not isinstance(shadows.of_variable(variable), DynamicScalar):
+        return False
+    shadows.guard_classes(variable)  # the trace takes a proxy's path
+    return True
 
 
 def _unpack3(args: tuple[Any, ...], kwargs: dict[str, Any], names: tuple[str, ...]) -> Any:

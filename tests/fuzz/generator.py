@@ -14,7 +14,12 @@ source by :func:`render`.  Two shapes:
   ``mark_dynamic_attr`` (random spec), holding ``DynamicInt``/``DynamicFloat`` values, or
   unmarked; then about six calls, with attribute assignments of changing types and mark
   changes in between; everything reachable from the instances is compared after each call;
-* **function**: ``f(x, n)`` called with proxies and plain values of changing types.
+* **function**: ``f(x, n)`` called with proxies and plain values of changing types, ``n``
+  marked with ``mark_dynamic_args`` (random spec) or not; its body may graph-break
+  between uses of ``n`` and pass ``n`` to a helper ``g`` that graph-breaks itself.
+
+Both shapes compute sizes from floats (``int()``, ``math.ceil``, ``math.floor`` of a
+float used to slice, as ``torch.topk``'s ``k``, for ``new_zeros``).
 
 Every program is a pure function of ``(seed, index)``: :func:`generate` seeds its own
 ``random.Random`` from both, so program 17 of seed 0 is the same program whatever else
@@ -263,12 +268,29 @@ _LANDS: Templates = [
     ("self.u = math.pow({a}, {c})", {"makes_float": True}),
     ("self.u = math.fabs({a})", {"makes_float": True}),
 ]
-_GROUPS = [(_READS, 5), (_BRANCHES, 3), (_FORCING, 1), (_WRITES, 4), (_MATH, 2)]
+# Sizes computed from a float (x-transformers' top-k `ceil(frac * n)`, ViTMAE's
+# `int(n * (1 - ratio))`): int(), math.ceil and math.floor of a float used as a size, for a
+# slice, torch.topk's k and new_zeros.  Sizes that allocate are kept small (`% 5`); a slice
+# takes any value, negative and past the end included.
+_SIZES: Templates = [
+    ("k = int({a} * 0.75)\ny = y + y[:k].sum()", {"makes_float": True}),
+    ("k = int(4 * (1 - {a} / 8))\ny = y + y[k:].sum()", {"makes_float": True}),
+    ("k = math.ceil({a} / {c}) % 5\ny = y + torch.topk(y, k).values.sum()", {"makes_float": True}),
+    ("k = math.floor({a} * 0.5) % 5\ny = y + y.new_zeros(k).sum() + k", {"makes_float": True}),
+]
+# Graph breaks between uses of an argument (functions only): in the function itself, and
+# in a helper it passes the argument to, which Dynamo then compiles as a frame of its own.
+_BREAKS: Templates = [
+    ("torch._dynamo.graph_break()", {"reads": False}),
+    ("y = g(y, {a})", {}),
+]
+_GROUPS = [(_READS, 5), (_BRANCHES, 3), (_FORCING, 1), (_WRITES, 4), (_MATH, 2), (_SIZES, 1)]
+_FUNCTION_GROUPS = [*_GROUPS, (_BREAKS, 3)]
 _MODULE_GROUPS = [*_GROUPS, (_LANDS, 4)]
 
 
 def _stmt(rng: random.Random, attrs: tuple[str, ...], module: bool = False) -> Stmt:
-    groups = _MODULE_GROUPS if module else _GROUPS
+    groups = _MODULE_GROUPS if module else _FUNCTION_GROUPS
     group = rng.choices([g for g, _ in groups], weights=[w for _, w in groups])[0]
     template, flags = rng.choice(group)
     template = template.replace("{c}", str(rng.randint(2, 4))).replace(
@@ -424,6 +446,7 @@ class Program:
     class_mark: tuple[tuple[str, ...], Spec] | None = None
     instances: tuple[Instance, ...] = ()
     steps: tuple[Step, ...] = field(default_factory=tuple)
+    arg_mark: Spec | None = None  # functions: mark_dynamic_args(f, "n", ...)
 
     @property
     def calls(self) -> list[Call]:
@@ -461,7 +484,8 @@ def _function_program(
     steps = tuple(
         Call("f", _value(rng, _INTISH if rng.random() < 0.7 else _FLOATISH)) for _ in range(calls)
     )
-    return Program(seed, index, "function", attrs, body, x, steps=steps)
+    arg_mark = _spec(rng, None) if rng.random() < 0.6 else None
+    return Program(seed, index, "function", attrs, body, x, steps=steps, arg_mark=arg_mark)
 
 
 def _module_program(
@@ -542,7 +566,15 @@ def render(program: Program, *, marks: bool = True, script: bool = False, backen
     lines.append("")
     if p.kind == "function":
         expr = {"n": "n"}
-        lines += ["def f(x, n):", "    y = x.clone()"]
+        lines += [
+            "def g(y, n):",  # called with the argument; graph-breaks: a frame of its own
+            "    torch._dynamo.graph_break()",
+            "    return y + n * 2",
+            "",
+            "",
+            "def f(x, n):",
+            "    y = x.clone()",
+        ]
         lines += [_indent(s.source(expr), 4) for s in p.body]
         lines += ["    return y", "", ""]
     else:
@@ -571,6 +603,9 @@ def render(program: Program, *, marks: bool = True, script: bool = False, backen
             lines += ["class MD(M):", "    pass", "", ""]
 
     lines += ["def program(fuzz):", f"    x = torch.tensor({list(p.x)!r})"]
+    if p.arg_mark is not None and marks:
+        call = ", ".join(["f", '"n"', *filter(None, [p.arg_mark.kwargs()])])
+        lines.append(f"    dynscalar.mark_dynamic_args({call})")
     for inst in p.instances:
         init = ", ".join(v.source(marks) for v in inst.init)
         lines.append(f"    {inst.name} = {inst.cls}({init})")

@@ -195,9 +195,11 @@ class Harness:
                 )
         else:
             for name, value in zip(self.program.attrs, args[1:], strict=False):
-                spec = value.spec if type(value).__name__ in PROXY_NAMES else None
+                marks = [self.arg_mark(fn, name)]
+                if type(value).__name__ in PROXY_NAMES:
+                    marks.append(value.spec)
                 scalars.append(
-                    Scalar(name, value, () if spec is None else (spec,), name in self.uses)
+                    Scalar(name, value, tuple(m for m in marks if m is not None), name in self.uses)
                 )
         body = self.program.body
         return Entry(
@@ -206,6 +208,13 @@ class Harness:
             any(s.makes_float for s in body),
             any(s.writes for s in body),
         )
+
+    @staticmethod
+    def arg_mark(fn: Any, name: str) -> Any:
+        """The argument mark of parameter ``name`` of ``fn`` (None: unmarked)."""
+        from dynscalar._marks import lookup_arg_mark
+
+        return lookup_arg_mark(fn.__code__, name, None)
 
     def call(self, fn: Any, *args: Any) -> None:
         target = next((n for n, m in self.mods.items() if m is fn), getattr(fn, "__name__", "?"))
@@ -684,6 +693,10 @@ def _candidates(p: Program) -> Iterator[Program]:
             yield _replace_instance(p, i, replace(inst, cls="M"))
     if p.class_mark is not None and not any(i.cls == "MD" for i in p.instances):
         yield _without(p, class_mark=None)
+    if p.arg_mark is not None:
+        yield _without(p, arg_mark=None)
+        if p.arg_mark != Spec():
+            yield _without(p, arg_mark=Spec())
     for i, s in enumerate(steps):
         value = getattr(s, "value", None) or getattr(s, "arg", None)
         if isinstance(value, Value) and value.is_proxy and value.spec != Spec():
@@ -800,6 +813,7 @@ def from_json(d: dict[str, Any]) -> Program:
             for i in d["instances"]
         ),
         steps=tuple(steps),
+        arg_mark=Spec(**d["arg_mark"]) if d.get("arg_mark") else None,
     )
 
 
