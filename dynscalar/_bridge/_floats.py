@@ -476,9 +476,9 @@ def report_value_guards(shape_env: Any) -> None:
         for side in guard.expr.args
     }
     for symbol in sorted(state.floats, key=str):
-        if symbol in fixed and symbol not in state.reported:
-            if TensorifyState.should_specialize(str(symbol)):
-                _warn_specialized(state, symbol, [])
+        forced = symbol in fixed and TensorifyState.should_specialize(str(symbol))
+        if forced and symbol not in state.reported:
+            _warn_specialized(state, symbol, [])
 
 
 def _warn_specialized(state: CompileState, s: Any, ops: list[str]) -> None:
