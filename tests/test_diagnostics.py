@@ -62,7 +62,8 @@ def test_range_on_marked_scalar_warns_once_with_location() -> None:
     ours = [w for w in record if issubclass(w.category, ds.SpecializationWarning)]
     assert len(ours) == 1  # once per attribute and code location
     message = str(ours[0].message)
-    assert "model.step (Loops.step) is forced to one value (2)" in message
+    # named as the call site names it: run_side_by_side calls `compiled(x)`
+    assert "compiled.step (Loops.step) is forced to one value (2)" in message
     assert f"{HERE}:{line_of('# the specializing line')}" in message
     assert "What forces it there: `for _ in range(n)`" in message  # the construct it saw
     assert "torch.arange(n)" in message
@@ -73,7 +74,7 @@ def test_list_indexing_warns() -> None:
     model, eager = twins(ds.mark_dynamic_attr(Indexes(), "step"))
     counter = CountingBackend("eager")
     with pytest.warns(
-        ds.SpecializationWarning, match=r"model\.step \(Indexes\.step\) is forced to one value"
+        ds.SpecializationWarning, match=r"compiled\.step \(Indexes\.step\) is forced to one value"
     ):
         run_side_by_side(torch.compile(model, backend=counter), eager, 2)
     assert counter.frame_count == 1  # the value never changed
@@ -234,7 +235,7 @@ def test_debug_log_names_each_symbolic_scalar(caplog: pytest.LogCaptureFixture) 
     assert counter.frame_count == 1
     messages = [r.getMessage() for r in caplog.records if r.name == "dynscalar"]
     assert any(
-        "model.step (UsesStep.step) (value 0) becomes a symbolic graph input: marked with" in m
+        "compiled.step (UsesStep.step) (value 0) becomes a symbolic graph input: marked with" in m
         for m in messages
     ), messages
 
@@ -259,7 +260,7 @@ class Nested(torch.nn.Module):
 
 def test_specialization_inside_torch_names_the_instance_path_and_the_users_line() -> None:
     """F.interpolate takes scale_factor as a Python number inside torch's own code: the
-    warning names model.up.0.scale and points at the user's call, with advice that fits."""
+    warning names model.up[0].scale and points at the user's call, with advice that fits."""
     model = Nested()
     ds.mark_dynamic_attr(model.up[0], "scale")
     eager = copy.deepcopy(model)
@@ -274,7 +275,7 @@ def test_specialization_inside_torch_names_the_instance_path_and_the_users_line(
     ours = [w for w in record if issubclass(w.category, ds.SpecializationWarning)]
     assert len(ours) == 1
     message = str(ours[0].message)
-    assert message.startswith("dynscalar: model.up.0.scale (Upsample.scale) is forced")
+    assert message.startswith("dynscalar: model.up[0].scale (Upsample.scale) is forced")
     assert "It happens inside torch (functional.py:" in message
     assert "range(n)" not in message  # the user has no range() to change here
     assert ours[0].filename == str(HERE) and ours[0].lineno == line_of("# the user's line")

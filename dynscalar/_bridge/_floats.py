@@ -22,7 +22,7 @@ from .._spec import DynamicSpec
 from ._backends import backend_kind
 from ._forced import ForcedFloats, used_float_symbols
 from ._guards import guard_proxy
-from ._reports import passthrough, remember, user_location
+from ._reports import at_line, passthrough, remember, user_location
 from ._restarts import (
     forget_restarts,
     guard_int64,
@@ -450,7 +450,7 @@ def _report_value_guards(shape_env: Any, state: CompileState, ops: list[str]) ->
     for s in sorted(specialized - state.reported, key=str):
         label = state.labels.get(s, state.floats[s])
         filename, lineno, line = state.read_at.get(s, ("<unknown>", 0, ""))
-        at = f" (read at {filename}:{lineno}: `{line}`)" if lineno else ""
+        at = f" (read at {at_line(filename, lineno, line)})" if lineno else ""
         log.info("%s specialized by torch after the float-tensorify pass", label)
         forced_by = ops or _forced_floats.ops(s)  # after a restart: what the first try saw
         used = (
