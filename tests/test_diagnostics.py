@@ -9,12 +9,14 @@ import copy
 import logging
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 import dynscalar as ds
+from dynscalar._explain import ARGUMENT
 
 from .helpers import CountingBackend, run_interpreter, run_side_by_side, twins
 from .test_compile_int import Branches, UsesStep
@@ -174,6 +176,70 @@ def test_explain_lists_marks_of_the_tree(capsys: pytest.CaptureFixture[str]) -> 
     assert str(ds.explain(torch.nn.Linear(1, 1), show=False)) == (
         "dynscalar: no dynamic scalars in this module tree."
     )
+
+
+def scaled_sum(x: torch.Tensor, n: int, lr: float) -> torch.Tensor:
+    return x * n * lr
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.step = 0
+
+    @ds.dynamic_args("scale")
+    def forward(self, x: torch.Tensor, temperature: float = 1.0, scale: float = 1.0) -> Any:
+        return x / temperature * scale
+
+
+def test_explain_lists_argument_marks_of_each_forward_and_of_a_function() -> None:
+    root = torch.nn.Module()
+    root.head = ds.mark_dynamic_args(Scaled(), "temperature", min=0)
+    ds.mark_dynamic_attr(root.head, "step")
+    records = ds.explain(torch.compile(root, backend="eager"), show=False)
+    assert [(r.module, r.cls, r.attribute, r.value, r.how) for r in records] == [
+        ("head", "Scaled", "step", 0, "mark_dynamic_attr"),
+        ("head", "Scaled", "forward(scale)", ARGUMENT, "@dynamic_args"),
+        ("head", "Scaled", "forward(temperature)", ARGUMENT, "mark_dynamic_args"),
+    ]
+    assert str(records) == (
+        "module         attribute             value                   how                spec\n"
+        "-------------  --------------------  ----------------------  -----------------  ------\n"
+        "head (Scaled)  step                  0                       mark_dynamic_attr  backed\n"
+        "head (Scaled)  forward(scale)        <passed by the caller>  @dynamic_args      backed\n"
+        "head (Scaled)  forward(temperature)  <passed by the caller>  mark_dynamic_args  min=0"
+    )
+
+    ds.mark_dynamic_args(scaled_sum, "n", min=0, max=10)
+    ds.mark_dynamic_args(scaled_sum, "lr")
+    assert str(ds.explain(torch.compile(scaled_sum, backend="eager"), show=False)) == (
+        "object             attribute       value                   how                spec\n"
+        "-----------------  --------------  ----------------------  -----------------  "
+        "-------------\n"
+        "<root> (function)  scaled_sum(lr)  <passed by the caller>  mark_dynamic_args  backed\n"
+        "<root> (function)  scaled_sum(n)   <passed by the caller>  mark_dynamic_args  "
+        "min=0, max=10"
+    )
+
+
+def test_explain_lists_an_optimizers_marked_keys() -> None:
+    weights = [torch.nn.Parameter(torch.ones(1)), torch.nn.Parameter(torch.ones(1))]
+    opt = torch.optim.Adam([{"params": weights[:1], "lr": 0.1}, {"params": weights[1:]}], lr=0.01)
+    assert str(ds.explain(opt, show=False)) == "dynscalar: no dynamic scalars in this optimizer."
+    ds.mark_dynamic_param_groups(opt, "lr", "betas")
+    records = ds.explain(opt, show=False)
+    assert [(r.cls, r.attribute, r.value, r.how) for r in records] == [
+        ("Adam", "param_groups[*]['betas']", (0.9, 0.999), "mark_dynamic_param_groups"),
+        ("Adam", "param_groups[*]['lr']", [0.1, 0.01], "mark_dynamic_param_groups"),  # per group
+    ]
+    assert str(records).splitlines()[2] == (
+        "<root> (Adam)  param_groups[*]['betas']  (0.9, 0.999)  mark_dynamic_param_groups  backed"
+    )
+
+
+def test_explain_refuses_what_holds_no_marks() -> None:
+    with pytest.raises(ds.DynscalarTypeError, match=r"expected a torch.nn.Module, a torch.optim"):
+        ds.explain(3)  # type: ignore[arg-type]
 
 
 # ----------------------------------------------------------------------------- auto_dynamic
