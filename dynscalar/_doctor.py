@@ -3,17 +3,21 @@
 The doctor runs the user's script exactly as ``python SCRIPT ARGS...`` would (its folder
 first on ``sys.path``, ``__name__ == "__main__"``, its own ``sys.argv``, an absolute
 ``__file__``) while :class:`dynscalar._bridge._recompiles.RecompileWatcher` hands over every
-recompile with *all* the scalar guards that failed (Dynamo itself reports only the first
-failing guard of each compiled version).  A scalar counts for a recompile when it alone kept
-a cached version from serving the call: marking it dynamic would have avoided the recompile.
-Recompiles that also needed something else (a tensor shape: a smaller last batch) are counted
-apart, never blamed on a scalar.
+recompile, and every call past a recompile limit that missed the cache, with *all* the
+scalar guards that failed (Dynamo itself reports only the first failing guard of each
+compiled version, and nothing past the limit).  A scalar counts for a recompile when it
+alone kept a cached version from serving the call: marking it dynamic would have avoided
+the recompile.  Recompiles that also needed something else (a tensor shape: a smaller last
+batch) are counted apart, never blamed on a scalar; a scalar that is already dynamic and
+took another control-flow path (dropout's ``p == 0``) is a path, not a culprit.
 
-Each scalar is named the way user code reaches it (``model.block``, ``model[1]``, the
-variable at the call site when there is one) and gets runnable code: ``mark_dynamic_attr``
-for module attributes, ``mark_dynamic_args`` on what the call site calls for function
-arguments (callers keep passing plain values; :func:`argument_fix`), and
-``x = dynscalar.mark_dynamic(x)`` for other values.
+Each scalar is named the way user code reaches it (``model.block``, ``model[1]``,
+``opt.param_groups[0]['lr']``, the variable at the call site when there is one) and gets
+runnable code: ``mark_dynamic_attr`` for module attributes, ``mark_dynamic_param_groups``
+for an optimizer's hyperparameters (with torch's tensor learning rate as the alternative),
+``mark_dynamic_args`` on what the call site calls for function arguments (callers keep
+passing plain values; :func:`argument_fix`), and ``x = dynscalar.mark_dynamic(x)`` for
+other values.
 """
 
 from __future__ import annotations
@@ -910,6 +914,12 @@ def _counts(recompiles: int, eager_calls: int, function: str) -> str:
     return ", ".join(parts)
 
 
+def _headline(name: str, counts: str) -> list[str]:
+    """``name counts`` on one line, or the counts on the next where that is too long."""
+    line = f"{name} {counts}"
+    return [line] if len(line) <= 92 else [name, f"      {counts}"]
+
+
 def _wrapped(text: str, indent: str) -> list[str]:
     """``text`` in lines of at most 92 characters, never breaking ``p == 0``."""
     kept = text.replace(" == ", "\0==\0").replace(" != ", "\0!=\0")
@@ -937,9 +947,9 @@ def format_report(report: DoctorReport) -> str:
         lines.append("")
     for culprit in culprits:
         detail = f", {culprit.path}" if culprit.path else ""
-        lines.append(
-            f"  {culprit.scalar} ({culprit.type}{detail}): "
-            + _counts(culprit.recompiles, culprit.eager_calls, culprit.function)
+        lines += _headline(
+            f"  {culprit.scalar} ({culprit.type}{detail}):",
+            _counts(culprit.recompiles, culprit.eager_calls, culprit.function),
         )
         if culprit.reads is not None:
             lines.append(f"      reads {culprit.reads}")
@@ -961,15 +971,14 @@ def format_report(report: DoctorReport) -> str:
         )
         lines += [
             "",
-            f"{what} took another path of a dynamic scalar (compiled once per path, by "
-            "design; nothing to fix):",
+            f"{what} took another path of a dynamic scalar (by design: nothing to fix):",
             "",
         ]
         for path in report.paths:
             detail = f", {path.path}" if path.path else ""
-            lines.append(
-                f"  {path.scalar} ({path.type}{detail}): "
-                + _counts(path.recompiles, path.eager_calls, path.function)
+            lines += _headline(
+                f"  {path.scalar} ({path.type}{detail}):",
+                _counts(path.recompiles, path.eager_calls, path.function),
             )
             lines.append(f"      `{path.guard}` no longer held")
             if path.where is not None:

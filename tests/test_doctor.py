@@ -133,8 +133,8 @@ dynscalar doctor: 5 Python scalars caused recompiles:
       scheduled/net.py:17: self.step += 1
   Net.warmup (float, model.warmup): 7 recompiles of Net.forward
       scheduled/net.py:18: self.warmup = min(1.0, self.warmup + 0.125)
-  SGD.param_groups[0]['lr'] (float, opt.param_groups[0]['lr']): 6 recompiles of SGD.step, \
-28 calls run eagerly at the limit
+  SGD.param_groups[0]['lr'] (float, opt.param_groups[0]['lr']):
+      6 recompiles of SGD.step, 28 calls run eagerly at the limit
       scheduled/train.py:49: step()
   Net.forward(temperature) (float): 1 recompile of Net.forward
       scheduled/net.py:20: return self.head(h) / temperature
@@ -180,8 +180,7 @@ Then run the doctor again to check:
 SCHEDULED_FIXED_REPORT = """\
 dynscalar doctor: no recompiles were caused by Python scalars.
 
-1 recompile took another path of a dynamic scalar (compiled once per path, by design; \
-nothing to fix):
+1 recompile took another path of a dynamic scalar (by design: nothing to fix):
 
   Dropout.p (float, model.drop.p): 1 recompile of Net.forward
       `model.drop.p == 0.0` no longer held
@@ -549,6 +548,45 @@ def test_watcher_reads_symbolic_guards_a_dynamic_scalar_fails() -> None:
     assert cause.guard == "L['fn']._modules['1'].p == 0.0" and cause.actual == 0.1
 
 
+def test_any_param_group_key_is_named_as_user_code_reaches_it() -> None:
+    """A compiled opt.step() reads every hyperparameter of every group: a scheduled
+    ``betas`` (OneCycleLR cycles beta1) and ``weight_decay`` are named by the optimizer's
+    variable and fixed by key."""
+    weight = torch.nn.Parameter(torch.ones(2))
+    opt = torch.optim.Adam([weight], lr=0.1, weight_decay=0.0)
+    step = torch.compile(opt.step, backend="eager")
+    report = _doctor.DoctorReport("train.py", [])
+    collector = _doctor._Collector(report)
+    with _recompiles.RecompileWatcher(collector):
+        for i in range(3):
+            weight.grad = torch.ones(2)
+            opt.param_groups[0]["betas"] = (0.9 - 0.01 * i, 0.999)
+            opt.param_groups[0]["weight_decay"] = 0.01 * i
+            step()
+    collector.finish()
+    assert [(c.scalar, c.path, c.kind, c.values) for c in report.culprits] == [
+        (
+            "Adam.param_groups[0]['betas'][0]",
+            "opt.param_groups[0]['betas'][0]",
+            "param_group",
+            [0.89],
+        ),
+        (
+            "Adam.param_groups[0]['weight_decay']",
+            "opt.param_groups[0]['weight_decay']",
+            "param_group",
+            [0.01],
+        ),
+    ]
+    (block,) = _doctor.fix_blocks(report)
+    assert block.placement == "after `opt` is created, before the first call, add"
+    assert block.code == [
+        "import dynscalar",
+        'dynscalar.mark_dynamic_param_groups(opt, "betas", "weight_decay")',
+    ]
+    assert block.notes == ()  # torch's tensor alternative is for the learning rate
+
+
 def test_watcher_puts_dynamo_back_as_it_was() -> None:
     from torch._dynamo import convert_frame, guards
 
@@ -556,13 +594,16 @@ def test_watcher_puts_dynamo_back_as_it_was() -> None:
         convert_frame.get_and_maybe_log_recompilation_reasons,  # type: ignore[attr-defined]
         convert_frame.exceeds_recompile_limit,  # type: ignore[attr-defined]
         guards.get_verbose_code_parts,
+        convert_frame.ConvertFrame.__call__,
     )
     with _recompiles.RecompileWatcher(lambda event: None):
         assert guards.get_verbose_code_parts is not before[2]
+        assert convert_frame.ConvertFrame.__call__ is not before[3]
     after = (
         convert_frame.get_and_maybe_log_recompilation_reasons,  # type: ignore[attr-defined]
         convert_frame.exceeds_recompile_limit,  # type: ignore[attr-defined]
         guards.get_verbose_code_parts,
+        convert_frame.ConvertFrame.__call__,
     )
     assert after == before
 
