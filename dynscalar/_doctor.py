@@ -318,8 +318,16 @@ def _is_dropout_p(failure: ScalarGuardFailure) -> bool:
     if path is None or not path.steps:
         return False
     last = path.steps[-1]
-    dropout = torch.nn.modules.dropout._DropoutNd
-    return last.kind == "attr" and last.key == "p" and isinstance(last.container, dropout)
+    nn = torch.nn
+    dropouts = (
+        nn.Dropout,
+        nn.Dropout1d,
+        nn.Dropout2d,
+        nn.Dropout3d,
+        nn.AlphaDropout,
+        nn.FeatureAlphaDropout,
+    )
+    return last.kind == "attr" and last.key == "p" and isinstance(last.container, dropouts)
 
 
 def _describe(event: Recompile, failure: ScalarGuardFailure, function: str) -> Culprit:
