@@ -179,6 +179,8 @@ class DoctorReport:
     eager_calls: int = 0  # calls past a recompile limit that no cached version served
     other_eager_calls: int = 0  # those no scalar alone caused
     limits: dict[str, tuple[str, int | None]] = field(default_factory=dict)  # function -> limit
+    #: functions at a limit whose later calls the doctor could not read
+    unread: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the doctor could not read
     rerun: str = ""
 
@@ -214,13 +216,16 @@ class _Collector:
         self._events.append((event, function, caused))
         self.report.notes.extend(event.errors)
 
-    def finish(self) -> None:
-        """Count recompiles, and calls a limit kept from compiling (they ran eagerly)."""
+    def finish(self, unread: frozenset[types.CodeType] | set[types.CodeType] = frozenset()) -> None:
+        """Count recompiles, and calls a limit kept from compiling (they ran eagerly);
+        ``unread``: the code objects whose later calls past the limit could not be read."""
         report = self.report
         for event, function, caused in self._events:
             refused = event.refused_by is not None
             if refused:
                 report.limits.setdefault(function, (str(event.refused_by), event.limit))
+                if event.code in unread and function not in report.unread:
+                    report.unread.append(function)
                 report.eager_calls += 1
                 report.other_eager_calls += not caused
             else:
@@ -805,12 +810,12 @@ def run_doctor(
     except BridgeError as exc:  # raised before the script runs: internals moved
         print(str(exc), file=sys.stderr)
         return 2
-    collector.finish()
+    collector.finish(watcher.unobserved)
     report.notes[:0] = [
-        f"calls of {name} past its recompile limit ran eagerly without being read (this "
+        f"calls of {name} after its recompile limit ran eagerly without being read (this "
         "torch keeps the limit's strategy for the whole function): a scalar that changed "
         "only then is missing here"
-        for name in sorted(watcher.unobserved)
+        for name in report.unread
     ]
     report.notes.extend(watcher.errors)
     text = format_json(report) if as_json else format_report(report)
@@ -997,7 +1002,11 @@ def format_report(report: DoctorReport) -> str:
     notes = [
         f"{function} reached torch._dynamo.config.{limit_type}"
         f"{'' if limit is None else f' ({limit})'}:\n  calls that need a new compile run "
-        "eagerly; the doctor read why each of them missed."
+        + (
+            "eagerly; the doctor could not read why the later ones missed."
+            if function in report.unread
+            else "eagerly; the doctor read why each of them missed."
+        )
         for function, (limit_type, limit) in report.limits.items()
     ]
     if report.other_recompiles or report.other_eager_calls:
@@ -1090,7 +1099,7 @@ def format_json(report: DoctorReport) -> str:
             for p in report.paths
         ],
         "limits": {
-            function: {"limit": limit_type, "value": value}
+            function: {"limit": limit_type, "value": value, "read": function not in report.unread}
             for function, (limit_type, value) in report.limits.items()
         },
         "fixes": [

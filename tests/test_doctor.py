@@ -699,6 +699,20 @@ def test_call_site_reading_handles_multiline_calls_and_keywords(tmp_path: Path) 
     assert calls["missing"] is None  # not passed at this call
 
 
+def test_report_says_which_calls_past_a_limit_it_could_not_read() -> None:
+    report = _doctor.DoctorReport("train.py", [], limits={"Net.forward": ("recompile_limit", 8)})
+    report.unread = ["Net.forward"]
+    report.notes = ["calls of Net.forward after its recompile limit ran eagerly without being read"]
+    text = _doctor.format_report(report)
+    assert "calls that need a new compile run eagerly; the doctor could not read why the " in text
+    assert text.endswith(
+        "dynscalar doctor could not read everything: calls of Net.forward after its recompile "
+        "limit ran eagerly without being read"
+    )
+    limits = json.loads(_doctor.format_json(report))["limits"]
+    assert limits == {"Net.forward": {"limit": "recompile_limit", "value": 8, "read": False}}
+
+
 def test_report_without_culprits_after_a_crash() -> None:
     report = _doctor.DoctorReport("train.py", [], exit_code=1, crash="KeyError: 'x'")
     assert _doctor.format_report(report) == (

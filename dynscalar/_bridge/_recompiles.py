@@ -208,8 +208,9 @@ class RecompileWatcher:
         self._saved: list[tuple[Any, str, Any, Any]] = []
         self._limit_filter = _OnceAtTheLimit()
         self.errors: list[str] = []
-        #: functions whose calls past the limit were not observed (torch moved the strategy)
-        self.unobserved: set[str] = set()
+        #: code objects whose calls past the limit could not be read (this torch keeps the
+        #: limit's strategy for the whole function)
+        self.unobserved: set[CodeType] = set()
 
     def __enter__(self) -> RecompileWatcher:
         check_recompile_internals()
@@ -317,9 +318,11 @@ class RecompileWatcher:
             result = original(convert, frame, cache_entry, hooks, frame_state, skip=skip + 1)
             if getattr(self._pending, "refused", False):
                 self._pending.refused = False
-                if getattr(result, "apply_to_code", None) is True:
+                applies = getattr(result, "apply_to_code", None)
+                if applies is True:
                     return dataclasses.replace(result, apply_to_code=False)
-                unobserved.add(_code_name(frame))
+                if applies is None:  # no per-call strategy here: later calls go unseen
+                    unobserved.add(frame.f_code)
             return result
 
         return __call__
