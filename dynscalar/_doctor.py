@@ -3,17 +3,21 @@
 The doctor runs the user's script exactly as ``python SCRIPT ARGS...`` would (its folder
 first on ``sys.path``, ``__name__ == "__main__"``, its own ``sys.argv``, an absolute
 ``__file__``) while :class:`dynscalar._bridge._recompiles.RecompileWatcher` hands over every
-recompile with *all* the scalar guards that failed (Dynamo itself reports only the first
-failing guard of each compiled version).  A scalar counts for a recompile when it alone kept
-a cached version from serving the call: marking it dynamic would have avoided the recompile.
-Recompiles that also needed something else (a tensor shape: a smaller last batch) are counted
-apart, never blamed on a scalar.
+recompile, and every call past a recompile limit that missed the cache, with *all* the
+scalar guards that failed (Dynamo itself reports only the first failing guard of each
+compiled version, and nothing past the limit).  A scalar counts for a recompile when it
+alone kept a cached version from serving the call: marking it dynamic would have avoided
+the recompile.  Recompiles that also needed something else (a tensor shape: a smaller last
+batch) are counted apart, never blamed on a scalar; a scalar that is already dynamic and
+took another control-flow path (dropout's ``p == 0``) is a path, not a culprit.
 
-Each scalar is named the way user code reaches it (``model.block``, ``model[1]``, the
-variable at the call site when there is one) and gets runnable code: ``mark_dynamic_attr``
-for module attributes, ``mark_dynamic_args`` on what the call site calls for function
-arguments (callers keep passing plain values; :func:`argument_fix`), and
-``x = dynscalar.mark_dynamic(x)`` for other values.
+Each scalar is named the way user code reaches it (``model.block``, ``model[1]``,
+``opt.param_groups[0]['lr']``, the variable at the call site when there is one) and gets
+runnable code: ``mark_dynamic_attr`` for module attributes, ``mark_dynamic_param_groups``
+for an optimizer's hyperparameters (with torch's tensor learning rate as the alternative),
+``mark_dynamic_args`` on what the call site calls for function arguments (callers keep
+passing plain values; :func:`argument_fix`), and ``x = dynscalar.mark_dynamic(x)`` for
+other values.
 """
 
 from __future__ import annotations
@@ -21,16 +25,25 @@ from __future__ import annotations
 import ast
 import builtins
 import json
-import keyword
 import linecache
 import math
 import os
 import shlex
 import sys
+import textwrap
 import traceback
 import types
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
+
+from ._bridge._paths import (
+    name_at_call_site,
+    parse_source,
+    quoted,
+    render_step,
+    root_name,
+    user_path,
+)
 
 if TYPE_CHECKING:
     from ._bridge._recompiles import Recompile, ScalarGuardFailure, SourcePath
@@ -41,6 +54,7 @@ __all__ = [
     "Culprit",
     "DoctorReport",
     "FixBlock",
+    "PathTaken",
     "argument_fix",
     "fix_blocks",
     "format_json",
@@ -96,8 +110,10 @@ def argument_fix(site: ArgumentSite) -> list[str]:
 class Culprit:
     """One Python scalar whose new values made torch.compile recompile."""
 
-    scalar: str  # "Net.step", "train_step(n)", "cfg.SCALE"
-    kind: str  # "attribute" (of a module), "argument", "value" (anything else reachable)
+    scalar: str  # "Net.step", "train_step(n)", "SGD.param_groups[0]['lr']", "cfg.SCALE"
+    #: "attribute" (of a module), "argument", "param_group" (an optimizer's hyperparameter),
+    #: "value" (anything else reachable)
+    kind: str
     type: str  # "int" or "float"
     function: str  # the compiled function it made recompile: "Net.forward"
     source: str  # Dynamo's expression for it: "L['self'].step"
@@ -105,12 +121,37 @@ class Culprit:
     fix: list[str]  # runnable code for this scalar alone (without `import dynscalar`)
     path: str | None = None  # how user code reaches it: "model.block.calls"
     imports: tuple[str, ...] = ()  # what `fix` needs imported besides dynscalar
-    owner: str | None = None  # attributes: the module expression ("model.block")
-    attribute: str | None = None
+    #: attributes: the module expression ("model.block"); param groups: the optimizer's
+    owner: str | None = None
+    attribute: str | None = None  # the attribute, or the param-group key ("lr")
     argument: tuple[str, CallSite | None] | None = None  # arguments: parameter, call site
     recompiles: int = 0
-    values: list[Any] = field(default_factory=list)  # the new value at each recompile
+    #: calls past the function's recompile limit it kept from a cached version (run eagerly)
+    eager_calls: int = 0
+    values: list[Any] = field(default_factory=list)  # the new value at each of them
     reads: str | None = None  # read through a property: the value it reads ("model.a.b")
+    note: str | None = None  # what to expect once it is fixed (dropout's path at p == 0)
+    first: Any = None  # the value the first compiled version was compiled for
+    alternative: tuple[str, ...] = ()  # another fix, in words (torch's tensor learning rate)
+
+
+@dataclass
+class PathTaken:
+    """A dynamic scalar whose new value took another path of the compiled code (a guard on
+    a predicate, ``p == 0.0`` where dropout returns its input at 0): compiled once per path,
+    by design; nothing to fix."""
+
+    scalar: str  # "Dropout.p"
+    type: str
+    function: str
+    source: str
+    guard: str  # the guard that no longer held, in the user's names: "model.drop.p == 0.0"
+    where: tuple[str, int, str] | None
+    path: str | None = None
+    recompiles: int = 0
+    eager_calls: int = 0
+    values: list[Any] = field(default_factory=list)
+    note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -120,6 +161,7 @@ class FixBlock:
     placement: str  # "after `model` is created, before the first call, add"
     code: list[str]  # starts with `import dynscalar`
     call: CallSite | None = None
+    notes: tuple[str, ...] = ()  # alternatives, printed after the code
 
 
 @dataclass
@@ -131,73 +173,181 @@ class DoctorReport:
     exit_code: int = 0
     crash: str | None = None  # "RuntimeError: loss is nan"
     culprits: list[Culprit] = field(default_factory=list)
+    paths: list[PathTaken] = field(default_factory=list)
     recompiles: int = 0  # recompiles Dynamo made
     other_recompiles: int = 0  # those no scalar alone caused (tensor shapes and the rest)
+    eager_calls: int = 0  # calls past a recompile limit that no cached version served
+    other_eager_calls: int = 0  # those no scalar alone caused
     limits: dict[str, tuple[str, int | None]] = field(default_factory=dict)  # function -> limit
+    #: functions at a limit whose later calls the doctor could not read
+    unread: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what the doctor could not read
     rerun: str = ""
 
 
 # ----------------------------------------------------------------------------- collecting
+_DROPOUT_CULPRIT = (
+    "dropout returns its input at p == 0 without drawing random numbers: once marked, "
+    "p == 0 and p != 0 are two paths (a compile each), every other value shares one"
+)
+_DROPOUT_PATH = (
+    "dropout returns its input at p == 0 without drawing random numbers: p == 0 and "
+    "p != 0 are two paths, compiled once each"
+)
+
+
 class _Collector:
     """Turns each recompile into culprits while the objects it names are still alive."""
 
     def __init__(self, report: DoctorReport) -> None:
         self.report = report
-        self._by_key: dict[tuple[str, ...], Culprit] = {}
+        self._by_key: dict[tuple[str, ...], Culprit | PathTaken] = {}
         # per recompile: the event (read again at the end: a limit refusal is known only
-        # after the callback), the function's name, and (culprit, new value) per cause
-        self._events: list[tuple[Recompile, str, list[tuple[Culprit, Any]]]] = []
+        # after the callback), the function's name, and (record, new value) per cause
+        self._events: list[tuple[Recompile, str, list[tuple[Culprit | PathTaken, Any]]]] = []
 
     def __call__(self, event: Recompile) -> None:
         function = _function_name(event)
-        caused: list[tuple[Culprit, Any]] = []
+        caused: list[tuple[Culprit | PathTaken, Any]] = []
         for failure in event.causes:
-            culprit = self._culprit(event, failure, function)
-            if all(c is not culprit for c, _ in caused):
-                caused.append((culprit, failure.actual))
+            record = self._record(event, failure, function)
+            if all(c is not record for c, _ in caused):
+                caused.append((record, failure.actual))
         self._events.append((event, function, caused))
         self.report.notes.extend(event.errors)
 
-    def finish(self) -> None:
-        """Count recompiles; one that a limit refused is reported as the limit instead."""
+    def finish(self, unread: frozenset[types.CodeType] | set[types.CodeType] = frozenset()) -> None:
+        """Count recompiles, and calls a limit kept from compiling (they ran eagerly);
+        ``unread``: the code objects whose later calls past the limit could not be read."""
         report = self.report
         for event, function, caused in self._events:
-            if event.refused_by is not None:
-                report.limits.setdefault(function, (event.refused_by, event.limit))
-                continue
-            report.recompiles += 1
-            if not caused:
-                report.other_recompiles += 1
-            for culprit, value in caused:
-                culprit.recompiles += 1
-                culprit.values.append(value)
-        report.culprits = [c for c in report.culprits if c.recompiles]
-        report.culprits.sort(key=lambda c: -c.recompiles)  # stable: first seen first on ties
+            refused = event.refused_by is not None
+            if refused:
+                report.limits.setdefault(function, (str(event.refused_by), event.limit))
+                if event.code in unread and function not in report.unread:
+                    report.unread.append(function)
+                report.eager_calls += 1
+                report.other_eager_calls += not caused
+            else:
+                report.recompiles += 1
+                report.other_recompiles += not caused
+            for record, value in caused:
+                if refused:
+                    record.eager_calls += 1
+                else:
+                    record.recompiles += 1
+                record.values.append(value)
+        report.culprits = [c for c in report.culprits if c.recompiles or c.eager_calls]
+        report.paths = [p for p in report.paths if p.recompiles or p.eager_calls]
+        for records in (report.culprits, report.paths):  # stable: first seen first on ties
+            records.sort(key=lambda r: (-r.recompiles, -r.eager_calls))
+        for culprit in report.culprits:
+            if culprit.note == _DROPOUT_CULPRIT and 0 not in (culprit.first, *culprit.values):
+                culprit.note = None  # p never was 0: one path
 
-    def _culprit(self, event: Recompile, failure: ScalarGuardFailure, function: str) -> Culprit:
+    def _record(
+        self, event: Recompile, failure: ScalarGuardFailure, function: str
+    ) -> Culprit | PathTaken:
         described = _describe(event, failure, function)
-        key = (described.kind, described.scalar, described.path or "", function)
+        taken = _path_taken(event, failure, described)
+        key = (
+            "path" if taken else "culprit",
+            described.kind,
+            described.scalar,
+            described.path or "",
+            function,
+        )
         existing = self._by_key.get(key)
         if existing is None:
-            self._by_key[key] = existing = described
-            self.report.culprits.append(described)
+            record: Culprit | PathTaken = taken or described
+            self._by_key[key] = existing = record
+            if isinstance(record, PathTaken):
+                self.report.paths.append(record)
+            else:
+                self.report.culprits.append(record)
         elif existing.where is None:
             existing.where = described.where
         return existing
 
 
+def _path_taken(
+    event: Recompile, failure: ScalarGuardFailure, culprit: Culprit
+) -> PathTaken | None:
+    """The failure as a path of a dynamic scalar, or None when the scalar was compiled for
+    one value (a culprit): a predicate torch guards on a symbol (``p != 0.0``), or
+    ``x == value`` on a value dynscalar keeps dynamic (``Eq(p, 0)`` prints as ``p == 0.0``)."""
+    if not failure.symbolic or failure.guard is None:
+        return None
+    if failure.pins and not _marked(event, failure, culprit):
+        return None  # torch made it dynamic, then specialized it (a scheduled lr)
+    shown = culprit.path or culprit.scalar
+    note = _DROPOUT_PATH if _is_dropout_p(failure) else None
+    return PathTaken(
+        scalar=culprit.scalar,
+        type=culprit.type,
+        function=culprit.function,
+        source=failure.source,
+        guard=failure.guard.replace(failure.source, shown),
+        where=culprit.where,
+        path=culprit.path,
+        note=note,
+    )
+
+
+def _marked(event: Recompile, failure: ScalarGuardFailure, culprit: Culprit) -> bool:
+    """Whether dynscalar keeps the value at ``failure.source`` dynamic (a mark, a proxy)."""
+    from ._marks import lookup_arg_mark, lookup_group_mark, lookup_mark
+
+    if failure.source.endswith(".__wrapped__"):  # the plain value inside a DynamicInt
+        return True
+    path = failure.path
+    if path is None or not path.steps:
+        if culprit.kind == "argument" and culprit.argument is not None:
+            f_locals = event.frame_locals or {}
+            return (
+                lookup_arg_mark(event.code, culprit.argument[0], f_locals.get("self")) is not None
+            )
+        return False
+    group = _param_group(path)
+    if group is not None:
+        return lookup_group_mark(path.steps[group[0]].container, group[2]) is not None
+    last = path.steps[-1]
+    return last.kind == "attr" and lookup_mark(last.container, str(last.key)) is not None
+
+
+def _is_dropout_p(failure: ScalarGuardFailure) -> bool:
+    """``p`` of a torch.nn dropout module (``Dropout``, ``AlphaDropout``, ...)."""
+    import torch
+
+    path = failure.path
+    if path is None or not path.steps:
+        return False
+    last = path.steps[-1]
+    nn = torch.nn
+    dropouts = (
+        nn.Dropout,
+        nn.Dropout1d,
+        nn.Dropout2d,
+        nn.Dropout3d,
+        nn.AlphaDropout,
+        nn.FeatureAlphaDropout,
+    )
+    return last.kind == "attr" and last.key == "p" and isinstance(last.container, dropouts)
+
+
 def _describe(event: Recompile, failure: ScalarGuardFailure, function: str) -> Culprit:
     """Name one failing scalar the way user code reaches it, with its fix."""
+    where = failure.user_frame
     base: dict[str, Any] = {
-        "type": type(failure.expected).__name__,
+        "type": type(failure.actual if failure.expected is None else failure.expected).__name__,
         "function": function,
         "source": failure.source,
-        "where": None if failure.user_frame is None else _where(failure.user_frame),
+        "where": _where(where) if where is not None else _call_where(event.caller),
+        "first": failure.expected,
     }
     path = failure.path
     if path is None:  # not a chain of names (a closure cell, a call): say what to do
-        shown = _display_source(failure.source)
+        shown = user_path(failure.source)
         return Culprit(
             scalar=shown,
             kind="value",
@@ -219,15 +369,21 @@ def _describe(event: Recompile, failure: ScalarGuardFailure, function: str) -> C
             **base,
         )
     root, imports = _root_expression(event, path)
-    owner = root
+    group = _param_group(path)
+    if group is not None:
+        return _describe_param_group(path, group, root, imports, base)
+    owner = shown_owner = root
     for step in path.steps[:-1]:
         owner = _step_expression(owner, step.kind, step.key, step.container)
+        shown_owner = render_step(shown_owner, step.kind, step.key, step.container)
     if path.steps:
         last = path.steps[-1]
         target = _step_expression(owner, last.kind, last.key, last.container)
+        shown = render_step(shown_owner, last.kind, last.key, last.container)
         container = last.container
     else:  # a global of the compiled function's module
-        target, container = root, None
+        target = shown = root
+        container = None
     import torch
 
     if path.steps and last.kind == "attr" and isinstance(container, torch.nn.Module):
@@ -235,22 +391,90 @@ def _describe(event: Recompile, failure: ScalarGuardFailure, function: str) -> C
             scalar=f"{type(container).__name__}.{last.key}",
             kind="attribute",
             fix=[f"dynscalar.mark_dynamic_attr({owner}, {_string(str(last.key))})"],
-            path=target,
+            path=shown,
             imports=imports,
             owner=owner,
             attribute=str(last.key),
+            note=_DROPOUT_CULPRIT if _is_dropout_p(failure) else None,
             **base,
         )
     if path.steps and last.kind == "attr" and not isinstance(container, types.ModuleType):
         scalar = f"{type(container).__name__}.{last.key}"
     else:
-        scalar = target
+        scalar = shown
     return Culprit(
         scalar=scalar,
         kind="value",
         fix=[f"{target} = dynscalar.mark_dynamic({target})"],
-        path=None if target == scalar else target,
+        path=None if shown == scalar else shown,
         imports=imports,
+        **base,
+    )
+
+
+def _param_group(path: SourcePath) -> tuple[int, int, str] | None:
+    """For ``<optimizer>.param_groups[i][key]`` (or ``[key][j]``, an item of ``betas``):
+    (index of the ``param_groups`` step, i, key); else None."""
+    import torch
+
+    steps = path.steps
+    for index, step in enumerate(steps[:-2]):
+        group, key = steps[index + 1], steps[index + 2]
+        if (
+            step.kind == "attr"
+            and step.key == "param_groups"
+            and isinstance(step.container, torch.optim.Optimizer)
+            and group.kind == "item"
+            and isinstance(group.key, int)
+            and key.kind == "item"
+            and isinstance(key.key, str)
+            and len(steps) - index - 3 <= 1  # at most one item more: a tuple's element
+        ):
+            return index, group.key, key.key
+    return None
+
+
+def _describe_param_group(
+    path: SourcePath,
+    group: tuple[int, int, str],
+    root: str,
+    imports: tuple[str, ...],
+    base: dict[str, Any],
+) -> Culprit:
+    """An optimizer hyperparameter a compiled ``opt.step()`` reads: marked by key for every
+    param group (``mark_dynamic_param_groups``)."""
+    index, _, key = group
+    owner = shown = root
+    for step in path.steps[:index]:
+        owner = _step_expression(owner, step.kind, step.key, step.container)
+        shown = render_step(shown, step.kind, step.key, step.container)
+    optimizer = path.steps[index].container
+    tail = ""
+    for step in path.steps[index:]:
+        shown = render_step(shown, step.kind, step.key, step.container)
+        tail = render_step(tail, step.kind, step.key, step.container)
+    alternative: tuple[str, ...] = ()
+    if key == "lr":
+        start = optimizer.defaults.get("lr") if isinstance(optimizer.defaults, dict) else None
+        value = repr(start) if isinstance(start, float) else "..."
+        cls = type(optimizer).__name__
+        alternative = (
+            "Or torch's own way for a learning rate: create the optimizer with a tensor,",
+            f"{cls}(..., lr=torch.tensor({value})); torch's schedulers update it in place and",
+            "the step compiles once. Prefer it when you create the optimizer yourself and",
+            'nothing assigns a float to group["lr"]; prefer the mark when a library creates',
+            'the optimizer, code assigns floats to group["lr"], the optimizer refuses a',
+            "tensor lr (Adam/AdamW with foreach=True on a CPU), or other keys are scheduled.",
+        )
+    return Culprit(
+        scalar=f"{type(optimizer).__name__}{tail}",
+        kind="param_group",
+        alternative=alternative,
+        fix=[f"dynscalar.mark_dynamic_param_groups({owner}, {_string(key)})"],
+        path=shown,
+        imports=imports,
+        owner=owner,
+        attribute=key,
         **base,
     )
 
@@ -267,17 +491,18 @@ def _describe_property(
     marking the property, which follows its getter to that number."""
     steps, cls, name = through
     root, imports = _root_expression(event, path)
-    owner = root
+    owner = shown_owner = root
     for step in path.steps[:steps]:
         owner = _step_expression(owner, step.kind, step.key, step.container)
+        shown_owner = render_step(shown_owner, step.kind, step.key, step.container)
     target = root
     for step in path.steps:
-        target = _step_expression(target, step.kind, step.key, step.container)
+        target = render_step(target, step.kind, step.key, step.container)
     return Culprit(
         scalar=f"{cls}.{name}",
         kind="attribute",
         fix=[f"dynscalar.mark_dynamic_attr({owner}, {_string(name)})"],
-        path=f"property {_step_expression(owner, 'attr', name, None)}",
+        path=f"property {render_step(shown_owner, 'attr', name, None)}",
         reads=target,
         imports=imports,
         owner=owner,
@@ -301,7 +526,7 @@ def _function_name(event: Recompile) -> str:
 
     f_locals = event.frame_locals or {}
     owner = f_locals.get("self")
-    if isinstance(owner, torch.nn.Module):
+    if isinstance(owner, (torch.nn.Module, torch.optim.Optimizer)):
         return f"{type(owner).__name__}.{name}"
     wrapped = f_locals.get("fn")
     if name == "inner" and isinstance(wrapped, torch.nn.Module):  # torch.compile's wrapper
@@ -319,69 +544,42 @@ def _root_expression(event: Recompile, path: SourcePath) -> tuple[str, tuple[str
         if module and module != "__main__" and not path.steps:
             return f"{module}.{path.root_name}", (f"import {module}",)
         return path.root_name, ()
-    found = _name_at_call_site(event.caller, root) if path.steps else None
+    found = name_at_call_site(event.caller, root) if path.steps else None
     if found is not None:
-        return found, ()
-    import torch
+        name, through_wrapper = found
+        # `model = torch.compile(model)` leaves only the wrapper: its _orig_mod is the module
+        return (f"{name}._orig_mod" if through_wrapper else name), ()
+    parsed = parse_source(path_source(path))
+    return (root_name(parsed, root) if parsed is not None else path.root_name), ()
 
-    if isinstance(root, torch.nn.Module) and path.root_name in ("self", "fn"):
-        return DEFAULT_MODEL_NAME, ()
-    return path.root_name, ()
 
-
-def _name_at_call_site(caller: types.FrameType | None, root: Any) -> str | None:
-    """A variable of the call site bound to ``root`` (else to its compiled wrapper)."""
-    if caller is None:
-        return None
-    wrapped: str | None = None
-    for namespace in (caller.f_locals, caller.f_globals):
-        for name, value in namespace.items():
-            if name.startswith("_"):
-                continue
-            if value is root:
-                return name
-            if wrapped is None and getattr(value, "_orig_mod", None) is root:
-                wrapped = f"{name}._orig_mod"  # `model = torch.compile(model)`
-    return wrapped
+def path_source(path: SourcePath) -> str:
+    """The root of ``path`` as Dynamo's source (``L['self']``)."""
+    return f"{'L' if path.root_kind == 'local' else 'G'}[{path.root_name!r}]"
 
 
 def _step_expression(expr: str, kind: str, key: str | int, container: Any) -> str:
-    import torch
-
-    text = str(key)
-    if kind == "module":
-        if isinstance(container, (torch.nn.Sequential, torch.nn.ModuleList)) and text.isdigit():
-            return f"{expr}[{int(text)}]"
-        if isinstance(container, torch.nn.ModuleDict):
-            return f"{expr}[{_string(text)}]"
-        if text.isidentifier() and not keyword.iskeyword(text):
-            return f"{expr}.{text}"
-        return f"{expr}.get_submodule({_string(text)})"
-    if kind == "attr":
-        if text.isidentifier() and not keyword.iskeyword(text):
-            return f"{expr}.{text}"
-        return f"getattr({expr}, {_string(text)})"
-    return f"{expr}[{_string(key) if isinstance(key, str) else key!r}]"
+    """One step, in the doctor's code (string keys in double quotes)."""
+    return render_step(expr, kind, key, container, quote=_string)
 
 
 def _string(text: str) -> str:
     """A double-quoted Python string literal, like the rest of the suggested code."""
-    return json.dumps(text) if text.isascii() and text.isprintable() else repr(text)
-
-
-def _display_source(source: str) -> str:
-    """Dynamo's ``L['self'].step`` the way its own messages print it (``self.step``)."""
-    for prefix in ("L['", "G['"):
-        while prefix in source:
-            start = source.index(prefix)
-            end = source.index("']", start)
-            source = source[:start] + source[start + 3 : end] + source[end + 2 :]
-    return source
+    return quoted(text)
 
 
 def _where(frame: traceback.FrameSummary) -> tuple[str, int, str]:
     line = frame.line or linecache.getline(frame.filename, frame.lineno or 0)
     return frame.filename, frame.lineno or 0, line.strip()
+
+
+def _call_where(caller: types.FrameType | None) -> tuple[str, int, str] | None:
+    """The call of the compiled function, for a value no user line reads (torch's optimizer
+    reads its learning rate in torch's code)."""
+    if caller is None:
+        return None
+    filename, lineno = caller.f_code.co_filename, caller.f_lineno
+    return filename, lineno, linecache.getline(filename, lineno).strip()
 
 
 # ----------------------------------------------------------------------------- call sites
@@ -612,7 +810,13 @@ def run_doctor(
     except BridgeError as exc:  # raised before the script runs: internals moved
         print(str(exc), file=sys.stderr)
         return 2
-    collector.finish()
+    collector.finish(watcher.unobserved)
+    report.notes[:0] = [
+        f"calls of {name} after its recompile limit ran eagerly without being read (this "
+        "torch keeps the limit's strategy for the whole function): a scalar that changed "
+        "only then is missing here"
+        for name in report.unread
+    ]
     report.notes.extend(watcher.errors)
     text = format_json(report) if as_json else format_report(report)
     if output is None:
@@ -664,6 +868,19 @@ def fix_blocks(report: DoctorReport) -> list[FixBlock]:
                 code,
             )
         )
+    optimizers: dict[str, list[Culprit]] = {}  # optimizer expression -> its culprits
+    for culprit in culprits:
+        if culprit.kind == "param_group" and culprit.owner and culprit.attribute:
+            optimizers.setdefault(culprit.owner, []).append(culprit)
+    for owner, group in optimizers.items():
+        keys = list(dict.fromkeys(c.attribute for c in group if c.attribute))
+        notes = tuple(dict.fromkeys(line for c in group for line in c.alternative))
+        code = ["import dynscalar", *dict.fromkeys(i for c in group for i in c.imports)]
+        code.append(
+            f"dynscalar.mark_dynamic_param_groups({owner}, {', '.join(_string(k) for k in keys)})"
+        )
+        placement = f"after `{_root_of(owner)}` is created, before the first call, add"
+        blocks.append(FixBlock(placement, code, notes=notes))
     sites: dict[tuple[str, str], list[Culprit]] = {}
     for culprit in culprits:
         if culprit.kind == "argument" and culprit.argument is not None:
@@ -701,6 +918,28 @@ def _root_of(expression: str) -> str:
     return expression
 
 
+def _counts(recompiles: int, eager_calls: int, function: str) -> str:
+    """``7 recompiles of Net.forward, 28 calls run eagerly at the limit``."""
+    parts = [f"{_plural(recompiles, 'recompile')} of {function}"] if recompiles else []
+    if eager_calls:
+        of = "" if recompiles else f" of {function}"
+        parts.append(f"{_plural(eager_calls, 'call')}{of} run eagerly at the limit")
+    return ", ".join(parts)
+
+
+def _headline(name: str, counts: str) -> list[str]:
+    """``name counts`` on one line, or the counts on the next where that is too long."""
+    line = f"{name} {counts}"
+    return [line] if len(line) <= 92 else [name, f"      {counts}"]
+
+
+def _wrapped(text: str, indent: str) -> list[str]:
+    """``text`` in lines of at most 92 characters, never breaking ``p == 0``."""
+    kept = text.replace(" == ", "\0==\0").replace(" != ", "\0!=\0")
+    lines = textwrap.wrap(kept, width=92, initial_indent=indent, subsequent_indent=indent)
+    return [line.replace("\0", " ") for line in lines]
+
+
 def format_report(report: DoctorReport) -> str:
     """The doctor's report as text."""
     culprits = report.culprits
@@ -721,24 +960,71 @@ def format_report(report: DoctorReport) -> str:
         lines.append("")
     for culprit in culprits:
         detail = f", {culprit.path}" if culprit.path else ""
-        lines.append(
-            f"  {culprit.scalar} ({culprit.type}{detail}): "
-            f"{_plural(culprit.recompiles, 'recompile')} of {culprit.function}"
+        lines += _headline(
+            f"  {culprit.scalar} ({culprit.type}{detail}):",
+            _counts(culprit.recompiles, culprit.eager_calls, culprit.function),
         )
         if culprit.reads is not None:
             lines.append(f"      reads {culprit.reads}")
         if culprit.where is not None:
             filename, lineno, code = culprit.where
             lines.append(f"      {_relative(filename)}:{lineno}: {code}")
+        if culprit.note is not None:
+            lines += _wrapped(culprit.note, "      ")
+    if report.paths:
+        taken = sum(p.recompiles for p in report.paths)
+        eager = sum(p.eager_calls for p in report.paths)
+        what = " and ".join(
+            text
+            for text in (
+                _plural(taken, "recompile") if taken else "",
+                f"{_plural(eager, 'call')} run eagerly at the limit" if eager else "",
+            )
+            if text
+        )
+        lines += [
+            "",
+            f"{what} took another path of a dynamic scalar (by design: nothing to fix):",
+            "",
+        ]
+        for path in report.paths:
+            detail = f", {path.path}" if path.path else ""
+            lines += _headline(
+                f"  {path.scalar} ({path.type}{detail}):",
+                _counts(path.recompiles, path.eager_calls, path.function),
+            )
+            lines.append(f"      `{path.guard}` no longer held")
+            if path.where is not None:
+                filename, lineno, code = path.where
+                lines.append(f"      {_relative(filename)}:{lineno}: {code}")
+            if path.note is not None:
+                lines += _wrapped(path.note, "      ")
     notes = [
         f"{function} reached torch._dynamo.config.{limit_type}"
-        f"{'' if limit is None else f' ({limit})'}:\n  calls that need a new compile run eagerly."
+        f"{'' if limit is None else f' ({limit})'}:\n  calls that need a new compile run "
+        + (
+            "eagerly; the doctor could not read why the later ones missed."
+            if function in report.unread
+            else "eagerly; the doctor read why each of them missed."
+        )
         for function, (limit_type, limit) in report.limits.items()
     ]
-    if report.other_recompiles:
+    if report.other_recompiles or report.other_eager_calls:
+        what = " and ".join(
+            text
+            for text in (
+                _plural(report.other_recompiles, "more recompile")
+                if report.other_recompiles
+                else "",
+                f"{_plural(report.other_eager_calls, 'call')} run eagerly at the limit"
+                if report.other_eager_calls
+                else "",
+            )
+            if text
+        )
         notes.append(
-            f"{_plural(report.other_recompiles, 'more recompile')} had other causes "
-            "(tensor shapes or other guards);\n  TORCH_LOGS=recompiles shows them."
+            f"{what} had other causes (tensor shapes or other guards);\n"
+            "  TORCH_LOGS=recompiles shows them."
         )
     if notes:
         lines += ["", *notes]
@@ -746,6 +1032,8 @@ def format_report(report: DoctorReport) -> str:
         for block in fix_blocks(report):
             lines += ["", f"Fix: {block.placement}:", ""]
             lines += [f"    {line}" for line in block.code]
+            if block.notes:
+                lines += ["", *(f"  {line}" for line in block.notes)]
         lines += ["", "Then run the doctor again to check:", f"    {report.rerun}"]
     if report.notes:
         more = f" (and {len(report.notes) - 1} more)" if len(report.notes) > 1 else ""
@@ -770,6 +1058,8 @@ def format_json(report: DoctorReport) -> str:
         "crash": report.crash,
         "recompiles": report.recompiles,
         "other_recompiles": report.other_recompiles,
+        "eager_calls": report.eager_calls,
+        "other_eager_calls": report.other_eager_calls,
         "scalars": [
             {
                 "scalar": c.scalar,
@@ -783,19 +1073,40 @@ def format_json(report: DoctorReport) -> str:
                 if c.where is None
                 else {"file": c.where[0], "line": c.where[1], "code": c.where[2]},
                 "recompiles": c.recompiles,
+                "eager_calls": c.eager_calls,
                 "values": [_jsonable(v) for v in c.values],
                 "fix": ["import dynscalar", *c.imports, *c.fix],
+                "note": c.note,
             }
             for c in report.culprits
         ],
+        "paths": [
+            {
+                "scalar": p.scalar,
+                "type": p.type,
+                "path": p.path,
+                "function": p.function,
+                "source": p.source,
+                "guard": p.guard,
+                "where": None
+                if p.where is None
+                else {"file": p.where[0], "line": p.where[1], "code": p.where[2]},
+                "recompiles": p.recompiles,
+                "eager_calls": p.eager_calls,
+                "values": [_jsonable(v) for v in p.values],
+                "note": p.note,
+            }
+            for p in report.paths
+        ],
         "limits": {
-            function: {"limit": limit_type, "value": value}
+            function: {"limit": limit_type, "value": value, "read": function not in report.unread}
             for function, (limit_type, value) in report.limits.items()
         },
         "fixes": [
             {
                 "where": block.placement,
                 "code": "\n".join(block.code),
+                "notes": " ".join(block.notes) or None,
                 "replaces": None
                 if block.call is None
                 else {

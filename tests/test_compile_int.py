@@ -292,7 +292,7 @@ def test_unbacked_branch_fullgraph_names_the_attribute() -> None:
     model = build("branches", "proxy", unbacked=True)
     compiled = torch.compile(model, backend=CountingBackend("eager"), fullgraph=True)
     with pytest.raises(
-        torch._dynamo.exc.UserError, match=r"Branches\.step is marked unbacked=True"
+        torch._dynamo.exc.UserError, match=r"model\.step \(Branches\.step\) is marked unbacked=True"
     ) as info:
         compiled(torch.randn(3, 4))
     # dynscalar's explanation first, torch's generic advice after it

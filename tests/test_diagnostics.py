@@ -9,12 +9,14 @@ import copy
 import logging
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 import dynscalar as ds
+from dynscalar._explain import ARGUMENT
 
 from .helpers import CountingBackend, run_interpreter, run_side_by_side, twins
 from .test_compile_int import Branches, UsesStep
@@ -62,7 +64,8 @@ def test_range_on_marked_scalar_warns_once_with_location() -> None:
     ours = [w for w in record if issubclass(w.category, ds.SpecializationWarning)]
     assert len(ours) == 1  # once per attribute and code location
     message = str(ours[0].message)
-    assert "model.step (Loops.step) is forced to one value (2)" in message
+    # named as the call site names it: run_side_by_side calls `compiled(x)`
+    assert "compiled.step (Loops.step) is forced to one value (2)" in message
     assert f"{HERE}:{line_of('# the specializing line')}" in message
     assert "What forces it there: `for _ in range(n)`" in message  # the construct it saw
     assert "torch.arange(n)" in message
@@ -73,7 +76,7 @@ def test_list_indexing_warns() -> None:
     model, eager = twins(ds.mark_dynamic_attr(Indexes(), "step"))
     counter = CountingBackend("eager")
     with pytest.warns(
-        ds.SpecializationWarning, match=r"model\.step \(Indexes\.step\) is forced to one value"
+        ds.SpecializationWarning, match=r"compiled\.step \(Indexes\.step\) is forced to one value"
     ):
         run_side_by_side(torch.compile(model, backend=counter), eager, 2)
     assert counter.frame_count == 1  # the value never changed
@@ -175,6 +178,70 @@ def test_explain_lists_marks_of_the_tree(capsys: pytest.CaptureFixture[str]) -> 
     )
 
 
+def scaled_sum(x: torch.Tensor, n: int, lr: float) -> torch.Tensor:
+    return x * n * lr
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.step = 0
+
+    @ds.dynamic_args("scale")
+    def forward(self, x: torch.Tensor, temperature: float = 1.0, scale: float = 1.0) -> Any:
+        return x / temperature * scale
+
+
+def test_explain_lists_argument_marks_of_each_forward_and_of_a_function() -> None:
+    root = torch.nn.Module()
+    root.head = ds.mark_dynamic_args(Scaled(), "temperature", min=0)
+    ds.mark_dynamic_attr(root.head, "step")
+    records = ds.explain(torch.compile(root, backend="eager"), show=False)
+    assert [(r.module, r.cls, r.attribute, r.value, r.how) for r in records] == [
+        ("head", "Scaled", "step", 0, "mark_dynamic_attr"),
+        ("head", "Scaled", "forward(scale)", ARGUMENT, "@dynamic_args"),
+        ("head", "Scaled", "forward(temperature)", ARGUMENT, "mark_dynamic_args"),
+    ]
+    assert str(records) == (
+        "module         attribute             value                   how                spec\n"
+        "-------------  --------------------  ----------------------  -----------------  ------\n"
+        "head (Scaled)  step                  0                       mark_dynamic_attr  backed\n"
+        "head (Scaled)  forward(scale)        <passed by the caller>  @dynamic_args      backed\n"
+        "head (Scaled)  forward(temperature)  <passed by the caller>  mark_dynamic_args  min=0"
+    )
+
+    ds.mark_dynamic_args(scaled_sum, "n", min=0, max=10)
+    ds.mark_dynamic_args(scaled_sum, "lr")
+    assert str(ds.explain(torch.compile(scaled_sum, backend="eager"), show=False)) == (
+        "object             attribute       value                   how                spec\n"
+        "-----------------  --------------  ----------------------  -----------------  "
+        "-------------\n"
+        "<root> (function)  scaled_sum(lr)  <passed by the caller>  mark_dynamic_args  backed\n"
+        "<root> (function)  scaled_sum(n)   <passed by the caller>  mark_dynamic_args  "
+        "min=0, max=10"
+    )
+
+
+def test_explain_lists_an_optimizers_marked_keys() -> None:
+    weights = [torch.nn.Parameter(torch.ones(1)), torch.nn.Parameter(torch.ones(1))]
+    opt = torch.optim.Adam([{"params": weights[:1], "lr": 0.1}, {"params": weights[1:]}], lr=0.01)
+    assert str(ds.explain(opt, show=False)) == "dynscalar: no dynamic scalars in this optimizer."
+    ds.mark_dynamic_param_groups(opt, "lr", "betas")
+    records = ds.explain(opt, show=False)
+    assert [(r.cls, r.attribute, r.value, r.how) for r in records] == [
+        ("Adam", "param_groups[*]['betas']", (0.9, 0.999), "mark_dynamic_param_groups"),
+        ("Adam", "param_groups[*]['lr']", [0.1, 0.01], "mark_dynamic_param_groups"),  # per group
+    ]
+    assert str(records).splitlines()[2] == (
+        "<root> (Adam)  param_groups[*]['betas']  (0.9, 0.999)  mark_dynamic_param_groups  backed"
+    )
+
+
+def test_explain_refuses_what_holds_no_marks() -> None:
+    with pytest.raises(ds.DynscalarTypeError, match=r"expected a torch.nn.Module, a torch.optim"):
+        ds.explain(3)  # type: ignore[arg-type]
+
+
 # ----------------------------------------------------------------------------- auto_dynamic
 @pytest.mark.parametrize(("model_cls", "expected"), [(UsesStep, 2), (Branches, 3)])
 def test_auto_dynamic_matches_allow_unspec_int_but_scoped(model_cls: type, expected: int) -> None:
@@ -234,7 +301,7 @@ def test_debug_log_names_each_symbolic_scalar(caplog: pytest.LogCaptureFixture) 
     assert counter.frame_count == 1
     messages = [r.getMessage() for r in caplog.records if r.name == "dynscalar"]
     assert any(
-        "model.step (UsesStep.step) (value 0) becomes a symbolic graph input: marked with" in m
+        "compiled.step (UsesStep.step) (value 0) becomes a symbolic graph input: marked with" in m
         for m in messages
     ), messages
 
@@ -259,7 +326,7 @@ class Nested(torch.nn.Module):
 
 def test_specialization_inside_torch_names_the_instance_path_and_the_users_line() -> None:
     """F.interpolate takes scale_factor as a Python number inside torch's own code: the
-    warning names model.up.0.scale and points at the user's call, with advice that fits."""
+    warning names model.up[0].scale and points at the user's call, with advice that fits."""
     model = Nested()
     ds.mark_dynamic_attr(model.up[0], "scale")
     eager = copy.deepcopy(model)
@@ -274,7 +341,7 @@ def test_specialization_inside_torch_names_the_instance_path_and_the_users_line(
     ours = [w for w in record if issubclass(w.category, ds.SpecializationWarning)]
     assert len(ours) == 1
     message = str(ours[0].message)
-    assert message.startswith("dynscalar: model.up.0.scale (Upsample.scale) is forced")
+    assert message.startswith("dynscalar: model.up[0].scale (Upsample.scale) is forced")
     assert "It happens inside torch (functional.py:" in message
     assert "range(n)" not in message  # the user has no range() to change here
     assert ours[0].filename == str(HERE) and ours[0].lineno == line_of("# the user's line")

@@ -56,6 +56,20 @@ def report_of(tmp_path: Path, name: str = "report.txt") -> str:
     return (tmp_path / name).read_text()
 
 
+def all_fix_code(report: str) -> str:
+    """The code of every "Fix:" block of the report, in order (each starts with
+    ``import dynscalar``)."""
+    lines = report.splitlines()
+    code: list[str] = []
+    for index, line in enumerate(lines):
+        if line.startswith("Fix: after"):
+            for block_line in lines[index + 2 :]:
+                if not block_line.startswith("    "):
+                    break
+                code.append(block_line[4:])
+    return "\n".join(code) + "\n"
+
+
 def fix_code(report: str) -> str:
     """The code of the report's attribute fix (the indented block after "Fix: after ...")."""
     lines = report.splitlines()
@@ -72,13 +86,13 @@ def fix_code(report: str) -> str:
 TRAINING_REPORT = """\
 dynscalar doctor: 2 Python scalars caused recompiles:
 
-  Net.step (int, model.step): 6 recompiles of Net.forward
+  Net.step (int, model.step): 6 recompiles of Net.forward, 1 call run eagerly at the limit
       training/mymodel.py:15: self.step += 1
   Net.temperature (float, model.temperature): 1 recompile of Net.forward
       training/mymodel.py:17: return self.head(h) / self.temperature
 
 Net.forward reached torch._dynamo.config.recompile_limit (8):
-  calls that need a new compile run eagerly.
+  calls that need a new compile run eagerly; the doctor read why each of them missed.
 1 more recompile had other causes (tensor shapes or other guards);
   TORCH_LOGS=recompiles shows them.
 
@@ -112,6 +126,111 @@ def test_training_script_both_culprits_in_one_run_and_the_fix_works(tmp_path: Pa
     assert report_of(tmp_path) == ONLY_SHAPES_REPORT
 
 
+SCHEDULED_REPORT = """\
+dynscalar doctor: 5 Python scalars caused recompiles:
+
+  Net.step (int, model.step): 7 recompiles of Net.forward, 28 calls run eagerly at the limit
+      scheduled/net.py:17: self.step += 1
+  Net.warmup (float, model.warmup): 7 recompiles of Net.forward
+      scheduled/net.py:18: self.warmup = min(1.0, self.warmup + 0.125)
+  SGD.param_groups[0]['lr'] (float, opt.param_groups[0]['lr']):
+      6 recompiles of SGD.step, 28 calls run eagerly at the limit
+      scheduled/train.py:49: step()
+  Net.forward(temperature) (float): 1 recompile of Net.forward
+      scheduled/net.py:20: return self.head(h) / temperature
+  Dropout.p (float, model.drop.p): 24 calls of Net.forward run eagerly at the limit
+      scheduled/net.py:19: h = self.drop(torch.relu(self.body(x))) * self.warmup
+      dropout returns its input at p == 0 without drawing random numbers: once marked,
+      p == 0 and p != 0 are two paths (a compile each), every other value shares one
+
+Net.forward reached torch._dynamo.config.recompile_limit (8):
+  calls that need a new compile run eagerly; the doctor read why each of them missed.
+SGD.step reached torch._dynamo.config.recompile_limit (8):
+  calls that need a new compile run eagerly; the doctor read why each of them missed.
+1 more recompile had other causes (tensor shapes or other guards);
+  TORCH_LOGS=recompiles shows them.
+
+Fix: after `model` is created, before the first call, add:
+
+    import dynscalar
+    dynscalar.mark_dynamic_attr(model, "step", "warmup")
+    dynscalar.mark_dynamic_attr(model.drop, "p")
+
+Fix: after `opt` is created, before the first call, add:
+
+    import dynscalar
+    dynscalar.mark_dynamic_param_groups(opt, "lr")
+
+  Or torch's own way for a learning rate: create the optimizer with a tensor,
+  SGD(..., lr=torch.tensor(0.1)); torch's schedulers update it in place and
+  the step compiles once. Prefer it when you create the optimizer yourself and
+  nothing assigns a float to group["lr"]; prefer the mark when a library creates
+  the optimizer, code assigns floats to group["lr"], the optimizer refuses a
+  tensor lr (Adam/AdamW with foreach=True on a CPU), or other keys are scheduled.
+
+Fix: after `compiled` is created, before the first call, add:
+
+    import dynscalar
+    dynscalar.mark_dynamic_args(compiled, "temperature")
+
+Then run the doctor again to check:
+    python -m dynscalar doctor -o report.txt scheduled/train.py --compiles
+"""
+
+SCHEDULED_FIXED_REPORT = """\
+dynscalar doctor: no recompiles were caused by Python scalars.
+
+1 recompile took another path of a dynamic scalar (by design: nothing to fix):
+
+  Dropout.p (float, model.drop.p): 1 recompile of Net.forward
+      `model.drop.p == 0.0` no longer held
+      scheduled/net.py:19: h = self.drop(torch.relu(self.body(x))) * self.warmup
+      dropout returns its input at p == 0 without drawing random numbers: p == 0 and p != 0
+      are two paths, compiled once each
+
+1 more recompile had other causes (tensor shapes or other guards);
+  TORCH_LOGS=recompiles shows them.
+"""
+
+
+def test_a_new_users_training_script_gives_every_culprit_in_one_run(tmp_path: Path) -> None:
+    """A step counter and a warm-up float written in forward, a dropout whose p changes per
+    epoch from 0.0, SGD with a per-batch LambdaLR under a compiled opt.step(), and a
+    temperature argument; 36 calls on aot_eager.  Stock: 8 compiled versions of forward and
+    8 of step, both at recompile_limit (Dropout.p changes only after forward hit it).  One
+    doctor run names all five with their fixes; with them: 2 + 2 versions (dropout's path at
+    p == 0, the optimizer's first step without momentum buffers), and the same numbers as
+    eager."""
+    result = doctor(tmp_path, "scheduled", "train.py", "--compiles")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1] == "compiled versions: forward 8, step 8"
+    assert report_of(tmp_path) == SCHEDULED_REPORT
+    assert result.stderr.count("hit config.recompile_limit") == 2  # once per function
+
+    fix = all_fix_code(SCHEDULED_REPORT)
+    options = ("-o", "report.txt")
+    args = ("--compiles", "--state", str(tmp_path / "fixed.pt"))
+    fixed = doctor(tmp_path, "scheduled", "train.py", *args, options=options, fix=fix)
+    assert fixed.returncode == 0, fixed.stderr
+    assert fixed.stdout.splitlines()[-1] == "compiled versions: forward 2, step 2"
+    assert report_of(tmp_path) == SCHEDULED_FIXED_REPORT
+    assert "SpecializationWarning" not in fixed.stderr  # p == 0 is a path, not forced
+
+    eager = run_interpreter(
+        "scheduled/train.py", "--eager", "--state", str(tmp_path / "eager.pt"), cwd=tmp_path
+    )
+    assert eager.returncode == 0, eager.stderr
+    assert eager.stdout == fixed.stdout.replace("compiled versions: forward 2, step 2\n", "")
+    got, want = (torch.load(tmp_path / name) for name in ("fixed.pt", "eager.pt"))
+    for out, expected in zip(got["outputs"], want["outputs"], strict=True):
+        assert torch.equal(out, expected)
+    for name, weight in want["model"].items():
+        assert torch.equal(got["model"][name], weight), name
+    assert got["opt"]["param_groups"] == want["opt"]["param_groups"]  # the scheduled lr too
+    for index, state in want["opt"]["state"].items():
+        assert torch.equal(got["opt"]["state"][index]["momentum_buffer"], state["momentum_buffer"])
+
+
 NESTED_REPORT = """\
 dynscalar doctor: 3 Python scalars caused recompiles:
 
@@ -119,7 +238,7 @@ dynscalar doctor: 3 Python scalars caused recompiles:
       nested/blocks.py:14: self.calls += 1
   Counter.calls (int, seq[1].calls): 3 recompiles of Sequential.forward
       nested/blocks.py:14: self.calls += 1
-  Gate.open (float, model.gates["main"].open): 1 recompile of Model.forward
+  Gate.open (float, model.gates['main'].open): 1 recompile of Model.forward
       nested/blocks.py:26: return torch.sigmoid(x) * self.open
 
 Fix: after `model` and `seq` are created, before the first call, add:
@@ -222,6 +341,9 @@ def test_json_report_and_its_fixes_applied_to_the_calls(tmp_path: Path) -> None:
         "crash": None,
         "recompiles": 2,
         "other_recompiles": 0,
+        "eager_calls": 0,
+        "other_eager_calls": 0,
+        "paths": [],
         "limits": {},
         "rerun": "python -m dynscalar doctor --json -o report.json functions/run.py",
         "notes": [],
@@ -240,8 +362,10 @@ def test_json_report_and_its_fixes_applied_to_the_calls(tmp_path: Path) -> None:
             "code": "return (x * n).sum() * lr",
         },
         "recompiles": 1,
+        "eager_calls": 0,
         "values": [3],
         "fix": ["import dynscalar", 'dynscalar.mark_dynamic_args(step, "n")'],
+        "note": None,
     }
     assert [(s["scalar"], s["type"], s["values"]) for s in data["scalars"]] == [
         ("scaled_sum(n)", "int", [3]),
@@ -388,6 +512,81 @@ def test_watcher_reports_the_recompile_limit() -> None:
     assert [(e.refused_by, e.limit) for e in events] == [(None, None), ("recompile_limit", 2)]
 
 
+def test_watcher_reads_calls_past_the_recompile_limit() -> None:
+    """Past the limit torch runs the calls that miss the cache eagerly; the watcher still
+    reads why each one missed (a scalar that changes only then is found in the same run),
+    and the calls give eager's numbers as they do without it."""
+    model = TwoScalars()
+    compiled = torch.compile(model, backend="eager")
+    events: list[_recompiles.Recompile] = []
+    with torch._dynamo.config.patch(recompile_limit=2), _recompiles.RecompileWatcher(events.append):
+        for step, width in ((0, 2), (1, 2), (2, 2), (2, 5), (3, 5)):
+            model.step, model.width = step, width
+            assert torch.equal(compiled(torch.ones(3)), torch.ones(3) * step + width)
+    # every call after the first compile missed the cache; from the third on, at the limit
+    assert [e.refused_by for e in events] == [None] + ["recompile_limit"] * 3
+    width_changes = [f.actual for f in events[2].causes if f.source == "L['self'].width"]
+    assert width_changes == [5]  # seen although forward was at the limit
+
+
+def test_watcher_reads_symbolic_guards_a_dynamic_scalar_fails() -> None:
+    """A marked dropout p: at 0 the compiled code takes dropout's other path, guarded by the
+    predicate (``Eq(p, 0)``, printed ``p == 0.0``) among Dynamo's symbolic guards."""
+    import dynscalar as ds
+
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.0))
+    ds.mark_dynamic_attr(model[1], "p")
+    compiled = torch.compile(model, backend="aot_eager")
+    events: list[_recompiles.Recompile] = []
+    with _recompiles.RecompileWatcher(events.append):
+        for p in (0.0, 0.1, 0.2):
+            model[1].p = p
+            compiled(torch.ones(2))
+    (event,) = events
+    (cause,) = event.causes
+    assert (cause.source, cause.symbolic, cause.pins) == ("L['fn']._modules['1'].p", True, True)
+    assert cause.guard == "L['fn']._modules['1'].p == 0.0" and cause.actual == 0.1
+
+
+def test_any_param_group_key_is_named_as_user_code_reaches_it() -> None:
+    """A compiled opt.step() reads every hyperparameter of every group: a scheduled
+    ``betas`` (OneCycleLR cycles beta1) and ``weight_decay`` are named by the optimizer's
+    variable and fixed by key."""
+    weight = torch.nn.Parameter(torch.ones(2))
+    opt = torch.optim.Adam([weight], lr=0.1, weight_decay=0.0)
+    step = torch.compile(opt.step, backend="eager")
+    report = _doctor.DoctorReport("train.py", [])
+    collector = _doctor._Collector(report)
+    with _recompiles.RecompileWatcher(collector):
+        for i in range(3):
+            weight.grad = torch.ones(2)
+            opt.param_groups[0]["betas"] = (0.9 - 0.01 * i, 0.999)
+            opt.param_groups[0]["weight_decay"] = 0.01 * i
+            step()
+    collector.finish()
+    assert [(c.scalar, c.path, c.kind, c.values) for c in report.culprits] == [
+        (
+            "Adam.param_groups[0]['betas'][0]",
+            "opt.param_groups[0]['betas'][0]",
+            "param_group",
+            [0.89],
+        ),
+        (
+            "Adam.param_groups[0]['weight_decay']",
+            "opt.param_groups[0]['weight_decay']",
+            "param_group",
+            [0.01],
+        ),
+    ]
+    (block,) = _doctor.fix_blocks(report)
+    assert block.placement == "after `opt` is created, before the first call, add"
+    assert block.code == [
+        "import dynscalar",
+        'dynscalar.mark_dynamic_param_groups(opt, "betas", "weight_decay")',
+    ]
+    assert block.notes == ()  # torch's tensor alternative is for the learning rate
+
+
 def test_watcher_puts_dynamo_back_as_it_was() -> None:
     from torch._dynamo import convert_frame, guards
 
@@ -395,13 +594,16 @@ def test_watcher_puts_dynamo_back_as_it_was() -> None:
         convert_frame.get_and_maybe_log_recompilation_reasons,  # type: ignore[attr-defined]
         convert_frame.exceeds_recompile_limit,  # type: ignore[attr-defined]
         guards.get_verbose_code_parts,
+        convert_frame.ConvertFrame.__call__,
     )
     with _recompiles.RecompileWatcher(lambda event: None):
         assert guards.get_verbose_code_parts is not before[2]
+        assert convert_frame.ConvertFrame.__call__ is not before[3]
     after = (
         convert_frame.get_and_maybe_log_recompilation_reasons,  # type: ignore[attr-defined]
         convert_frame.exceeds_recompile_limit,  # type: ignore[attr-defined]
         guards.get_verbose_code_parts,
+        convert_frame.ConvertFrame.__call__,
     )
     assert after == before
 
@@ -495,6 +697,20 @@ def test_call_site_reading_handles_multiline_calls_and_keywords(tmp_path: Path) 
         "    lr=dynscalar.mark_dynamic(0.5),\n)"
     )
     assert calls["missing"] is None  # not passed at this call
+
+
+def test_report_says_which_calls_past_a_limit_it_could_not_read() -> None:
+    report = _doctor.DoctorReport("train.py", [], limits={"Net.forward": ("recompile_limit", 8)})
+    report.unread = ["Net.forward"]
+    report.notes = ["calls of Net.forward after its recompile limit ran eagerly without being read"]
+    text = _doctor.format_report(report)
+    assert "calls that need a new compile run eagerly; the doctor could not read why the " in text
+    assert text.endswith(
+        "dynscalar doctor could not read everything: calls of Net.forward after its recompile "
+        "limit ran eagerly without being read"
+    )
+    limits = json.loads(_doctor.format_json(report))["limits"]
+    assert limits == {"Net.forward": {"limit": "recompile_limit", "value": 8, "read": False}}
 
 
 def test_report_without_culprits_after_a_crash() -> None:

@@ -72,7 +72,7 @@ def test_torch_logs_dynscalar_shows_info_not_debug() -> None:
 def test_torch_logs_dynscalar_shows_bridge_installed_at_info() -> None:
     err = run("dynscalar")
     assert lines_at(err, "INFO", "dynscalar bridge installed into torch"), err
-    assert lines_at(err, "INFO", "model.step (M.step) (value 0) becomes a symbolic graph input")
+    assert lines_at(err, "INFO", "compiled.step (M.step) (value 0) becomes a symbolic graph input")
 
 
 def test_torch_logs_dynscalar_when_dynscalar_is_imported_before_torch() -> None:
@@ -85,8 +85,8 @@ def test_torch_logs_plus_dynscalar_shows_debug_detail_next_to_torch_names() -> N
     err = run("recompiles,+dynscalar")
     assert len(lines_at(err, "INFO", "probe at info")) == 1, err
     assert len(lines_at(err, "DEBUG", "probe at debug")) == 1, err
-    assert lines_at(err, "INFO", "model.step (M.step) (value 0) becomes a symbolic graph input")
-    assert lines_at(err, "DEBUG", "model.step (M.step) -> backed s"), err
+    assert lines_at(err, "INFO", "compiled.step (M.step) (value 0) becomes a symbolic graph input")
+    assert lines_at(err, "DEBUG", "compiled.step (M.step) -> backed s"), err
 
 
 def test_silent_without_torch_logs() -> None:

@@ -22,7 +22,7 @@ from .._spec import DynamicSpec
 from ._backends import backend_kind
 from ._forced import ForcedFloats, used_float_symbols
 from ._guards import guard_proxy_or_plain
-from ._reports import passthrough, remember, user_location
+from ._reports import at_line, passthrough, remember, user_location
 from ._restarts import (
     forget_restarts,
     guard_int64,
@@ -487,7 +487,7 @@ def _warn_specialized(state: CompileState, s: Any, ops: list[str]) -> None:
     state.reported.add(s)
     label = state.labels.get(s, state.floats[s])
     filename, lineno, line = state.read_at.get(s, ("<unknown>", 0, ""))
-    at = f" (read at {filename}:{lineno}: `{line}`)" if lineno else ""
+    at = f" (read at {at_line(filename, lineno, line)})" if lineno else ""
     log.info("%s specialized by torch after the float-tensorify pass", label)
     forced_by = ops or _forced_floats.ops(s)  # after a restart: what the first try saw
     used = (

@@ -72,7 +72,7 @@ def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str, label: str
     if state.backend is None:
         state.backend = backend_kind(builder.tx)
     if spec.unbacked:
-        state.unbacked[symbol] = where
+        state.unbacked[symbol] = label
     else:
         remember(shape_env, symbol, where, spec, label)
     state.origins[var.as_proxy().node] = (

@@ -6,38 +6,61 @@ version only (``torch._dynamo.utils.guard_failures``, the ``recompiles`` log and
 the first failing leaf guard; ``recompiles_verbose`` lists more parts of that one guard, not
 more guards, and torch 2.13 has no "report all guard failures" switch). A model with two
 changing scalars therefore shows one of them per run. This module watches recompiles and
-evaluates *every* scalar equality guard of every cached version against the frame that
-missed the cache, the way Dynamo evaluates guard text when it builds its own reasons.
+evaluates *every* scalar guard of every cached version against the frame that missed the
+cache, the way Dynamo evaluates guard text when it builds its own reasons:
+
+* ``x == 7`` leaf guards (``EQUALS_MATCH`` on an int or float): a scalar compiled as a
+  constant;
+* the symbolic guards Dynamo installs as Python lambdas on the root, the epilogue guards
+  that run after all others: ``x == 0.05`` where torch made a float
+  dynamic and then specialized it (a scheduled learning rate), and predicates on dynamic
+  scalars (``p == 0.0`` or ``p != 0.0`` where dropout takes another path at 0,
+  ``(step % 2) == 0``), reported with the guard's text as :attr:`ScalarGuardFailure.guard`.
 
 It also tells the scalars that *caused* a recompile from the ones that merely changed: a
 version whose guards, apart from the failing scalar ones, all pass (checked on a copy of its
-guard tree without those scalars, ``RootGuardManager.clone_manager``) would have served the
-call had those scalars been dynamic; the causes are the failing scalars of the such versions
-that failed on the fewest (once torch made a scalar dynamic itself, older versions still fail
-on it, but it no longer forces anything). When every version also fails something else (a
-tensor shape: a smaller last batch), the recompile is not the scalars' doing.
+guard tree without those scalars, ``RootGuardManager.clone_manager``; the epilogue guards,
+which the copy keeps, are judged part by part) would have served the call had those scalars
+been dynamic; the causes are the failing scalars of the such versions that failed on the
+fewest (once torch made a scalar dynamic itself, older versions still fail on it, but it no
+longer forces anything). When every version also fails something else (a tensor shape: a
+smaller last batch), the recompile is not the scalars' doing.
+
+Past ``recompile_limit`` torch stops compiling the function and, by default, stops looking:
+the frame is marked "run cached versions only" for good, and later calls that miss the
+cache run eagerly without anyone seeing why. While the doctor watches, that mark is applied
+to the one call only (``ConvertFrameReturn.apply_to_code=False``): the call still runs
+eagerly, exactly as it would have, and the next miss comes back here, so a scalar that
+changes only after the limit (a dropout schedule per epoch) is found in the same run.
+Torch's "hit config.recompile_limit" warning is printed once per function, as without the
+doctor.
 
 Private torch names used (the ``"doctor"`` entries of ``_table``, plus attributes of guard
 managers read on an instance), checked by :func:`check_recompile_internals` before anything
-is patched; every patch is a pass-through wrapper that returns what the original returns:
+is patched; every patch is a pass-through wrapper that returns what the original returns
+(the limit's strategy kept for one call instead of for the code object):
 
 * ``convert_frame.get_and_maybe_log_recompilation_reasons(cache_entries, frame, backend,
   skip_logging)``: called once per recompile with the cached versions and the frame;
 * ``convert_frame.exceeds_recompile_limit(cache_size, compile_id)``: tells when
   ``recompile_limit`` stopped compiling (the function then runs eagerly);
+* ``convert_frame.ConvertFrame.__call__`` and ``types.ConvertFrameReturn``: the frame
+  strategy torch returns for a call at the limit;
 * ``guards.get_verbose_code_parts(code_parts, guard, recompile_hint)``: keeps the user frame
-  of each scalar guard (the guard's own text keeps only a shortened file name);
+  of each guard (the guard's own text keeps only a shortened file name);
 * ``CacheEntry.guard_manager``/``compile_id``; ``GuardManagerWrapper.root``/``global_scope``/
   ``closure_vars``; ``GuardManager.get_leaf_guards``/``get_child_managers``/``get_source``;
-  ``DictGuardManager.get_key_value_managers``; ``RootGuardManager.clone_manager``/``check``;
-  ``LeafGuard.verbose_code_parts``; the leaf guard class ``EQUALS_MATCH``.
+  ``DictGuardManager.get_key_value_managers``; ``RootGuardManager.clone_manager``/``check``/
+  ``check_verbose``/``get_epilogue_lambda_guards``; ``LeafGuard.verbose_code_parts``; the
+  leaf guard class ``EQUALS_MATCH``.
 """
 
 from __future__ import annotations
 
 import ast
+import dataclasses
+import logging
 import math
-import os
 import sys
 import threading
 import traceback
@@ -48,6 +71,7 @@ from typing import Any
 
 from .._diagnostics import BridgeError
 from . import _table
+from ._paths import call_site_frame, is_library_file, parse_source
 
 __all__ = [
     "PathStep",
@@ -62,8 +86,10 @@ __all__ = [
 # Guard-manager attributes read on instances (C++ objects: checked on one, not by the table).
 _WRAPPER_ATTRIBUTES = ("root", "global_scope", "closure_vars")
 _MANAGER_METHODS = ("get_leaf_guards", "get_child_managers", "get_source", "check")
+_ROOT_METHODS = ("clone_manager", "check_verbose", "get_epilogue_lambda_guards")
 _SCALAR_GUARD = "EQUALS_MATCH"  # the leaf guard class Dynamo uses for `x == 7`
 _HINT = " (HINT: "  # Dynamo appends hints to a guard's text
+_LIMIT_WARNING = "torch._dynamo hit config.%s (%s)"  # Dynamo's warning at the limit
 
 
 def check_recompile_internals() -> None:
@@ -83,8 +109,7 @@ def check_recompile_internals() -> None:
         ) from exc
     missing = [a for a in _WRAPPER_ATTRIBUTES if not hasattr(wrapper, a)]
     missing += [f"GuardManager.{m}" for m in _MANAGER_METHODS if not hasattr(wrapper.root, m)]
-    if not hasattr(wrapper.root, "clone_manager"):
-        missing.append("RootGuardManager.clone_manager")
+    missing += [f"RootGuardManager.{m}" for m in _ROOT_METHODS if not hasattr(wrapper.root, m)]
     if missing:
         raise BridgeError(
             f"dynscalar doctor: torch {version} has no {', '.join(missing)} (Dynamo's guard "
@@ -115,17 +140,30 @@ class SourcePath:
 
 @dataclass(frozen=True)
 class ScalarGuardFailure:
-    """A guard ``<source> == <number>`` of one compiled version that the new call failed."""
+    """A guard on a Python scalar of one compiled version that the new call failed.
+
+    ``x == 7`` (``guard`` None): the version was compiled for that one value, ``expected``.
+    A symbolic guard (``guard`` its text, ``symbolic`` True): torch traced the scalar as a
+    symbol and the version holds for the values that pass it: ``x == 0.05`` after torch
+    specialized a dynamic float, or a predicate (``p != 0.0``, ``0 <= p``) on a scalar that
+    stays dynamic, in which case ``expected`` is None.
+    """
 
     version: str  # compile id of the cached version, e.g. "0/3"
     source: str  # Dynamo's expression for the value, e.g. "L['self']._modules['block'].step"
-    expected: int | float  # the value that version was compiled for
+    expected: int | float | None  # the value that version was compiled for (None: a predicate)
     actual: Any  # the value now
     user_frame: traceback.FrameSummary | None  # innermost user frame that read the value
     path: SourcePath | None  # None when the source is not a plain chain of names
     #: read through a module's property: (steps of ``path`` up to the module, the module's
     #: class name, the property name); None for a plain read
     through: tuple[int, str, str] | None = None
+    symbolic: bool = False  # from the symbolic (lambda) guards, not an EQUALS_MATCH
+    guard: str | None = None  # a symbolic guard's code (without Dynamo's comment)
+    #: the guard holds for one value of the scalar only: ``x == 7``, and symbolic guards
+    #: such as ``min(1.0, 0.125 + x) == 0.25`` (torch specialized an expression of it);
+    #: False for predicates (``x != 0.0``, ``0 <= x``), which hold for many values
+    pins: bool = True
 
 
 @dataclass
@@ -152,34 +190,10 @@ class Recompile:
         return bool(self.causes)
 
 
-def is_library_file(filename: str) -> bool:
-    """Whether ``filename`` belongs to torch or dynscalar (never the user's line)."""
-    return _abs(filename).startswith(_library_dirs())
-
-
-_LIBRARY_DIRS: tuple[str, ...] = ()
-
-
-def _library_dirs() -> tuple[str, ...]:
-    global _LIBRARY_DIRS
-    if not _LIBRARY_DIRS:
-        import torch
-
-        import dynscalar
-
-        _LIBRARY_DIRS = tuple(
-            _abs(os.path.dirname(m.__file__ or "")) + os.sep for m in (torch, dynscalar)
-        )
-    return _LIBRARY_DIRS
-
-
-def _abs(filename: str) -> str:
-    return os.path.normcase(os.path.abspath(filename))
-
-
 # ----------------------------------------------------------------------------- the watcher
 class RecompileWatcher:
-    """Context manager: call ``on_recompile`` with a :class:`Recompile` at every recompile.
+    """Context manager: call ``on_recompile`` with a :class:`Recompile` at every recompile,
+    and at every call past a recompile limit that missed the cache.
 
     Installs pass-through wrappers on Dynamo's recompile path (see the module docstring) and
     removes them on exit. A failure inside the watcher never reaches the compiled program: it
@@ -189,18 +203,26 @@ class RecompileWatcher:
     def __init__(self, on_recompile: Callable[[Recompile], None]) -> None:
         self._on_recompile = on_recompile
         self._frames: dict[str, traceback.FrameSummary] = {}  # guard text -> user frame
+        self._read_at: dict[str, traceback.FrameSummary] = {}  # source -> user frame
         self._pending = threading.local()  # the event whose compile may still be refused
         self._saved: list[tuple[Any, str, Any, Any]] = []
+        self._limit_filter = _OnceAtTheLimit()
         self.errors: list[str] = []
+        #: code objects whose calls past the limit could not be read (this torch keeps the
+        #: limit's strategy for the whole function)
+        self.unobserved: set[CodeType] = set()
 
     def __enter__(self) -> RecompileWatcher:
         check_recompile_internals()
         self._patch(":get_and_maybe_log_recompilation_reasons", self._wrap_reasons)
         self._patch(":exceeds_recompile_limit", self._wrap_limit)
         self._patch(":get_verbose_code_parts", self._wrap_verbose)
+        self._patch(":ConvertFrame.__call__", self._wrap_convert)
+        logging.getLogger("torch._dynamo.convert_frame").addFilter(self._limit_filter)
         return self
 
     def __exit__(self, *exc: object) -> None:
+        logging.getLogger("torch._dynamo.convert_frame").removeFilter(self._limit_filter)
         for owner, name, original, wrapper in reversed(self._saved):
             if getattr(owner, name, None) is wrapper:  # someone else may have patched it since
                 setattr(owner, name, original)
@@ -213,9 +235,9 @@ class RecompileWatcher:
         setattr(owner, name, wrapper)
         self._saved.append((owner, name, original, wrapper))
 
-    # -- build time: the user frame of each scalar guard
+    # -- build time: the user frame of each guard
     def _wrap_verbose(self, original: Callable[..., list[str]]) -> Callable[..., list[str]]:
-        frames = self._frames
+        frames, read_at = self._frames, self._read_at
 
         def get_verbose_code_parts(
             code_parts: Any, guard: Any, recompile_hint: str | None = None
@@ -224,9 +246,13 @@ class RecompileWatcher:
             try:
                 if guard is not None and getattr(guard, "user_stack", None):
                     frame = _innermost_user_frame(guard.user_stack)
-                    for part in parts:
-                        if frame is not None and _parse_scalar_guard(part) is not None:
-                            frames[_guard_key(part)] = frame
+                    if frame is not None:
+                        for part in parts:
+                            if _parse_scalar_guard(part) is not None:
+                                frames[_guard_key(part)] = frame
+                        name = getattr(guard, "name", None)
+                        if isinstance(name, str):  # where a source is read: paths point here
+                            read_at.setdefault(name, frame)
             except Exception as exc:  # noqa: BLE001 - never break guard building
                 self.errors.append(f"reading a guard's user frame: {exc!r}")
             return parts
@@ -264,6 +290,7 @@ class RecompileWatcher:
             exceeded, limit_type = original(cache_size, compile_id)
             event = getattr(self._pending, "event", None)
             self._pending.event = None
+            self._pending.refused = exceeded
             if exceeded and event is not None:
                 from torch._dynamo import config
 
@@ -274,12 +301,38 @@ class RecompileWatcher:
 
         return exceeds_recompile_limit
 
+    def _wrap_convert(self, original: Callable[..., Any]) -> Callable[..., Any]:
+        """At the limit, torch's "run cached versions only" for this call only (the next
+        miss comes back to the watcher); every other result as torch returns it."""
+        unobserved = self.unobserved
+
+        def __call__(
+            convert: Any,
+            frame: Any,
+            cache_entry: Any,
+            hooks: Any,
+            frame_state: Any,
+            skip: int = 0,
+        ) -> Any:
+            self._pending.refused = False
+            result = original(convert, frame, cache_entry, hooks, frame_state, skip=skip + 1)
+            if getattr(self._pending, "refused", False):
+                self._pending.refused = False
+                applies = getattr(result, "apply_to_code", None)
+                if applies is True:
+                    return dataclasses.replace(result, apply_to_code=False)
+                if applies is None:  # no per-call strategy here: later calls go unseen
+                    unobserved.add(frame.f_code)
+            return result
+
+        return __call__
+
     def _inspect(self, entries: list[Any], frame: Any, reasons: list[str]) -> Recompile:
         f_locals = frame.f_locals
         event = Recompile(
             code=frame.f_code,
             frame_locals=f_locals,
-            caller=_call_site(),
+            caller=call_site_frame(sys._getframe(1)),
             versions=len(entries),
             causes=[],
             changed=[],
@@ -290,41 +343,11 @@ class RecompileWatcher:
             wrapper = entry.guard_manager
             if getattr(wrapper, "closure_vars", None) is None:  # a deleted (invalidated) entry
                 continue
-            scope: dict[str, Any] = {"L": f_locals, "G": wrapper.global_scope["G"]}
-            scope.update(wrapper.closure_vars)
-            failed: list[ScalarGuardFailure] = []
-            failed_sources: set[str] = set()
-            for source, expected, text in _scalar_guards(wrapper.root):
-                try:
-                    actual = eval(source, dict(wrapper.global_scope), scope)  # as Dynamo does
-                except Exception as exc:  # noqa: BLE001 - unreadable: not a scalar we can judge
-                    event.errors.append(f"{source}: {exc!r}")
-                    continue
-                if type(actual) is type(expected) and actual == expected:
-                    continue
-                failed_sources.add(source)
-                failed.append(
-                    ScalarGuardFailure(
-                        version=str(entry.compile_id),
-                        source=source,
-                        expected=expected,
-                        actual=actual,
-                        user_frame=self._frames.get(_guard_key(text)),
-                        path=_source_path(source, wrapper.global_scope, scope),
-                        through=_through(frame.f_code, source, wrapper.global_scope, scope),
-                    )
-                )
-            if not failed:
+            judged = self._judge(entry, wrapper, frame, event)
+            if judged is None:
                 continue
+            failed, only_scalars = judged
             event.changed.extend(failed)
-            try:
-                rest = wrapper.root.clone_manager(
-                    lambda m, skip=frozenset(failed_sources): m.get_source() not in skip
-                )
-                only_scalars = bool(rest.check(f_locals))
-            except Exception as exc:  # noqa: BLE001 - cannot tell: count it as caused
-                event.errors.append(f"checking the other guards of {entry.compile_id}: {exc!r}")
-                only_scalars = True
             if only_scalars:
                 avoidable.append(failed)
         # The versions that fewest scalars kept from serving the call name the causes: once
@@ -336,6 +359,110 @@ class RecompileWatcher:
             if len(failed) == fewest:
                 event.causes.extend(f for f in failed if f.source not in _sources(event.causes))
         return event
+
+    def _judge(
+        self, entry: Any, wrapper: Any, frame: Any, event: Recompile
+    ) -> tuple[list[ScalarGuardFailure], bool] | None:
+        """(the scalar guards of one version that the call fails, whether they alone do);
+        None when it fails none."""
+        f_locals = frame.f_locals
+        scope: dict[str, Any] = {"L": f_locals, "G": wrapper.global_scope["G"]}
+        scope.update(wrapper.closure_vars)
+        global_scope = dict(wrapper.global_scope)
+
+        def value_of(source: str) -> Any:
+            return eval(source, global_scope, scope)  # as Dynamo evaluates guard text
+
+        def failure(
+            source: str, expected: Any, actual: Any, text: str, guard: str | None
+        ) -> ScalarGuardFailure:
+            return ScalarGuardFailure(
+                version=str(entry.compile_id),
+                source=source,
+                expected=expected,
+                actual=actual,
+                user_frame=self._frames.get(_guard_key(text)) or self._read_at.get(source),
+                path=_source_path(source, global_scope, scope),
+                through=_through(frame.f_code, source, global_scope, scope),
+                symbolic=guard is not None,
+                guard=guard,
+                pins=guard is None or _pins(guard),
+            )
+
+        failed: list[ScalarGuardFailure] = []
+        failed_sources: set[str] = set()  # EQUALS_MATCH managers to leave out of the copy
+        for source, expected, text in _scalar_guards(wrapper.root):
+            try:
+                actual = value_of(source)
+            except Exception as exc:  # noqa: BLE001 - unreadable: not a scalar we can judge
+                event.errors.append(f"{source}: {exc!r}")
+                continue
+            if type(actual) is type(expected) and actual == expected:
+                continue
+            failed_sources.add(source)
+            failed.append(failure(source, expected, actual, text, None))
+        # the symbolic guards: every part of the root's epilogue lambda guards
+        epilogue: set[str] = set()
+        other_symbolic = False  # a failing part about something else (a tensor's size)
+        for leaf in wrapper.root.get_epilogue_lambda_guards():
+            for text in leaf.verbose_code_parts():
+                epilogue.add(text)
+                try:
+                    passed = bool(value_of(text))
+                except Exception as exc:  # noqa: BLE001
+                    event.errors.append(f"{_guard_key(text)}: {exc!r}")
+                    other_symbolic = True
+                    continue
+                if passed:
+                    continue
+                code = _code_of(text)
+                sources = _scalar_sources(code, value_of)
+                if not sources:
+                    other_symbolic = True
+                    continue
+                parsed = _parse_scalar_guard(text)
+                pinned: int | float | None = None  # a predicate: a path of a dynamic scalar
+                if parsed is not None and len(sources) == 1 and _same(parsed[0], sources[0][0]):
+                    pinned = parsed[1]  # `x == 0.05`: torch specialized it
+                for source, actual in sources:
+                    if source not in _sources(failed):
+                        failed.append(failure(source, pinned, actual, text, code))
+        if not failed:
+            return None
+        try:
+            rest = wrapper.root.clone_manager(
+                lambda m, skip=frozenset(failed_sources): m.get_source() not in skip
+            )
+            verdict = rest.check_verbose(f_locals)
+            if verdict.result:
+                only_scalars = True
+            else:  # the epilogue runs last: failing there, everything else passed
+                parts = set(verdict.verbose_code_parts)
+                only_scalars = bool(parts) and parts <= epilogue and not other_symbolic
+        except Exception as exc:  # noqa: BLE001 - cannot tell: count it as caused
+            event.errors.append(f"checking the other guards of {entry.compile_id}: {exc!r}")
+            only_scalars = True
+        return failed, only_scalars
+
+
+class _OnceAtTheLimit(logging.Filter):
+    """Lets torch's "hit config.recompile_limit" warning through once per function: with
+    the doctor the limit's strategy holds for one call, so torch would repeat it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._seen: set[Any] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg is _LIMIT_WARNING or (
+            isinstance(record.msg, str) and record.msg.startswith(_LIMIT_WARNING)
+        ):
+            args = record.args if isinstance(record.args, tuple) else ()
+            key = args[2] if len(args) > 2 else None  # the function: 'forward' (file:line)
+            if key in self._seen:
+                return False
+            self._seen.add(key)
+        return True
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -367,9 +494,14 @@ def _guard_key(text: str) -> str:
     return text.split(_HINT, 1)[0].rstrip()
 
 
+def _code_of(text: str) -> str:
+    """A guard's code without Dynamo's comment (``# self.step += 1  # m.py:9 in f``)."""
+    return _guard_key(text).split("  #", 1)[0].strip()
+
+
 def _parse_scalar_guard(text: str) -> tuple[str, int | float] | None:
     """``"L['self'].step == 7   # self.step += 1  # m.py:9 in forward"`` -> (source, 7)."""
-    code = _guard_key(text).split("  #", 1)[0].strip()
+    code = _code_of(text)
     source, sep, literal = code.rpartition(" == ")
     if not sep or not source:
         return None
@@ -382,6 +514,67 @@ def _parse_scalar_guard(text: str) -> tuple[str, int | float] | None:
     if type(value) not in (int, float) or (isinstance(value, float) and math.isnan(value)):
         return None  # bools, strings, tuples, numpy scalars...
     return source, value
+
+
+def _pins(code: str) -> bool:
+    """Whether a guard is ``<expression> == <number>`` (it holds for one value)."""
+    try:
+        node = ast.parse(code, mode="eval").body
+    except SyntaxError:
+        return False
+    if not (isinstance(node, ast.Compare) and [type(op) for op in node.ops] == [ast.Eq]):
+        return False
+    return any(_is_number(side) for side in (node.left, *node.comparators))
+
+
+def _is_number(node: ast.expr) -> bool:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    if isinstance(node, ast.Name):  # Dynamo prints infinities as names
+        return node.id in ("inf", "nan")
+    return isinstance(node, ast.Constant) and type(node.value) in (int, float)
+
+
+def _same(source: str, other: str) -> bool:
+    """Whether two spellings of a source are the same expression."""
+    try:
+        return ast.unparse(ast.parse(source, mode="eval")) == other
+    except SyntaxError:
+        return False
+
+
+def _scalar_sources(code: str, value_of: Callable[[str], Any]) -> list[tuple[str, Any]]:
+    """The scalars a symbolic guard reads, with their values now; empty when it reads
+    anything else too (a tensor's ``size()``), or nothing the frame holds.
+
+    The chains of names rooted at ``L[...]``/``G[...]`` in ``code`` are what it reads
+    (``(L['self'].step % 2) == 0`` reads ``L['self'].step``).
+    """
+    try:
+        tree = ast.parse(code, mode="eval").body
+    except SyntaxError:
+        return []
+    chains: list[str] = []
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Attribute, ast.Subscript)):
+            text = ast.unparse(node)
+            parsed = parse_source(text)
+            if parsed is not None and parsed.scope:
+                chains.append(text)
+                continue
+        stack.extend(ast.iter_child_nodes(node))
+    found: list[tuple[str, Any]] = []
+    for chain in dict.fromkeys(chains):
+        try:
+            value = value_of(chain)
+        except Exception:  # noqa: BLE001 - not readable now: not a scalar guard
+            return []
+        if type(value) is bool or not isinstance(value, (int, float)):
+            return []
+        found.append((chain, value))
+    return found
 
 
 def _scalar_guards(root: Any) -> Iterator[tuple[str, int | float, str]]:
@@ -411,80 +604,25 @@ def _innermost_user_frame(stack: Any) -> traceback.FrameSummary | None:
     return None
 
 
-def _call_site() -> FrameType | None:
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None and (
-        is_library_file(frame.f_code.co_filename) or frame.f_code.co_filename.startswith("<")
-    ):
-        frame = frame.f_back
-    return frame
-
-
 def _source_path(
     source: str, global_scope: dict[str, Any], scope: dict[str, Any]
 ) -> SourcePath | None:
     """Dynamo's source expression as a root and steps, each with the object it is taken from."""
-    try:
-        node = ast.parse(source, mode="eval").body
-    except SyntaxError:
+    parsed = parse_source(source)
+    if parsed is None or not parsed.scope:
         return None
-    steps: list[tuple[str, str | int, ast.expr]] = []  # kind, key, expression of the container
-    while True:
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-            key = node.slice
-            if node.value.id not in ("L", "G") or not isinstance(key, ast.Constant):
-                return None
-            if not isinstance(key.value, str):
-                return None
-            root_kind, root_name, root_node = (
-                "local" if node.value.id == "L" else "global",
-                key.value,
-                node,
-            )
-            break
-        if isinstance(node, ast.Attribute):
-            steps.append(("attr", node.attr, node.value))
-            node = node.value
-            continue
-        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
-            key_value = node.slice.value
-            if not isinstance(key_value, (str, int)) or isinstance(key_value, bool):
-                return None
-            inner = node.value
-            # x._modules['k'] and x.__dict__['_modules']['k']: child module k of x
-            if isinstance(inner, ast.Attribute) and inner.attr == "_modules":
-                steps.append(("module", key_value, inner.value))
-                node = inner.value
-                continue
-            if (
-                isinstance(inner, ast.Subscript)
-                and isinstance(inner.slice, ast.Constant)
-                and inner.slice.value == "_modules"
-                and isinstance(inner.value, ast.Attribute)
-                and inner.value.attr == "__dict__"
-            ):
-                steps.append(("module", key_value, inner.value.value))
-                node = inner.value.value
-                continue
-            # x.__dict__['k']: attribute k of x
-            if isinstance(inner, ast.Attribute) and inner.attr == "__dict__":
-                steps.append(("attr", key_value, inner.value))
-                node = inner.value
-                continue
-            steps.append(("item", key_value, inner))
-            node = inner
-            continue
-        return None
-    steps.reverse()
     globals_ = dict(global_scope)
 
-    def value_of(expr: ast.expr) -> Any:
-        return eval(compile(ast.Expression(expr), "<dynamo source>", "eval"), globals_, scope)
+    def value_of(expr: str) -> Any:
+        return eval(expr, globals_, scope)
 
     try:
-        root = value_of(root_node)
-        path = tuple(PathStep(kind, key, value_of(expr)) for kind, key, expr in steps)
+        root = value_of(parsed.root_source)
+        path = tuple(PathStep(s.kind, s.key, value_of(s.container)) for s in parsed.steps)
     except Exception:  # noqa: BLE001 - the chain changed under us: no structured path
         return None
+    root_kind = "local" if parsed.scope == "L" else "global"
     module = scope["G"].get("__name__") if root_kind == "global" else None
-    return SourcePath(root_kind, root_name, root, path, module if isinstance(module, str) else None)
+    return SourcePath(
+        root_kind, parsed.root, root, path, module if isinstance(module, str) else None
+    )

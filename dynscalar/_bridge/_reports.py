@@ -16,12 +16,14 @@ from typing import Any, NamedTuple
 
 from .._diagnostics import SpecializationError, SpecializationWarning, warn_once
 from .._spec import DynamicSpec
+from ._paths import call_site_frame, is_library_file, user_path
 from ._state import compile_state, peek_state
 
 log = logging.getLogger("dynscalar")
 
 __all__ = [
     "Location",
+    "at_line",
     "evaluate_sym_node_hook",
     "instance_path",
     "passthrough",
@@ -41,22 +43,30 @@ def remember(shape_env: Any, symbol: Any, where: str, spec: DynamicSpec, label: 
     state.labels[symbol] = label
 
 
-_ROOT = re.compile(r"^[LG]\['([^']+)'\]")
-_CHILD = re.compile(r"\._modules\['([^']+)'\]")
-
-
 def instance_path(source_name: str) -> str:
-    """``L['self']._modules['blocks']._modules['0'].p`` -> ``model.blocks.0.p``.
+    """The path the user's code writes for a value Dynamo reads from ``source_name``:
+    ``L['self'].__dict__['_modules']['blocks']._modules['0'].p`` -> ``model.blocks[0].p``,
+    ``L['self'].param_groups[0]['lr']`` -> ``opt.param_groups[0]['lr']``
+    (:func:`dynscalar._bridge._paths.user_path`).
 
-    The compiled module itself (Dynamo's ``self``, or ``fn`` when ``torch.compile(module)``
-    wraps it) is called ``model``; any other root keeps its variable name.
+    While Dynamo traces, the compiled module or optimizer is named as the call site names
+    it (the variable bound to it there), else ``model`` or ``optimizer``; any other root
+    keeps its variable name.
     """
-    root = _ROOT.match(source_name)
-    if root is None:
-        return source_name
-    name = root.group(1)
-    rest = _CHILD.sub(lambda m: "." + m.group(1), source_name[root.end() :])
-    return ("model" if name in ("self", "fn") else name) + rest
+    f_locals = None
+    try:
+        from torch._dynamo.symbolic_convert import InstructionTranslator
+
+        f_locals = InstructionTranslator.current_tx().f_locals
+    except Exception:  # noqa: BLE001 - not tracing: named from the text alone
+        f_locals = None
+    caller = call_site_frame() if f_locals is not None else None
+    return user_path(source_name, f_locals=f_locals, caller=caller)
+
+
+def at_line(filename: str, lineno: int, line: str) -> str:
+    """``model.py:9: `x * s` ``, or ``<stdin>:3`` where no source line is available."""
+    return f"{filename}:{lineno}: `{line}`" if line else f"{filename}:{lineno}"
 
 
 def evaluate_sym_node_hook(
@@ -127,23 +137,6 @@ class Location(NamedTuple):
     line: str
 
 
-_LIBRARY_DIRS: tuple[str, ...] | None = None
-
-
-def _in_library(filename: str) -> bool:
-    """A file of torch or of dynscalar itself."""
-    global _LIBRARY_DIRS
-    if _LIBRARY_DIRS is None:
-        import torch
-
-        import dynscalar
-
-        _LIBRARY_DIRS = tuple(
-            os.path.dirname(os.path.abspath(str(m.__file__))) + os.sep for m in (torch, dynscalar)
-        )
-    return os.path.abspath(filename).startswith(_LIBRARY_DIRS)
-
-
 def traced_location() -> tuple[Location | None, Location | None]:
     """(innermost traced line of user code, innermost traced line overall)."""
     from torch._guards import TracingContext
@@ -158,7 +151,7 @@ def traced_location() -> tuple[Location | None, Location | None]:
     ]
     if not located:
         return None, None
-    user = next((f for f in reversed(located) if not _in_library(f.filename)), None)
+    user = next((f for f in reversed(located) if not is_library_file(f.filename)), None)
     return user, located[-1]
 
 
@@ -191,9 +184,9 @@ def _report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -
         )
     elif user is not None and innermost != user:
         # forced inside torch's own code, e.g. an op that takes a Python float
+        inside = at_line(os.path.basename(innermost.filename), innermost.lineno, innermost.line)
         advice = (
-            f"It happens inside torch ({os.path.basename(innermost.filename)}:"
-            f"{innermost.lineno}: `{innermost.line}`), which takes it as a Python number "
+            f"It happens inside torch ({inside}), which takes it as a Python number "
             "and has no dynscalar decomposition: results are exact, but each new value "
             "recompiles. Unmark it if it rarely changes, or keep the value in a tensor."
         )

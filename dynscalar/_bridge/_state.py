@@ -51,7 +51,7 @@ class CompileState:
 
     #: backed int/float symbol -> (attribute description, spec): specialization reports
     backed: dict[Any, tuple[str, DynamicSpec]] = field(default_factory=dict)
-    #: unbacked int symbol -> attribute description: data-dependent error messages
+    #: unbacked int symbol -> its label (``model.step (M.step)``): data-dependent error messages
     unbacked: dict[Any, str] = field(default_factory=dict)
     #: float symbol -> attribute description: the AOT float passes
     floats: dict[Any, str] = field(default_factory=dict)

@@ -613,6 +613,17 @@ PRIVATES: tuple[Private, ...] = (
         phase="doctor",
         why="keeps the user frame of each scalar guard",
     ),
+    Private(
+        "torch._dynamo.convert_frame:ConvertFrame.__call__",
+        ("self", "frame", "cache_entry", "hooks", "frame_state", "skip"),
+        phase="doctor",
+        why="the limit's run-cached-only strategy, kept for one call so later calls are seen",
+    ),
+    Private(
+        "torch._dynamo.types:ConvertFrameReturn",
+        ("frame_exec_strategy", "apply_to_code", "guarded_code", "skip_reason"),
+        phase="doctor",
+    ),
     Private(f"{_G}:GuardManagerWrapper", phase="doctor"),
     Private("torch._C._dynamo.guards:DictGuardManager.get_key_value_managers", phase="doctor"),
     Private("torch._C._dynamo.guards:EQUALS_MATCH", phase="doctor"),
