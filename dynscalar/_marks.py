@@ -538,6 +538,19 @@ def _closure_target(code: types.CodeType, closure: Any) -> types.FunctionType | 
     return None
 
 
+def _closure_leads_to(closure: Any, function: types.FunctionType) -> bool:
+    """Whether one of a wrapper frame's cells holds ``function`` (through ``__wrapped__``)."""
+    for cell in closure:
+        try:
+            content = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        wraps = callable(content) and not isinstance(content, type)
+        if wraps and unwrap_function(content) is function:
+            return True
+    return False
+
+
 def wrapped_parameter(
     code: types.CodeType,
     position: int | None = None,
@@ -556,7 +569,12 @@ def wrapped_parameter(
         >>> wrapped_parameter((lambda *args: None).__code__, position=0) is None
         True
     """
-    inner = _wrapped_by(code) or _closure_target(code, closure)
+    inner = _wrapped_by(code)
+    if inner is not None and closure and not _closure_leads_to(closure, inner):
+        # wrapper code is shared by every function a decorator wraps (torch.compile's
+        # `compile_wrapper` too): this frame's cells wrap another function
+        inner = None
+    inner = inner or _closure_target(code, closure)
     if inner is None:
         return None
     if keyword is not None:

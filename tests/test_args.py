@@ -411,3 +411,29 @@ def test_a_marked_argument_is_followed_only_where_a_marked_frame_passes_it(
     # stock compiled nothing new for them: stock's dynamic graph, made for the marked
     # values, takes them; the marked graph does not.
     assert marked[1] - marked[0] == stock[1] - stock[0] + 1
+
+
+def _marked_sum(x: torch.Tensor, n: int) -> torch.Tensor:
+    return x * n
+
+
+def _unmarked_sum(x: torch.Tensor, n: int) -> torch.Tensor:
+    return x * n + 1
+
+
+def test_a_mark_does_not_reach_another_function_through_a_shared_wrapper() -> None:
+    """torch.compile's wrapper code (``compile_wrapper``) is one code object for every
+    compiled function: a mark (min/max) on one function must not apply to another called
+    through the same wrapper code.  The unmarked function compiles as stock torch does
+    (static, then automatic dynamic: 2 graphs), with no range error."""
+    ds.mark_dynamic_args(_marked_sum, "n", min=0, max=10)
+    try:
+        ds.explain(torch.compile(_marked_sum, backend="eager"), show=False)
+        counter = CountingBackend("eager")
+        compiled = torch.compile(_unmarked_sum, backend=counter)
+        x = torch.ones(3)
+        for n in range(1000, 1004):
+            assert torch.equal(compiled(x, n), _unmarked_sum(x, n))
+        assert counter.frame_count == 2
+    finally:
+        ds.unmark_dynamic_args(_marked_sum, "n")
