@@ -284,7 +284,28 @@ _BREAKS: Templates = [
     ("torch._dynamo.graph_break()", {"reads": False}),
     ("y = g(y, {a})", {}),
 ]
-_GROUPS = [(_READS, 5), (_BRANCHES, 3), (_FORCING, 1), (_WRITES, 4), (_MATH, 2), (_SIZES, 1)]
+# torch ops taking the scalars (dynscalar's op rules and Scalar arguments): half-precision
+# dtypes, transposed and strided layouts, and the special values the scalars take (NaN,
+# ±inf, -0.0 are among the values).
+_OPS: Templates = [
+    ("y = y + torch.clamp(y.to(torch.bfloat16), -abs({a}), abs({a})).float()", {}),
+    ("y = y + torch.lerp(y, y.flip(0), {a} / 8)", {"makes_float": True}),
+    ("y = y + (y.abs().to(torch.float16) + 1) ** ({a} / 4)", {"makes_float": True}),
+    ("y = y + y.reshape(-1, 1).t().contiguous().reshape(-1)[::2].sum() * {a}", {}),
+    (
+        "y = y + torch.nn.functional.layer_norm(y, y.shape, eps=abs({a}) / 100 + 1e-5)",
+        {"makes_float": True},
+    ),
+]
+_GROUPS = [
+    (_READS, 5),
+    (_BRANCHES, 3),
+    (_FORCING, 1),
+    (_WRITES, 4),
+    (_MATH, 2),
+    (_SIZES, 1),
+    (_OPS, 2),
+]
 _FUNCTION_GROUPS = [*_GROUPS, (_BREAKS, 3)]
 _MODULE_GROUPS = [*_GROUPS, (_LANDS, 4)]
 
