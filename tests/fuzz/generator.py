@@ -550,6 +550,11 @@ def _module_program(
                 if rng.random() < 0.5:
                     spec = replace(spec, min=None, max=rng.randint(0, 5))
                 steps.append(Mark(inst, names, spec))
+        marked = [inst for inst in instances if inst.mark is not None]
+        if marked and rng.random() < 0.1:  # the same mark made again (set-up code in a loop)
+            inst = rng.choice(marked)
+            assert inst.mark is not None
+            steps.append(Mark(inst.name, *inst.mark))
         if rng.random() < 0.5:
             target = rng.choice(instances).name
         steps.append(Call(target))
