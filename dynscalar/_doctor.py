@@ -464,7 +464,7 @@ def _describe_param_group(
             "the step compiles once. Prefer it when you create the optimizer yourself and",
             'nothing assigns a float to group["lr"]; prefer the mark when a library creates',
             'the optimizer, code assigns floats to group["lr"], the optimizer refuses a',
-            "tensor lr (Adam/AdamW with foreach=True on a CPU), or other keys are scheduled.",
+            "tensor lr (Adam/AdamW, foreach=True on a CPU), or other keys are scheduled.",
         )
     return Culprit(
         scalar=f"{type(optimizer).__name__}{tail}",
@@ -918,6 +918,10 @@ def _root_of(expression: str) -> str:
     return expression
 
 
+#: the longest line of the report (a code block of the docs shows 80 characters)
+WIDTH = 80
+
+
 def _counts(recompiles: int, eager_calls: int, function: str) -> str:
     """``7 recompiles of Net.forward, 28 calls run eagerly at the limit``."""
     parts = [f"{_plural(recompiles, 'recompile')} of {function}"] if recompiles else []
@@ -930,13 +934,13 @@ def _counts(recompiles: int, eager_calls: int, function: str) -> str:
 def _headline(name: str, counts: str) -> list[str]:
     """``name counts`` on one line, or the counts on the next where that is too long."""
     line = f"{name} {counts}"
-    return [line] if len(line) <= 92 else [name, f"      {counts}"]
+    return [line] if len(line) <= WIDTH else [name, f"      {counts}"]
 
 
 def _wrapped(text: str, indent: str) -> list[str]:
-    """``text`` in lines of at most 92 characters, never breaking ``p == 0``."""
+    """``text`` in lines of at most :data:`WIDTH` characters, never breaking ``p == 0``."""
     kept = text.replace(" == ", "\0==\0").replace(" != ", "\0!=\0")
-    lines = textwrap.wrap(kept, width=92, initial_indent=indent, subsequent_indent=indent)
+    lines = textwrap.wrap(kept, width=WIDTH, initial_indent=indent, subsequent_indent=indent)
     return [line.replace("\0", " ") for line in lines]
 
 
@@ -1001,11 +1005,11 @@ def format_report(report: DoctorReport) -> str:
                 lines += _wrapped(path.note, "      ")
     notes = [
         f"{function} reached torch._dynamo.config.{limit_type}"
-        f"{'' if limit is None else f' ({limit})'}:\n  calls that need a new compile run "
+        f"{'' if limit is None else f' ({limit})'}:\n  calls needing a new compile run "
         + (
-            "eagerly; the doctor could not read why the later ones missed."
+            "eagerly; why later ones missed was not read."
             if function in report.unread
-            else "eagerly; the doctor read why each of them missed."
+            else "eagerly; the doctor read why each missed."
         )
         for function, (limit_type, limit) in report.limits.items()
     ]

@@ -86,13 +86,14 @@ def fix_code(report: str) -> str:
 TRAINING_REPORT = """\
 dynscalar doctor: 2 Python scalars caused recompiles:
 
-  Net.step (int, model.step): 6 recompiles of Net.forward, 1 call run eagerly at the limit
+  Net.step (int, model.step):
+      6 recompiles of Net.forward, 1 call run eagerly at the limit
       training/mymodel.py:15: self.step += 1
   Net.temperature (float, model.temperature): 1 recompile of Net.forward
       training/mymodel.py:17: return self.head(h) / self.temperature
 
 Net.forward reached torch._dynamo.config.recompile_limit (8):
-  calls that need a new compile run eagerly; the doctor read why each of them missed.
+  calls needing a new compile run eagerly; the doctor read why each missed.
 1 more recompile had other causes (tensor shapes or other guards);
   TORCH_LOGS=recompiles shows them.
 
@@ -129,7 +130,8 @@ def test_training_script_both_culprits_in_one_run_and_the_fix_works(tmp_path: Pa
 SCHEDULED_REPORT = """\
 dynscalar doctor: 5 Python scalars caused recompiles:
 
-  Net.step (int, model.step): 7 recompiles of Net.forward, 28 calls run eagerly at the limit
+  Net.step (int, model.step):
+      7 recompiles of Net.forward, 28 calls run eagerly at the limit
       scheduled/net.py:17: self.step += 1
   Net.warmup (float, model.warmup): 7 recompiles of Net.forward
       scheduled/net.py:18: self.warmup = min(1.0, self.warmup + 0.125)
@@ -138,15 +140,17 @@ dynscalar doctor: 5 Python scalars caused recompiles:
       scheduled/train.py:49: step()
   Net.forward(temperature) (float): 1 recompile of Net.forward
       scheduled/net.py:20: return self.head(h) / temperature
-  Dropout.p (float, model.drop.p): 24 calls of Net.forward run eagerly at the limit
+  Dropout.p (float, model.drop.p):
+      24 calls of Net.forward run eagerly at the limit
       scheduled/net.py:19: h = self.drop(torch.relu(self.body(x))) * self.warmup
-      dropout returns its input at p == 0 without drawing random numbers: once marked,
-      p == 0 and p != 0 are two paths (a compile each), every other value shares one
+      dropout returns its input at p == 0 without drawing random numbers: once
+      marked, p == 0 and p != 0 are two paths (a compile each), every other
+      value shares one
 
 Net.forward reached torch._dynamo.config.recompile_limit (8):
-  calls that need a new compile run eagerly; the doctor read why each of them missed.
+  calls needing a new compile run eagerly; the doctor read why each missed.
 SGD.step reached torch._dynamo.config.recompile_limit (8):
-  calls that need a new compile run eagerly; the doctor read why each of them missed.
+  calls needing a new compile run eagerly; the doctor read why each missed.
 1 more recompile had other causes (tensor shapes or other guards);
   TORCH_LOGS=recompiles shows them.
 
@@ -166,7 +170,7 @@ Fix: after `opt` is created, before the first call, add:
   the step compiles once. Prefer it when you create the optimizer yourself and
   nothing assigns a float to group["lr"]; prefer the mark when a library creates
   the optimizer, code assigns floats to group["lr"], the optimizer refuses a
-  tensor lr (Adam/AdamW with foreach=True on a CPU), or other keys are scheduled.
+  tensor lr (Adam/AdamW, foreach=True on a CPU), or other keys are scheduled.
 
 Fix: after `compiled` is created, before the first call, add:
 
@@ -185,8 +189,8 @@ dynscalar doctor: no recompiles were caused by Python scalars.
   Dropout.p (float, model.drop.p): 1 recompile of Net.forward
       `model.drop.p == 0.0` no longer held
       scheduled/net.py:19: h = self.drop(torch.relu(self.body(x))) * self.warmup
-      dropout returns its input at p == 0 without drawing random numbers: p == 0 and p != 0
-      are two paths, compiled once each
+      dropout returns its input at p == 0 without drawing random numbers: p == 0
+      and p != 0 are two paths, compiled once each
 
 1 more recompile had other causes (tensor shapes or other guards);
   TORCH_LOGS=recompiles shows them.
@@ -267,10 +271,12 @@ def test_nested_modules_module_dict_and_sequential_are_named_by_path(tmp_path: P
 PROPERTIES_REPORT = """\
 dynscalar doctor: 2 Python scalars caused recompiles:
 
-  Warmup.global_step (int, property model.global_step): 5 recompiles of Warmup.forward
+  Warmup.global_step (int, property model.global_step):
+      5 recompiles of Warmup.forward
       reads model.trainer.fit_loop.step_progress.completed
       properties/loops.py:52: warm = min(1.0, (self.global_step + 1) / 8) * 0.5**self.current_epoch
-  Warmup.current_epoch (int, property model.current_epoch): 1 recompile of Warmup.forward
+  Warmup.current_epoch (int, property model.current_epoch):
+      1 recompile of Warmup.forward
       reads model.trainer.fit_loop.epoch_progress.completed
       properties/loops.py:52: warm = min(1.0, (self.global_step + 1) / 8) * 0.5**self.current_epoch
 
@@ -704,7 +710,7 @@ def test_report_says_which_calls_past_a_limit_it_could_not_read() -> None:
     report.unread = ["Net.forward"]
     report.notes = ["calls of Net.forward after its recompile limit ran eagerly without being read"]
     text = _doctor.format_report(report)
-    assert "calls that need a new compile run eagerly; the doctor could not read why the " in text
+    assert "calls needing a new compile run eagerly; why later ones missed was not read" in text
     assert text.endswith(
         "dynscalar doctor could not read everything: calls of Net.forward after its recompile "
         "limit ran eagerly without being read"

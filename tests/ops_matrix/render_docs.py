@@ -38,6 +38,15 @@ def _cell(entry: dict[str, Any]) -> str:
 _SHORT = {"float16": "f16", "bfloat16": "bf16", "float32": "f32", "float64": "f64", "int64": "i64"}
 
 
+def _shown(callable_name: str) -> str:
+    """A callable as the tables show it: ``torch._C._nn.`` written ``_nn.``, and
+    ``scaled_dot_product_attention`` ``sdpa`` (the page says so)."""
+    name = callable_name.replace("torch._C._nn.", "_nn.").replace(
+        "scaled_dot_product_attention", "sdpa"
+    )
+    return name.removeprefix("torch.")
+
+
 def render(data: dict[str, Any], inductor: dict[str, Any]) -> str:
     entries = data["entries"]
     admitted = sum(e["admitted"] for e in entries)
@@ -46,6 +55,10 @@ def render(data: dict[str, Any], inductor: dict[str, Any]) -> str:
     rules = sorted({e["rule"] for e in entries})
     dtypes = data["dtypes"]
     lines = [INTRO]
+    # the integer dtypes share a column: the page's column holds six (Material's minimum
+    # widths)
+    columns = [(d,) for d in dtypes if d not in ("int64", "bool")]
+    columns.append(tuple(d for d in dtypes if d in ("int64", "bool")))
     lines += [
         "## Summary",
         "",
@@ -58,20 +71,23 @@ def render(data: dict[str, Any], inductor: dict[str, Any]) -> str:
         "",
         "`yes`: every case of the cell agrees with eager bit for bit; **no**: the value is "
         "compiled as stock torch compiles it for that dtype (the first case that differs is "
-        "listed below the table). `grad`: the tensors require grad; `cases`: the calls "
-        "compared per dtype.",
+        "listed below the table). `+g`: the tensors require grad; each cell compares "
+        "its cases (layouts, special values) per dtype; `_nn.` stands for "
+        "`torch._C._nn.`, `sdpa` for `scaled_dot_product_attention`; other names are `torch.`'s.",
         "",
-        "| callable | grad | " + " | ".join(_SHORT.get(d, d) for d in dtypes) + " | cases |",
-        "|---|---|" + "---|" * len(dtypes) + "---:|",
+        "| callable | " + " | ".join("/".join(_SHORT.get(d, d) for d in c) for c in columns) + " |",
+        "|---|" + "---|" * len(columns),
     ]
     by_key = {(e["rule"], e["callable"], e["grad"], e["dtype"]): e for e in entries}
     for rule, callable_name, grad in dict.fromkeys(
         (e["rule"], e["callable"], e["grad"]) for e in entries
     ):
-        row = [by_key[(rule, callable_name, grad, d)] for d in dtypes]
-        cells = " | ".join(_cell(e) for e in row)
-        cases_here = max(e["cases"] for e in row)
-        lines.append(f"| `{callable_name}` | {'yes' if grad else 'no'} | {cells} | {cases_here} |")
+        cells = " | ".join(
+            " / ".join(_cell(by_key[(rule, callable_name, grad, d)]) for d in column)
+            for column in columns
+        )
+        suffix = " +g" if grad else ""
+        lines.append(f"| `{_shown(callable_name)}`{suffix} | {cells} |")
     refused = [e for e in entries if not e["admitted"]]
     if refused:
         lines += ["", "Not admitted:", ""]
@@ -103,9 +119,8 @@ def render(data: dict[str, Any], inductor: dict[str, Any]) -> str:
         for key, value in measured.items():
             _rule, callable_name, dtype, grad = key.split(" ")
             verdict = "yes" if value["admitted"] else f"**no**: {value.get('why', '')}"
-            lines.append(
-                f"| `{callable_name}` | {dtype} | {'yes' if grad == 'grad' else 'no'} | {verdict} |"
-            )
+            shown, needs = _shown(callable_name), "yes" if grad == "grad" else "no"
+            lines.append(f"| `{shown}` | {dtype} | {needs} | {verdict} |")
     lines.append("")
     return "\n".join(lines)
 
