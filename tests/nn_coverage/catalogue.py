@@ -39,6 +39,9 @@ class Row:
     # the value symbolically, then restarts to specialize it, and later compiles specialize
     # it at once (forced floats are remembered, as stock torch remembers them)
     specialized: tuple[str, ...] = ()
+    # backends on which a backward compiled later guards the value (no restart): one graph
+    # per value, warned
+    late: tuple[str, ...] = ()
     note: str = ""
 
     @property
@@ -50,6 +53,8 @@ class Row:
         # only a backend that generates kernels runs torch's float-tensorify pass (and its
         # restarts) on a marked float; eager and aot_eager hand the op the Python float
         restart = backend not in ("eager", "aot_eager")
+        if backend in self.late:
+            return len(self.values)
         if backend in self.specialized:
             # the first value tried symbolically, then restarted; torch remembers the forced
             # float, so each later value compiles once
@@ -207,12 +212,12 @@ def catalogue() -> list[Row]:
             lambda: nn.RReLU(0.125, 1 / 3), ACT),
         Row("rrelu-train", "nn.RReLU", ("lower",), (0.05, 0.1, 0.125, 0.2),
             lambda: nn.RReLU(0.125, 1 / 3), ACT, train=True, kind="mean",
-            specialized=("eager", "aot_eager"),
+            specialized=("eager", "aot_eager", "inductor"),
             note="random slopes that the gradient needs: a recomputed gradient would draw "
             "again, so the value is specialized on eager and aot_eager"),
         Row("elu", "nn.ELU", ("alpha",), (0.5, 1.0, 1.5, 2.0), lambda: nn.ELU(1.0), ACT, op="elu"),
         Row("celu", "nn.CELU", ("alpha",), (0.5, 1.0, 1.5, 2.0), lambda: nn.CELU(1.0), ACT,
-            op="celu"),
+            op="celu", late=("inductor",)),
         Row("softplus-beta", "nn.Softplus", ("beta",), (0.5, 1.0, 2.0, 3.0),
             lambda: nn.Softplus(1.0, 5.0), ACT, op="softplus"),
         Row("softplus-threshold", "nn.Softplus", ("threshold",), (1.0, 2.0, 5.0, 20.0),
@@ -253,8 +258,9 @@ def catalogue() -> list[Row]:
             lambda: nn.LocalResponseNorm(3), LRN,
             note="no decomposition needed: F.local_response_norm adds k"),
         Row("localresponsenorm-beta", "nn.LocalResponseNorm", ("beta",), (0.5, 0.75, 1.0, 1.5),
-            lambda: nn.LocalResponseNorm(3), LRN, op="pow",
-            note="`div.pow(beta)`: traced as `torch.pow` with a 0-d tensor exponent"),
+            lambda: nn.LocalResponseNorm(3), LRN, op="pow", specialized=("inductor",),
+            note="`div.pow(beta)`: eager's `pow` on eager and aot_eager; on inductor no tensor "
+            "form is admitted (specialized)"),
     ]
     for cls, shape in ((nn.BatchNorm1d, (16, 6, 5)), (nn.BatchNorm2d, (8, 6, 4, 4))):
         name = cls.__name__.lower()
@@ -278,21 +284,22 @@ def catalogue() -> list[Row]:
             _mha_in, grad=(0, 1, 2), unused=True, note="dropout is unused in eval"),
         Row("transformer-dropout-train", "nn.TransformerEncoderLayer", TRANSFORMER_ATTRS,
             (0.1, 0.2, 0.3, 0.5), _encoder, _seq, train=True, kind="mean",
-            specialized=("eager", "aot_eager"),
+            specialized=("eager", "aot_eager", "inductor"),
             note="attention dropout inside scaled_dot_product_attention: random numbers a "
             "recomputed gradient would draw again, so specialized on eager and aot_eager"),
         Row("transformer-dropout-eval", "nn.TransformerEncoderLayer", TRANSFORMER_ATTRS,
             (0.1, 0.2, 0.3, 0.5), _encoder, _seq, unused=True, note="dropout is unused in eval"),
         Row("sdpa-dropout-train", "F.scaled_dot_product_attention", ("dropout_p",),
             (0.1, 0.2, 0.3, 0.5), lambda: SDPA(dropout_p=0.1), _qkv, train=True, grad=(0, 1, 2),
-            kind="mean", specialized=("eager", "aot_eager"),
+            kind="mean", specialized=("eager", "aot_eager", "inductor"),
             note="random numbers a recomputed gradient would draw again: specialized on eager "
             "and aot_eager"),
         Row("sdpa-dropout-eval", "F.scaled_dot_product_attention", ("dropout_p",),
             (0.1, 0.2, 0.3, 0.5), lambda: SDPA(dropout_p=0.1), _qkv, grad=(0, 1, 2),
             note="the wrapper passes 0.0 in eval: Dynamo never reads `dropout_p`"),
         Row("sdpa-scale", "F.scaled_dot_product_attention", ("scale",), (0.1, 0.3, 0.5, 1.0),
-            lambda: SDPA(scale=0.3), _qkv, grad=(0, 1, 2), op="scaled_dot_product_attention"),
+            lambda: SDPA(scale=0.3), _qkv, grad=(0, 1, 2), op="scaled_dot_product_attention",
+            specialized=("inductor",)),
         # ------------------------------------------------------------------ losses
         Row("crossentropy-ignore", "nn.CrossEntropyLoss (indices, ignore_index)",
             ("label_smoothing",), SMOOTHING, _ce(ignore_index=-1), _ce_indices,
@@ -343,6 +350,7 @@ def catalogue() -> list[Row]:
             "is a Scalar the tensorify pass cannot lower"),
         Row("lppool-norm", "nn.LPPool1d", ("norm_type",), (1.5, 2.0, 3.0, 4.0),
             lambda: nn.LPPool1d(2.0, 2), lambda g: (_randn(g, 2, 3, 8).abs() + 0.1,), op="pow",
+            specialized=("inductor",),
             note="`pow(norm_type)` with a gradient: eager's `pow` in a dynscalar custom op"),
     ]
     return rows
