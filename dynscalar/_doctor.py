@@ -1053,6 +1053,11 @@ def _jsonable(value: Any) -> Any:
     return repr(value)
 
 
+def _where_json(where: tuple[str, int, str] | None) -> dict[str, Any] | None:
+    """A culprit's or path's line of code as JSON: ``file``, ``line`` and ``code``."""
+    return None if where is None else {"file": where[0], "line": where[1], "code": where[2]}
+
+
 def format_json(report: DoctorReport) -> str:
     """The doctor's report as JSON, for tools and CI."""
     data = {
@@ -1073,9 +1078,7 @@ def format_json(report: DoctorReport) -> str:
                 "reads": c.reads,
                 "function": c.function,
                 "source": c.source,
-                "where": None
-                if c.where is None
-                else {"file": c.where[0], "line": c.where[1], "code": c.where[2]},
+                "where": _where_json(c.where),
                 "recompiles": c.recompiles,
                 "eager_calls": c.eager_calls,
                 "values": [_jsonable(v) for v in c.values],
@@ -1092,9 +1095,7 @@ def format_json(report: DoctorReport) -> str:
                 "function": p.function,
                 "source": p.source,
                 "guard": p.guard,
-                "where": None
-                if p.where is None
-                else {"file": p.where[0], "line": p.where[1], "code": p.where[2]},
+                "where": _where_json(p.where),
                 "recompiles": p.recompiles,
                 "eager_calls": p.eager_calls,
                 "values": [_jsonable(v) for v in p.values],

@@ -19,8 +19,9 @@ import types
 import warnings
 from typing import Any
 
-from .._diagnostics import DynscalarError, SpecializationError, SpecializationWarning
+from .._diagnostics import SpecializationError, SpecializationWarning
 from .._proxy import DynamicScalar
+from ._reports import dynscalar_error_in
 
 __all__ = ["export_hook"]
 
@@ -62,33 +63,13 @@ def _marked_reads(module: Any, args: Any, kwargs: Any) -> list[tuple[str, Any, A
     return found
 
 
-def _dynscalar_error(exc: BaseException) -> DynscalarError | None:
-    seen: list[BaseException] = []
-    todo: list[BaseException] = [exc]
-    while todo and len(seen) < 32:
-        current = todo.pop(0)
-        if any(current is s for s in seen):
-            continue
-        seen.append(current)
-        if isinstance(current, DynscalarError):
-            return current
-        for nxt in (
-            getattr(current, "inner_exception", None),
-            current.__cause__,
-            current.__context__,
-        ):
-            if isinstance(nxt, BaseException):
-                todo.append(nxt)
-    return None
-
-
 def export_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Around ``torch.export.export(mod, args, kwargs=None, *, strict=False, ...)``."""
     if kwargs.get("strict", False):
         try:
             return wrapped(*args, **kwargs)
         except Exception as exc:
-            found = _dynscalar_error(exc)
+            found = dynscalar_error_in(exc)
             if found is None or found is exc:
                 raise
             raise found from exc

@@ -146,18 +146,33 @@ def _scalar_tensor_prepass(gm: Any, shape_env: Any, fake_mode: Any) -> int:
             continue
         if not any(s in ours for s in free) or out.dtype not in (torch.float32, torch.float64):
             continue
-        kwargs = dict(node.kwargs)
         with graph.inserting_before(node):
-            one = graph.call_function(aten.scalar_tensor.default, (1.0,), kwargs)
-            prod = graph.call_function(aten.mul.Tensor, (one, arg))
-        with fake_mode:
-            one.meta["val"] = aten.scalar_tensor.default(1.0, **kwargs)
-            prod.meta["val"] = aten.scalar_tensor.default(1.0, **kwargs)
+            prod = _float_as_tensor(graph, fake_mode, arg, dict(node.kwargs))
         node.replace_all_uses_with(prod)
         graph.erase_node(node)
         count += 1
+    return _finished(gm, count)
+
+
+def _float_as_tensor(graph: Any, fake_mode: Any, value: Any, kwargs: dict[str, Any]) -> Any:
+    """``mul.Tensor(scalar_tensor(1.0, **kwargs), value)``: the SymFloat node ``value`` as a
+    0-d tensor the float-tensorify pass lowers (``x * 1.0 == x`` exactly: NaN, inf, -0.0),
+    inserted where ``graph`` inserts now."""
+    import torch
+
+    aten = torch.ops.aten
+    one = graph.call_function(aten.scalar_tensor.default, (1.0,), kwargs)
+    product = graph.call_function(aten.mul.Tensor, (one, value))
+    with fake_mode:
+        one.meta["val"] = aten.scalar_tensor.default(1.0, **kwargs)
+        product.meta["val"] = aten.scalar_tensor.default(1.0, **kwargs)
+    return product
+
+
+def _finished(gm: Any, count: int) -> int:
+    """Check and regenerate ``gm`` after ``count`` rewrites (none: untouched)."""
     if count:
-        graph.lint()
+        gm.graph.lint()
         gm.recompile()
     return count
 
@@ -173,7 +188,6 @@ def _tensor_twins_prepass(gm: Any, ours: dict[Any, str], fake_mode: Any) -> int:
 
     from ..ops._pairs import admitted, overloads, pair_for
 
-    aten = torch.ops.aten
     graph = gm.graph
     count = 0
     for node in list(graph.nodes):
@@ -208,22 +222,15 @@ def _tensor_twins_prepass(gm: Any, ours: dict[Any, str], fake_mode: Any) -> int:
         with graph.inserting_before(node):
             new_values = dict(values)
             for name in moved:
-                one = graph.call_function(aten.scalar_tensor.default, (1.0,), {"dtype": dtype})
-                product = graph.call_function(aten.mul.Tensor, (one, values[name]))
-                with fake_mode:
-                    one.meta["val"] = aten.scalar_tensor.default(1.0, dtype=dtype)
-                    product.meta["val"] = aten.scalar_tensor.default(1.0, dtype=dtype)
-                new_values[name] = product
+                kwargs = {"dtype": dtype}
+                new_values[name] = _float_as_tensor(graph, fake_mode, values[name], kwargs)
             twin_names = [a.name for a in twin._schema.arguments]
             replacement = graph.call_function(twin, tuple(new_values.get(n) for n in twin_names))
             replacement.meta.update(node.meta)
         node.replace_all_uses_with(replacement)
         graph.erase_node(node)
         count += 1
-    if count:
-        graph.lint()
-        gm.recompile()
-    return count
+    return _finished(gm, count)
 
 
 def _dynscalar_item(tensor: Any) -> Any:

@@ -14,7 +14,7 @@ import os
 import re
 from typing import Any, NamedTuple
 
-from .._diagnostics import SpecializationError, SpecializationWarning, warn_once
+from .._diagnostics import DynscalarError, SpecializationError, SpecializationWarning, warn_once
 from .._spec import DynamicSpec
 from ._paths import call_site_frame, is_library_file, user_path
 from ._state import compile_state, peek_state
@@ -259,6 +259,25 @@ def _indexed_type(at: Location) -> type | None:
 
 
 _passthrough_types: dict[type, type] = {}
+
+
+def dynscalar_error_in(error: BaseException) -> DynscalarError | None:
+    """The first ``DynscalarError`` in ``error``'s chain (itself, torch's
+    ``inner_exception``, ``__cause__``, ``__context__``), breadth first: a deliberate error
+    of dynscalar's that torch wrapped on its way out (``TorchRuntimeError``,
+    ``BackendCompilerFailed``)."""
+    seen: list[BaseException] = []
+    todo: list[BaseException] = [error]
+    while todo and len(seen) < 32:
+        current = todo.pop(0)
+        if any(current is s for s in seen):
+            continue
+        seen.append(current)
+        if isinstance(current, DynscalarError):
+            return current
+        links = (getattr(current, "inner_exception", None), current.__cause__, current.__context__)
+        todo += [link for link in links if isinstance(link, BaseException)]
+    return None
 
 
 def passthrough(exc: Exception) -> Exception:

@@ -146,24 +146,6 @@ def is_control_flow(error: BaseException) -> bool:
         return False
 
 
-def _deliberate(error: BaseException) -> DynscalarError | None:
-    """A deliberate error of dynscalar's that torch wrapped on its way out: a strict mark
-    specialized inside a fake call (``math.log`` of a marked value) reaches a hook as
-    ``TorchRuntimeError``, with the ``SpecializationError`` in its chain (``__cause__``,
-    ``__context__``).  That error, not a failure of the hook: it is what the user asked for."""
-    todo: list[BaseException] = [error]
-    seen: list[BaseException] = []
-    while todo and len(seen) < 16:
-        exc = todo.pop(0)
-        if any(exc is s for s in seen):
-            continue
-        seen.append(exc)
-        if isinstance(exc, DynscalarError):
-            return exc
-        todo += [e for e in (exc.__cause__, exc.__context__) if isinstance(e, BaseException)]
-    return None
-
-
 def _marks_in_compile() -> tuple[list[str], bool]:
     """The marked values the current compile made symbolic, and whether one is strict."""
     from ._state import peek_state
@@ -206,7 +188,9 @@ def call(
     except Exception as error:
         if is_control_flow(error):
             raise
-        deliberate = _deliberate(error)
+        from ._reports import dynscalar_error_in
+
+        deliberate = dynscalar_error_in(error)
         if deliberate is not None:
             raise deliberate from None
         message = _fail(entry, error)

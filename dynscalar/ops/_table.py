@@ -89,37 +89,16 @@ _RECOMPUTE = "eager's kernel in a custom op; the gradient recomputes it under au
 
 _RULE_LIST: tuple[Rule, ...] = (
     # ---- random: same draws as eager (the custom ops call eager's kernels)
-    Rule(
-        "aten::dropout",
-        ("torch.dropout", "torch.dropout_"),
-        ("p",),
-        python="dropout",
-        inductor="dropout",
-        why=_DROPOUT,
-    ),
-    Rule(
-        "aten::feature_dropout",
-        ("torch.feature_dropout", "torch.feature_dropout_"),
-        ("p",),
-        python="feature_dropout",
-        inductor="feature_dropout",
-        why=_DROPOUT,
-    ),
-    Rule(
-        "aten::alpha_dropout",
-        ("torch.alpha_dropout", "torch.alpha_dropout_"),
-        ("p",),
-        python="alpha_dropout",
-        inductor="alpha_dropout",
-        why=_DROPOUT,
-    ),
-    Rule(
-        "aten::feature_alpha_dropout",
-        ("torch.feature_alpha_dropout", "torch.feature_alpha_dropout_"),
-        ("p",),
-        python="feature_alpha_dropout",
-        inductor="feature_alpha_dropout",
-        why=_DROPOUT,
+    *(
+        Rule(
+            f"aten::{op}",
+            (f"torch.{op}", f"torch.{op}_"),
+            ("p",),
+            python=op,
+            inductor=op,
+            why=_DROPOUT,
+        )
+        for op in ("dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout")
     ),
     Rule(
         "aten::bernoulli.p",
