@@ -366,3 +366,29 @@ def test_a_float_starting_at_zero_stays_dynamic_after_the_unused_float_restart(
         torch.testing.assert_close(compiled(x, y), eager(x, y), rtol=0, atol=0)
     # cross_entropy's own kernel (a dynscalar custom op), with the float as it is: one graph
     assert counter.frame_count == 1
+
+
+@pytest.mark.inductor
+def test_a_value_the_backward_guards_is_never_loaded_from_the_cache_for_another() -> None:
+    """nn.CELU's ``alpha`` on inductor with gradients: the backward, compiled at the first
+    ``backward()``, guards the value.  AOTAutograd's cache entry cannot hold that guard (its
+    guard expression covers SymInt inputs), so no entry is saved for such a compile: every
+    value gets its own graph, as stock inductor compiles them, and eager's numbers, also
+    after ``torch._dynamo.reset()`` with the same cache directory."""
+    x0 = torch.linspace(-3.0, 3.0, 24)
+    for attempt in range(2):
+        torch._dynamo.reset()
+        model = ds.mark_dynamic_attr(torch.nn.CELU(0.5), "alpha")
+        counter = CountingBackend("inductor")
+        compiled = torch.compile(model, backend=counter)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ds.SpecializationWarning)
+            for alpha in (0.5, 1.0, 1.5, 2.0):
+                model.alpha = alpha
+                x, y = x0.clone().requires_grad_(), x0.clone().requires_grad_()
+                got, want = compiled(x), torch.nn.functional.celu(y, alpha)
+                got.sum().backward()
+                want.sum().backward()
+                torch.testing.assert_close(got, want, msg=f"attempt {attempt}, alpha {alpha}")
+                torch.testing.assert_close(x.grad, y.grad)
+        assert counter.frame_count == 4, attempt

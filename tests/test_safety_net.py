@@ -173,10 +173,15 @@ PROGRAMS: dict[str, Callable[[], Outcome]] = {
     "_ieee:neg_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
     "_builtins:conversion_hook": lambda: _run(Sized, ("scale",), [0.5, 0.25, 0.75]),
     "_safety:backend_compile_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
+    "_floats:compile_hook": lambda: _run(Scaled, ("scale",), [0.5, 0.25, 0.75]),
 }
 
 #: hooks a compile reaches only on inductor with its caches on (measured separately)
-INDUCTOR_ONLY = {"_floats:cache_key_hook", "_floats:check_cacheable_hook"}
+INDUCTOR_ONLY = {
+    "_floats:cache_key_hook",
+    "_floats:cache_save_hook",
+    "_floats:check_cacheable_hook",
+}
 #: hooks that run outside any compile (their failure calls torch's function directly)
 OUTSIDE_COMPILE = {"_export:export_hook"}
 

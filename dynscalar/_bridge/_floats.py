@@ -38,7 +38,9 @@ log = logging.getLogger("dynscalar")
 
 __all__ = [
     "cache_key_hook",
+    "cache_save_hook",
     "check_cacheable_hook",
+    "compile_hook",
     "tensorify_hook",
     "wrap_float",
 ]
@@ -392,7 +394,7 @@ def tensorify_hook(
         # Not a specialization by itself: torch also restarts to drop a float input the graph
         # never uses (FreeU-style `if self.a and self.b:`).  The compile after the restart
         # tells, by its guards (reported below, or before its backend compiles when the
-        # restarted trace never reaches this pass: ``report_value_guards``).  What it forced
+        # restarted trace never reaches this pass: ``compile_hook``).  What it forced
         # while the graph used it is remembered for later compiles, as torch remembers its
         # own floats (_forced).
         _forced_floats.on_restart(ours, used, ops)
@@ -448,6 +450,21 @@ def _refuse_if_strict(state: Any, baked: set[Any], ops: list[str]) -> None:
         )
 
 
+def _value_guarded(shape_env: Any, floats: Any, alone: bool) -> set[Any]:
+    """The symbols of ``floats`` that a guard of ``shape_env`` compares with a number
+    (``Eq(s, 0.5)``); ``alone``: only where the symbol is one side of the comparison (not
+    ``Eq(trunc(8 * (1 - s)), 1)``, a size computed from it)."""
+    import sympy
+
+    found: set[Any] = set()
+    for guard in shape_env.guards:
+        expr = guard.expr
+        if isinstance(expr, sympy.Eq) and any(side.is_number for side in expr.args):
+            symbols = expr.args if alone else expr.free_symbols
+            found.update(s for s in symbols if s in floats)
+    return found
+
+
 def _report_value_guards(shape_env: Any, state: CompileState, ops: list[str]) -> None:
     """Warn for our floats that end up guarded by value (``Eq(s, 0.5)``) by torch itself.
 
@@ -455,37 +472,44 @@ def _report_value_guards(shape_env: Any, state: CompileState, ops: list[str]) ->
     are torch's own specializations, e.g. after the tensorify pass restarted analysis with
     the value specialized (torch >= 2.15 does that where 2.13/2.14 baked the value in).
     """
-    import sympy
-
-    specialized: set[Any] = set()
-    for guard in shape_env.guards:
-        expr = guard.expr
-        if isinstance(expr, sympy.Eq) and any(side.is_number for side in expr.args):
-            specialized.update(s for s in expr.free_symbols if s in state.floats)
+    specialized = _value_guarded(shape_env, state.floats, alone=False)
     for s in sorted(specialized - state.reported, key=str):
         _warn_specialized(state, s, ops)
 
 
-def report_value_guards(shape_env: Any) -> None:
-    """Before a compile's backend runs: warn for marked floats torch already guards by value
-    (a float its float-tensorify pass could not lower in an earlier try, which the restarted
-    trace specializes before the graph reaches the pass)."""
-    import sympy
+def compile_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Around ``OutputGraph.call_user_compiler(gm, example_inputs)``: before the backend
+    runs, warn for marked floats torch already guards by value (a float its float-tensorify
+    pass could not lower in an earlier try, which the restarted trace specializes before the
+    graph reaches the pass, so :func:`tensorify_hook` never sees it)."""
     from torch._dynamo.symbolic_convert import TensorifyState
 
+    shape_env = getattr(instance, "shape_env", None)
     state = peek_state(shape_env)
-    if state is None or not state.floats:
-        return
-    fixed = {
-        side
-        for guard in shape_env.guards
-        if isinstance(guard.expr, sympy.Eq) and any(side.is_number for side in guard.expr.args)
-        for side in guard.expr.args
-    }
-    for symbol in sorted(state.floats, key=str):
-        forced = symbol in fixed and TensorifyState.should_specialize(str(symbol))
-        if forced and symbol not in state.reported:
-            _warn_specialized(state, symbol, [])
+    if state is not None and state.floats:
+        for symbol in sorted(_value_guarded(shape_env, state.floats, alone=True), key=str):
+            if TensorifyState.should_specialize(str(symbol)) and symbol not in state.reported:
+                _warn_specialized(state, symbol, [])
+    return wrapped(*args, **kwargs)
+
+
+def cache_save_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Around ``AOTAutogradCache.save(key, entry, remote)``: no entry for a compile that
+    guards one of the bridge's floats by value.  An entry's guard expression covers its
+    SymInt inputs only (``generate_guards_expression`` prunes the guards to them), so a value
+    guard on a float - added when the backward compiles, as nn.CELU's ``alpha`` on inductor -
+    would be lost, and the entry, holding the value baked in, loaded for every value."""
+    from torch._guards import TracingContext
+
+    context = TracingContext.try_get()
+    shape_env = getattr(getattr(context, "fake_mode", None), "shape_env", None)
+    state = peek_state(shape_env)
+    if state is not None and _value_guarded(shape_env, state.floats, alone=False):
+        log.info("AOTAutograd cache entry not saved: a marked float is guarded by value")
+        return None
+    return wrapped(*args, **kwargs)
 
 
 def _warn_specialized(state: CompileState, s: Any, ops: list[str]) -> None:

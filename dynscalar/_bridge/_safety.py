@@ -237,22 +237,9 @@ def backend_compile_hook(
     to compile a graph in which dynscalar made values symbolic (an ATen formula that cannot
     take a symbolic float, "NYI log symbolic float") has the frame traced again as stock
     torch does, like a failing hook; a graph without marked values fails as in stock."""
-    from ._floats import report_value_guards
     from ._state import peek_state
 
     try:
-        shape_env = getattr(instance, "shape_env", None)
-        report_value_guards(shape_env)
-        state = peek_state(shape_env)
-        if state is not None and state.floats:
-            # No AOTAutograd cache for graphs with a marked float: a backward compiled later
-            # can guard the float's value (a derivative formula forcing it, nn.CELU's
-            # alpha), and an entry stored before that guard existed was loaded for other
-            # values with the value baked in (wrong numbers, torch 2.13 on inductor).
-            import torch._functorch.config as functorch_config
-
-            with functorch_config.patch(enable_autograd_cache=False):
-                return wrapped(*args, **kwargs)
         return wrapped(*args, **kwargs)
     except Exception as error:
         state = peek_state(getattr(instance, "shape_env", None))

@@ -340,8 +340,9 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         "torch._dynamo.output_graph:OutputGraph.call_user_compiler",
         ("self", "gm", "example_inputs"),
-        hooks=("_safety:backend_compile_hook",),
-        why="a backend that fails on a graph with marked values: traced again as stock",
+        hooks=("_safety:backend_compile_hook", "_floats:compile_hook"),
+        why="a backend that fails on a graph with marked values: traced again as stock; "
+        "a marked float the restarted trace specialized is warned",
     ),
     Private(f"{_S}:ShapeEnv.constrain_symbol_range", ("self", "s", "compiler_min", "compiler_max")),
     Private(
@@ -541,6 +542,14 @@ PRIVATES: tuple[Private, ...] = (
         why="where the key function moved, graphs with a marked float bypass the cache",
     ),
     Private(f"{_AC}:BypassAOTAutogradCache", phase="floats"),
+    Private(
+        f"{_AC}:AOTAutogradCache.save",
+        ("key", "entry", "remote"),
+        hooks=("_floats:cache_save_hook",),
+        phase="floats",
+        why="no cache entry where a marked float is guarded by value (its guard would be lost)",
+    ),
+    Private("torch._guards:TracingContext.try_get", phase="floats"),
     Private(
         "torch._subclasses.fake_tensor:unset_fake_temporarily",
         (),
