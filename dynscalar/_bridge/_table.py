@@ -470,6 +470,7 @@ PRIVATES: tuple[Private, ...] = (
         why="a dict rebuilt by write-back (should_reconstruct_all): its keys are guarded",
     ),
     Private(f"{_G}:GuardBuilder.DICT_KEYS_MATCH", ("self", "guard")),
+    Private("torch._guards:GuardSource.TEMP_LOCAL", why="a source no guard can read"),
     Private(
         "torch._dynamo.output_graph:OutputGraph.codegen_suffix",
         ("self", "tx", "stack_values", "cg", "log_side_effects"),

@@ -757,6 +757,7 @@ def _guard_rebuilt_dicts(tx: Any, side_effects: Any) -> None:
     """
     from torch._dynamo.guards import GuardBuilder, install_guard
     from torch._dynamo.variables.dicts import ConstDictVariable
+    from torch._guards import GuardSource
 
     for variable in side_effects._get_modified_vars():
         rebuilt = variable if type(variable) is ConstDictVariable else None
@@ -767,6 +768,10 @@ def _guard_rebuilt_dicts(tx: Any, side_effects: Any) -> None:
             continue
         source = rebuilt.source or variable.source
         if source is None:  # a dict the frame made: nothing to keep
+            continue
+        if source.guard_source is GuardSource.TEMP_LOCAL:
+            # a dict Dynamo holds in a temporary local (``**kwargs`` handed on at a graph
+            # break): no guard can read it, and no object outlives the call to keep keys of
             continue
         tx.output.guard_on_key_order.add(source)
         install_guard(source.make_guard(GuardBuilder.DICT_KEYS_MATCH))
