@@ -125,9 +125,9 @@ def adamw_one_cycle(mark: str | None) -> Outcome:
     return counter.frame_count, [p.detach().clone() for p in model.parameters()]
 
 
-def ppo_clipped_loss(mark: str | None) -> Outcome:
-    """PPO's clipped surrogate loss, ``clamp(ratio, 1 - clip_eps, 1 + clip_eps)``, with a
-    clip range that anneals and inputs that require grad."""
+def _ppo(mark: str | None, dtype: torch.dtype, n: int, anneal: float) -> Outcome:
+    """PPO's clipped surrogate loss, ``clamp(ratio, 1 - clip_eps, 1 + clip_eps)``, on ``n``
+    values of ``dtype``, the clip range annealed by ``anneal`` a call, with gradients."""
 
     def loss(ratio: torch.Tensor, adv: torch.Tensor, clip_eps: float) -> torch.Tensor:
         clipped = torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps)
@@ -139,9 +139,9 @@ def ppo_clipped_loss(mark: str | None) -> Outcome:
         _mark_args(compiled, mark)
     outs = []
     for i in range(5):
-        clip_eps = 0.2 - 0.02 * i
-        base = torch.linspace(0.6, 1.4, 8)
-        adv = torch.linspace(-1.0, 1.0, 8)
+        clip_eps = 0.2 - anneal * i
+        base = torch.linspace(0.6, 1.4, n).to(dtype)
+        adv = torch.linspace(-1.0, 1.0, n).to(dtype)
         r1, r2 = base.clone().requires_grad_(), base.clone().requires_grad_()
         got, want = compiled(r1, adv, clip_eps), loss(r2, adv, clip_eps)
         got.backward()
@@ -150,6 +150,12 @@ def ppo_clipped_loss(mark: str | None) -> Outcome:
         _same(r1.grad, r2.grad, True, f"grad {i}")
         outs += [got.detach(), r1.grad]
     return counter.frame_count, outs
+
+
+def ppo_clipped_loss(mark: str | None) -> Outcome:
+    """PPO's clipped surrogate loss with a clip range that anneals and inputs that require
+    grad."""
+    return _ppo(mark, torch.float32, 8, 0.02)
 
 
 def drop_path(x: torch.Tensor, drop_prob: float = 0.0, training: bool = False) -> torch.Tensor:
@@ -488,30 +494,8 @@ def property_raising_getter(mark: str | None) -> Outcome:
 
 
 def ppo_clipped_bfloat16(mark: str | None) -> Outcome:
-    """PPO's clipped surrogate loss on bfloat16 (``clamp(ratio, 1 - eps, 1 + eps)``), the
-    clip range annealed, with gradients."""
-
-    def loss(ratio: torch.Tensor, adv: torch.Tensor, clip_eps: float) -> torch.Tensor:
-        clipped = torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps)
-        return -torch.min(ratio * adv, clipped * adv).mean()
-
-    counter = CountingBackend("aot_eager")
-    compiled = torch.compile(loss, backend=counter)
-    if mark is not None:
-        _mark_args(compiled, mark)
-    outs = []
-    for i in range(5):
-        clip_eps = 0.2 - 0.03 * i
-        base = torch.linspace(0.6, 1.4, 16).to(torch.bfloat16)
-        adv = torch.linspace(-1.0, 1.0, 16).to(torch.bfloat16)
-        r1, r2 = base.clone().requires_grad_(), base.clone().requires_grad_()
-        got, want = compiled(r1, adv, clip_eps), loss(r2, adv, clip_eps)
-        got.backward()
-        want.backward()
-        _same(got, want, True, f"call {i}")
-        _same(r1.grad, r2.grad, True, f"grad {i}")
-        outs += [got.detach(), r1.grad]
-    return counter.frame_count, outs
+    """PPO's clipped surrogate loss on bfloat16, the clip range annealed, with gradients."""
+    return _ppo(mark, torch.bfloat16, 16, 0.03)
 
 
 def _optimizer_steps(
