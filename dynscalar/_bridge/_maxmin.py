@@ -16,13 +16,6 @@ from typing import Any
 from ._state import is_dynamic_value
 
 
-def _bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, Any]:
-    def bind(tx: Any, args: Any, kwargs: Any) -> tuple[Any, Any, Any]:
-        return tx, args, kwargs
-
-    return bind(*args, **kwargs)
-
-
 def max_min_operands(wrapped: Any, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """``max(step, True)`` / ``min(step, nan)`` with a marked ``step``: Dynamo's fake call of
     ``torch.sym_max(SymInt, bool)`` (or with NaN) fails to compile where Python compares.
