@@ -465,8 +465,7 @@ PRIVATES: tuple[Private, ...] = (
     ),
     Private("torch._dynamo.side_effects:SideEffects._get_modified_vars", ("self",)),
     Private(
-        "torch._dynamo.variables.dicts:ConstDictVariable.__init__",
-        ("self", "items", "user_cls", "kwargs"),
+        "torch._dynamo.variables.dicts:ConstDictVariable",
         why="a dict rebuilt by write-back (should_reconstruct_all): its keys are guarded",
     ),
     Private(f"{_G}:GuardBuilder.DICT_KEYS_MATCH", ("self", "guard")),
