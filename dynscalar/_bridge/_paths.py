@@ -314,8 +314,8 @@ def name_at_call_site(caller: FrameType | None, obj: Any) -> tuple[str, bool] | 
     if caller is None:
         return None
     wrapped: tuple[str, bool] | None = None
-    for namespace in (caller.f_locals, caller.f_globals):
-        for name, value in list(namespace.items()):
+    for items in (_local_items(caller), list(caller.f_globals.items())):
+        for name, value in items:
             if name.startswith("_"):
                 continue
             if value is obj:
@@ -323,6 +323,24 @@ def name_at_call_site(caller: FrameType | None, obj: Any) -> tuple[str, bool] | 
             if wrapped is None and _orig_mod(value) is obj:
                 wrapped = (name, True)
     return wrapped
+
+
+def _local_items(frame: FrameType) -> list[tuple[str, Any]]:
+    """The (name, value) pairs of ``frame``'s locals, read without keeping them alive.
+
+    Before Python 3.13, ``frame.f_locals`` of a function frame is a snapshot stored in the
+    frame: it would hold every local of the user's frame (a model the code deletes after the
+    compiled call) until that frame reads its locals again or returns.  The snapshot is
+    emptied after reading unless something else holds it (``d = locals()`` in that frame);
+    the frame's own variables are not touched (CPython refreshes the snapshot from them
+    before any write-back, as for a trace function)."""
+    snapshot = frame.f_locals
+    items = list(snapshot.items())
+    function_frame = snapshot is not frame.f_globals
+    # references: the frame's, ``snapshot`` and getrefcount's argument
+    if sys.version_info < (3, 13) and function_frame and sys.getrefcount(snapshot) <= 3:
+        snapshot.clear()
+    return items
 
 
 def _orig_mod(value: Any) -> Any:
