@@ -210,6 +210,9 @@ def _inject(monkeypatch: pytest.MonkeyPatch, hook: str) -> None:
 def test_a_failing_hook_compiles_as_stock_torch_does(
     hook: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    entry = next(e for e in _table.PRIVATES if hook in e.hooks)
+    if entry.optional and entry.found_params() != entry.params:
+        pytest.skip(f"{entry.name} is an optional entry this torch does not need (not patched)")
     with ds.disabled(), warnings.catch_warnings():
         warnings.simplefilter("ignore", ds.DynscalarWarning)
         stock_graphs, stock_outputs = PROGRAMS[hook]()
@@ -224,7 +227,6 @@ def test_a_failing_hook_compiles_as_stock_torch_does(
         if issubclass(w.category, ds.DynscalarWarning) and "internal error" in str(w.message)
     ]
     assert len(failures) == 1, failures
-    entry = next(e for e in _table.PRIVATES if hook in e.hooks)
     assert entry.name in failures[0] and "injected" in failures[0]
     if entry.phase == "dynamo":  # the frame is traced again with dynscalar off: stock
         assert graphs == stock_graphs
