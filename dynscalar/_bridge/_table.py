@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -51,6 +52,7 @@ __all__ = [
     "find",
     "hook_function",
     "hook_of",
+    "named",
     "rewrap",
     "unwrap",
     "wrap",
@@ -89,12 +91,25 @@ class Private:
     disabled_hook: str | None = None
     #: Why the bridge needs it, in a few words.
     why: str = ""
+    #: The short name ``_torch`` gives its root object, where the first part of the
+    #: qualified name would be ambiguous (two modules' ``config``).
+    alias: str | None = None
 
     @property
     def name(self) -> str:
         """The short name used in messages: ``Class.attribute`` or ``module.function``."""
         module, _, qualname = self.target.partition(":")
         return qualname if "." in qualname else f"{module.rpartition('.')[2]}.{qualname}"
+
+    @property
+    def short(self) -> str:
+        """The name ``_torch`` reads it by: ``alias``, else the qualified name's first part."""
+        return self.alias or self.target.partition(":")[2].split(".")[0]
+
+    def root(self) -> Any:
+        """The object ``_torch.<short>`` stands for: the qualified name's first part."""
+        module_name, _, qualname = self.target.partition(":")
+        return _attribute(importlib.import_module(module_name), qualname.split(".")[0])
 
     def resolve(self) -> tuple[Any, str]:
         """(owner, attribute): the object holding the name, and the name on it.
@@ -105,7 +120,9 @@ class Private:
         owner: Any = importlib.import_module(module_name)
         *path, attribute = qualname.split(".")
         for part in path:
-            owner = getattr(owner, part)
+            owner = _attribute(owner, part)
+        if isinstance(owner, types.ModuleType) and not hasattr(owner, attribute):
+            _attribute(owner, attribute)  # a submodule not imported yet
         if not hasattr(owner, attribute):
             raise AttributeError(f"{self.target.replace(':', '.')} does not exist")
         return owner, attribute
@@ -118,6 +135,22 @@ class Private:
         if fields is not None:
             return tuple(fields)
         return tuple(inspect.signature(inspect.unwrap(value)).parameters)
+
+
+def _attribute(owner: Any, name: str) -> Any:
+    """``owner.name``, importing it first where ``owner`` is a package and ``name`` one of
+    its submodules (``torch._dynamo:source``)."""
+    try:
+        return getattr(owner, name)
+    except AttributeError:
+        if not isinstance(owner, types.ModuleType):
+            raise
+        return importlib.import_module(f"{owner.__name__}.{name}")
+
+
+def named(short: str) -> Private | None:
+    """The first entry whose :attr:`Private.short` is ``short`` (None: not in the table)."""
+    return next((p for p in PRIVATES if p.short == short), None)
 
 
 def find(target_suffix: str) -> Private:
