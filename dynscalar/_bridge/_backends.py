@@ -23,6 +23,8 @@ from __future__ import annotations
 import functools
 from typing import Any, Literal
 
+from . import _torch
+
 __all__ = ["Kind", "backend_kind"]
 
 Kind = Literal["python", "inductor", "other"]
@@ -33,13 +35,11 @@ _INDUCTOR = ("inductor",)
 
 @functools.cache
 def _registered() -> dict[int, Kind]:
-    from torch._dynamo.backends.registry import lookup_backend
-
     kinds: dict[int, Kind] = {}
     for names, kind in ((_PYTHON, "python"), (_INDUCTOR, "inductor")):
         for name in names:
             try:
-                kinds[id(lookup_backend(name))] = kind  # type: ignore[assignment]
+                kinds[id(_torch.lookup_backend(name))] = kind  # type: ignore[assignment]
             except Exception:  # noqa: BLE001 - a backend this torch does not register
                 continue
     return kinds

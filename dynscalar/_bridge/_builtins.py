@@ -21,19 +21,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import _torch
+
 __all__ = ["conversion_hook", "range_hook"]
 
 
 def range_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Around ``BuiltinVariable.call_range(tx, *args)``."""
-    from torch._dynamo.variables.tensor import SymNodeVariable
 
     tx, *call_args = args
     for arg in call_args:
-        if isinstance(arg, SymNodeVariable) and arg.python_type() is float:
-            from torch._dynamo.exc import raise_observed_exception
-
-            raise_observed_exception(
+        if isinstance(arg, _torch.SymNodeVariable) and arg.python_type() is float:
+            _torch.raise_observed_exception(
                 TypeError, tx, args=["'float' object cannot be interpreted as an integer"]
             )
     return wrapped(*args, **kwargs)
@@ -45,13 +44,12 @@ def _non_finite(tx: Any, arg: Any) -> float | None:
     import math
 
     import torch
-    from torch._dynamo.variables.tensor import SymNodeVariable
 
     from ._state import peek_state
 
     if peek_state(getattr(tx.output, "shape_env", None)) is None:
         return None
-    if isinstance(arg, SymNodeVariable):
+    if isinstance(arg, _torch.SymNodeVariable):
         sym = arg.sym_num
         value = sym.node.hint if isinstance(sym, torch.SymFloat) else None
     elif arg.is_python_constant():
@@ -64,11 +62,13 @@ def _non_finite(tx: Any, arg: Any) -> float | None:
 
 
 def _raise_conversion(tx: Any, value: float) -> None:
-    from torch._dynamo.exc import raise_observed_exception
-
     if value != value:
-        raise_observed_exception(ValueError, tx, args=["cannot convert float NaN to integer"])
-    raise_observed_exception(OverflowError, tx, args=["cannot convert float infinity to integer"])
+        _torch.raise_observed_exception(
+            ValueError, tx, args=["cannot convert float NaN to integer"]
+        )
+    _torch.raise_observed_exception(
+        OverflowError, tx, args=["cannot convert float infinity to integer"]
+    )
 
 
 def conversion_hook(

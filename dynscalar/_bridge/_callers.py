@@ -40,6 +40,7 @@ from .._marks import (
     wrapped_parameter,
 )
 from .._spec import DynamicSpec
+from . import _torch
 
 __all__ = ["CallerMark", "caller_mark", "guard_caller_mark"]
 
@@ -59,11 +60,10 @@ class CallerMark(NamedTuple):
 def _original(code: types.CodeType) -> types.CodeType:
     """The code a running frame stands for: Dynamo's compiled code is run in place of the
     original (``orig_code_map``), and a resume function continues its original."""
-    from torch._dynamo.utils import orig_code_map
 
     from ._wrap import _resumed
 
-    code = orig_code_map.get(code) or code
+    code = _torch.orig_code_map.get(code) or code
     return _resumed(code)  # type: ignore[no-any-return]
 
 

@@ -19,6 +19,7 @@ from .._diagnostics import (
 )
 from .._proxy import DynamicFloat, DynamicScalar
 from .._spec import DynamicSpec
+from . import _torch
 from ._backends import backend_kind
 from ._forced import ForcedFloats, used_float_symbols
 from ._guards import guard_proxy_or_plain
@@ -61,7 +62,6 @@ def _memory_key(builder: Any, source: Any) -> str:
 def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: str) -> Any:
     """A marked float as a backed SymFloat (unbacked specs never get here: check_float)."""
     import torch
-    import torch._dynamo.config as dynamo_config
 
     proxied = isinstance(value, DynamicScalar)
     plain = float(value.__wrapped__) if proxied else float(value)
@@ -76,7 +76,7 @@ def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: s
         compile_state(builder.tx.output.shape_env).read_through.add(source)
     # VariableBuilder.wrap_symfloat returns a constant unless both are off; the patch is
     # scoped to this one call and restored on exit.
-    config = dynamo_config.patch(specialize_float=False, assume_static_by_default=False)
+    config = _torch.dynamo_config.patch(specialize_float=False, assume_static_by_default=False)
     with swapped_source(builder, source), config:
         var = builder.wrap_symfloat(plain)
     sym = getattr(var, "sym_num", None)  # ConstantVariable for NaN/inf: no symbol
@@ -126,7 +126,6 @@ def _scalar_tensor_prepass(gm: Any, shape_env: Any, fake_mode: Any) -> int:
     exactly (NaN, inf, -0.0).
     """
     import torch
-    from torch.utils._sympy.symbol import SymT, symbol_is_type
 
     state = peek_state(shape_env)
     ours = state.floats if state is not None else None
@@ -144,7 +143,7 @@ def _scalar_tensor_prepass(gm: Any, shape_env: Any, fake_mode: Any) -> int:
         if not isinstance(sym, torch.SymFloat) or out is None:
             continue
         free = sym.node.expr.free_symbols
-        if not free or not all(symbol_is_type(s, SymT.FLOAT) for s in free):
+        if not free or not all(_torch.symbol_is_type(s, _torch.SymT.FLOAT) for s in free):
             continue
         if not any(s in ours for s in free) or out.dtype not in (torch.float32, torch.float64):
             continue
@@ -186,7 +185,6 @@ def _tensor_twins_prepass(gm: Any, ours: dict[Any, str], fake_mode: Any) -> int:
     dtype=D), f)``, which the pass lowers.  Other such ops are left to the pass, which
     specializes the float as it does for stock torch."""
     import torch
-    from torch._subclasses.fake_tensor import unset_fake_temporarily
 
     from ..ops._pairs import admitted, overloads, pair_for
 
@@ -216,7 +214,7 @@ def _tensor_twins_prepass(gm: Any, ours: dict[Any, str], fake_mode: Any) -> int:
         )
         if not moved or tensor is None:
             continue
-        with unset_fake_temporarily():  # the matrix runs real kernels, not fake ones
+        with _torch.unset_fake_temporarily():  # the matrix runs real kernels, not fake ones
             dtype = admitted(pair, tensor.meta["val"].dtype)
         if dtype is None:
             continue
@@ -255,7 +253,6 @@ def _kept_from_pass(gm: Any, state: CompileState) -> Iterator[None]:
     pass does (a restart included): at run time those nodes compute the Python floats.
     """
     import torch
-    from torch._dynamo.symbolic_convert import TensorifyState
 
     ours = set(state.floats) | set(state.backed) | set(state.unbacked)
     local_scalar = torch.ops.aten._local_scalar_dense.default
@@ -271,7 +268,7 @@ def _kept_from_pass(gm: Any, state: CompileState) -> Iterator[None]:
         node.meta["val"] = float(hint)
         if node.target is local_scalar:
             node.target = _dynscalar_item
-    names = TensorifyState.force_specializations
+    names = _torch.TensorifyState.force_specializations
     added = {str(s) for s in state.floats} - names
     names.update(added)
     try:
@@ -287,7 +284,6 @@ def _only_ours(gm: Any, ours: dict[Any, str]) -> bool:
     """True when every float symbol of the graph's inputs is one the bridge made (no
     float of stock torch's own, which the pass must see as stock torch does)."""
     import torch
-    from torch.utils._sympy.symbol import SymT, symbol_is_type
 
     local_scalar = torch.ops.aten._local_scalar_dense.default
     for node in gm.graph.nodes:
@@ -297,7 +293,7 @@ def _only_ours(gm: Any, ours: dict[Any, str]) -> bool:
         if not isinstance(val, torch.SymFloat):
             continue
         for s in val.node.expr.free_symbols:
-            if symbol_is_type(s, SymT.FLOAT) and s not in ours:
+            if _torch.symbol_is_type(s, _torch.SymT.FLOAT) and s not in ours:
                 return False
     return True
 
@@ -305,13 +301,12 @@ def _only_ours(gm: Any, ours: dict[Any, str]) -> bool:
 def _unsupported_uses(gm: Any, ours: dict[Any, str]) -> list[str]:
     """Ops taking a SymFloat over our symbols that the pass cannot lower (error text only)."""
     import torch
-    from torch.fx.passes import _tensorify_python_scalars as tps
 
     found = set()
     for node in gm.graph.nodes:
         if node.op not in ("call_function", "call_method"):
             continue
-        table = tps.SUPPORTED_OPS if node.op == "call_function" else tps.SUPPORTED_METHOD_OPS
+        table = _torch.SUPPORTED_OPS if node.op == "call_function" else _torch.SUPPORTED_METHOD_OPS
         if node.target in table or not hasattr(node.meta.get("val"), "dtype"):
             continue
         for a in (*node.args, *node.kwargs.values()):
@@ -333,7 +328,6 @@ def tensorify_hook(
     if state is not None:
         guard_int64(gm, shape_env, state)  # may restart with an overflowing int specialized
     ours = state.floats if state is not None else None
-    from torch._dynamo.exc import TensorifyScalarRestartAnalysis
 
     if state is not None and state.backend == "python":
         # The graph runs as Python code: every op receives a marked value (and every float
@@ -351,7 +345,7 @@ def tensorify_hook(
     if not ours:
         try:
             result = wrapped(*args, **kwargs)
-        except TensorifyScalarRestartAnalysis:
+        except _torch.TensorifyScalarRestartAnalysis:
             raise
         except Exception as exc:
             # e.g. `(step + 0.5) % 1.0` of a marked int: the pass cannot lower the float `%`
@@ -386,11 +380,10 @@ def tensorify_hook(
     ops = _unsupported_uses(gm, ours)
     used = used_float_symbols(gm, shape_env)
     n_guards = len(shape_env.guards)
-    from torch._dynamo.symbolic_convert import TensorifyState
 
     try:
         result = wrapped(*args, **kwargs)
-    except TensorifyScalarRestartAnalysis:
+    except _torch.TensorifyScalarRestartAnalysis:
         # Not a specialization by itself: torch also restarts to drop a float input the graph
         # never uses (FreeU-style `if self.a and self.b:`).  The compile after the restart
         # tells, by its guards (reported below, or before its backend compiles when the
@@ -410,9 +403,9 @@ def tensorify_hook(
             sorted(set(ours.values())),
         )
         for symbol in ours:
-            TensorifyState.specialize(str(symbol))
+            _torch.TensorifyState.specialize(str(symbol))
         _forced_floats.on_restart(ours, set(ours), ops)
-        raise TensorifyScalarRestartAnalysis from exc
+        raise _torch.TensorifyScalarRestartAnalysis from exc
     baked = {s for g in shape_env.guards[n_guards:] for s in g.expr.free_symbols if s in ours}
     if baked:
         # torch 2.13/2.14 guard such a value inside the pass and keep the compiled code
@@ -421,9 +414,9 @@ def tensorify_hook(
         # analysis, so the value is a constant Dynamo guards.  strict=True refuses.
         _refuse_if_strict(state, baked, ops)
         for symbol in baked:
-            TensorifyState.specialize(str(symbol))
+            _torch.TensorifyState.specialize(str(symbol))
         _forced_floats.on_restart(baked, set(baked), ops)
-        raise TensorifyScalarRestartAnalysis
+        raise _torch.TensorifyScalarRestartAnalysis
     # This compile's restarts are over: the names torch keeps for them are ours to manage
     # (_forced), torch's own are left as they are.
     _forced_floats.on_success(ours)
@@ -482,13 +475,15 @@ def compile_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dic
     runs, warn for marked floats torch already guards by value (a float its float-tensorify
     pass could not lower in an earlier try, which the restarted trace specializes before the
     graph reaches the pass, so :func:`tensorify_hook` never sees it)."""
-    from torch._dynamo.symbolic_convert import TensorifyState
 
     shape_env = getattr(instance, "shape_env", None)
     state = peek_state(shape_env)
     if state is not None and state.floats:
         for symbol in sorted(_value_guarded(shape_env, state.floats, alone=True), key=str):
-            if TensorifyState.should_specialize(str(symbol)) and symbol not in state.reported:
+            if (
+                _torch.TensorifyState.should_specialize(str(symbol))
+                and symbol not in state.reported
+            ):
                 _warn_specialized(state, symbol, [])
     return wrapped(*args, **kwargs)
 
@@ -501,9 +496,8 @@ def cache_save_hook(
     SymInt inputs only (``generate_guards_expression`` prunes the guards to them), so a value
     guard on a float - added when the backward compiles, as nn.CELU's ``alpha`` on inductor -
     would be lost, and the entry, holding the value baked in, loaded for every value."""
-    from torch._guards import TracingContext
 
-    context = TracingContext.try_get()
+    context = _torch.TracingContext.try_get()
     shape_env = getattr(getattr(context, "fake_mode", None), "shape_env", None)
     state = peek_state(shape_env)
     if state is not None and _value_guarded(shape_env, state.floats, alone=False):
@@ -615,6 +609,4 @@ def check_cacheable_hook(
     wrapped(*args, **kwargs)
     gm = args[0] if args else kwargs["gm"]
     if _has_dynamic_float_input(gm):
-        from torch._functorch._aot_autograd.autograd_cache import BypassAOTAutogradCache
-
-        raise BypassAOTAutogradCache("dynscalar: graph has a dynamic float input")
+        raise _torch.BypassAOTAutogradCache("dynscalar: graph has a dynamic float input")

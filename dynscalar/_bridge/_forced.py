@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import _torch
 from ._state import lock
 
 __all__ = ["ForcedFloats", "used_float_symbols"]
@@ -46,15 +47,12 @@ class ForcedFloats:
 
     @staticmethod
     def _names() -> set[str]:
-        from torch._dynamo.symbolic_convert import TensorifyState
-
-        return TensorifyState.force_specializations
+        names: set[str] = _torch.TensorifyState.force_specializations
+        return names
 
     @staticmethod
     def _restart_marker(name: str) -> str:
-        from torch._guards import CompileContext
-
-        return f"{ForcedFloats._RESTART}{CompileContext.current_compile_id()}:{name}"
+        return f"{ForcedFloats._RESTART}{_torch.CompileContext.current_compile_id()}:{name}"
 
     def on_wrap(self, symbol: Any, key: str) -> None:
         """A marked float became ``symbol``: specialize it now if torch forced it before."""

@@ -61,6 +61,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._marks import MARK_TABLE, MARKS_KEY, key_of
+from . import _torch
 from ._sources import source_name
 
 __all__ = [
@@ -84,8 +85,6 @@ def guard_mark_state(
     decide), its argument marks or its param-group marks (the caller guards what decides
     next, if anything).
     """
-    from torch._dynamo.guards import GuardBuilder, install_guard
-    from torch._dynamo.source import AttrSource, DictGetItemSource
 
     instance_dict = object.__getattribute__(owner, "__dict__")
     marks = instance_dict.get(key)
@@ -93,16 +92,22 @@ def guard_mark_state(
         _install_once(
             ("instance-absent", owner_source, key),
             lambda: owner_source.make_guard(
-                functools.partial(GuardBuilder.NOT_PRESENT_IN_GENERIC_DICT, attr=key)
+                functools.partial(_torch.GuardBuilder.NOT_PRESENT_IN_GENERIC_DICT, attr=key)
             ),
         )
     else:
-        marks_source = AttrSource(owner_source, key)
+        marks_source = _torch.AttrSource(owner_source, key)
         if name in marks:  # the instance decides: a canonical spec, or None (opted out)
-            install_guard(DictGetItemSource(marks_source, name).make_guard(GuardBuilder.ID_MATCH))
+            _torch.install_guard(
+                _torch.DictGetItemSource(marks_source, name).make_guard(
+                    _torch.GuardBuilder.ID_MATCH
+                )
+            )
             return True
-        install_guard(
-            marks_source.make_guard(functools.partial(GuardBuilder.DICT_NOT_CONTAINS, key=name))
+        _torch.install_guard(
+            marks_source.make_guard(
+                functools.partial(_torch.GuardBuilder.DICT_NOT_CONTAINS, key=name)
+            )
         )
     if key == MARKS_KEY:
         # The class decides.  Unmarked ones too: a mark made after a compile must take
@@ -114,10 +119,11 @@ def guard_mark_state(
 def guard_class_marks(tx: Any, owner_source: Any, cls: type, name: str) -> None:
     """Guard the class marks of ``name`` along ``cls``'s MRO, as ``lookup_mark`` reads
     them: each class's table entry until one holds ``name`` (``object`` holds none)."""
-    from torch._dynamo.guards import GuardBuilder
 
     # the MRO read below is the owner's class's: a graph runs only for that class
-    _install_once(("type", owner_source), lambda: owner_source.make_guard(GuardBuilder.TYPE_MATCH))
+    _install_once(
+        ("type", owner_source), lambda: owner_source.make_guard(_torch.GuardBuilder.TYPE_MATCH)
+    )
     for klass in cls.__mro__:
         if klass is not object and _guard_keyed(tx, klass, name):
             return
@@ -131,8 +137,6 @@ def guard_function_marks(tx: Any, code: types.CodeType, name: str) -> None:
 
 def _guard_keyed(tx: Any, obj: type | types.CodeType, name: str) -> bool:
     """Guard ``MARK_TABLE[key_of(obj)]``'s answer for ``name``; True when it holds ``name``."""
-    from torch._dynamo.guards import GuardBuilder
-    from torch._dynamo.source import DictGetItemSource
 
     key = key_of(obj)
     own = MARK_TABLE.get(key)
@@ -140,28 +144,31 @@ def _guard_keyed(tx: Any, obj: type | types.CodeType, name: str) -> bool:
     if own is None:
         _install_once(
             ("table-absent", key),
-            lambda: table.make_guard(functools.partial(GuardBuilder.DICT_NOT_CONTAINS, key=key)),
+            lambda: table.make_guard(
+                functools.partial(_torch.GuardBuilder.DICT_NOT_CONTAINS, key=key)
+            ),
         )
         return False
-    entry = DictGetItemSource(table, key)
+    entry = _torch.DictGetItemSource(table, key)
     if name in own:
         _install_once(
             ("table-mark", key, name),
-            lambda: DictGetItemSource(entry, name).make_guard(GuardBuilder.ID_MATCH),
+            lambda: _torch.DictGetItemSource(entry, name).make_guard(_torch.GuardBuilder.ID_MATCH),
         )
         return True
     _install_once(
         ("table-unmarked", key, name),
-        lambda: entry.make_guard(functools.partial(GuardBuilder.DICT_NOT_CONTAINS, key=name)),
+        lambda: entry.make_guard(
+            functools.partial(_torch.GuardBuilder.DICT_NOT_CONTAINS, key=name)
+        ),
     )
     return False
 
 
 def _mark_table_source(tx: Any) -> Any:
     """A source for ``dynscalar._mark_table`` that guards read in C++ (module docstring)."""
-    from torch._dynamo.source import AttrSource
 
-    return AttrSource(_dynscalar_module_source(tx), "_mark_table")
+    return _torch.AttrSource(_dynscalar_module_source(tx), "_mark_table")
 
 
 def _dynscalar_module_source(tx: Any) -> Any:
@@ -172,9 +179,8 @@ def _dynscalar_module_source(tx: Any) -> Any:
             return import_source("dynscalar")  # GlobalSource('__import_dynscalar')
         except Exception:  # noqa: BLE001 - any failure: the lambda-based source below
             pass
-    from torch._dynamo.source import ImportSource
 
-    return ImportSource("dynscalar")
+    return _torch.ImportSource("dynscalar")
 
 
 # The "no marks" guards are asked for by every int/float attribute a trace reads: hundreds
@@ -186,10 +192,7 @@ _installed: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDict
 
 
 def _install_once(key: Any, build: Callable[[], Any]) -> None:
-    from torch._dynamo.guards import install_guard
-    from torch._guards import TracingContext
-
-    guards = TracingContext.get().guards_context.dynamo_guards
+    guards = _torch.TracingContext.get().guards_context.dynamo_guards
     memo = _installed.get(guards)
     if memo is None:
         memo = _installed[guards] = {}
@@ -197,19 +200,16 @@ def _install_once(key: Any, build: Callable[[], Any]) -> None:
     if guard is not None and guard in guards.inner:
         return
     guard = build()
-    install_guard(guard, skip=1)
+    _torch.install_guard(guard, skip=1)
     memo[key] = guard
 
 
 def guard_proxy(source: Any) -> None:
     """Guard a proxy's class and (canonical) spec, read through ``source``."""
-    from torch._dynamo import source as sources
-    from torch._dynamo.guards import GuardBuilder, install_guard
-
-    install_guard(source.make_guard(GuardBuilder.TYPE_MATCH))
+    _torch.install_guard(source.make_guard(_torch.GuardBuilder.TYPE_MATCH))
     # added in torch 2.6; AttrSource reads the same slot through the proxy's hook
-    read = getattr(sources, "GenericAttrSource", sources.AttrSource)
-    install_guard(read(source, "_self_spec").make_guard(GuardBuilder.ID_MATCH))
+    read = getattr(_torch.dynamo_sources, "GenericAttrSource", _torch.AttrSource)
+    _torch.install_guard(read(source, "_self_spec").make_guard(_torch.GuardBuilder.ID_MATCH))
 
 
 def guard_proxy_or_plain(source: Any, cls: type, spec: Any) -> None:
@@ -242,9 +242,7 @@ def guard_lambda(source: Any, check: Callable[[Any], bool], text: str, key: Any)
 
 def _lambda_guard(builder: Any, guard: Any, check: Callable[[Any], bool], text: str) -> None:
     try:  # the table's doctor entry: the user's line after the text, as Dynamo's guards
-        from torch._dynamo.guards import get_verbose_code_parts
-
-        parts = get_verbose_code_parts(text, guard)
-    except ImportError:
+        parts = _torch.get_verbose_code_parts(text, guard)
+    except (ImportError, AttributeError):
         parts = [text]
     builder.get_guard_manager(guard).add_lambda_guard(check, parts, guard.user_stack)

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .._diagnostics import BridgeError, BridgeUnavailableWarning, warn_once
-from . import _table
+from . import _table, _torch
 from ._state import lock
 from ._table import Patch, Phase
 
@@ -80,11 +80,10 @@ def install() -> None:
 def _lend_torch_helpers() -> None:
     """Give ``dynscalar.ops`` the one private torch helper it needs: leaving the dispatch
     modes AOTAutograd traces under, to ask meta tensors which inputs get a gradient."""
-    from torch.utils._python_dispatch import _disable_current_modes
 
     from ..ops import _custom
 
-    _custom.outside_modes[0] = _disable_current_modes
+    _custom.outside_modes[0] = _torch._disable_current_modes
 
 
 def ensure_phase(phase: Phase) -> bool:
@@ -154,7 +153,6 @@ def _skip_proxy_frames() -> None:
     values before any method is looked up).  The marks concern proxies only, so they
     stay inside :func:`disabled`.
     """
-    from torch._dynamo.eval_frame import skip_code
 
     from .. import _proxy
 
@@ -174,7 +172,7 @@ def _skip_proxy_frames() -> None:
         functions += functions_of(vars(cls))
     for function in functions:
         if function.__module__ == _proxy.__name__:
-            skip_code(function.__code__)
+            _torch.skip_code(function.__code__)
 
 
 def on_dynamo_import(_module: object) -> None:
@@ -219,12 +217,12 @@ def disabled() -> Iterator[None]:
     recording and codegen hooks (``Private.disabled_hook``), which act only in compiles
     that read a proxy: what such a compile stores is what eager stores."""
     global _degraded_by_disabled
-    import torch._dynamo  # the bridge installs itself first if Dynamo was not imported yet
+    dynamo = _torch.dynamo  # the bridge installs itself first if Dynamo was not imported yet
 
     with lock:
         _table.BYPASS[0] += 1
         if _table.BYPASS[0] == 1:
-            torch._dynamo.reset()
+            dynamo.reset()
             for patch in reversed(_table.APPLIED):
                 if not _table.unwrap(patch):
                     log.info("%s was wrapped again since; its hook is bypassed", patch.entry.name)
@@ -245,4 +243,4 @@ def disabled() -> Iterator[None]:
                     _degraded_by_disabled = False
                 for patch in _table.APPLIED:
                     _table.rewrap(patch)
-                torch._dynamo.reset()
+                dynamo.reset()

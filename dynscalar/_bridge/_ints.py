@@ -24,6 +24,7 @@ from typing import Any
 
 from .._proxy import DynamicInt, DynamicScalar
 from .._spec import DynamicSpec
+from . import _torch
 from ._backends import backend_kind
 from ._guards import guard_proxy_or_plain
 from ._reports import remember
@@ -47,8 +48,6 @@ def _no_size_constraint(shape_env: Any) -> Iterator[None]:
 
 def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str, label: str) -> Any:
     """A SymInt graph input for ``value`` (an exact int, or a ``DynamicInt``)."""
-    from torch.fx.experimental.symbolic_shapes import DimDynamic
-    from torch.utils._sympy.numbers import int_oo
 
     proxied = isinstance(value, DynamicScalar)
     position = source = builder.source
@@ -61,9 +60,9 @@ def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str, label: str
     with swapped_source(builder, source):
         if spec.unbacked:
             with _no_size_constraint(shape_env):
-                var = builder.wrap_symint(plain, dynamism=DimDynamic.UNBACKED)
+                var = builder.wrap_symint(plain, dynamism=_torch.DimDynamic.UNBACKED)
         else:
-            var = builder.wrap_symint(plain, dynamism=DimDynamic.DYNAMIC)
+            var = builder.wrap_symint(plain, dynamism=_torch.DimDynamic.DYNAMIC)
     sym_num = getattr(var, "sym_num", None)
     if sym_num is None:  # torch returned a constant (e.g. a constant source): exact, static
         return var
@@ -79,8 +78,8 @@ def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str, label: str
         Origin(where, value.spec, DynamicInt, position) if proxied else Origin(where, spec, None)
     )
     if spec.has_range:
-        lo = -int_oo if spec.min is None else spec.min
-        hi = int_oo if spec.max is None else spec.max
+        lo = -_torch.int_oo if spec.min is None else spec.min
+        hi = _torch.int_oo if spec.max is None else spec.max
         shape_env.constrain_symbol_range(symbol, compiler_min=lo, compiler_max=hi)
     log.debug(
         "%s -> %s %s (value %d, range [%s, %s])",

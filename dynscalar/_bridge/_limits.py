@@ -21,6 +21,7 @@ import warnings
 from typing import Any
 
 from .._diagnostics import DynscalarWarning
+from . import _torch
 
 log = logging.getLogger("dynscalar")
 
@@ -30,9 +31,7 @@ __all__ = ["compiled_versions", "warn_if_past_recompile_limit"]
 def compiled_versions(code: Any) -> int | None:
     """How many compiled versions Dynamo holds for ``code`` (None: cannot tell)."""
     try:
-        from torch._dynamo.eval_frame import _debug_get_cache_entry_list
-
-        return len(_debug_get_cache_entry_list(code))
+        return len(_torch._debug_get_cache_entry_list(code))
     except Exception:  # noqa: BLE001 - a diagnostic only: skip it on a torch that moved
         return None
 

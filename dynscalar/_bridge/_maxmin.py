@@ -13,6 +13,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
+from . import _torch
 from ._state import is_dynamic_value
 
 
@@ -23,15 +24,13 @@ def max_min_operands(wrapped: Any, fn: Any, args: tuple[Any, ...], kwargs: dict[
     which object eager returns is decided again at write-back, ``_writeback``); a NaN is
     resolved as Python's comparisons resolve it.  An operand whose expression is already
     deep is compared instead (:func:`_select`)."""
-    from torch._dynamo.variables.constant import ConstantVariable
-    from torch._dynamo.variables.lists import BaseListVariable
 
     def split(tx: Any, args: Any, kwargs: Any) -> tuple[Any, Any, Any]:
         return tx, args, kwargs
 
     tx, call_args, call_kwargs = split(*args, **kwargs)
     items = list(call_args)
-    if len(items) == 1 and isinstance(items[0], BaseListVariable):  # min([s, t, 4])
+    if len(items) == 1 and isinstance(items[0], _torch.BaseListVariable):  # min([s, t, 4])
         items = list(items[0].items)
     if call_kwargs or len(items) < 2 or not any(is_dynamic_value(tx, a) for a in items):
         return wrapped(*args, **kwargs)
@@ -43,7 +42,9 @@ def max_min_operands(wrapped: Any, fn: Any, args: tuple[Any, ...], kwargs: dict[
         items = [a for a in items if not _is_nan_constant(a)]
         if len(items) == 1:  # min(t, nan) is t: traced as min(t, t), a call Dynamo records
             items = [items[0], items[0]]
-    operands = [ConstantVariable.create(int(a.value)) if _is_bool_constant(a) else a for a in items]
+    operands = [
+        _torch.ConstantVariable.create(int(a.value)) if _is_bool_constant(a) else a for a in items
+    ]
     if _too_deep(tx, items):
         return _select(tx, fn, items)
     return wrapped(tx, operands, {})
@@ -61,14 +62,13 @@ def _too_deep(tx: Any, items: list[Any]) -> bool:
     """True when one operand's expression is at least :data:`DEEP` high and every operand
     is a backed symbolic number or an int/float constant (so each comparison can be
     decided, statically or by a guard)."""
-    from torch._dynamo.variables.tensor import SymNodeVariable
 
     from ._state import compile_state
 
     deep = False
     heights = compile_state(tx.output.shape_env).heights
     for item in items:
-        if isinstance(item, SymNodeVariable):
+        if isinstance(item, _torch.SymNodeVariable):
             node = getattr(item.sym_num, "node", None)
             if node is None or node.hint is None:  # unbacked: no comparison is decidable
                 return False
@@ -101,11 +101,10 @@ def _select(tx: Any, fn: Any, items: list[Any]) -> Any:
     user's ``if`` would be: decided statically where it can be, else a guard on the
     predicate (never on a value).  Returns the winning operand itself, which write-back
     then stores as it is (``CompileState.selected``): the very object eager returns."""
-    from torch._dynamo.variables.builtin import BuiltinVariable
 
     from ._state import compile_state
 
-    compare = BuiltinVariable(operator.gt if fn is max else operator.lt)
+    compare = _torch.BuiltinVariable(operator.gt if fn is max else operator.lt)
     best = items[0]
     for item in items[1:]:
         result: Any = compare.call_function(tx, [item, best], {})
@@ -120,13 +119,11 @@ def _select(tx: Any, fn: Any, items: list[Any]) -> Any:
 
 
 def _is_nan_constant(variable: Any) -> bool:
-    from torch._dynamo.variables.constant import ConstantVariable
-
-    value = getattr(variable, "value", None) if isinstance(variable, ConstantVariable) else None
+    value = (
+        getattr(variable, "value", None) if isinstance(variable, _torch.ConstantVariable) else None
+    )
     return type(value) is float and value != value
 
 
 def _is_bool_constant(variable: Any) -> bool:
-    from torch._dynamo.variables.constant import ConstantVariable
-
-    return isinstance(variable, ConstantVariable) and type(variable.value) is bool
+    return isinstance(variable, _torch.ConstantVariable) and type(variable.value) is bool

@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .. import _caches, ops
+from . import _torch
 from ._backends import backend_kind
 from ._maxmin import max_min_operands
 from ._state import compile_state, is_dynamic_float, is_dynamic_value
@@ -70,11 +71,10 @@ def current_specialization() -> tuple[str, str] | None:
 def _realize_floats(tx: Any, values: Any) -> bool:
     """True if one of ``values`` is a marked float (a lazy float is realized, which makes
     its SymFloat; nothing else is realized, so no other guards are installed)."""
-    from torch._dynamo.variables.lazy import LazyVariableTracker
 
     found = False
     for value in values:
-        if isinstance(value, LazyVariableTracker):
+        if isinstance(value, _torch.LazyVariableTracker):
             if not value.is_realized() and not isinstance(value.peek_value(), float):
                 continue
             value = value.realize()
@@ -89,10 +89,9 @@ def _traced_through(fn: Any) -> bool:
 
 def _first_tensor(values: Any) -> Any:
     """The example value (a fake tensor) of the first tensor among traced ``values``."""
-    from torch._dynamo.variables.tensor import TensorVariable
 
     for value in values:
-        if isinstance(value, TensorVariable):
+        if isinstance(value, _torch.TensorVariable):
             return value.as_proxy().node.meta.get("example_value")
     return None
 
@@ -123,15 +122,12 @@ class _NoExample(Exception):
 
 
 def _example_value(variable: Any) -> Any:
-    from torch._dynamo.variables.lists import BaseListVariable
-    from torch._dynamo.variables.tensor import SymNodeVariable, TensorVariable
-
     variable = _realized(variable)
-    if isinstance(variable, TensorVariable):
+    if isinstance(variable, _torch.TensorVariable):
         return _example(variable)
-    if isinstance(variable, SymNodeVariable):
+    if isinstance(variable, _torch.SymNodeVariable):
         return variable.sym_num
-    if isinstance(variable, BaseListVariable):
+    if isinstance(variable, _torch.BaseListVariable):
         return [_example_value(v) for v in variable.items]
     if variable.is_python_constant():
         return variable.as_python_constant()
@@ -258,9 +254,6 @@ def _math_call(
     compiled call raises eager's error, as stock torch's constant folding does); on a
     ``"python"`` backend, a function with a form is traced as that form; anything else
     as Dynamo traces it."""
-    from torch._dynamo.variables.constant import ConstantVariable
-    from torch._dynamo.variables.functions import UserFunctionVariable
-    from torch._dynamo.variables.tensor import SymNodeVariable
 
     from ..ops import _math
 
@@ -275,8 +268,8 @@ def _math_call(
             fn(*hints)
         except Exception:  # noqa: BLE001 - eager raises for these values: so does the compile
             constants = [
-                ConstantVariable.create(v.evaluate_expr(tx.output))
-                if isinstance(v, SymNodeVariable)
+                _torch.ConstantVariable.create(v.evaluate_expr(tx.output))
+                if isinstance(v, _torch.SymNodeVariable)
                 else v
                 for v in operands
             ]
@@ -285,16 +278,17 @@ def _math_call(
     if form is None or _kind(tx) != "python":
         return wrapped(*args, **kwargs)
     compute, domain = form.functions()
-    checked = UserFunctionVariable(domain) if domain else ConstantVariable.create(None)
+    checked = (
+        _torch.UserFunctionVariable(domain) if domain else _torch.ConstantVariable.create(None)
+    )
     log.debug("math.%s receives a dynamic value: traced as its form", form.name)
-    return _trace(tx, _math.apply, [UserFunctionVariable(compute), checked, *operands], {})
+    return _trace(tx, _math.apply, [_torch.UserFunctionVariable(compute), checked, *operands], {})
 
 
 def _is_number(variable: Any) -> bool:
     """A traced SymInt/SymFloat, or an int, float or bool constant."""
-    from torch._dynamo.variables.tensor import SymNodeVariable
 
-    if isinstance(variable, SymNodeVariable):
+    if isinstance(variable, _torch.SymNodeVariable):
         return variable.python_type() in (int, float)
     return variable.is_python_constant() and type(variable.as_python_constant()) in (
         int,
@@ -305,9 +299,8 @@ def _is_number(variable: Any) -> bool:
 
 def _trace_value(variable: Any) -> Any:
     """The value a traced number has now (None: an unbacked symbol has none)."""
-    from torch._dynamo.variables.tensor import SymNodeVariable
 
-    if isinstance(variable, SymNodeVariable):
+    if isinstance(variable, _torch.SymNodeVariable):
         return variable.sym_num.node.hint
     return variable.as_python_constant()
 
@@ -405,7 +398,7 @@ def _callable_name(fn: Any) -> str | None:
         return None
     import torch
 
-    for owner, prefix in ((torch, "torch"), (torch._C._nn, "torch._C._nn")):
+    for owner, prefix in ((torch, "torch"), (_torch.C_nn, "torch._C._nn")):
         if getattr(owner, name, None) is fn:
             return f"{prefix}.{name}"
     return None
@@ -480,10 +473,9 @@ def watching_forced(symbols: Any) -> bool:
 
 def _example_or_none(variable: Any) -> Any:
     """The example value of a traced tensor (None for anything else)."""
-    from torch._dynamo.variables.tensor import TensorVariable
 
     variable = _realized(variable)
-    return _example(variable) if isinstance(variable, TensorVariable) else None
+    return _example(variable) if isinstance(variable, _torch.TensorVariable) else None
 
 
 def _example(variable: Any) -> Any:
@@ -499,8 +491,6 @@ def _hint(variable: Any) -> float:
 def _template(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]) -> Any:
     """(Template, tensor variables, scalar variables) for the call, or None when one of
     its arguments is neither a tensor, a marked value, a list of tensors nor a constant."""
-    from torch._dynamo.variables.lists import BaseListVariable
-    from torch._dynamo.variables.tensor import SymNodeVariable, TensorVariable
 
     from ..ops._apply import Template
 
@@ -509,17 +499,17 @@ def _template(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]
 
     def slot(variable: Any) -> tuple[Any, ...] | None:
         variable = _realized(variable)
-        if isinstance(variable, TensorVariable):
+        if isinstance(variable, _torch.TensorVariable):
             tensors.append(variable)
             return ("tensor", len(tensors) - 1)
-        if isinstance(variable, SymNodeVariable):
+        if isinstance(variable, _torch.SymNodeVariable):
             if not is_dynamic_value(tx, variable):
                 return None
             scalars.append(variable)
             return ("scalar", len(scalars) - 1)
-        if isinstance(variable, BaseListVariable):
+        if isinstance(variable, _torch.BaseListVariable):
             items = [_realized(i) for i in variable.items]
-            if items and all(isinstance(i, TensorVariable) for i in items):
+            if items and all(isinstance(i, _torch.TensorVariable) for i in items):
                 start = len(tensors)
                 tensors.extend(items)
                 return ("tensors", start, len(items))
@@ -562,19 +552,16 @@ def _out_kind(tx: Any, template: Any, tensors: list[Any], scalars: list[Any]) ->
 
 def _traced_apply(tx: Any, key: str, template: Any, tensors: list[Any], scalars: list[Any]) -> Any:
     import torch
-    from torch._dynamo.variables.base import ValueMutationNew, VariableTracker
-    from torch._dynamo.variables.constant import ConstantVariable
-    from torch._dynamo.variables.lists import ListVariable, TupleVariable
 
     from ..ops import _apply
 
     op = _apply.op()
-    result = VariableTracker.build(tx, op).call_function(
+    result = _torch.VariableTracker.build(tx, op).call_function(
         tx,
         [
-            ConstantVariable.create(key),
-            ListVariable(list(tensors), mutation_type=ValueMutationNew()),
-            ListVariable(list(scalars), mutation_type=ValueMutationNew()),
+            _torch.ConstantVariable.create(key),
+            _torch.ListVariable(list(tensors), mutation_type=_torch.ValueMutationNew()),
+            _torch.ListVariable(list(scalars), mutation_type=_torch.ValueMutationNew()),
         ],
         {},
     )
@@ -583,14 +570,12 @@ def _traced_apply(tx: Any, key: str, template: Any, tensors: list[Any], scalars:
     if template.out == "tensor":
         return items[0]
     if template.out == "tuple":
-        return TupleVariable(items)
-    return ListVariable(items, mutation_type=ValueMutationNew())
+        return _torch.TupleVariable(items)
+    return _torch.ListVariable(items, mutation_type=_torch.ValueMutationNew())
 
 
 def _realized(variable: Any) -> Any:
-    from torch._dynamo.variables.lazy import LazyVariableTracker
-
-    if isinstance(variable, LazyVariableTracker):
+    if isinstance(variable, _torch.LazyVariableTracker):
         return variable.realize()
     return variable
 
@@ -599,12 +584,9 @@ def _trace(tx: Any, target: Any, args: list[Any], kwargs: dict[str, Any]) -> Any
     """Trace ``target(*args, **kwargs)``: a Python function is inlined (as Dynamo inlines
     its own polyfills), a custom op becomes a graph node."""
     if isinstance(target, types.FunctionType):
-        from torch._dynamo.variables.functions import UserFunctionVariable
+        return tx.inline_user_function_return(_torch.UserFunctionVariable(target), args, kwargs)
 
-        return tx.inline_user_function_return(UserFunctionVariable(target), args, kwargs)
-    from torch._dynamo.variables.base import VariableTracker
-
-    return VariableTracker.build(tx, target).call_function(tx, args, kwargs)
+    return _torch.VariableTracker.build(tx, target).call_function(tx, args, kwargs)
 
 
 def _bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, Any]:
@@ -638,9 +620,8 @@ _POWERS = frozenset({pow, operator.pow})
 
 def _tensor_and_value(tx: Any, operands: Any) -> bool:
     """One operand a tensor, the other a marked value (``beta ** step_tensor``)."""
-    from torch._dynamo.variables.tensor import TensorVariable
 
     kinds = [_realized(v) for v in operands]
-    return any(isinstance(v, TensorVariable) for v in kinds) and any(
+    return any(isinstance(v, _torch.TensorVariable) for v in kinds) and any(
         is_dynamic_value(tx, v) for v in kinds
     )

@@ -54,6 +54,7 @@ from .._marks import lookup_mark
 from .._proxy import DynamicScalar
 from .._registry import check_marked_value, record_property_reads
 from .._spec import DynamicSpec
+from . import _torch
 from ._guards import guard_mark_state
 from ._reports import passthrough, user_location
 from ._restarts import clear_speculation_log, symbol_source_names
@@ -99,15 +100,14 @@ def read_through_property(code: CodeType, source: str) -> PropertyRead | None:
 def _remember_read(tx: Any, scope: _Scope, result: Any) -> None:
     """Record which source the property's (numeric) result was read from; the outermost
     module property wins (it is recorded last)."""
-    from torch._dynamo.variables.lazy import LazyVariableTracker
 
     source = getattr(result, "source", None)
     if source is None:
         return
-    if isinstance(result, LazyVariableTracker) and not result.is_realized():
+    if isinstance(result, _torch.LazyVariableTracker) and not result.is_realized():
         number = _is_number(result.peek_value())
     else:
-        realized = result.unwrap() if isinstance(result, LazyVariableTracker) else result
+        realized = result.unwrap() if isinstance(result, _torch.LazyVariableTracker) else result
         number = _is_number(getattr(realized, "value", None)) or type(realized).__name__ == (
             "SymNodeVariable"
         )
@@ -196,10 +196,9 @@ def property_get_hook(
 def _report_untraceable(scope: _Scope, exc: Exception) -> None:
     """A marked property whose getter Dynamo cannot trace (a graph break inside it): its
     value comes from eager code, not from the mark, so say so."""
-    from torch._dynamo.exc import Unsupported
 
     spec = lookup_mark(scope.owner, scope.name)
-    if spec is None or not isinstance(exc, Unsupported):
+    if spec is None or not isinstance(exc, _torch.Unsupported):
         return
     reason = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
     message = (
@@ -218,10 +217,8 @@ def _report_untraceable(scope: _Scope, exc: Exception) -> None:
 def _settle(scope: _Scope, result: Any, spec: DynamicSpec) -> None:
     """Realize a lazy number the getter returned (inside the scope), then check that the
     marked property's value is symbolic, and record what it read."""
-    from torch._dynamo.variables.constant import ConstantVariable
-    from torch._dynamo.variables.lazy import LazyVariableTracker
 
-    lazy = isinstance(result, LazyVariableTracker) and not result.is_realized()
+    lazy = isinstance(result, _torch.LazyVariableTracker) and not result.is_realized()
     if lazy and _is_number(result.peek_value()):
         result.realize()
         lazy = False
@@ -230,8 +227,8 @@ def _settle(scope: _Scope, result: Any, spec: DynamicSpec) -> None:
     if lazy:  # not a number: looked at without realizing it (no guards of ours)
         realized, value = None, result.peek_value()
     else:
-        realized = result.unwrap() if isinstance(result, LazyVariableTracker) else result
-        if not isinstance(realized, ConstantVariable):
+        realized = result.unwrap() if isinstance(result, _torch.LazyVariableTracker) else result
+        if not isinstance(realized, _torch.ConstantVariable):
             return
         value = realized.value
     if not _is_number(value):  # a bool, str or None: the same clear error as an attribute
@@ -327,10 +324,9 @@ def builder_call_hook(
     result = wrapped(*args, **kwargs)
     if getattr(_local, "wrapped", 0) != before:
         return result  # made now, under the mark (or deliberately not)
-    from torch._dynamo.variables.constant import ConstantVariable
 
     found = _marked_scope(instance.tx.output)
-    if found is None or not isinstance(result, ConstantVariable):
+    if found is None or not isinstance(result, _torch.ConstantVariable):
         return result
     name = str(instance.source.name)
     if name in _forced_in_getters():
@@ -368,9 +364,7 @@ _forced: tuple[Callable[[], object], frozenset[str]] = (lambda: None, frozenset(
 
 
 def _compile_context() -> object:
-    from torch._guards import CompileContext
-
-    return CompileContext.try_get()
+    return _torch.CompileContext.try_get()
 
 
 def _forced_in_getters() -> frozenset[str]:
@@ -402,11 +396,9 @@ def restart_if_forced_in_getter(shape_env: Any, symbols: list[Any]) -> None:
     }
     if not names:
         return
-    from torch.utils._python_dispatch import is_in_torch_dispatch_mode
 
-    if is_in_torch_dispatch_mode():
+    if _torch.is_in_torch_dispatch_mode():
         return
-    from torch._dynamo.exc import TensorifyScalarRestartAnalysis
 
     context = _compile_context()
     if context is None:
@@ -417,7 +409,7 @@ def restart_if_forced_in_getter(shape_env: Any, symbols: list[Any]) -> None:
         ", ".join(sorted(names)),
     )
     clear_speculation_log()
-    raise TensorifyScalarRestartAnalysis
+    raise _torch.TensorifyScalarRestartAnalysis
 
 
 def _relative(source_name: str, owner_name: str) -> str:

@@ -70,7 +70,7 @@ from types import CodeType, FrameType
 from typing import Any
 
 from .._diagnostics import BridgeError
-from . import _table
+from . import _table, _torch
 from ._paths import call_site_frame, is_library_file, parse_source
 
 __all__ = [
@@ -99,9 +99,7 @@ def check_recompile_internals() -> None:
     version = torch.__version__
     _table.check("doctor", who="dynscalar doctor", what="the doctor")
     try:  # the table checked that these exist; their instances are checked here
-        from torch._dynamo.guards import GuardManagerWrapper
-
-        wrapper = GuardManagerWrapper()
+        wrapper = _torch.GuardManagerWrapper()
     except (ImportError, AttributeError, TypeError) as exc:
         raise BridgeError(
             f"dynscalar doctor: a torch._dynamo internal it reads moved in torch {version}: "
@@ -292,10 +290,8 @@ class RecompileWatcher:
             self._pending.event = None
             self._pending.refused = exceeded
             if exceeded and event is not None:
-                from torch._dynamo import config
-
                 event.refused_by = limit_type
-                limit = getattr(config, limit_type, None)
+                limit = getattr(_torch.dynamo_config, limit_type, None)
                 event.limit = limit if isinstance(limit, int) else None
             return exceeded, limit_type
 

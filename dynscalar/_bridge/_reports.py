@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 
 from .._diagnostics import DynscalarError, SpecializationError, SpecializationWarning, warn_once
 from .._spec import DynamicSpec
+from . import _torch
 from ._paths import call_site_frame, is_library_file, user_path
 from ._state import compile_state, peek_state
 
@@ -55,9 +56,7 @@ def instance_path(source_name: str) -> str:
     """
     f_locals = None
     try:
-        from torch._dynamo.symbolic_convert import InstructionTranslator
-
-        f_locals = InstructionTranslator.current_tx().f_locals
+        f_locals = _torch.InstructionTranslator.current_tx().f_locals
     except Exception:  # noqa: BLE001 - not tracing: named from the text alone
         f_locals = None
     caller = call_site_frame() if f_locals is not None else None
@@ -122,9 +121,7 @@ def _hide_bridge_frames() -> None:
     bridge = os.path.dirname(os.path.abspath(__file__))
     files = {os.path.join(bridge, name) for name in os.listdir(bridge) if name.endswith(".py")}
     try:
-        from torch.fx.experimental import symbolic_shapes
-
-        symbolic_shapes.uninteresting_files().update(files)
+        _torch.uninteresting_files().update(files)
     except Exception:  # cosmetic: a torch without it names our frame
         log.debug("could not hide the bridge's frames from guard locations", exc_info=True)
 
@@ -139,11 +136,10 @@ class Location(NamedTuple):
 
 def traced_location() -> tuple[Location | None, Location | None]:
     """(innermost traced line of user code, innermost traced line overall)."""
-    from torch._guards import TracingContext
 
     frames: list[Any]
     try:
-        frames = list(TracingContext.extract_stack())
+        frames = list(_torch.TracingContext.extract_stack())
     except Exception:  # noqa: BLE001 - no tracing context: no location, still report
         frames = []
     located = [
@@ -233,9 +229,7 @@ def _indexed_type(at: Location) -> type | None:
     if match is None:
         return None
     try:
-        from torch._dynamo.symbolic_convert import InstructionTranslator
-
-        tx = InstructionTranslator.current_tx()
+        tx = _torch.InstructionTranslator.current_tx()
         code = tx.f_code
         if os.path.abspath(code.co_filename) != os.path.abspath(at.filename):
             return None
@@ -290,7 +284,6 @@ def passthrough(exc: Exception) -> Exception:
     returned exception is also a ``ValueError``/``TypeError``, so ``except ValueError``
     in user code still catches it.
     """
-    from torch.fx.experimental.symbolic_shapes import ConstraintViolationError
 
     base = type(exc)
     cls = _passthrough_types.get(base)
@@ -301,6 +294,6 @@ def passthrough(exc: Exception) -> Exception:
             # Pickles (and so crosses processes) as the public class it re-types.
             "__reduce__": lambda self: (base, self.args),
         }
-        cls = type(base.__name__, (base, ConstraintViolationError), namespace)
+        cls = type(base.__name__, (base, _torch.ConstraintViolationError), namespace)
         _passthrough_types[base] = cls
     return cls(*exc.args)  # type: ignore[no-any-return]

@@ -35,6 +35,7 @@ from typing import Any, NoReturn
 
 from .. import _caches
 from .._spec import INT64_MAX, INT64_MIN
+from . import _torch
 from ._sources import source_name
 from ._state import CompileState, lock, peek_state
 
@@ -95,7 +96,6 @@ def specialize_ints_and_restart(
     shape_env: Any, state: CompileState, symbols: Iterable[Any], reason: str
 ) -> NoReturn:
     """Restart the analysis with the marked ints ``symbols`` compiled as constants."""
-    from torch._dynamo.exc import TensorifyScalarRestartAnalysis
 
     with lock:
         for symbol in symbols:
@@ -103,7 +103,7 @@ def specialize_ints_and_restart(
                 _specialize_next[name] = reason
             log.info("%s %s; specializing it", state.backed[symbol][0], reason)
     clear_speculation_log()
-    raise TensorifyScalarRestartAnalysis
+    raise _torch.TensorifyScalarRestartAnalysis
 
 
 def clear_speculation_log() -> None:
@@ -112,10 +112,9 @@ def clear_speculation_log() -> None:
     first trace is cleared first - as Dynamo does itself for ``UnspecializeRestartAnalysis``
     (``convert_frame.py``).  The float path needs none of this: a float specialized by
     torch's pass keeps its trace's path."""
-    from torch._dynamo.symbolic_convert import InstructionTranslator
 
     try:
-        tx = InstructionTranslator.current_tx()
+        tx = _torch.InstructionTranslator.current_tx()
     except AttributeError:  # no tracer on this thread (or the name moved): nothing to clear
         return
     speculation_log = getattr(tx, "speculation_log", None)

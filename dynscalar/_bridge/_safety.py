@@ -36,6 +36,7 @@ from typing import Any
 
 from .. import _caches
 from .._diagnostics import BridgeError, DynscalarError, DynscalarWarning, warn_once
+from . import _torch
 
 log = logging.getLogger("dynscalar")
 
@@ -66,10 +67,9 @@ _caches.register(_off.clear)
 
 def _tracer() -> Any:
     """The tracer of the frame Dynamo is compiling now (the root of any inlined calls)."""
-    from torch._dynamo.symbolic_convert import InstructionTranslator
 
     try:
-        tx = InstructionTranslator.current_tx()
+        tx = _torch.InstructionTranslator.current_tx()
     except (AssertionError, AttributeError, IndexError):  # not tracing
         return None
     return getattr(getattr(tx, "output", None), "root_tx", None) or tx
@@ -77,10 +77,9 @@ def _tracer() -> Any:
 
 def _compile() -> tuple[CodeType, object] | None:
     """(code, compile id) of the compile running now; None outside a compile."""
-    from torch._guards import CompileContext
 
     code = getattr(_tracer(), "f_code", None)
-    compile_id = CompileContext.current_compile_id()
+    compile_id = _torch.CompileContext.current_compile_id()
     if code is None or compile_id is None:
         return None
     return code, compile_id
@@ -101,22 +100,16 @@ def is_off() -> bool:
 
 
 def _control_flow_types() -> tuple[type[BaseException], ...]:
-    from torch._dynamo import exc
-    from torch.fx.experimental.symbolic_shapes import (
-        ConstraintViolationError,
-        GuardOnDataDependentSymNode,
-    )
-
     return (
-        exc.Unsupported,  # graph breaks, also inside inlined user code
-        exc.RestartAnalysis,  # restarts, the net's own included
-        exc.SkipFrame,
-        exc.ObservedException,  # a user exception Dynamo traces
-        exc.UserError,
-        exc.ResetRequired,
-        exc.RecompileError,
-        GuardOnDataDependentSymNode,  # a branch on an unbacked value: a graph break
-        ConstraintViolationError,  # dynscalar's own errors, re-typed to pass through
+        _torch.Unsupported,  # graph breaks, also inside inlined user code
+        _torch.RestartAnalysis,  # restarts, the net's own included
+        _torch.SkipFrame,
+        _torch.ObservedException,  # a user exception Dynamo traces
+        _torch.UserError,
+        _torch.ResetRequired,
+        _torch.RecompileError,
+        _torch.GuardOnDataDependentSymNode,  # a branch on an unbacked value: a graph break
+        _torch.ConstraintViolationError,  # dynscalar's own errors, re-typed to pass through
     )
 
 
@@ -209,12 +202,11 @@ def call(
 def restart_frame() -> None:
     """Trace the frame Dynamo is compiling again from its first instruction (see
     :func:`_restart`), for a reason of the bridge's own (not a failure)."""
-    from torch._dynamo.exc import TensorifyScalarRestartAnalysis
 
     log_ = getattr(_tracer(), "speculation_log", None)
     if log_ is not None:
         log_.clear()
-    raise TensorifyScalarRestartAnalysis
+    raise _torch.TensorifyScalarRestartAnalysis
 
 
 def _restart(error: Exception) -> None:
@@ -222,12 +214,11 @@ def _restart(error: Exception) -> None:
     with ``TensorifyScalarRestartAnalysis``, which keeps torch's memory of forced floats
     (other restarts clear it); the speculation log, which replays an earlier attempt's
     graph-break decisions, is cleared, since this attempt takes other paths."""
-    from torch._dynamo.exc import TensorifyScalarRestartAnalysis
 
     log_ = getattr(_tracer(), "speculation_log", None)
     if log_ is not None:
         log_.clear()
-    raise TensorifyScalarRestartAnalysis from error
+    raise _torch.TensorifyScalarRestartAnalysis from error
 
 
 def backend_compile_hook(
@@ -273,11 +264,9 @@ class _Backend:
 
 def _restarting(error: BaseException) -> bool:
     """A restart travelling through the backend (torch's float pass, the net's own)."""
-    from torch._dynamo import exc
-
     chain: BaseException | None = error
     while chain is not None:
-        if isinstance(chain, exc.RestartAnalysis):
+        if isinstance(chain, _torch.RestartAnalysis):
             return True
         chain = chain.__cause__
     return False

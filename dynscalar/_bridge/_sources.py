@@ -6,6 +6,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from . import _torch
+
 __all__ = [
     "PLAIN_MEMBER",
     "plain_source",
@@ -23,9 +25,8 @@ PLAIN_MEMBER = "real"
 
 def plain_source(source: Any) -> Any:
     """The source of the plain value of the proxy (or plain value) at ``source``."""
-    from torch._dynamo.source import AttrSource
 
-    return AttrSource(source, PLAIN_MEMBER)
+    return _torch.AttrSource(source, PLAIN_MEMBER)
 
 
 def source_name(source: Any) -> str:
@@ -62,11 +63,10 @@ def record_for_automatic_dynamic(builder: Any, plain: int | float) -> None:
     value that changed is compiled dynamic - could not see the change, and the plain value
     would cost one static compile more than stock.
     """
-    from torch._dynamo.pgo import FrameStateSizeEntry, process_automatic_dynamic
 
-    process_automatic_dynamic(
+    _torch.process_automatic_dynamic(
         builder.tx,
         builder.name,
-        FrameStateSizeEntry.make_scalar(plain),  # type: ignore[arg-type]  # floats too
+        _torch.FrameStateSizeEntry.make_scalar(plain),  # floats too
         is_unspecialized_nn_module=builder.source.guard_source.is_unspecialized_nn_module(),
     )

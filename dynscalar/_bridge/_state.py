@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._spec import DynamicSpec
+from . import _torch
 
 __all__ = [
     "CompileState",
@@ -113,9 +114,8 @@ def peek_state(shape_env: Any) -> CompileState | None:
 
 def _marked_symbols(tx: Any, variable: Any, floats_only: bool) -> bool:
     import torch
-    from torch._dynamo.variables.tensor import SymNodeVariable
 
-    if not isinstance(variable, SymNodeVariable):
+    if not isinstance(variable, _torch.SymNodeVariable):
         return False
     sym = variable.sym_num
     if floats_only and not isinstance(sym, torch.SymFloat):

@@ -30,9 +30,9 @@ Examples:
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
-import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -121,8 +121,9 @@ class Private:
         *path, attribute = qualname.split(".")
         for part in path:
             owner = _attribute(owner, part)
-        if isinstance(owner, types.ModuleType) and not hasattr(owner, attribute):
-            _attribute(owner, attribute)  # a submodule not imported yet
+        if hasattr(owner, "__path__") and not hasattr(owner, attribute):
+            with contextlib.suppress(ImportError):
+                _attribute(owner, attribute)  # a submodule not imported yet
         if not hasattr(owner, attribute):
             raise AttributeError(f"{self.target.replace(':', '.')} does not exist")
         return owner, attribute
@@ -143,7 +144,7 @@ def _attribute(owner: Any, name: str) -> Any:
     try:
         return getattr(owner, name)
     except AttributeError:
-        if not isinstance(owner, types.ModuleType):
+        if not hasattr(owner, "__path__"):  # not a package
             raise
         return importlib.import_module(f"{owner.__name__}.{name}")
 
@@ -619,6 +620,38 @@ PRIVATES: tuple[Private, ...] = (
     ),
     Private("torch._dynamo.config:specialize_float", phase="floats"),
     Private("torch._dynamo.config:assume_static_by_default", phase="floats"),
+    # ---- read only, through _torch: what the hooks build, test and raise
+    Private("torch:_dynamo", alias="dynamo", why="reset(); importing it installs the bridge"),
+    Private("torch._dynamo:config", alias="dynamo_config"),
+    Private("torch._dynamo:source", alias="dynamo_sources", why="sources only some torch has"),
+    Private("torch._dynamo:convert_frame", why="the frame callback's file"),
+    Private("torch._dynamo.source:LocalSource"),
+    Private("torch._dynamo.source:GetItemSource"),
+    Private("torch._dynamo.variables.base:VariableTracker"),
+    Private("torch._dynamo.variables.base:ValueMutationNew"),
+    Private("torch._dynamo.variables.lazy:LazyVariableTracker"),
+    Private("torch._dynamo.variables.lists:BaseListVariable"),
+    Private("torch._dynamo.variables.lists:ListVariable"),
+    Private("torch._dynamo.variables.lists:TupleVariable"),
+    Private("torch._dynamo.symbolic_convert:InstructionTranslator.current_tx"),
+    Private("torch._dynamo.exc:Unsupported"),
+    Private("torch._dynamo.exc:RestartAnalysis"),
+    Private("torch._dynamo.exc:SkipFrame"),
+    Private("torch._dynamo.exc:ObservedException"),
+    Private("torch._dynamo.exc:UserError"),
+    Private("torch._dynamo.exc:ResetRequired"),
+    Private("torch._dynamo.exc:RecompileError"),
+    Private("torch._dynamo.backends.registry:lookup_backend", ("compiler_fn",)),
+    Private("torch._dynamo.eval_frame:_debug_get_cache_entry_list", ("code",)),
+    Private(f"{_S}:DimDynamic.DYNAMIC"),
+    Private(f"{_S}:DimDynamic.UNBACKED"),
+    Private(f"{_S}:ConstraintViolationError"),
+    Private(f"{_S}:GuardOnDataDependentSymNode"),
+    Private(f"{_S}:uninteresting_files", ()),
+    Private("torch.utils._sympy.symbol:SymT.FLOAT"),
+    Private("torch.utils._sympy.symbol:symbol_is_type", ("sym", "prefix")),
+    Private("torch.utils._sympy.numbers:int_oo"),
+    Private("torch._C:_nn", alias="C_nn", why="functions an op rule names as torch._C._nn.*"),
     # ---- torch.export (_export): public, wrapped at import so the first export is seen
     Private(
         "torch.export:export",

@@ -17,10 +17,10 @@ Examples:
     >>> from dynscalar._bridge import _torch
     >>> _torch.AttrSource.__name__
     'AttrSource'
-    >>> _torch.not_in_the_table
+    >>> _torch.not_in_the_table  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    AttributeError: not_in_the_table is not a private torch name of dynscalar._bridge._table: add an entry there first
+    AttributeError: not_in_the_table is not a private torch name of ...
 """
 
 from __future__ import annotations

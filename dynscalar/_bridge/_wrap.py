@@ -50,6 +50,7 @@ from .._marks import (
 from .._proxy import DynamicScalar
 from .._registry import check_marked_value
 from .._spec import INT64_MAX, INT64_MIN, DynamicSpec
+from . import _torch
 from ._callers import caller_mark, guard_caller_mark
 from ._floats import wrap_float
 from ._guards import guard_function_marks, guard_mark_state, guard_proxy
@@ -105,12 +106,10 @@ def _value_of(source: Any, cache: dict[Any, Any], output: Any) -> Any:
     value = ref() if ref is not None else None
     if value is not None:
         return value
-    from torch._dynamo import source as sources
-
     kind = type(source)
-    if kind is sources.AttrSource and "." not in source.member:
+    if kind is _torch.AttrSource and "." not in source.member:
         value = getattr(_value_of(source.base, cache, output), source.member)
-    elif kind is sources.DictGetItemSource and type(source.index) in (str, int):
+    elif kind is _torch.DictGetItemSource and type(source.index) in (str, int):
         value = _value_of(source.base, cache, output)[source.index]
     elif kind in _module_wrappers():  # same object, another guard source
         value = _value_of(source.base, cache, output)
@@ -125,10 +124,12 @@ def _value_of(source: Any, cache: dict[Any, Any], output: Any) -> Any:
 
 @functools.cache
 def _module_wrappers() -> frozenset[type]:
-    from torch._dynamo import source as sources
-
     names = ("NNModuleSource", "UnspecializedNNModuleSource", "UnspecializedBuiltinNNModuleSource")
-    return frozenset(getattr(sources, name) for name in names if hasattr(sources, name))
+    return frozenset(
+        getattr(_torch.dynamo_sources, name)
+        for name in names
+        if hasattr(_torch.dynamo_sources, name)
+    )
 
 
 def _find_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
@@ -151,11 +152,10 @@ def _find_registry_mark(builder: Any, value: Any, numeric: bool) -> _Found | Non
     (``mark_dynamic_args``) and an optimizer's param-group keys
     (``mark_dynamic_param_groups``).  None when the value is read from none of them.
     """
-    from torch._dynamo.source import AttrSource, DictGetItemSource, GetItemSource
 
     source = builder.source
     kind = type(source)
-    if kind is AttrSource:
+    if kind is _torch.AttrSource:
         owner = _resolve(builder, source.base)
         name = source.member
         where = f"{type(owner).__name__}.{name}"
@@ -198,14 +198,14 @@ def _find_registry_mark(builder: Any, value: Any, numeric: bool) -> _Found | Non
         passed = _passed_marked(builder, value, str(source.name))
         if passed is not None:
             return passed
-    if kind is GetItemSource and type(source.base) is DictGetItemSource:
+    if kind is _torch.GetItemSource and type(source.base) is _torch.DictGetItemSource:
         key = source.base  # an element of a tuple hyperparameter: group["betas"][0]
         if isinstance(key.index, str) and isinstance(source.index, int):
             found = _param_group_mark(builder, key)
             if found is not None:
                 return found._replace(where=f"{found.where}[{source.index}]")
         return None
-    if kind is DictGetItemSource and isinstance(source.index, str):
+    if kind is _torch.DictGetItemSource and isinstance(source.index, str):
         return _param_group_mark(builder, source)
     return None
 
@@ -231,9 +231,7 @@ def _caller_of_compiled_frame(tx: Any) -> Any:
     itself where CPython links it already."""
     import sys
 
-    from torch._dynamo import convert_frame
-
-    callback = convert_frame.__file__
+    callback = _torch.convert_frame.__file__
     frame: Any = sys._getframe(2)
     inner = None
     while frame is not None:
@@ -256,13 +254,12 @@ def _param_group_mark(builder: Any, source: Any) -> _Found | None:
     Marks follow the param-group dicts (``dynscalar._optim``): the optimizer read through
     decides when it holds a mark for ``key``; otherwise an optimizer it holds over the
     same dict does (a wrapper's base optimizer), each guarded by its own marks entry."""
-    from torch._dynamo.source import AttrSource, GetItemSource
 
     groups = source.base
-    if not (isinstance(groups, GetItemSource) and isinstance(groups.index, int)):
+    if not (isinstance(groups, _torch.GetItemSource) and isinstance(groups.index, int)):
         return None
     attribute = groups.base
-    if type(attribute) is not AttrSource or attribute.member != "param_groups":
+    if type(attribute) is not _torch.AttrSource or attribute.member != "param_groups":
         return None
     optimizer = _resolve(builder, attribute.base)
     if not _is_optimizer(optimizer):
@@ -276,7 +273,7 @@ def _param_group_mark(builder: Any, source: Any) -> _Found | None:
     for path, holder in group_holders(optimizer, [group]) if isinstance(group, dict) else ():
         holder_source = attribute.base
         for name in path:
-            holder_source = AttrSource(holder_source, name)
+            holder_source = _torch.AttrSource(holder_source, name)
         if guard_mark_state(builder.tx, holder_source, holder, key, GROUP_MARKS_KEY):
             held_by = ".".join((type(optimizer).__name__, *path))
             return _Found(lookup_group_mark(holder, key), f"{where} (held by {held_by})", why)
@@ -290,17 +287,16 @@ def _frame_self(tx: Any) -> tuple[Any, Any]:
     """The compiled frame's ``self`` and its source: ``L['self']``, or ``L['args'][0]`` in
     a decorator's ``wrapper(*args, **kwargs)`` around a method (transformers wraps its
     forwards so: ``deprecate_kwarg``'s ``wrapped_func``)."""
-    from torch._dynamo.source import GetItemSource, LocalSource
 
     f_locals = getattr(tx, "f_locals", {})
     if "self" in f_locals:
-        return f_locals["self"], LocalSource("self", is_input=True)
+        return f_locals["self"], _torch.LocalSource("self", is_input=True)
     code = tx.f_code
     if code.co_flags & _CO_VARARGS and not code.co_argcount:
         args = f_locals.get(code.co_varnames[code.co_kwonlyargcount])
         if isinstance(args, tuple) and args and _is_module(args[0]):
-            base = LocalSource(code.co_varnames[code.co_kwonlyargcount], is_input=True)
-            return args[0], GetItemSource(base, 0)
+            base = _torch.LocalSource(code.co_varnames[code.co_kwonlyargcount], is_input=True)
+            return args[0], _torch.GetItemSource(base, 0)
     return None, None
 
 
@@ -310,7 +306,6 @@ def _parameter(builder: Any, source: Any) -> tuple[Any, str] | None:
     to the function it wraps (``_marks.wrapped_parameter``), takes ``kwargs['name']`` of a
     function with ``**kwargs`` as its parameter ``name``, and reads a resume function
     (Dynamo's frame after a graph break) as the function it resumes."""
-    from torch._dynamo.source import DictGetItemSource, GetItemSource, LocalSource
 
     tx = builder.tx
     code = getattr(tx, "f_code", None)
@@ -319,20 +314,28 @@ def _parameter(builder: Any, source: Any) -> tuple[Any, str] | None:
     code = _resumed(code)
     named = code.co_argcount + code.co_kwonlyargcount
     kind = type(source)
-    if kind is LocalSource:
+    if kind is _torch.LocalSource:
         if source.is_input and source.local_name in code.co_varnames[:named]:
             return code, source.local_name
         return None
-    base = getattr(source, "base", None)
-    if type(base) is not LocalSource or not base.is_input:
+    base: Any = getattr(source, "base", None)
+    if type(base) is not _torch.LocalSource or not base.is_input:
         return None
     varargs = code.co_varnames[named] if code.co_flags & _CO_VARARGS else None
     varkw_index = named + (1 if varargs else 0)
     varkw = code.co_varnames[varkw_index] if code.co_flags & _CO_VARKEYWORDS else None
     closure = getattr(tx, "closure", None)
-    if kind is GetItemSource and base.local_name == varargs and isinstance(source.index, int):
+    if (
+        kind is _torch.GetItemSource
+        and base.local_name == varargs
+        and isinstance(source.index, int)
+    ):
         return wrapped_parameter(code, position=source.index, closure=closure)
-    if kind is DictGetItemSource and base.local_name == varkw and isinstance(source.index, str):
+    if (
+        kind is _torch.DictGetItemSource
+        and base.local_name == varkw
+        and isinstance(source.index, str)
+    ):
         found = wrapped_parameter(code, keyword=source.index, closure=closure)
         return found if found is not None else (code, source.index)
     return None
@@ -345,27 +348,26 @@ def _resumed(code: Any) -> Any:
     After a graph break, Dynamo compiles the rest of the frame as a new function whose
     parameters are the live locals under their own names: a marked argument keeps its mark
     there (the mark is on the original code)."""
-    from torch._dynamo.resume_execution import ContinueExecutionCache
 
-    meta = ContinueExecutionCache.generated_code_metadata.get(code)
+    meta = _torch.ContinueExecutionCache.generated_code_metadata.get(code)
     return getattr(meta, "code", None) or code
 
 
 def _is_argument(source: Any) -> bool:
     """A value the compiled frame receives: ``L['n']``, ``L['args'][0]``, ``L['kwargs']['n']``."""
-    from torch._dynamo.source import LocalSource
 
-    return isinstance(source, LocalSource) or isinstance(getattr(source, "base", None), LocalSource)
+    return isinstance(source, _torch.LocalSource) or isinstance(
+        getattr(source, "base", None), _torch.LocalSource
+    )
 
 
 def _is_input(source: Any) -> bool:
     """An argument the compiled frame is called with: ``L['n']``, ``L['args'][0]``,
     ``L['kwargs']['n']`` (not a local it made itself)."""
-    from torch._dynamo.source import DictGetItemSource, GetItemSource, LocalSource
 
-    if type(source) in (GetItemSource, DictGetItemSource):
+    if type(source) in (_torch.GetItemSource, _torch.DictGetItemSource):
         source = source.base
-    return type(source) is LocalSource and bool(source.is_input)
+    return type(source) is _torch.LocalSource and bool(source.is_input)
 
 
 def _is_number_subclass(kind: type) -> bool:
@@ -485,18 +487,15 @@ def _compile_unmarked(
 def wrap_constant(builder: Any, value: Any) -> Any:
     """A constant guarded by value (``CONSTANT_MATCH``), as Dynamo builds for a static int;
     a proxy is read through ``<source>.__wrapped__``, with its class and spec guarded."""
-    from torch._dynamo.guards import GuardBuilder
-    from torch._dynamo.source import AttrSource
-    from torch._dynamo.variables.constant import ConstantVariable
 
     source = builder.source
     if isinstance(value, DynamicScalar):
         guard_proxy(source)
-        source = AttrSource(source, "__wrapped__")
+        source = _torch.AttrSource(source, "__wrapped__")
         value = value.__wrapped__
     with swapped_source(builder, source):
-        builder.install_guards(GuardBuilder.CONSTANT_MATCH)
-    return ConstantVariable.create(value=value, source=source)
+        builder.install_guards(_torch.GuardBuilder.CONSTANT_MATCH)
+    return _torch.ConstantVariable.create(value=value, source=source)
 
 
 def wrap_plain(wrapped: Any, builder: Any, value: Any) -> Any:
@@ -504,10 +503,9 @@ def wrap_plain(wrapped: Any, builder: Any, value: Any) -> Any:
     value through ``<source>.__wrapped__``, with its class guarded."""
     if not isinstance(value, DynamicScalar):
         return wrapped(value)
-    from torch._dynamo.source import AttrSource
 
     guard_proxy(builder.source)
-    with swapped_source(builder, AttrSource(builder.source, "__wrapped__")):
+    with swapped_source(builder, _torch.AttrSource(builder.source, "__wrapped__")):
         return wrapped(value.__wrapped__)
 
 
@@ -536,14 +534,11 @@ def _remember_proxy(builder: Any, value: DynamicScalar, result: Any) -> None:
     """Record that ``result`` (a constant, or the symbolic input torch's automatic dynamic
     made) was read from the proxy ``value``, for write-back."""
     try:
-        from torch._dynamo.variables.constant import ConstantVariable
-        from torch._dynamo.variables.tensor import SymNodeVariable
-
         state = compile_state(builder.tx.output.shape_env)
         origin = Origin(str(builder.source.name), value._self_spec, type(value))
-        if isinstance(result, ConstantVariable):
+        if isinstance(result, _torch.ConstantVariable):
             state.constants[id(result)] = (result, origin)
-        elif isinstance(result, SymNodeVariable):
+        elif isinstance(result, _torch.SymNodeVariable):
             state.origins[result.as_proxy().node] = origin
     except (ImportError, AttributeError):  # internals moved: the value is written back plain
         return
@@ -567,10 +562,9 @@ def wrap_off(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[st
 
 def _strict_spec(builder: Any, value: Any) -> DynamicSpec | None:
     """The mark of ``value`` as far as it can be read without Dynamo's help."""
-    from torch._dynamo.source import AttrSource
 
     source = builder.source
-    if type(source) is AttrSource:
+    if type(source) is _torch.AttrSource:
         owner = _resolve(builder, source.base)
         if _is_module(owner):
             spec = lookup_mark(owner, source.member)
