@@ -125,39 +125,45 @@ def test_marked_model_inside_disabled_is_stock_torch() -> None:
     assert counts == [1, 1, 1, 1, 1]
 
 
-def test_every_patch_is_out_inside_and_back_after() -> None:
+def test_every_patch_is_off_inside_and_back_after() -> None:
     torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1))  # the bridge is installed
     assert _install.ensure_phase("floats")
     before = {(id(owner), name): vars(owner)[name] for owner, name in _install.applied_patches()}
     patched = {p.entry.name for p in _table.APPLIED}
     assert {"VariableBuilder._wrap", "graph_compile.tensorify_python_scalars"} <= patched
     assert "export.export" in patched
+    calls: list[str] = []
+    export_entry = next(p.entry for p in _table.APPLIED if p.entry.name == "export.export")
+
+    def hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        calls.append("hook")
+        return wrapped(*args, **kwargs)
+
+    probe = wrapt.FunctionWrapper(lambda: "torch", hook, enabled=_table.enabled_of(export_entry))
 
     with dynscalar.disabled():
-        for patch in _table.APPLIED:
-            current = vars(patch.owner)[patch.attribute]
-            if patch.entry.degraded_hook or patch.entry.disabled_hook:  # see below
-                assert current is not patch.wrapper and current.__wrapped__ is patch.original
-            else:
-                assert current is patch.original, patch.entry.name
-        with dynscalar.disabled():  # nested: still out
-            assert vars(_table.APPLIED[0].owner)[_table.APPLIED[0].attribute] is not (
-                _table.APPLIED[0].wrapper
-            )
-        assert not isinstance(vars(torch.export)["export"], wrapt.FunctionWrapper)
         # proxies, which stock Dynamo cannot trace, are read as their plain value, and
-        # write-back records and rebuilds what compiles reading one store
-        assert sorted(f"{owner.__name__}.{name}" for owner, name in _install.applied_patches()) == [
+        # write-back records and rebuilds what compiles reading one store; every other
+        # wrapper calls torch's function itself
+        running = {p.entry.name: _table.running(p.entry) for p in _table.APPLIED}
+        assert {name for name, hooks in running.items() if hooks} == {
             "BuiltinVariable.call_function",
             "OutputGraph.codegen_suffix",
             "PolyfilledFunctionVariable.call_function",
             "SideEffects.codegen_update_mutated",
             "SymNodeVariable.call_method",
             "VariableBuilder._wrap",
-        ]
+        }
+        assert running["VariableBuilder._wrap"] == ("_wrap:wrap_degraded",)
+        assert probe() == "torch" and calls == []  # wrapt's enabled: the hook is not called
+        with dynscalar.disabled():  # nested: still off
+            assert not _table.running(export_entry)
+        assert not _table.running(export_entry)
 
+    assert probe() == "torch" and calls == ["hook"]
+    assert all(_table.running(p.entry) == p.entry.hooks for p in _table.APPLIED)
     after = {(id(owner), name): vars(owner)[name] for owner, name in _install.applied_patches()}
-    assert after == before
+    assert after == before  # the same wrappers, never taken out
 
 
 def test_proxy_inside_disabled_compiles_like_its_plain_value() -> None:

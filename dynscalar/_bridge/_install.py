@@ -212,21 +212,19 @@ def on_dynamo_import(_module: object) -> None:
 def disabled() -> Iterator[None]:
     """Run torch.compile as if dynscalar were not installed (``dynscalar.disabled``).
 
-    Every patch comes out; in their place go the degraded hook on ``VariableBuilder._wrap``
-    (a proxy is read as its plain value, and remembered as a proxy) and write-back's
-    recording and codegen hooks (``Private.disabled_hook``), which act only in compiles
-    that read a proxy: what such a compile stores is what eager stores."""
+    Every wrapper calls torch's function itself (wrapt's ``enabled``), except two kinds
+    (``_table.running``): the degraded hook on ``VariableBuilder._wrap`` (a proxy is read
+    as its plain value, and remembered as a proxy) and write-back's recording and codegen
+    hooks (``Private.disabled_hook``), which act only in compiles that read a proxy: what
+    such a compile stores is what eager stores."""
     global _degraded_by_disabled
     dynamo = _torch.dynamo  # the bridge installs itself first if Dynamo was not imported yet
 
     with lock:
-        _table.BYPASS[0] += 1
-        if _table.BYPASS[0] == 1:
+        _table.DISABLED[0] += 1
+        if _table.DISABLED[0] == 1:
             dynamo.reset()
-            for patch in reversed(_table.APPLIED):
-                if not _table.unwrap(patch):
-                    log.info("%s was wrapped again since; its hook is bypassed", patch.entry.name)
-            if not _degraded:
+            if not is_installed() and not _degraded:
                 with contextlib.suppress(Exception):  # proxies then fail as in stock torch
                     _degraded.extend(_apply_degraded(inside_disabled=True))
                     _degraded_by_disabled = True
@@ -234,13 +232,11 @@ def disabled() -> Iterator[None]:
         yield
     finally:
         with lock:
-            _table.BYPASS[0] -= 1
-            if _table.BYPASS[0] == 0:
+            _table.DISABLED[0] -= 1
+            if _table.DISABLED[0] == 0:
                 if _degraded_by_disabled:
                     for patch in reversed(_degraded):
                         _table.unwrap(patch)
                     _degraded.clear()
                     _degraded_by_disabled = False
-                for patch in _table.APPLIED:
-                    _table.rewrap(patch)
                 dynamo.reset()

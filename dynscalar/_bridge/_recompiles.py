@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import logging
 import math
 import sys
@@ -203,7 +204,7 @@ class RecompileWatcher:
         self._frames: dict[str, traceback.FrameSummary] = {}  # guard text -> user frame
         self._read_at: dict[str, traceback.FrameSummary] = {}  # source -> user frame
         self._pending = threading.local()  # the event whose compile may still be refused
-        self._saved: list[tuple[Any, str, Any, Any]] = []
+        self._patches: list[_table.Patch] = []
         self._limit_filter = _OnceAtTheLimit()
         self.errors: list[str] = []
         #: code objects whose calls past the limit could not be read (this torch keeps the
@@ -212,116 +213,119 @@ class RecompileWatcher:
 
     def __enter__(self) -> RecompileWatcher:
         check_recompile_internals()
-        self._patch(":get_and_maybe_log_recompilation_reasons", self._wrap_reasons)
-        self._patch(":exceeds_recompile_limit", self._wrap_limit)
-        self._patch(":get_verbose_code_parts", self._wrap_verbose)
-        self._patch(":ConvertFrame.__call__", self._wrap_convert)
+        for target, hook in (
+            (":get_and_maybe_log_recompilation_reasons", self._reasons_hook),
+            (":exceeds_recompile_limit", self._limit_hook),
+            (":get_verbose_code_parts", self._verbose_hook),
+            (":ConvertFrame.__call__", self._convert_hook),
+        ):
+            entry = _table.find(target)
+            self._patches.append(_table.wrap(entry, functools.partial(hook, entry)))
         logging.getLogger("torch._dynamo.convert_frame").addFilter(self._limit_filter)
         return self
 
     def __exit__(self, *exc: object) -> None:
         logging.getLogger("torch._dynamo.convert_frame").removeFilter(self._limit_filter)
-        for owner, name, original, wrapper in reversed(self._saved):
-            if getattr(owner, name, None) is wrapper:  # someone else may have patched it since
-                setattr(owner, name, original)
-        self._saved.clear()
-
-    def _patch(self, target: str, make: Callable[[Any], Any]) -> None:
-        owner, name = _table.find(target).resolve()
-        original = getattr(owner, name)
-        wrapper = make(original)
-        setattr(owner, name, wrapper)
-        self._saved.append((owner, name, original, wrapper))
+        for patch in reversed(self._patches):
+            _table.unwrap(patch)  # left alone where someone else patched it since
+        self._patches.clear()
 
     # -- build time: the user frame of each guard
-    def _wrap_verbose(self, original: Callable[..., list[str]]) -> Callable[..., list[str]]:
-        frames, read_at = self._frames, self._read_at
-
-        def get_verbose_code_parts(
-            code_parts: Any, guard: Any, recompile_hint: str | None = None
-        ) -> list[str]:
-            parts = original(code_parts, guard, recompile_hint)
-            try:
-                if guard is not None and getattr(guard, "user_stack", None):
-                    frame = _innermost_user_frame(guard.user_stack)
-                    if frame is not None:
-                        for part in parts:
-                            if _parse_scalar_guard(part) is not None:
-                                frames[_guard_key(part)] = frame
-                        name = getattr(guard, "name", None)
-                        if isinstance(name, str):  # where a source is read: paths point here
-                            read_at.setdefault(name, frame)
-            except Exception as exc:  # noqa: BLE001 - never break guard building
-                self.errors.append(f"reading a guard's user frame: {exc!r}")
-            return parts
-
-        return get_verbose_code_parts
+    def _verbose_hook(
+        self,
+        entry: _table.Private,
+        wrapped: Callable[..., list[str]],
+        _instance: Any,
+        args: Any,
+        kwargs: Any,
+    ) -> list[str]:
+        parts = wrapped(*args, **kwargs)
+        try:
+            guard = entry.bind(args, kwargs).get("guard")
+            if guard is not None and getattr(guard, "user_stack", None):
+                frame = _innermost_user_frame(guard.user_stack)
+                if frame is not None:
+                    for part in parts:
+                        if _parse_scalar_guard(part) is not None:
+                            self._frames[_guard_key(part)] = frame
+                    name = getattr(guard, "name", None)
+                    if isinstance(name, str):  # where a source is read: paths point here
+                        self._read_at.setdefault(name, frame)
+        except Exception as exc:  # noqa: BLE001 - never break guard building
+            self.errors.append(f"reading a guard's user frame: {exc!r}")
+        return parts
 
     # -- recompile time
-    def _wrap_reasons(self, original: Callable[..., list[str]]) -> Callable[..., list[str]]:
-        def get_and_maybe_log_recompilation_reasons(
-            cache_entries: Any, frame: Any, backend: Any, skip_logging: bool = False
-        ) -> list[str]:
-            reasons = original(cache_entries, frame, backend, skip_logging)
-            if skip_logging:  # a query (fail_on_recompile stance), not a recompile
-                return reasons
-            self._pending.event = None
-            try:
-                event = self._inspect(list(cache_entries), frame, list(reasons))
-            except Exception as exc:  # noqa: BLE001 - never break compilation
-                self.errors.append(f"reading a recompile of {_code_name(frame)}: {exc!r}")
-                return reasons
-            self._pending.event = event
-            try:
-                self._on_recompile(event)
-            except Exception as exc:  # noqa: BLE001
-                self.errors.append(f"reporting a recompile of {_code_name(frame)}: {exc!r}")
-            finally:
-                event.frame_locals = None
-                event.caller = None
+    def _reasons_hook(
+        self,
+        entry: _table.Private,
+        wrapped: Callable[..., list[str]],
+        _instance: Any,
+        args: Any,
+        kwargs: Any,
+    ) -> list[str]:
+        reasons = wrapped(*args, **kwargs)
+        call = entry.bind(args, kwargs)
+        cache_entries, frame = call["cache_entries"], call["frame"]
+        if call.get("skip_logging", False):  # a query (fail_on_recompile stance), not a recompile
             return reasons
+        self._pending.event = None
+        try:
+            event = self._inspect(list(cache_entries), frame, list(reasons))
+        except Exception as exc:  # noqa: BLE001 - never break compilation
+            self.errors.append(f"reading a recompile of {_code_name(frame)}: {exc!r}")
+            return reasons
+        self._pending.event = event
+        try:
+            self._on_recompile(event)
+        except Exception as exc:  # noqa: BLE001
+            self.errors.append(f"reporting a recompile of {_code_name(frame)}: {exc!r}")
+        finally:
+            event.frame_locals = None
+            event.caller = None
+        return reasons
 
-        return get_and_maybe_log_recompilation_reasons
+    def _limit_hook(
+        self,
+        entry: _table.Private,
+        wrapped: Callable[..., tuple[bool, str]],
+        _instance: Any,
+        args: Any,
+        kwargs: Any,
+    ) -> tuple[bool, str]:
+        exceeded, limit_type = wrapped(*args, **kwargs)
+        event = getattr(self._pending, "event", None)
+        self._pending.event = None
+        self._pending.refused = exceeded
+        if exceeded and event is not None:
+            event.refused_by = limit_type
+            limit = getattr(_torch.dynamo_config, limit_type, None)
+            event.limit = limit if isinstance(limit, int) else None
+        return exceeded, limit_type
 
-    def _wrap_limit(self, original: Callable[..., tuple[bool, str]]) -> Callable[..., Any]:
-        def exceeds_recompile_limit(cache_size: Any, compile_id: Any) -> tuple[bool, str]:
-            exceeded, limit_type = original(cache_size, compile_id)
-            event = getattr(self._pending, "event", None)
-            self._pending.event = None
-            self._pending.refused = exceeded
-            if exceeded and event is not None:
-                event.refused_by = limit_type
-                limit = getattr(_torch.dynamo_config, limit_type, None)
-                event.limit = limit if isinstance(limit, int) else None
-            return exceeded, limit_type
-
-        return exceeds_recompile_limit
-
-    def _wrap_convert(self, original: Callable[..., Any]) -> Callable[..., Any]:
+    def _convert_hook(
+        self,
+        entry: _table.Private,
+        wrapped: Callable[..., Any],
+        _instance: Any,
+        args: Any,
+        kwargs: Any,
+    ) -> Any:
         """At the limit, torch's "run cached versions only" for this call only (the next
         miss comes back to the watcher); every other result as torch returns it."""
-        unobserved = self.unobserved
-
-        def __call__(
-            convert: Any,
-            frame: Any,
-            cache_entry: Any,
-            hooks: Any,
-            frame_state: Any,
-            skip: int = 0,
-        ) -> Any:
+        call = entry.bind(args, kwargs)
+        frame = call["frame"]
+        self._pending.refused = False
+        # one frame more between Dynamo's callback and the user's frame: this hook's
+        result = wrapped(**{**call, "skip": call.get("skip", 0) + 1})
+        if getattr(self._pending, "refused", False):
             self._pending.refused = False
-            result = original(convert, frame, cache_entry, hooks, frame_state, skip=skip + 1)
-            if getattr(self._pending, "refused", False):
-                self._pending.refused = False
-                applies = getattr(result, "apply_to_code", None)
-                if applies is True:
-                    return dataclasses.replace(result, apply_to_code=False)
-                if applies is None:  # no per-call strategy here: later calls go unseen
-                    unobserved.add(frame.f_code)
-            return result
-
-        return __call__
+            applies = getattr(result, "apply_to_code", None)
+            if applies is True:
+                return dataclasses.replace(result, apply_to_code=False)
+            if applies is None:  # no per-call strategy here: later calls go unseen
+                self.unobserved.add(frame.f_code)
+        return result
 
     def _inspect(self, entries: list[Any], frame: Any, reasons: list[str]) -> Recompile:
         f_locals = frame.f_locals

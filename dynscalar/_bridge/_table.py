@@ -5,9 +5,11 @@ patches anything.  Each :class:`Private` entry says where the name lives, the pa
 (or dataclass fields) it must have, the hook the bridge wraps it with (if any), and when
 that happens.  The checks, the installer and its undo (``_install``), the doctor's
 recompile watcher (``_recompiles``) and the benchmarks all read this table, so adding or
-retiring a patch is one entry here plus its hook function.  Below the entries' type is
-the mechanism every entry goes through: check, wrap (a ``wrapt.FunctionWrapper`` whose
-hook passes straight through while ``BYPASS`` is set), unwrap and wrap again.
+retiring a patch is one entry here plus its hook function; the bridge's other modules
+read the entries without hooks through ``_torch``, the only module spelling a private
+name.  Below the entries' type is the one patch mechanism, used by the installer,
+``disabled()``, the degraded mode and the doctor's watcher: check, wrap (a
+``wrapt.FunctionWrapper``, whose ``enabled`` turns it off inside ``disabled()``), unwrap.
 
 When an entry is checked and applied (``phase``):
 
@@ -16,8 +18,8 @@ When an entry is checked and applied (``phase``):
   ``torch._inductor``, which is still initializing when ``torch._dynamo`` is imported);
 * ``"export"``: at ``import dynscalar`` (``torch.export.export`` is public; wrapping it
   early lets the user's first export be seen);
-* ``"doctor"``: while ``python -m dynscalar doctor`` watches recompiles (its wrappers are
-  bound methods of the watcher, so ``hook`` is empty there);
+* ``"doctor"``: while ``python -m dynscalar doctor`` watches recompiles (its hooks are
+  methods of the watcher, so ``hooks`` is empty there);
 * ``"logs"``: read once at ``import dynscalar`` to register the ``dynscalar`` log name.
 
 Importing this module imports nothing from torch: names are resolved when checked.
@@ -39,7 +41,7 @@ from typing import Any, Literal
 
 __all__ = [
     "APPLIED",
-    "BYPASS",
+    "DISABLED",
     "PHASES",
     "PRIVATES",
     "Patch",
@@ -49,11 +51,12 @@ __all__ = [
     "apply_phase",
     "by_phase",
     "check",
+    "enabled_of",
     "find",
     "hook_function",
     "hook_of",
     "named",
-    "rewrap",
+    "running",
     "unwrap",
     "wrap",
 ]
@@ -128,6 +131,21 @@ class Private:
             raise AttributeError(f"{self.target.replace(':', '.')} does not exist")
         return owner, attribute
 
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """A call's arguments by this entry's parameter names (``self`` aside: wrapt passes
+        the instance apart); a parameter the call left to its default is absent.
+
+            >>> entry = Private("m:f", ("self", "tx", "args", "kwargs"))
+            >>> entry.bind(("TX",), {"kwargs": {}})
+            {'tx': 'TX', 'kwargs': {}}
+        """
+        names = self.params or ()
+        if names[:1] == ("self",):
+            names = names[1:]
+        bound = dict(zip(names, args, strict=False))
+        bound.update(kwargs)
+        return bound
+
     def found_params(self) -> tuple[str, ...]:
         """The parameter names (or dataclass fields) the installed torch has."""
         owner, attribute = self.resolve()
@@ -151,7 +169,15 @@ def _attribute(owner: Any, name: str) -> Any:
 
 def named(short: str) -> Private | None:
     """The first entry whose :attr:`Private.short` is ``short`` (None: not in the table)."""
-    return next((p for p in PRIVATES if p.short == short), None)
+    if _by_short[0] is not PRIVATES:  # built once per table (tests swap entries)
+        index: dict[str, Private] = {}
+        for entry in PRIVATES:
+            index.setdefault(entry.short, entry)
+        _by_short[:] = [PRIVATES, index]
+    return _by_short[1].get(short)  # type: ignore[no-any-return]
+
+
+_by_short: list[Any] = [None, {}]
 
 
 def find(target_suffix: str) -> Private:
@@ -182,12 +208,13 @@ class Patch:
     wrapper: Any
 
 
-#: Every full-bridge patch applied in this process, in order (in place unless disabled).
+#: Every full-bridge patch applied in this process, in order (they stay in place).
 APPLIED: list[Patch] = []
 #: phase -> True (checked and applied) or the BridgeError saying why not.
 PHASES: dict[str, Any] = {}
-#: While > 0 (``disabled()``), a wrapper that could not be taken out passes straight through.
-BYPASS = [0]
+#: While > 0 (inside ``disabled()``), a full-bridge wrapper calls torch's function itself,
+#: or the entry's hook for that case (``disabled_hook``, else ``degraded_hook``).
+DISABLED = [0]
 
 
 def check(phase: Phase, who: str = "dynscalar", what: str = "the bridge") -> list[Private]:
@@ -259,18 +286,6 @@ def _chained(outer: Hook, inner: Hook) -> Hook:
     return chained
 
 
-def _gated(hook: Hook) -> Hook:
-    """``hook``, passing straight through while ``BYPASS`` is set (a wrapper that could not
-    be taken out because another library wrapped the function again since)."""
-
-    def gate(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if BYPASS[0]:
-            return wrapped(*args, **kwargs)
-        return hook(wrapped, instance, args, kwargs)
-
-    return gate
-
-
 def _safe(entry: Private, hook: Hook) -> Hook:
     """``hook`` inside the safety net (``_safety``): a failure of dynscalar's compiles the
     frame as stock torch does."""
@@ -283,27 +298,57 @@ def _safe(entry: Private, hook: Hook) -> Hook:
     return safe
 
 
+def running(entry: Private) -> tuple[str, ...]:
+    """The hooks a call of ``entry``'s wrapper runs now: its own, or inside ``disabled()``
+    the one it has for that case (none: torch's function alone, as if never wrapped)."""
+    if not DISABLED[0]:
+        return entry.hooks
+    inside = entry.disabled_hook or entry.degraded_hook
+    return (inside,) if inside else ()
+
+
 def hook_of(entry: Private, lazy: bool = False) -> Hook:
-    """The wrapper function for ``entry``: its hooks chained, inside the safety net, gated by
-    ``BYPASS``.  Each hook is looked up by name at every call (``lazy`` also imports its
-    module then, instead of now), so the function a module holds now is the one that runs."""
+    """The wrapper function for ``entry``: its hooks chained inside the safety net, or what
+    :func:`running` says inside ``disabled()``.  Each hook is looked up by name at every
+    call (``lazy`` also imports its module then, instead of now), so the function a module
+    holds now is the one that runs."""
     if not lazy:
         for path in entry.hooks:
             hook_function(path)  # import the modules now: a missing hook fails here
     hooks = [_lazy(path) for path in entry.hooks]
-    hook = hooks[-1]
+    full = hooks[-1]
     for outer in reversed(hooks[:-1]):
-        hook = _chained(outer, hook)
-    return _gated(_safe(entry, hook))
+        full = _chained(outer, full)
+    full = _safe(entry, full)
+    inside = entry.disabled_hook or entry.degraded_hook
+    if inside is None:
+        return full  # off inside disabled(): see enabled_of
+    inside_hook = _lazy(inside)
+
+    def by_mode(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if DISABLED[0]:
+            return inside_hook(wrapped, instance, args, kwargs)
+        return full(wrapped, instance, args, kwargs)
+
+    return by_mode
 
 
-def wrap(entry: Private, hook: Hook) -> Patch:
-    """Replace ``entry``'s function with a ``wrapt.FunctionWrapper`` calling ``hook``."""
+def enabled_of(entry: Private) -> Callable[[], bool] | None:
+    """wrapt's ``enabled`` for ``entry``'s wrapper: off inside ``disabled()`` where the entry
+    has no hook for that case (the call then costs wrapt's check only)."""
+    if entry.disabled_hook or entry.degraded_hook:
+        return None
+    return lambda: not DISABLED[0]
+
+
+def wrap(entry: Private, hook: Hook, enabled: Callable[[], bool] | None = None) -> Patch:
+    """Replace ``entry``'s function with a ``wrapt.FunctionWrapper`` calling ``hook`` (while
+    ``enabled()``, where given: else torch's function directly)."""
     import wrapt
 
     owner, attribute = entry.resolve()
     original = vars(owner)[attribute]
-    wrapper = wrapt.FunctionWrapper(original, hook)
+    wrapper = wrapt.FunctionWrapper(original, hook, enabled=enabled)
     setattr(owner, attribute, wrapper)
     return Patch(entry, owner, attribute, original, wrapper)
 
@@ -316,18 +361,12 @@ def unwrap(patch: Patch) -> bool:
     return True
 
 
-def rewrap(patch: Patch) -> None:
-    """Put the wrapper back where :func:`unwrap` took it out."""
-    if vars(patch.owner).get(patch.attribute) is patch.original:
-        setattr(patch.owner, patch.attribute, patch.wrapper)
-
-
 def apply(entries: list[Private], lazy: bool = False) -> list[Patch]:
     """Wrap every entry, or none: a failure half-way undoes the ones already wrapped."""
     done: list[Patch] = []
     try:
         for entry in entries:
-            done.append(wrap(entry, hook_of(entry, lazy)))
+            done.append(wrap(entry, hook_of(entry, lazy), enabled_of(entry)))
     except BaseException:
         for patch in reversed(done):
             unwrap(patch)

@@ -9,9 +9,9 @@ mode, with one warning), and never as an ImportError inside a hook while a user'
 traces.  A short name is the entry's ``alias`` or the first part of its qualified name
 (``torch._dynamo.guards:GuardBuilder.TYPE_MATCH`` gives ``GuardBuilder``).
 
-Types, functions and modules are kept after the first read (the table never patches the
-module attribute of an entry that is only read); other values (Dynamo's config flags) are
-read again each time.
+Classes and modules are kept after the first read (the table patches their attributes,
+never the classes themselves); functions and other values (Dynamo's config flags, a
+function the doctor wraps while it watches) are read again each time.
 
 Examples:
     >>> from dynscalar._bridge import _torch
@@ -38,7 +38,7 @@ def __getattr__(name: str) -> Any:
             f"{name} is not a private torch name of {_table.__name__}: add an entry there first"
         )
     value = entry.root()
-    if not entry.hooks and isinstance(value, (type, types.ModuleType, types.FunctionType)):
+    if isinstance(value, (type, types.ModuleType)):
         globals()[name] = value
         _kept.add(name)
     return value
