@@ -50,12 +50,13 @@ def test_reset_empties_every_bridge_cache() -> None:
     from torch._dynamo.symbolic_convert import TensorifyState
 
     from dynscalar import _registry
-    from dynscalar._bridge import _floats, _properties, _restarts, _writeback
+    from dynscalar._bridge import _floats, _properties, _restarts
+    from dynscalar._bridge._writeback import rebox
 
     module = torch.nn.Linear(2, 2)
     code = test_reset_empties_every_bridge_cache.__code__
     _restarts._specialize_next["L['self'].step"] = "a restart"
-    _writeback.rebox(3, _writeback._key(ds.DynamicInt, ds.DynamicSpec()))
+    rebox.rebox(3, rebox.key_of(ds.DynamicInt, ds.DynamicSpec()))
     _properties._reads[code] = {"L['self'].p": _properties.PropertyRead("L['self']", "Linear", "p")}
     _registry.record_property_reads(module, "p", ("self.q",))
     forced = _floats._forced_floats
@@ -63,10 +64,10 @@ def test_reset_empties_every_bridge_cache() -> None:
     names = TensorifyState.force_specializations
     names.update({"dynscalar-forced:test", "zf_stock"})
     try:
-        assert _writeback._MADE and _properties._reads and _registry.property_reads(module, "p")
+        assert rebox._MADE and _properties._reads and _registry.property_reads(module, "p")
         reset_caches()
         assert _restarts.restart_reason("L['self'].step") is None
-        assert not _writeback._MADE
+        assert not rebox._MADE
         assert _properties.read_through_property(code, "L['self'].p") is None
         assert _registry.property_reads(module, "p") is None
         assert forced.ops(object()) == [] and not forced._ops

@@ -674,10 +674,10 @@ def test_the_generated_code_grows_linearly(body: Any, init: Any) -> None:
     """Twice the values, twice the added code and shadows: 100 -> 200 -> 400 values add
     100 and then 200 values' worth (a replay emitting its operands' chains again, or a
     shadow computed again at each use, would add three times as much the second time)."""
-    from dynscalar._bridge import _writeback
+    from dynscalar._bridge._writeback.shadows import Shadows
 
     computed: list[int] = []
-    original = _writeback._Shadows._compute
+    original = Shadows._compute
 
     def counting(self: Any, unit: Any) -> Any:
         computed.append(1)
@@ -685,7 +685,7 @@ def test_the_generated_code_grows_linearly(body: Any, init: Any) -> None:
 
     sizes, shadows = [], []
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(_writeback._Shadows, "_compute", counting)
+        patch.setattr(Shadows, "_compute", counting)
         for n in (100, 200, 400):
             computed.clear()
             sizes.append(_generated_instructions(n, body, init))

@@ -500,11 +500,11 @@ PRIVATES: tuple[Private, ...] = (
         "torch._dynamo.variables.builtin:BuiltinVariable.call_function",
         ("self", "tx", "args", "kwargs"),
         hooks=(
-            "_writeback:builtin_call_hook",
+            "_writeback.record:builtin_call_hook",
             "_ops:builtin_call_hook",
             "_builtins:conversion_hook",
         ),
-        disabled_hook="_writeback:record_call_hook",
+        disabled_hook="_writeback.record:record_call_hook",
         why="write-back records builtin calls; max/min of a marked value (bool, NaN, deep); "
         "int()/round() of a NaN or infinite float raise Python's error in a marked compile",
     ),
@@ -532,8 +532,8 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         "torch._dynamo.side_effects:SideEffects.codegen_update_mutated",
         ("self", "cg", "log_side_effects"),
-        hooks=("_writeback:codegen_update_mutated_hook",),
-        disabled_hook="_writeback:codegen_update_mutated_hook",
+        hooks=("_writeback.codegen:codegen_update_mutated_hook",),
+        disabled_hook="_writeback.codegen:codegen_update_mutated_hook",
         why="attributes and items assigned in compiled code",
     ),
     Private("torch._dynamo.side_effects:SideEffects._get_modified_vars", ("self",)),
@@ -546,22 +546,22 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         "torch._dynamo.output_graph:OutputGraph.codegen_suffix",
         ("self", "tx", "stack_values", "cg", "log_side_effects"),
-        hooks=("_writeback:codegen_suffix_hook",),
-        disabled_hook="_writeback:codegen_suffix_hook",
+        hooks=("_writeback.codegen:codegen_suffix_hook",),
+        disabled_hook="_writeback.codegen:codegen_suffix_hook",
         why="values handed on at a graph break and return values",
     ),
     Private(
         f"{_T}:SymNodeVariable.call_method",
         ("self", "tx", "name", "args", "kwargs"),
-        hooks=("_writeback:symnode_method_hook",),
-        disabled_hook="_writeback:symnode_record_hook",
+        hooks=("_writeback.record:symnode_method_hook",),
+        disabled_hook="_writeback.record:symnode_record_hook",
         why="write-back records methods called on symbolic values",
     ),
     Private(
         f"{_F}:PolyfilledFunctionVariable.call_function",
         ("self", "tx", "args", "kwargs"),
-        hooks=("_writeback:record_call_hook",),
-        disabled_hook="_writeback:record_call_hook",
+        hooks=("_writeback.record:record_call_hook",),
+        disabled_hook="_writeback.record:record_call_hook",
         why="write-back records polyfilled builtins (sum, max, ...)",
     ),
     Private(f"{_C}:PyCodegen.load_import_from", ("self", "module_name", "object_name")),
@@ -744,4 +744,8 @@ PRIVATES: tuple[Private, ...] = (
     # ---- TORCH_LOGS=dynscalar (_logs)
     Private("torch._logging._internal:register_log", ("setting_name", "log_name"), phase="logs"),
     Private("torch._logging._internal:log_registry", phase="logs"),
+    # ---- branch writeback: Dynamo's variable classes write-back reads (_writeback)
+    Private("torch._dynamo.variables.lists:BaseListVariable"),
+    Private("torch._dynamo.variables.lazy:LazyVariableTracker"),
+    Private("torch._dynamo.variables.base:VariableTracker", why="write-back's own variables"),
 )

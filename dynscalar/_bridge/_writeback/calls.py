@@ -1,0 +1,78 @@
+"""What the recorder keeps and every write-back module reads: the Python-level call that
+made a traced value, and the traced values themselves as Dynamo hands them over.
+
+Examples:
+    >>> from dynscalar._bridge._writeback.calls import MethodCall
+    >>> MethodCall("__radd__")(2, 1)
+    3
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from typing import Any
+
+from .. import _torch
+
+__all__ = ["SELECTING", "Call", "MethodCall", "realized", "sequence_items", "traced_types"]
+
+
+class Call:
+    """A Python-level call that made a traced value: ``fn(*args, **kwargs)`` with the
+    arguments as traced (VariableTrackers)."""
+
+    __slots__ = ("args", "fn", "kwargs")
+
+    def __init__(self, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> None:
+        self.fn = fn
+        self.args = args
+        self.kwargs = kwargs
+
+
+class MethodCall:
+    """``obj.name(*args)`` as a callable of ``obj`` (a dunder call on a proxy)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, obj: Any, *args: Any, **kwargs: Any) -> Any:
+        return getattr(obj, self.name)(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<method {self.name}>"
+
+
+#: max/min return one of their arguments: which one is known only at run time.
+SELECTING = frozenset({max, min})
+
+
+@functools.cache
+def traced_types() -> Any:
+    """Dynamo's variable classes and FX's node class that every traced value is tested
+    against, read once (hot paths ask often)."""
+    import torch
+
+    return types.SimpleNamespace(
+        Node=torch.fx.Node,
+        SymNode=_torch.SymNodeVariable,
+        List=_torch.BaseListVariable,
+        Lazy=_torch.LazyVariableTracker,
+        symbolic=(torch.SymInt, torch.SymFloat, torch.SymBool),
+    )
+
+
+def realized(variable: Any) -> Any:
+    """The variable behind a realized ``LazyVariableTracker`` (others unchanged)."""
+    if isinstance(variable, traced_types().Lazy) and variable.is_realized():
+        return variable.unwrap()
+    return variable
+
+
+def sequence_items(variable: Any) -> list[Any] | None:
+    """The items of a traced list or tuple (None for anything else)."""
+    if isinstance(variable, traced_types().List) and variable.python_type() in (list, tuple):
+        return list(variable.items)
+    return None
