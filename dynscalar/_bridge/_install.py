@@ -131,7 +131,7 @@ def _apply_degraded(inside_disabled: bool = False) -> list[Patch]:
         for entry in entries:
             path = hook(entry)
             assert path is not None
-            done.append(_table.wrap(entry, _table.hook_function(path)))
+            done.append(_table.wrap(entry, _table.by_name(entry, _table.hook_function(path))))
     except BaseException:
         for patch in reversed(done):
             _table.unwrap(patch)

@@ -49,6 +49,7 @@ __all__ = [
     "Private",
     "apply",
     "apply_phase",
+    "by_name",
     "by_phase",
     "check",
     "enabled_of",
@@ -142,9 +143,9 @@ class Private:
         names = self.params or ()
         if names[:1] == ("self",):
             names = names[1:]
-        bound = dict(zip(names, args, strict=False))
-        bound.update(kwargs)
-        return bound
+        if len(args) > len(names):
+            raise TypeError(f"{self.name} takes {len(names)} arguments, {len(args)} given")
+        return {**dict(zip(names, args, strict=False)), **kwargs}
 
     def found_params(self) -> tuple[str, ...]:
         """The parameter names (or dataclass fields) the installed torch has."""
@@ -274,6 +275,19 @@ def _lazy(path: str) -> Hook:
     return hook
 
 
+def by_name(entry: Private, hook: Hook) -> Hook:
+    """``hook`` receiving every argument of the call by ``entry``'s parameter names (in
+    ``kwargs``; ``args`` is empty), so a hook reads ``kwargs["tx"]``, calls
+    ``wrapped(**kwargs)``, and a torch signature that changes is one edit: the entry's."""
+
+    def named(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if args:
+            kwargs = entry.bind(args, kwargs)
+        return hook(wrapped, instance, (), kwargs)
+
+    return named
+
+
 def _chained(outer: Hook, inner: Hook) -> Hook:
     """One wrapper doing ``outer`` around ``inner``: a function is wrapped once."""
 
@@ -315,7 +329,7 @@ def hook_of(entry: Private, lazy: bool = False) -> Hook:
     if not lazy:
         for path in entry.hooks:
             hook_function(path)  # import the modules now: a missing hook fails here
-    hooks = [_lazy(path) for path in entry.hooks]
+    hooks = [by_name(entry, _lazy(path)) for path in entry.hooks]
     full = hooks[-1]
     for outer in reversed(hooks[:-1]):
         full = _chained(outer, full)
@@ -323,7 +337,7 @@ def hook_of(entry: Private, lazy: bool = False) -> Hook:
     inside = entry.disabled_hook or entry.degraded_hook
     if inside is None:
         return full  # off inside disabled(): see enabled_of
-    inside_hook = _lazy(inside)
+    inside_hook = by_name(entry, _lazy(inside))
 
     def by_mode(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if DISABLED[0]:
