@@ -672,4 +672,11 @@ PRIVATES: tuple[Private, ...] = (
     # ---- TORCH_LOGS=dynscalar (_logs)
     Private("torch._logging._internal:register_log", ("setting_name", "log_name"), phase="logs"),
     Private("torch._logging._internal:log_registry", phase="logs"),
+    # ---- tools (branch tools): read by dynscalar/tools, never by the bridge
+    Private(
+        "torch._dynamo.backends.registry:lookup_backend",
+        ("compiler_fn",),
+        optional=True,
+        why="the demo counts the graphs of the backend it is given by name",
+    ),
 )
