@@ -18,7 +18,7 @@ import torch
 
 import dynscalar as ds
 from benchmarks.harness import interleaved, paired_ratios, quantiles
-from dynscalar._demo import SeedModel
+from dynscalar.tools.demo_models import SeedModel
 
 
 def _small(proxy: bool) -> dict[str, Callable[[], Any]]:

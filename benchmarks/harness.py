@@ -74,7 +74,7 @@ def machine_info(**extra: Any) -> dict[str, Any]:
     import wrapt
 
     import dynscalar
-    from dynscalar._demo import cpu_model
+    from dynscalar.tools.machine import cpu_model
 
     c_ext = type(wrapt.BaseObjectProxy).__module__ == "builtins"
     return {

@@ -21,7 +21,7 @@ from benchmarks.harness import (
     words,
 )
 from benchmarks.warm import ArgSeed as SeedArgs
-from dynscalar._demo import SeedModel
+from dynscalar.tools.demo_models import SeedModel
 
 REFERENCE = "dynamic_sources"
 

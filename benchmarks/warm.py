@@ -14,7 +14,7 @@ import torch
 import dynscalar as ds
 from benchmarks.harness import CountingBackend, emit, run_child, words
 from benchmarks.render_overhead import cache_counts
-from dynscalar._demo import SeedModel as IntSeed  # Linear(64, 64) and self.step += 1
+from dynscalar.tools.demo_models import SeedModel as IntSeed  # Linear(64, 64) and self.step += 1
 
 STOCK = {"dynamic_sources", "args_dynamic_sources", "float_stock"}
 #: name -> (cold, warm) when the second process runs another variant

@@ -14,7 +14,7 @@ import dynscalar
 from benchmarks.harness import words
 
 # The seed and train models are also the demo's (python -m dynscalar demo --workload train).
-from dynscalar._demo import SeedModel, TrainBlock
+from dynscalar.tools.demo_models import SeedModel, TrainBlock
 
 
 class StepBuffer(torch.nn.Module):

@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         help="compile counts and time, stock torch.compile vs dynscalar, on the seed model "
         "(or --workload train)",
     )
-    from ._demo import add_arguments as add_demo_arguments
+    from .tools.demo import add_arguments as add_demo_arguments
 
     add_demo_arguments(demo)
     doctor = commands.add_parser(
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "specializations":
-        from ._specialization import probe, render_table
+        from .tools.specializations import probe, render_table
 
         print(
             f"torch {torch.__version__}: n a DynamicInt, then a DynamicFloat, compiled and "
@@ -77,14 +77,14 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     if args.command == "doctor":
-        from ._doctor import run_doctor
+        from .tools.doctor.run import run_doctor
 
         if args.script is None:
             doctor.error("the following argument is required: SCRIPT")
         return run_doctor(args.script, args.args, as_json=args.json, output=args.output)
 
     if args.command == "demo":
-        from ._demo import main as run_demo_command
+        from .tools.demo import main as run_demo_command
 
         return run_demo_command(args, demo)
     return 2  # pragma: no cover - argparse rejects unknown commands

@@ -88,22 +88,9 @@ class Explanation(list[MarkRecord]):
     subject = "module tree"
 
     def __str__(self) -> str:
-        if not self:
-            return f"dynscalar: no dynamic scalars in this {self.subject}."
-        first = "module" if self.subject == "module tree" else "object"
-        rows: list[tuple[str, ...]] = [(first, "attribute", "value", "how", "spec", "reads")]
-        for r in self:
-            spec = ", ".join(f"{k}={v}" for k, v in r.spec.kwargs().items()) or "backed"
-            path = f"{r.module or '<root>'} ({r.cls})"
-            rows.append((path, r.attribute, repr(r.value), r.how, spec, r.reads))
-        if not any(r.reads for r in self):
-            rows = [row[:5] for row in rows]
-        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-        lines = [
-            "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows
-        ]
-        lines.insert(1, "  ".join("-" * w for w in widths))
-        return "\n".join(line.rstrip() for line in lines)
+        from .tools.explain import render  # the tools' table, imported when one is printed
+
+        return render(self)
 
 
 def explain(obj: Any, *, show: bool = True) -> Explanation:

@@ -4,9 +4,9 @@
     python scripts/render_specializations.py --check  # exit 1 if the page differs
 
 The table says which Python constructs force a marked value to a constant
-(dynscalar/_specialization.py compiles each one on a DynamicInt and on a DynamicFloat). Run
-it after a torch upgrade, and update ``RECORDED`` in that module with the printed results;
-tests/test_docs.py checks both against the probe.
+(dynscalar/tools/specializations.py compiles each one on a DynamicInt and on a DynamicFloat).
+Run it after a torch upgrade, and update ``RECORDED`` in dynscalar/_constructs.py with the
+printed results; tests/test_docs.py checks both against the probe.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ START, END = "<!-- specializations:start -->\n", "<!-- specializations:end -->\n
 
 
 def render_block(results: dict[str, str], torch_version: str) -> str:
-    from dynscalar._specialization import render_table
+    from dynscalar.tools.specializations import render_table
 
     return (
         f"{START}Measured on torch {torch_version} by `python -m dynscalar specializations` "
@@ -42,7 +42,7 @@ def main() -> int:
     args = parser.parse_args()
     import torch
 
-    from dynscalar._specialization import probe
+    from dynscalar.tools.specializations import probe
 
     results = probe()
     version = torch.__version__.split("+")[0]

@@ -301,7 +301,7 @@ def test_demo_plot_says_how_many_runs_and_starts_at_zero(tmp_path: Path) -> None
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from dynscalar._demo import Row, plot_rows
+    from dynscalar.tools.demo import Row, plot_rows
 
     rows = [
         Row("stock torch.compile", 8, 2.0, 3.0, 0.1, True, [2.0] + [0.1] * 9, True, 3),
@@ -324,7 +324,7 @@ def test_demo_plot_says_how_many_runs_and_starts_at_zero(tmp_path: Path) -> None
 
 
 def test_missing_matplotlib_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    from dynscalar._demo import import_pyplot
+    from dynscalar.tools.demo import import_pyplot
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(

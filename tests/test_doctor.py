@@ -21,10 +21,15 @@ from typing import Any
 import pytest
 import torch
 
-from dynscalar import _doctor
 from dynscalar.__main__ import main
 from dynscalar._bridge import _recompiles
 from dynscalar._diagnostics import BridgeError
+from dynscalar.tools.doctor.analysis import Collector
+from dynscalar.tools.doctor.call_sites import read_call
+from dynscalar.tools.doctor.fixes import argument_fix, fix_blocks
+from dynscalar.tools.doctor.records import ArgumentSite, CallSite, DoctorReport
+from dynscalar.tools.doctor.report import format_json, format_report
+from dynscalar.tools.doctor.run import run_doctor
 
 from .helpers import run_interpreter
 
@@ -561,8 +566,8 @@ def test_any_param_group_key_is_named_as_user_code_reaches_it() -> None:
     weight = torch.nn.Parameter(torch.ones(2))
     opt = torch.optim.Adam([weight], lr=0.1, weight_decay=0.0)
     step = torch.compile(opt.step, backend="eager")
-    report = _doctor.DoctorReport("train.py", [])
-    collector = _doctor._Collector(report)
+    report = DoctorReport("train.py", [])
+    collector = Collector(report)
     with _recompiles.RecompileWatcher(collector):
         for i in range(3):
             weight.grad = torch.ones(2)
@@ -584,7 +589,7 @@ def test_any_param_group_key_is_named_as_user_code_reaches_it() -> None:
             [0.01],
         ),
     ]
-    (block,) = _doctor.fix_blocks(report)
+    (block,) = fix_blocks(report)
     assert block.placement == "after `opt` is created, before the first call, add"
     assert block.code == [
         "import dynscalar",
@@ -627,7 +632,7 @@ def test_moved_internals_stop_the_doctor_before_the_script_runs(
         _recompiles.check_recompile_internals()
     script = tmp_path / "script.py"
     script.write_text("open(__file__ + '.ran', 'w').close()\n")
-    assert _doctor.run_doctor(str(script), []) == 2
+    assert run_doctor(str(script), []) == 2
     assert "the doctor was written for" in capsys.readouterr().err
     assert not (tmp_path / "script.py.ran").exists()
 
@@ -650,17 +655,17 @@ def test_scalar_guard_text_is_parsed(text: str, parsed: Any) -> None:
 
 
 def test_argument_fix_marks_the_arguments_of_what_the_call_site_calls() -> None:
-    call = _doctor.CallSite(
+    call = CallSite(
         filename="run.py",
         lineno=3,
         statement="out = f(\n    x,\n    n,\n    lr=0.5,\n)",
         callee="f",
         arguments={"n": (20, 21), "lr": (30, 33)},
     )
-    site = _doctor.ArgumentSite("train_step", ("n", "lr"), call)
-    assert _doctor.argument_fix(site) == ['dynscalar.mark_dynamic_args(f, "n", "lr")']
-    unknown = _doctor.ArgumentSite("train_step", ("n",), None)
-    assert _doctor.argument_fix(unknown) == ['dynscalar.mark_dynamic_args(train_step, "n")']
+    site = ArgumentSite("train_step", ("n", "lr"), call)
+    assert argument_fix(site) == ['dynscalar.mark_dynamic_args(f, "n", "lr")']
+    unknown = ArgumentSite("train_step", ("n",), None)
+    assert argument_fix(unknown) == ['dynscalar.mark_dynamic_args(train_step, "n")']
 
 
 def test_call_site_reading_handles_multiline_calls_and_keywords(tmp_path: Path) -> None:
@@ -688,8 +693,8 @@ def test_call_site_reading_handles_multiline_calls_and_keywords(tmp_path: Path) 
     calls: dict[str, Any] = {}
 
     def read(frame: Any, code: Any) -> None:  # while the call runs: f_lasti is the call
-        calls["both"] = _doctor._read_call(frame, code, ["n", "lr"])
-        calls["missing"] = _doctor._read_call(frame, code, ["x", "missing"])
+        calls["both"] = read_call(frame, code, ["n", "lr"])
+        calls["missing"] = read_call(frame, code, ["x", "missing"])
 
     namespace: dict[str, Any] = {"read": read}
     exec(compile(module.read_text(), str(module), "exec"), namespace)
@@ -706,22 +711,22 @@ def test_call_site_reading_handles_multiline_calls_and_keywords(tmp_path: Path) 
 
 
 def test_report_says_which_calls_past_a_limit_it_could_not_read() -> None:
-    report = _doctor.DoctorReport("train.py", [], limits={"Net.forward": ("recompile_limit", 8)})
+    report = DoctorReport("train.py", [], limits={"Net.forward": ("recompile_limit", 8)})
     report.unread = ["Net.forward"]
     report.notes = ["calls of Net.forward after its recompile limit ran eagerly without being read"]
-    text = _doctor.format_report(report)
+    text = format_report(report)
     assert "calls needing a new compile run eagerly; why later ones missed was not read" in text
     assert text.endswith(
         "dynscalar doctor could not read everything: calls of Net.forward after its recompile "
         "limit ran eagerly without being read"
     )
-    limits = json.loads(_doctor.format_json(report))["limits"]
+    limits = json.loads(format_json(report))["limits"]
     assert limits == {"Net.forward": {"limit": "recompile_limit", "value": 8, "read": False}}
 
 
 def test_report_without_culprits_after_a_crash() -> None:
-    report = _doctor.DoctorReport("train.py", [], exit_code=1, crash="KeyError: 'x'")
-    assert _doctor.format_report(report) == (
+    report = DoctorReport("train.py", [], exit_code=1, crash="KeyError: 'x'")
+    assert format_report(report) == (
         "dynscalar doctor: train.py stopped with KeyError: 'x' (exit code 1).\n"
         "Before that, no recompiles were caused by Python scalars."
     )

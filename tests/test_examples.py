@@ -43,7 +43,7 @@ def test_demo_command() -> None:
 
 
 def test_demo_train_workload_and_runs_options() -> None:
-    from dynscalar._demo import WORKLOADS, Row, _median_row
+    from dynscalar.tools.demo import WORKLOADS, Row, _median_row
 
     assert WORKLOADS["train"].default_steps == 200
     runs = [
@@ -62,7 +62,7 @@ def test_demo_rich_progress_renders() -> None:
 
     from rich.console import Console
 
-    from dynscalar._demo import RichProgress, Row, print_rich_table
+    from dynscalar.tools.demo import RichProgress, Row, print_rich_table
 
     console = Console(file=io.StringIO(), force_terminal=True, width=140)
     row = Row("stock torch.compile", 8, 2.0, 3.0, 0.1, True, [2.0] + [0.1] * 9, True)
@@ -106,7 +106,7 @@ def test_plain_demo_progress_says_it_is_still_compiling() -> None:
     import io
     import time
 
-    from dynscalar._demo import PlainProgress, Row, _load
+    from dynscalar.tools.demo import PlainProgress, Row, _load
 
     out = io.StringIO()
     progress = PlainProgress(1, out)
@@ -125,7 +125,7 @@ def test_plain_demo_progress_says_it_is_still_compiling() -> None:
 def test_demo_seed_note_says_what_its_table_shows() -> None:
     """The note under the seed table compares the stock row's steady calls (eager after the
     limit) with the compiled rows' as the table rounds them, in words that match."""
-    from dynscalar._demo import Row, format_table, seed_note
+    from dynscalar.tools.demo import Row, format_table, seed_note
 
     rows = [
         Row("stock torch.compile", 8, 16.2, 17.1, 0.067, True, fell_back_to_eager=True),

@@ -61,9 +61,41 @@ def test_cli_version() -> None:
     assert result.stdout.startswith(f"dynscalar {dynscalar.__version__} (torch "), result.stdout
 
 
-@pytest.mark.parametrize("command", [[], ["demo"], ["doctor"]], ids=["main", "demo", "doctor"])
+@pytest.mark.parametrize(
+    "command",
+    [[], ["demo"], ["doctor"], ["specializations"]],
+    ids=["main", "demo", "doctor", "specializations"],
+)
 def test_cli_help_is_plain_text(command: list[str]) -> None:
     result = run_interpreter("-m", "dynscalar", *command, "--help")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("usage: python -m dynscalar")
     assert not RST_MARKUP.search(result.stdout), result.stdout
+
+
+def test_compiling_a_marked_model_imports_no_tool() -> None:
+    """``dynscalar/tools`` (demo, doctor, specializations, explain's table) is for the command
+    line: importing dynscalar, compiling a marked model, running it and warning about a
+    value it forces (the construct's advice) import none of it."""
+    code = """
+        import sys, warnings
+        import torch, dynscalar
+        model = torch.nn.Linear(2, 2)
+        model.step = 0
+        dynscalar.mark_dynamic_attr(model, "step")
+        def train_step(x):
+            model.step += 1
+            for _ in range(model.step):  # forces the value: a SpecializationWarning
+                x = x + 1
+            return model(x)
+        compiled = torch.compile(train_step, backend="eager")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for _ in range(3):
+                compiled(torch.ones(2))
+        print(model.step, sorted({w.category.__name__ for w in caught}))
+        print(sorted(name for name in sys.modules if name.startswith("dynscalar.tools")))
+    """
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.splitlines() == ["3 ['SpecializationWarning']", "[]"], result.stdout

@@ -204,8 +204,8 @@ def _report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -
 
 
 def _advice_for(at: Location) -> str:
-    """Advice for the construct found on the user's line (dynscalar/_specialization.py)."""
-    from .._specialization import constructs_in
+    """Advice for the construct found on the user's line (dynscalar/_constructs.py)."""
+    from .._constructs import constructs_in
 
     found = constructs_in(at.line, _indexed_type(at))
     if not found:

@@ -758,8 +758,4 @@ PRIVATES: tuple[Private, ...] = (
     # ---- TORCH_LOGS=dynscalar (_logs)
     Private("torch._logging._internal:register_log", ("setting_name", "log_name"), phase="logs"),
     Private("torch._logging._internal:log_registry", phase="logs"),
-    # ---- branch writeback: Dynamo's variable classes write-back reads (_writeback)
-    Private("torch._dynamo.variables.lists:BaseListVariable"),
-    Private("torch._dynamo.variables.lazy:LazyVariableTracker"),
-    Private("torch._dynamo.variables.base:VariableTracker", why="write-back's own variables"),
 )

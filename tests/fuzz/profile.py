@@ -186,7 +186,7 @@ def _machine() -> dict[str, Any]:
         commit = ""
     import numpy
 
-    from dynscalar._demo import cpu_model
+    from dynscalar.tools.machine import cpu_model
 
     return {
         "cpu": cpu_model(),

@@ -22,7 +22,6 @@ import dataclasses
 import json
 import logging
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -34,83 +33,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import torch
-import torch.nn.functional as F
 
-from ._proxy import DynamicInt
-from ._registry import dynamic_attrs, mark_dynamic_attr
+from .._bridge import _torch
+from .._proxy import DynamicInt
+from .._registry import dynamic_attrs, mark_dynamic_attr
+from .demo_models import SeedModel, TrainBlock
+from .machine import cpu_model
 
 # ----------------------------------------------------------------------------- workloads
-
-
-class SeedModel(torch.nn.Module):
-    """A step counter incremented in forward: stock torch.compile recompiles per value."""
-
-    def __init__(self, width: int = 64) -> None:
-        super().__init__()
-        self.layer = torch.nn.Linear(width, width)
-        self.step = 0
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x + 1
-        self.step += 1
-        out: torch.Tensor = self.layer(x)
-        return out
-
-
-class TrainBlock(torch.nn.Module):
-    """A pre-norm transformer block trained with gradient accumulation over ``accum`` steps.
-
-    ``forward(x, y)`` increments the counter, scales the loss by a linear warm-up factor
-    ``min(1, step / warmup)`` (kept symbolic: ``torch.clamp(torch.full(...), max=1.0)``)
-    and by ``1 / accum``, and on accumulation boundaries (``step % accum == 0``) adds an L2
-    penalty on all parameters, once per optimizer step. That ``if`` is two control paths.
-    (``benchmarks/workloads.py`` uses this class for its ``train`` workload.)
-    """
-
-    def __init__(
-        self,
-        dim: int = 64,
-        heads: int = 4,
-        hidden: int = 256,
-        warmup: int = 50,
-        accum: int = 4,
-        l2: float = 1e-4,
-    ) -> None:
-        super().__init__()
-        self.heads = heads
-        self.norm1 = torch.nn.LayerNorm(dim)
-        self.qkv = torch.nn.Linear(dim, 3 * dim)
-        self.proj = torch.nn.Linear(dim, dim)
-        self.norm2 = torch.nn.LayerNorm(dim)
-        self.mlp = torch.nn.Sequential(
-            torch.nn.Linear(dim, hidden), torch.nn.GELU(), torch.nn.Linear(hidden, dim)
-        )
-        self.step = 0
-        self.warmup = warmup
-        self.accum = accum
-        self.l2 = l2
-
-    def block(self, x: torch.Tensor) -> torch.Tensor:
-        """Attention then MLP, each with a residual connection."""
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.norm1(x)).chunk(3, dim=-1)
-        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
-        attn = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(attn.transpose(1, 2).reshape(b, t, d))
-        out: torch.Tensor = x + self.mlp(self.norm2(x))
-        return out
-
-    def penalty(self) -> torch.Tensor:
-        """Sum of squares of all parameters."""
-        return sum(p.pow(2).sum() for p in self.parameters())  # type: ignore[return-value]
-
-    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        self.step += 1
-        warm = torch.clamp(torch.full((), self.step / self.warmup), max=1.0)
-        loss = F.mse_loss(self.block(x), y) * warm / self.accum
-        if self.step % self.accum == 0:
-            loss = loss + self.l2 * self.penalty()
-        return loss
 
 
 @dataclass(frozen=True)
@@ -256,8 +186,6 @@ def run_strategy(
 
     ``width`` is kept for callers of the seed workload; the train workload ignores it.
     """
-    from torch._dynamo.backends.registry import lookup_backend
-
     w = WORKLOADS[workload]
     gen = torch.Generator().manual_seed(1234)
     inputs = [w.inputs(gen) for _ in range(steps)]
@@ -266,7 +194,7 @@ def run_strategy(
     eager = copy.deepcopy(base)
     model = _strategies()[name](base)
     graphs = 0
-    real_backend = lookup_backend(backend)
+    real_backend = _torch.lookup_backend(backend)
 
     def counting(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
         nonlocal graphs
@@ -453,7 +381,7 @@ def _spawn(name: str, steps: int, backend: str, workload: str, run: int, progres
     """One strategy in a fresh process with a fresh inductor cache, reporting as it goes."""
     with tempfile.TemporaryDirectory(prefix="dynscalar-demo-") as cache:
         env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
-        cmd = [sys.executable, "-m", "dynscalar._demo", name, str(steps), backend, workload]
+        cmd = [sys.executable, "-m", "dynscalar.tools.demo", name, str(steps), backend, workload]
         progress.start(name, run, steps)
         with subprocess.Popen(
             cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -609,18 +537,6 @@ def runs_label(runs: int) -> str:
     if runs == 1:
         return "single cold run per strategy"
     return f"median of {runs} cold runs per strategy"
-
-
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo``), else what ``platform`` knows."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def import_pyplot() -> Any:
