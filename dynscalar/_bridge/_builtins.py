@@ -80,11 +80,10 @@ def conversion_hook(
     Not a hook on ``call_int``/``call_round`` themselves: Dynamo keeps the handlers it
     builds for a builtin in a class-level cache that holds those methods as first seen.
     """
-    from ._binding import bound
     from ._writeback.calls import realized
 
     if instance.fn is int or instance.fn is round:
-        tx, call_args, call_kwargs = bound(args, kwargs, ("tx", "args", "kwargs"))
+        tx, call_args, call_kwargs = kwargs["tx"], kwargs["args"], kwargs["kwargs"]
         if len(call_args) == 1 and not call_kwargs:
             value = _non_finite(tx, realized(call_args[0]))
             if value is not None:

@@ -73,9 +73,8 @@ def export_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict
             if found is None or found is exc:
                 raise
             raise found from exc
-    module = args[0] if args else kwargs.get("mod")
-    call_args = args[1] if len(args) > 1 else kwargs.get("args", ())
-    call_kwargs = args[2] if len(args) > 2 else kwargs.get("kwargs")
+    module, call_args = kwargs.get("mod"), kwargs.get("args", ())
+    call_kwargs = kwargs.get("kwargs")
     for where, plain, spec in _marked_reads(module, call_args, call_kwargs):
         message = (
             f"dynscalar: torch.export (non-strict) specializes {where} to {plain!r}; the "

@@ -320,10 +320,7 @@ def _unsupported_uses(gm: Any, ours: dict[Any, str]) -> list[str]:
 def tensorify_hook(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
-    def split(gm: Any, shape_env: Any, fake_mode: Any) -> tuple[Any, Any, Any]:
-        return gm, shape_env, fake_mode
-
-    gm, shape_env, fake_mode = split(*args, **kwargs)
+    gm, shape_env, fake_mode = kwargs["gm"], kwargs["shape_env"], kwargs["fake_mode"]
     state = peek_state(shape_env)
     if state is not None:
         guard_int64(gm, shape_env, state)  # may restart with an overflowing int specialized
@@ -591,7 +588,7 @@ def cache_key_hook(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """Around ``autograd_cache_key(mod, ...)``: a key of the bridge's own for its graphs."""
-    mod = args[0] if args else kwargs["mod"]
+    mod = kwargs["mod"]
     ours = _has_dynamic_float_input(getattr(mod, "gm", mod))  # a GmWrapper holds .gm
     key, debug_lines = wrapped(*args, **kwargs)
     if not ours:
@@ -607,6 +604,6 @@ def check_cacheable_hook(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     wrapped(*args, **kwargs)
-    gm = args[0] if args else kwargs["gm"]
+    gm = kwargs["gm"]
     if _has_dynamic_float_input(gm):
         raise _torch.BypassAOTAutogradCache("dynscalar: graph has a dynamic float input")

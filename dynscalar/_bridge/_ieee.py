@@ -101,7 +101,7 @@ def _binary(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> tuple[Any, Any]:
     result = wrapped(*args, **kwargs)
-    other = args[0] if args else kwargs["other"]
+    other = kwargs["other"]
     if result.pytype is not float or not _ours(instance, other):
         return result, None
     return result, other

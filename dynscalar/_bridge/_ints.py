@@ -100,7 +100,7 @@ def data_dependent_hook(
     error = wrapped(*args, **kwargs)
     state = peek_state(instance)
     ours = state.unbacked if state is not None else None
-    expr = args[0] if args else kwargs.get("expr")
+    expr = kwargs.get("expr")
     if not ours or expr is None or not error.args:
         return error
     names = sorted({ours[s] for s in getattr(expr, "free_symbols", ()) if s in ours})

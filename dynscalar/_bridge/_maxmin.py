@@ -25,10 +25,7 @@ def max_min_operands(wrapped: Any, fn: Any, args: tuple[Any, ...], kwargs: dict[
     resolved as Python's comparisons resolve it.  An operand whose expression is already
     deep is compared instead (:func:`_select`)."""
 
-    def split(tx: Any, args: Any, kwargs: Any) -> tuple[Any, Any, Any]:
-        return tx, args, kwargs
-
-    tx, call_args, call_kwargs = split(*args, **kwargs)
+    tx, call_args, call_kwargs = kwargs["tx"], kwargs["args"], kwargs["kwargs"]
     items = list(call_args)
     if len(items) == 1 and isinstance(items[0], _torch.BaseListVariable):  # min([s, t, 4])
         items = list(items[0].items)

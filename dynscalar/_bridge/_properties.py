@@ -163,8 +163,7 @@ def property_get_hook(
 ) -> Any:
     """``PropertyVariable.tp_descr_get_impl(tx, obj, owner)``: open a scope for a module's
     property while its getter is inlined (see module docstring)."""
-    tx = args[0] if args else kwargs["tx"]
-    obj = args[1] if len(args) > 1 else kwargs.get("obj")
+    tx, obj = kwargs["tx"], kwargs.get("obj")
     owner = getattr(obj, "value", None)
     owner_source = getattr(obj, "source", None)
     if owner_source is None or not _is_module(owner):
@@ -317,7 +316,7 @@ def builder_call_hook(
     say so once (``strict=True``: raise), whatever the getter computes from it."""
     if not getattr(_local, "stack", None):
         return wrapped(*args, **kwargs)
-    value = args[0] if args else kwargs["value"]
+    value = kwargs["value"]
     if not _is_number(value):
         return wrapped(*args, **kwargs)
     before = getattr(_local, "wrapped", 0)

@@ -83,7 +83,7 @@ def evaluate_sym_node_hook(
         _hide_bridge_frames()
     state = peek_state(instance)
     if state is not None and state.backed:
-        sym_node = args[0] if args else kwargs["sym_node"]
+        sym_node = kwargs["sym_node"]
         expr = sym_node.expr
         if sym_node.pytype is not bool and not getattr(expr, "is_number", True):
             ours = [s for s in expr.free_symbols if s in state.backed]

@@ -71,7 +71,8 @@ class Private:
 
     #: ``"module:qualified.name"``: the module to import, then attributes to follow.
     target: str
-    #: Expected parameter names (a dataclass: its field names); None checks existence only.
+    #: Expected parameter names (a dataclass: its field names), ``*args`` and ``**kwargs``
+    #: written with their stars; None checks existence only.
     params: tuple[str, ...] | None = None
     #: Hook functions in ``dynscalar._bridge`` (``"_module:function"``), outermost first;
     #: several make one chained wrapper.  Empty: read, never patched.
@@ -154,7 +155,8 @@ class Private:
         fields = getattr(value, "__dataclass_fields__", None) if isinstance(value, type) else None
         if fields is not None:
             return tuple(fields)
-        return tuple(inspect.signature(inspect.unwrap(value)).parameters)
+        parameters = inspect.signature(inspect.unwrap(value)).parameters.values()
+        return tuple(_STARS.get(p.kind, "") + p.name for p in parameters)
 
 
 def _attribute(owner: Any, name: str) -> Any:
@@ -179,6 +181,9 @@ def named(short: str) -> Private | None:
 
 
 _by_short: list[Any] = [None, {}]
+
+
+_STARS = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
 
 
 def find(target_suffix: str) -> Private:
@@ -285,6 +290,8 @@ def by_name(entry: Private, hook: Hook) -> Hook:
             kwargs = entry.bind(args, kwargs)
         return hook(wrapped, instance, (), kwargs)
 
+    if any(name.startswith("*") for name in entry.params or ()):
+        return hook  # ``*args``: its values have no names; the hook reads them as passed
     return named
 
 
@@ -333,7 +340,7 @@ def hook_of(entry: Private, lazy: bool = False) -> Hook:
     full = hooks[-1]
     for outer in reversed(hooks[:-1]):
         full = _chained(outer, full)
-    full = _safe(entry, full)
+    full = by_name(entry, _safe(entry, full))  # the net's fallbacks read names too
     inside = entry.disabled_hook or entry.degraded_hook
     if inside is None:
         return full  # off inside disabled(): see enabled_of
@@ -463,10 +470,10 @@ PRIVATES: tuple[Private, ...] = (
     Private("torch._dynamo.exc:TensorifyScalarRestartAnalysis", why="restarts of a trace"),
     Private("torch._guards:CompileContext", why="one compile's restarts"),
     # ---- guards (_guards, _restarts)
-    Private(f"{_G}:install_guard", ("guards", "skip")),
+    Private(f"{_G}:install_guard", ("*guards", "skip")),
     Private(f"{_G}:GuardBuilder.TYPE_MATCH", ("self", "guard")),
     Private(f"{_G}:GuardBuilder.CONSTANT_MATCH", ("self", "guard")),
-    Private("torch._dynamo.variables.constant:ConstantVariable.create", ("value", "kwargs")),
+    Private("torch._dynamo.variables.constant:ConstantVariable.create", ("value", "**kwargs")),
     Private(f"{_G}:GuardBuilder.ID_MATCH", ("self", "guard", "recompile_hint")),
     Private(f"{_G}:GuardBuilder.EQUALS_MATCH", ("self", "guard", "recompile_hint")),
     Private(f"{_G}:GuardBuilder.DICT_NOT_CONTAINS", ("self", "guard", "key")),
@@ -509,7 +516,7 @@ PRIVATES: tuple[Private, ...] = (
         "torch._dynamo.symbolic_convert:InstructionTranslatorBase.inline_user_function_return",
         ("self", "fn", "args", "kwargs", "allow_nested_graph_breaks"),
     ),
-    Private(f"{_F}:UserFunctionVariable.__init__", ("self", "fn", "is_constant", "kwargs")),
+    Private(f"{_F}:UserFunctionVariable.__init__", ("self", "fn", "is_constant", "**kwargs")),
     Private(
         "torch._dynamo.variables.builtin:BuiltinVariable.call_function",
         ("self", "tx", "args", "kwargs"),
@@ -524,7 +531,7 @@ PRIVATES: tuple[Private, ...] = (
     ),
     Private(
         "torch._dynamo.variables.builtin:BuiltinVariable.call_range",
-        ("self", "tx", "args"),
+        ("self", "tx", "*args"),
         hooks=("_builtins:range_hook",),
         optional=True,
         why="torch 2.13 builds range(SymFloat) where Python raises; 2.14 raises itself",
@@ -604,7 +611,7 @@ PRIVATES: tuple[Private, ...] = (
     ),
     # ---- the float path (_floats, _forced), at the first marked float
     Private(f"{_B}:VariableBuilder.wrap_symfloat", ("self", "value"), phase="floats"),
-    Private(f"{_B}:VariableBuilder.install_guards", ("self", "guards"), phase="floats"),
+    Private(f"{_B}:VariableBuilder.install_guards", ("self", "*guards"), phase="floats"),
     Private(
         "torch._functorch._aot_autograd.graph_compile:tensorify_python_scalars",
         ("gm", "shape_env", "fake_mode"),

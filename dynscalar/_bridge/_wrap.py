@@ -380,7 +380,7 @@ def _is_number_subclass(kind: type) -> bool:
 
 
 def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    value = args[0] if args else kwargs["value"]
+    value = kwargs["value"]
     kind = type(value)
     proxied = issubclass(kind, DynamicScalar)
     other_number = not proxied and _is_number_subclass(kind)
@@ -519,7 +519,7 @@ def wrap_degraded(
     The value is remembered as read from a proxy (``_state.CompileState``), as
     :func:`_compile_unmarked` remembers a constant: inside ``disabled()`` write-back's hooks
     then store what eager stores (``self.step += 1`` leaves a ``DynamicInt``)."""
-    value = args[0] if args else kwargs["value"]
+    value = kwargs["value"]
     if not isinstance(value, DynamicScalar):
         return wrapped(*args, **kwargs)
     try:
@@ -549,7 +549,7 @@ def wrap_off(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[st
     torch does (``_safety``): :func:`wrap_degraded`, except that a value marked
     ``strict=True`` (on its module attribute, or a proxy's own spec) raises the failure
     instead of being compiled unmarked."""
-    value = args[0] if args else kwargs["value"]
+    value = kwargs["value"]
     if isinstance(value, DynamicScalar | int | float) and not isinstance(value, bool):
         spec = _strict_spec(instance, value)
         if spec is not None and spec.strict:

@@ -26,7 +26,6 @@ from ..._diagnostics import DynscalarError
 from ..._proxy import DynamicInt, DynamicScalar, _alloc, _set_wrapped
 from ..._spec import DynamicSpec
 from .. import _torch
-from .._binding import bound
 from .._sources import PLAIN_MEMBER
 from .._state import peek_state
 from . import rebox
@@ -325,7 +324,7 @@ def codegen_update_mutated_hook(
     """Around ``SideEffects.codegen_update_mutated(cg)``: the values written back (assigned
     attributes, and the items of lists, tuples and dicts they hold or that were mutated in
     place) become what eager Python would have stored."""
-    (cg,) = bound(args, kwargs, ("cg",))
+    cg = kwargs["cg"]
     state = peek_state(getattr(cg.tx.output, "shape_env", None))
     if state is None or not (state.origins or state.constants):
         return wrapped(*args, **kwargs)
@@ -359,7 +358,7 @@ def codegen_suffix_hook(
     a local ``a = self.step`` handed on as a plain int would be compiled by the resumed
     frame as an unmarked constant, once per value.
     """
-    tx, stack = bound(args, kwargs, ("tx", "stack_values"))
+    tx, stack = kwargs["tx"], kwargs["stack_values"]
     state = peek_state(getattr(instance, "shape_env", None))
     if state is None or not (state.origins or state.constants) or not stack:
         return wrapped(*args, **kwargs)
@@ -375,12 +374,8 @@ def codegen_suffix_hook(
             new_stack[index] = new
         else:
             _replace_in(value, shadows, replaced, seen)
-    if len(args) > 1:
-        args = (args[0], new_stack, *args[2:])
-    else:
-        kwargs = {**kwargs, "stack_values": new_stack}
     try:
-        return wrapped(*args, **kwargs)
+        return wrapped(**{**kwargs, "stack_values": new_stack})
     finally:
         for slots, key, value in reversed(replaced):
             slots[key] = value

@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 from .. import _torch
-from .._binding import bound
 from .._state import peek_state
 from . import arith
 from .calls import SELECTING, Call, MethodCall, realized, traced_types
@@ -30,7 +29,6 @@ __all__ = [
 ]
 
 #: the parameters of ``SymNodeVariable.call_method`` the method hooks read
-_METHOD_PARAMETERS = ("tx", "name", "args", "kwargs")
 
 
 def _symbolic(variable: Any) -> bool:
@@ -111,7 +109,7 @@ def builtin_call_hook(
 ) -> Any:
     """Around ``BuiltinVariable.call_function(tx, args, kwargs)``: record the builtin
     (``max``, ``sum``, ``pow``, ``operator.iadd``, ...) that made a symbolic value."""
-    tx, call_args, call_kwargs = bound(args, kwargs, ("tx", "args", "kwargs"))
+    tx, call_args, call_kwargs = kwargs["tx"], kwargs["args"], kwargs["kwargs"]
     graph = tx.output.graph
     before = len(graph.nodes)
     fixed = arith.negative_float_power(tx, instance.fn, call_args)
@@ -131,7 +129,7 @@ def record_call_hook(
     function Dynamo replaced by a polyfill (``sum``, ``math.prod``).  Inside
     ``dynscalar.disabled()`` also around ``BuiltinVariable.call_function``, where it only
     records: the call is traced as stock Dynamo traces it."""
-    tx, call_args, call_kwargs = bound(args, kwargs, ("tx", "args", "kwargs"))
+    tx, call_args, call_kwargs = kwargs["tx"], kwargs["args"], kwargs["kwargs"]
     graph = tx.output.graph
     before = len(graph.nodes)
     result = wrapped(*args, **kwargs)
@@ -143,7 +141,8 @@ def symnode_method_hook(
 ) -> Any:
     """Around ``SymNodeVariable.call_method(tx, name, args, kwargs)``: record dunder calls
     (``a.__add__(1)``, ``a.__radd__(1)``) as calls of the proxy's own method."""
-    tx, name, call_args, call_kwargs = bound(args, kwargs, _METHOD_PARAMETERS)
+    tx, name = kwargs["tx"], kwargs["name"]
+    call_args, call_kwargs = kwargs["args"], kwargs["kwargs"]
     graph = tx.output.graph
     before = len(graph.nodes)
     result = None if call_kwargs else arith.dunder_of_proxy(tx, instance, name, call_args)
@@ -157,7 +156,8 @@ def symnode_record_hook(
 ) -> Any:
     """Inside ``dynscalar.disabled()``, around ``SymNodeVariable.call_method``: record the
     dunder calls stock Dynamo traces (nothing is routed)."""
-    tx, name, call_args, call_kwargs = bound(args, kwargs, _METHOD_PARAMETERS)
+    tx, name = kwargs["tx"], kwargs["name"]
+    call_args, call_kwargs = kwargs["args"], kwargs["kwargs"]
     graph = tx.output.graph
     before = len(graph.nodes)
     result = wrapped(*args, **kwargs)
