@@ -36,8 +36,8 @@ from typing import Any, Protocol
 import torch
 import torch.nn.functional as F
 
+from ._attrs import dynamic_attrs, mark_dynamic_attr
 from ._proxy import DynamicInt
-from ._registry import dynamic_attrs, mark_dynamic_attr
 
 # ----------------------------------------------------------------------------- workloads
 

@@ -49,7 +49,7 @@ def test_a_once_per_location_warning_warns_again_after_reset() -> None:
 def test_reset_empties_every_bridge_cache() -> None:
     from torch._dynamo.symbolic_convert import TensorifyState
 
-    from dynscalar import _registry
+    from dynscalar import _attrs
     from dynscalar._bridge import _floats, _properties, _restarts, _writeback
 
     module = torch.nn.Linear(2, 2)
@@ -57,18 +57,18 @@ def test_reset_empties_every_bridge_cache() -> None:
     _restarts._specialize_next["L['self'].step"] = "a restart"
     _writeback.rebox(3, _writeback._key(ds.DynamicInt, ds.DynamicSpec()))
     _properties._reads[code] = {"L['self'].p": _properties.PropertyRead("L['self']", "Linear", "p")}
-    _registry.record_property_reads(module, "p", ("self.q",))
+    _attrs.record_property_reads(module, "p", ("self.q",))
     forced = _floats._forced_floats
     forced._ops["dynscalar-forced:test"] = ["aten.op"]
     names = TensorifyState.force_specializations
     names.update({"dynscalar-forced:test", "zf_stock"})
     try:
-        assert _writeback._MADE and _properties._reads and _registry.property_reads(module, "p")
+        assert _writeback._MADE and _properties._reads and _attrs.property_reads(module, "p")
         reset_caches()
         assert _restarts.restart_reason("L['self'].step") is None
         assert not _writeback._MADE
         assert _properties.read_through_property(code, "L['self'].p") is None
-        assert _registry.property_reads(module, "p") is None
+        assert _attrs.property_reads(module, "p") is None
         assert forced.ops(object()) == [] and not forced._ops
         # our memory leaves torch's set; stock's own names stay (torch._dynamo.reset's job)
         assert "dynscalar-forced:test" not in names and "zf_stock" in names

@@ -40,7 +40,7 @@ def _marked_reads(module: Any, args: Any, kwargs: Any) -> list[tuple[str, Any, A
     import torch
 
     from .. import explain
-    from .._registry import compiled_original
+    from .._attrs import compiled_original
 
     found: list[tuple[str, Any, Any]] = []
     if isinstance(module, torch.nn.Module):

@@ -28,11 +28,11 @@ stack of module properties being inlined; while one is active,
   :class:`~dynscalar.SpecializationError`; so is a marked property whose getter Dynamo
   cannot trace (a graph break inside it).  A mark never silently does nothing.
 
-Marking a property never runs its getter (``_registry`` validates statically): what the
+Marking a property never runs its getter (``_attrs`` validates statically): what the
 getter reads, and what it returns, is learned here, while tracing.
 
 What each marked property resolved to (the attribute chains made symbolic) is recorded in
-the registry for :func:`dynscalar.explain`; which source every module property's number
+the mark store for :func:`dynscalar.explain`; which source every module property's number
 came from, per compiled code object, for the doctor (:func:`read_through_property`).
 Nothing here realizes a variable Dynamo left lazy, except a marked property's number.
 """
@@ -49,10 +49,10 @@ from types import CodeType
 from typing import Any
 
 from .. import _caches
+from .._attrs import check_marked_value, record_property_reads
 from .._diagnostics import DynscalarError, SpecializationError, SpecializationWarning, warn_once
 from .._marks import lookup_mark
 from .._proxy import DynamicScalar
-from .._registry import check_marked_value, record_property_reads
 from .._spec import DynamicSpec
 from ._guards import guard_mark_state
 from ._reports import passthrough, user_location

@@ -12,7 +12,7 @@ For every value Dynamo reads, before its own type dispatch:
    ``max``) or, for other int/float subclasses such as numpy scalars, compiled as a
    constant with a :class:`~dynscalar.SpecializationWarning`.
 
-The effective spec: a registry mark on the attribute wins over the spec a proxy value
+The effective spec: a mark on the attribute wins over the spec a proxy value
 carries; an attribute without a mark (or whose instance opted out of a class mark) that
 holds a proxy uses the proxy's spec.
 """
@@ -27,6 +27,7 @@ import warnings
 import weakref
 from typing import Any, NamedTuple
 
+from .._attrs import check_marked_value
 from .._auto import auto_spec
 from .._diagnostics import (
     BridgeError,
@@ -48,7 +49,6 @@ from .._marks import (
     wrapped_parameter,
 )
 from .._proxy import DynamicScalar
-from .._registry import check_marked_value
 from .._spec import INT64_MAX, INT64_MIN, DynamicSpec
 from ._callers import caller_mark, guard_caller_mark
 from ._floats import wrap_float
@@ -65,13 +65,13 @@ log = logging.getLogger("dynscalar")
 
 __all__ = ["wrap_degraded", "wrap_hook", "wrap_off", "wrap_plain"]
 
-# Attribute values whose owner is looked up in the registry: the scalars themselves, and
+# Attribute values whose owner is looked up in the mark store: the scalars themselves, and
 # the types a mark must not sit on (so a bad mark fails clearly, not silently).
 _CHECKED_TYPES = frozenset({int, float, bool, str, type(None)})
 
 
 class _Found(NamedTuple):
-    """A registry mark found for the value being wrapped (``spec`` None: unmarked)."""
+    """A stored mark found for the value being wrapped (``spec`` None: unmarked)."""
 
     spec: DynamicSpec | None
     where: str  # for messages: "Net.step", "train_step(n)", "SGD.param_groups[0]['lr']"
@@ -132,10 +132,10 @@ def _module_wrappers() -> frozenset[type]:
 
 
 def _find_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
-    """The mark for ``value``: the registry's for where it is read from, else - for a
+    """The mark for ``value``: the mark store's for where it is read from, else - for a
     number read while a marked property's getter is inlined - that property's
     (``_properties``).  Guards installed."""
-    found = _find_registry_mark(builder, value, numeric)
+    found = _find_stored_mark(builder, value, numeric)
     if numeric and (found is None or found.spec is None):
         marked = property_mark(builder)
         if marked is not None:
@@ -143,8 +143,8 @@ def _find_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
     return found
 
 
-def _find_registry_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
-    """The registry's mark for where ``value`` is read from, with its guards installed.
+def _find_stored_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
+    """The mark store's mark for where ``value`` is read from, with its guards installed.
 
     Three places hold marks: a module's attributes (``mark_dynamic_attr``,
     ``@dynamic_attrs``, ``auto_dynamic``), the compiled frame's parameters
