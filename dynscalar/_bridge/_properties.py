@@ -50,12 +50,12 @@ from typing import Any
 
 from .. import _caches
 from .._attrs import check_marked_value, record_property_reads
-from .._diagnostics import DynscalarError, SpecializationError, SpecializationWarning, warn_once
+from .._diagnostics import DynscalarError
 from .._marks import lookup_mark
 from .._proxy import DynamicScalar
 from .._spec import DynamicSpec
 from ._guards import guard_mark_state
-from ._reports import passthrough, user_location
+from ._reports import passthrough, refuse, user_line
 from ._restarts import clear_speculation_log, symbol_source_names
 from ._state import compile_state
 
@@ -208,11 +208,8 @@ def _report_untraceable(scope: _Scope, exc: Exception) -> None:
         "function falls back to eager), and the value it returns is not symbolic there. "
         "Make the getter traceable, or mark the attribute it reads instead."
     )
-    if spec.strict:
-        raise passthrough(SpecializationError(message + " (strict=True on the mark)")) from exc
-    filename, lineno, _ = user_location()
-    location = (filename, lineno) if lineno else None
-    warn_once(("property-trace", scope.where), message, SpecializationWarning, location=location)
+    once = ("property-trace", scope.where)
+    refuse(message, spec.strict, once=once, location=user_line(), cause=exc)
 
 
 def _settle(scope: _Scope, result: Any, spec: DynamicSpec) -> None:
@@ -262,11 +259,7 @@ def _settle(scope: _Scope, result: Any, spec: DynamicSpec) -> None:
         f"dynscalar: {scope.where} is marked dynamic, but in compiled code its getter "
         f"returned a constant ({value!r}): {why}."
     )
-    if spec.strict:
-        raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
-    filename, lineno, _ = user_location()
-    location = (filename, lineno) if lineno else None
-    warn_once(("property", scope.where), message, SpecializationWarning, location=location)
+    refuse(message, spec.strict, once=("property", scope.where), location=user_line())
 
 
 def property_mark(builder: Any) -> tuple[DynamicSpec, str, str] | None:
@@ -347,16 +340,8 @@ def builder_call_hook(
         "cannot change that. Read the property before reading that attribute directly, or "
         "mark the attribute itself."
     )
-    if spec.strict:
-        raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
-    filename, lineno, _ = user_location()
-    location = (filename, lineno) if lineno else None
-    warn_once(
-        ("property-constant", scope.where, source),
-        message,
-        SpecializationWarning,
-        location=location,
-    )
+    once = ("property-constant", scope.where, source)
+    refuse(message, spec.strict, once=once, location=user_line())
     return result
 
 

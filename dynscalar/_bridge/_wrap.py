@@ -23,7 +23,6 @@ import contextlib
 import functools
 import logging
 import numbers
-import warnings
 import weakref
 from typing import Any, NamedTuple
 
@@ -33,8 +32,6 @@ from .._diagnostics import (
     BridgeError,
     BridgeUnavailableWarning,
     DynscalarError,
-    SpecializationError,
-    SpecializationWarning,
     warn_once,
 )
 from .._marks import (
@@ -56,7 +53,7 @@ from ._guards import guard_function_marks, guard_mark_state, guard_proxy
 from ._install import ensure_phase, phase_problem
 from ._ints import wrap_int
 from ._properties import note_number_wrapped, property_mark
-from ._reports import instance_path, passthrough, user_location
+from ._reports import STRICT_INVOLVED, instance_path, passthrough, refuse, user_line
 from ._restarts import restart_reason
 from ._sources import record_for_automatic_dynamic, swapped_source
 from ._state import Origin, compile_state, resolved
@@ -468,11 +465,7 @@ def _compile_unmarked(
         "an unmarked value (it may specialize it: one compile per value)."
         + (f" Store {store}(value) instead." if store else "")
     )
-    if spec.strict:
-        raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
-    filename, lineno, _ = user_location()
-    location = (filename, lineno) if lineno else None
-    warn_once(("unmarked", where, type(value)), message, SpecializationWarning, location=location)
+    refuse(message, spec.strict, once=("unmarked", where, type(value)), location=user_line())
     # constant: not stock's path (automatic dynamic would make a changing value a SymInt)
     result = wrap_constant(builder, value) if constant else wrap_plain(wrapped, builder, value)
     if isinstance(value, DynamicScalar):  # write-back: eager arithmetic on it gives proxies
@@ -561,7 +554,7 @@ def wrap_off(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[st
             from ._safety import failure
 
             message = failure() or "dynscalar: an internal error"
-            raise passthrough(BridgeError(message + " (a strict=True mark is involved)"))
+            raise passthrough(BridgeError(f"{message} ({STRICT_INVOLVED})"))
     return wrap_degraded(wrapped, instance, args, kwargs)
 
 
@@ -594,11 +587,9 @@ def _specialize_for_export(
         "valid for this value only. Pass the value as a tensor input (or an int input with "
         "torch.export dynamic_shapes) to keep it dynamic."
     )
-    if spec.strict:
-        raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
-    log.info("%s specialized for torch.export", where)
     # every export: it is a one-off, and each program is specialized anew
-    warnings.warn(message, SpecializationWarning, stacklevel=4)
+    refuse(message, spec.strict, once=None, stacklevel=4)
+    log.info("%s specialized for torch.export", where)
     return wrap_plain(wrapped, builder, value)
 
 
