@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 
 from .._diagnostics import DynscalarError, SpecializationError, SpecializationWarning, warn_once
 from .._spec import DynamicSpec
-from ._paths import call_site_frame, is_library_file, user_path
+from ._paths import call_site_frame, innermost_user, user_path
 from ._state import compile_state, peek_state
 
 log = logging.getLogger("dynscalar")
@@ -154,8 +154,7 @@ def traced_location() -> tuple[Location | None, Location | None]:
     ]
     if not located:
         return None, None
-    user = next((f for f in reversed(located) if not is_library_file(f.filename)), None)
-    return user, located[-1]
+    return innermost_user(located), located[-1]
 
 
 def user_location() -> tuple[str, int, str]:
