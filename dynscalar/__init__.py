@@ -23,6 +23,12 @@ again for a block of code.
 from __future__ import annotations
 
 from ._args import dynamic_args, mark_dynamic_args, unmark_dynamic_args
+from ._attrs import (
+    dynamic_attrs,
+    is_dynamic_attr,
+    mark_dynamic_attr,
+    unmark_dynamic_attr,
+)
 from ._auto import auto_dynamic
 from ._bridge import on_import as _on_import
 from ._diagnostics import (
@@ -43,12 +49,6 @@ from ._explain import Explanation, MarkRecord, explain
 from ._marks import MARK_TABLE as _mark_table  # noqa: F401 - guarded by compiled code
 from ._optim import mark_dynamic_param_groups, unmark_dynamic_param_groups
 from ._proxy import DynamicFloat, DynamicInt, DynamicScalar, is_dynamic_scalar, mark_dynamic
-from ._registry import (
-    dynamic_attrs,
-    is_dynamic_attr,
-    mark_dynamic_attr,
-    unmark_dynamic_attr,
-)
 from ._serialization import register_safe_globals as _register_safe_globals
 from ._spec import DynamicSpec
 from ._switch import disabled

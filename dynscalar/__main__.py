@@ -1,4 +1,5 @@
-"""Command line: ``python -m dynscalar demo`` and ``python -m dynscalar doctor SCRIPT``."""
+"""Command line: ``python -m dynscalar demo``, ``python -m dynscalar doctor SCRIPT`` and
+``python -m dynscalar specializations``."""
 
 from __future__ import annotations
 

@@ -29,9 +29,9 @@ from typing import Any, TypeVar
 
 import torch
 
+from ._attrs import check_names, compiled_original
 from ._diagnostics import DynscalarTypeError
 from ._marks import ARG_MARKS_KEY, edit_function_marks, edit_marks, unwrap_function
-from ._registry import check_names, compiled_original
 from ._spec import DynamicSpec
 
 __all__ = ["dynamic_args", "mark_dynamic_args", "unmark_dynamic_args"]

@@ -15,9 +15,9 @@ from typing import Any, TypeVar
 
 import torch
 
+from ._attrs import compiled_original
 from ._diagnostics import DynscalarTypeError
 from ._marks import auto_snapshot, promote, start_auto
-from ._registry import compiled_original
 from ._spec import DynamicSpec
 
 __all__ = ["auto_dynamic", "auto_spec"]

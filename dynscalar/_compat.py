@@ -13,8 +13,6 @@ import torch
 
 __all__ = [
     "MIN_TORCH",
-    "TENSORIFY_RESTARTS_INSTEAD_OF_BAKING",
-    "TESTED_TORCH",
     "TORCH_SUPPORTED",
     "TORCH_VERSION",
     "release",
@@ -33,12 +31,4 @@ TORCH_VERSION = ".".join(map(str, release(torch.__version__)))
 #: Oldest torch whose Dynamo internals the bridge was written and verified against.
 MIN_TORCH = "2.13.0"
 
-#: Releases the test suite has been run on.
-TESTED_TORCH = ("2.13.0", "2.14.1", "2.15.0")
-
 TORCH_SUPPORTED = release(TORCH_VERSION) >= release(MIN_TORCH)
-
-# torch 2.15 fixed pytorch#194976 in the float-tensorify pass: a float it cannot lower is
-# specialized through a restart (exact, one compile per value) instead of being baked into
-# the graph, and clamp_min/clamp_max became lowerable.
-TENSORIFY_RESTARTS_INSTEAD_OF_BAKING = release(TORCH_VERSION) >= (2, 15)

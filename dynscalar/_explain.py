@@ -8,6 +8,13 @@ from typing import Any, NamedTuple
 
 import torch
 
+from ._attrs import (
+    class_attribute,
+    compiled_original,
+    is_stored,
+    property_reads,
+    stored_value,
+)
 from ._diagnostics import DynscalarTypeError
 from ._marks import (
     ARG_MARKS_KEY,
@@ -20,13 +27,6 @@ from ._marks import (
     unwrap_function,
 )
 from ._proxy import is_dynamic_scalar
-from ._registry import (
-    class_attribute,
-    compiled_original,
-    is_stored,
-    property_reads,
-    stored_value,
-)
 from ._spec import DynamicSpec
 
 __all__ = ["ARGUMENT", "COMPUTED", "Explanation", "MarkRecord", "explain"]

@@ -1,6 +1,6 @@
 """The mark store: where every mark lives, the lock that serialises edits, and lookups.
 
-Every kind of mark is kept and found here; the public API modules (``_registry`` for
+Every kind of mark is kept and found here; the public API modules (``_attrs`` for
 attributes and classes, ``_args`` for arguments, ``_optim`` for optimizer groups,
 ``_auto`` for ``auto_dynamic``) validate and explain, then call this module.  The bridge
 asks this module what is marked, and guards the storage keys and the mark table below.

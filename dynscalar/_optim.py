@@ -25,9 +25,9 @@ from typing import TypeVar
 
 import torch
 
+from ._attrs import check_names
 from ._diagnostics import DynscalarAttributeError, DynscalarTypeError
 from ._marks import GROUP_MARKS_KEY, Marks, edit_marks, group_holders
-from ._registry import check_names
 from ._spec import DynamicSpec
 
 __all__ = ["mark_dynamic_param_groups", "unmark_dynamic_param_groups"]

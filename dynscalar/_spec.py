@@ -1,7 +1,7 @@
 """DynamicSpec: how a marked scalar should be traced, and its validation.
 
 A spec is immutable and shared between a proxy value, the proxies derived from it
-and the per-module registry.  Every check that can be done without torch lives here,
+and the mark store.  Every check that can be done without torch lives here,
 so that bad input fails at the line that wrote it.
 """
 

@@ -339,5 +339,9 @@ def test_import_time_measures_both_imports_in_one_process() -> None:
 
     result = import_time.measure(rounds=1)
     assert result["torch_ms"]["median"] > result["dynscalar_ms"]["median"] > 0
-    assert result["bridge_modules"] == ["dynscalar._bridge", "dynscalar._bridge._table"]
+    assert result["bridge_modules"] == [
+        "dynscalar._bridge",
+        "dynscalar._bridge._table",
+        "dynscalar._bridge._torch",
+    ]
     assert "| dynscalar / torch |" in import_time.table(result)

@@ -49,7 +49,7 @@ def test_a_once_per_location_warning_warns_again_after_reset() -> None:
 def test_reset_empties_every_bridge_cache() -> None:
     from torch._dynamo.symbolic_convert import TensorifyState
 
-    from dynscalar import _registry
+    from dynscalar import _attrs
     from dynscalar._bridge import _floats, _properties, _restarts
     from dynscalar._bridge._writeback import rebox
 
@@ -58,18 +58,18 @@ def test_reset_empties_every_bridge_cache() -> None:
     _restarts._specialize_next["L['self'].step"] = "a restart"
     rebox.rebox(3, rebox.key_of(ds.DynamicInt, ds.DynamicSpec()))
     _properties._reads[code] = {"L['self'].p": _properties.PropertyRead("L['self']", "Linear", "p")}
-    _registry.record_property_reads(module, "p", ("self.q",))
+    _attrs.record_property_reads(module, "p", ("self.q",))
     forced = _floats._forced_floats
     forced._ops["dynscalar-forced:test"] = ["aten.op"]
     names = TensorifyState.force_specializations
     names.update({"dynscalar-forced:test", "zf_stock"})
     try:
-        assert rebox._MADE and _properties._reads and _registry.property_reads(module, "p")
+        assert rebox._MADE and _properties._reads and _attrs.property_reads(module, "p")
         reset_caches()
         assert _restarts.restart_reason("L['self'].step") is None
         assert not rebox._MADE
         assert _properties.read_through_property(code, "L['self'].p") is None
-        assert _registry.property_reads(module, "p") is None
+        assert _attrs.property_reads(module, "p") is None
         assert forced.ops(object()) == [] and not forced._ops
         # our memory leaves torch's set; stock's own names stay (torch._dynamo.reset's job)
         assert "dynscalar-forced:test" not in names and "zf_stock" in names

@@ -1,10 +1,10 @@
 """The bridge: the only package that touches ``torch._dynamo`` and other private torch internals.
 
-``import dynscalar`` imports this module and the table of private names (``_table``) only:
-it registers the ``dynscalar`` log name with torch, wraps the public ``torch.export.export``
-(its hook module is imported at the first export), and asks to be called when
-``torch._dynamo`` is imported; the rest of the bridge is imported then.  Nothing here
-imports ``torch._dynamo`` or runs a kernel.
+``import dynscalar`` imports this module, the table of private names (``_table``) and the
+namespace that reads them (``_torch``) only: it registers the ``dynscalar`` log name with
+torch, wraps the public ``torch.export.export`` (its hook module is imported at the first
+export), and asks to be called when ``torch._dynamo`` is imported; the rest of the bridge
+is imported then.  Nothing here imports ``torch._dynamo`` or runs a kernel.
 
 The map of the bridge's modules, one concern each, is in docs/how-it-works.md ("The bridge,
 module by module"); every private torch name it relies on is one entry of ``_table``.
@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import logging
 import os
+
+from .._diagnostics import BridgeError
+from . import _table, _torch
 
 __all__ = ["LOG_NAME", "named_in_torch_logs", "on_import", "register_torch_log"]
 
@@ -40,8 +43,6 @@ def _on_dynamo_import(module: object) -> None:
 def _on_export_import(_module: object) -> None:
     """Wrap ``torch.export.export`` (already imported by ``import torch``) so that a user's
     first export is seen too.  Never raises: where it moved, export keeps torch's behaviour."""
-    from . import _table
-
     try:
         _table.apply_phase("export", lazy=True)
     except Exception as exc:  # noqa: BLE001 - export then behaves as in stock torch
@@ -61,12 +62,8 @@ def register_torch_log() -> bool:
     diagnostics only: a torch without this registry still runs dynscalar.
     """
     try:
-        from torch._logging import _internal
-    except ImportError:
-        return False
-    registry = getattr(_internal, "log_registry", None)
-    register = getattr(_internal, "register_log", None)
-    if registry is None or register is None:
+        _table.check("logs")  # the table's "logs" entries: register_log and log_registry
+    except BridgeError:
         return False
     if named_in_torch_logs(os.environ.get("TORCH_LOGS", "")):
         # torch has attached (or, when it is importing dynscalar itself, is about to attach)
@@ -74,9 +71,9 @@ def register_torch_log() -> bool:
         # on to the root logger's handlers (each line would print twice).
         log.propagate = False
     try:
-        register(LOG_NAME, [LOG_NAME])  # (setting_name, log_name), as the table records
-        return bool(registry.is_log(LOG_NAME))
-    except (AttributeError, TypeError):  # a different signature or registry: not ours to fix
+        _torch.register_log(LOG_NAME, [LOG_NAME])
+        return bool(_torch.log_registry.is_log(LOG_NAME))
+    except (AttributeError, TypeError):  # a different registry: not ours to fix
         return False
 
 

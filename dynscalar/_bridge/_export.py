@@ -16,12 +16,10 @@ its public class.
 from __future__ import annotations
 
 import types
-import warnings
 from typing import Any
 
-from .._diagnostics import SpecializationError, SpecializationWarning
 from .._proxy import DynamicScalar
-from ._reports import dynscalar_error_in
+from ._reports import dynscalar_error_in, refuse
 
 __all__ = ["export_hook"]
 
@@ -40,7 +38,7 @@ def _marked_reads(module: Any, args: Any, kwargs: Any) -> list[tuple[str, Any, A
     import torch
 
     from .. import explain
-    from .._registry import compiled_original
+    from .._attrs import compiled_original
 
     found: list[tuple[str, Any, Any]] = []
     if isinstance(module, torch.nn.Module):
@@ -81,7 +79,5 @@ def export_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict
             "exported program is valid for this value only. Pass the value as a tensor input "
             "(or an int input with torch.export dynamic_shapes) to keep it dynamic."
         )
-        if spec.strict:
-            raise SpecializationError(message + " (strict=True on the mark)")
-        warnings.warn(message, SpecializationWarning, stacklevel=3)
+        refuse(message, spec.strict, once=None, stacklevel=3, in_dynamo=False)
     return wrapped(*args, **kwargs)

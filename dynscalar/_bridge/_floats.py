@@ -13,7 +13,6 @@ from typing import Any
 from .. import _caches
 from .._diagnostics import (
     DynamicFloatSpecializedError,
-    SpecializationError,
     SpecializationWarning,
     warn_once,
 )
@@ -23,7 +22,7 @@ from . import _torch
 from ._backends import backend_kind
 from ._forced import ForcedFloats, used_float_symbols
 from ._guards import guard_proxy_or_plain
-from ._reports import at_line, passthrough, remember, user_location
+from ._reports import at_line, passthrough, refuse, remember, user_location
 from ._restarts import (
     forget_restarts,
     guard_int64,
@@ -525,12 +524,10 @@ def _warn_specialized(state: CompileState, s: Any, ops: list[str]) -> None:
         "call is in your code."
     )
     spec = state.backed.get(s, ("", None))[1]
-    if spec is not None and spec.strict:
-        raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
-    warn_once(
-        ("tensorify", label, filename, lineno, *forced_by),
+    refuse(
         message,
-        SpecializationWarning,
+        spec is not None and spec.strict,
+        once=("tensorify", label, filename, lineno, *forced_by),
         location=(filename, lineno) if lineno else None,
     )
 

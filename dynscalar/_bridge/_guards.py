@@ -77,7 +77,7 @@ __all__ = [
 def guard_mark_state(
     tx: Any, owner_source: Any, owner: Any, name: str, key: str = MARKS_KEY
 ) -> bool:
-    """Guard the registry's answer for ``owner.name`` (see module docstring); True when the
+    """Guard the mark store's answer for ``owner.name`` (see module docstring); True when the
     instance's own marks decide it.
 
     ``tx`` is the tracer the guards are built for; ``key`` selects the instance's attribute

@@ -30,15 +30,16 @@ import json
 import keyword
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 __all__ = [
     "ParsedSource",
     "Step",
     "call_site_frame",
+    "innermost_user",
     "is_library_file",
     "name_at_call_site",
     "parse_source",
@@ -287,6 +288,20 @@ def is_library_file(filename: str) -> bool:
     if not _LIBRARY_DIRS:
         _LIBRARY_DIRS = _library_dirs()
     return os.path.normcase(os.path.abspath(filename)).startswith(_LIBRARY_DIRS)
+
+
+class _Located(Protocol):
+    @property
+    def filename(self) -> str: ...
+
+
+LocatedT = TypeVar("LocatedT", bound=_Located)
+
+
+def innermost_user(frames: Iterable[LocatedT]) -> LocatedT | None:
+    """The last of ``frames`` (outermost first, each with a ``filename``: a traceback's
+    ``FrameSummary``, a traced line) whose file is not torch's or dynscalar's."""
+    return next((f for f in reversed(list(frames)) if not is_library_file(f.filename)), None)
 
 
 def _generated(filename: str) -> bool:

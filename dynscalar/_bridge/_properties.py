@@ -28,11 +28,11 @@ stack of module properties being inlined; while one is active,
   :class:`~dynscalar.SpecializationError`; so is a marked property whose getter Dynamo
   cannot trace (a graph break inside it).  A mark never silently does nothing.
 
-Marking a property never runs its getter (``_registry`` validates statically): what the
+Marking a property never runs its getter (``_attrs`` validates statically): what the
 getter reads, and what it returns, is learned here, while tracing.
 
 What each marked property resolved to (the attribute chains made symbolic) is recorded in
-the registry for :func:`dynscalar.explain`; which source every module property's number
+the mark store for :func:`dynscalar.explain`; which source every module property's number
 came from, per compiled code object, for the doctor (:func:`read_through_property`).
 Nothing here realizes a variable Dynamo left lazy, except a marked property's number.
 """
@@ -49,14 +49,14 @@ from types import CodeType
 from typing import Any
 
 from .. import _caches
-from .._diagnostics import DynscalarError, SpecializationError, SpecializationWarning, warn_once
+from .._attrs import check_marked_value, record_property_reads
+from .._diagnostics import DynscalarError
 from .._marks import lookup_mark
 from .._proxy import DynamicScalar
-from .._registry import check_marked_value, record_property_reads
 from .._spec import DynamicSpec
 from . import _torch
 from ._guards import guard_mark_state
-from ._reports import passthrough, user_location
+from ._reports import passthrough, refuse, user_line
 from ._restarts import clear_speculation_log, symbol_source_names
 from ._state import compile_state
 
@@ -206,11 +206,8 @@ def _report_untraceable(scope: _Scope, exc: Exception) -> None:
         "function falls back to eager), and the value it returns is not symbolic there. "
         "Make the getter traceable, or mark the attribute it reads instead."
     )
-    if spec.strict:
-        raise passthrough(SpecializationError(message + " (strict=True on the mark)")) from exc
-    filename, lineno, _ = user_location()
-    location = (filename, lineno) if lineno else None
-    warn_once(("property-trace", scope.where), message, SpecializationWarning, location=location)
+    once = ("property-trace", scope.where)
+    refuse(message, spec.strict, once=once, location=user_line(), cause=exc)
 
 
 def _settle(scope: _Scope, result: Any, spec: DynamicSpec) -> None:
@@ -258,11 +255,7 @@ def _settle(scope: _Scope, result: Any, spec: DynamicSpec) -> None:
         f"dynscalar: {scope.where} is marked dynamic, but in compiled code its getter "
         f"returned a constant ({value!r}): {why}."
     )
-    if spec.strict:
-        raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
-    filename, lineno, _ = user_location()
-    location = (filename, lineno) if lineno else None
-    warn_once(("property", scope.where), message, SpecializationWarning, location=location)
+    refuse(message, spec.strict, once=("property", scope.where), location=user_line())
 
 
 def property_mark(builder: Any) -> tuple[DynamicSpec, str, str] | None:
@@ -342,16 +335,8 @@ def builder_call_hook(
         "cannot change that. Read the property before reading that attribute directly, or "
         "mark the attribute itself."
     )
-    if spec.strict:
-        raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
-    filename, lineno, _ = user_location()
-    location = (filename, lineno) if lineno else None
-    warn_once(
-        ("property-constant", scope.where, source),
-        message,
-        SpecializationWarning,
-        location=location,
-    )
+    once = ("property-constant", scope.where, source)
+    refuse(message, spec.strict, once=once, location=user_line())
     return result
 
 

@@ -72,7 +72,7 @@ from typing import Any
 
 from .._diagnostics import BridgeError
 from . import _table, _torch
-from ._paths import call_site_frame, is_library_file, parse_source
+from ._paths import call_site_frame, innermost_user, parse_source
 
 __all__ = [
     "PathStep",
@@ -81,7 +81,6 @@ __all__ = [
     "ScalarGuardFailure",
     "SourcePath",
     "check_recompile_internals",
-    "is_library_file",
 ]
 
 # Guard-manager attributes read on instances (C++ objects: checked on one, not by the table).
@@ -243,7 +242,7 @@ class RecompileWatcher:
         try:
             guard = entry.bind(args, kwargs).get("guard")
             if guard is not None and getattr(guard, "user_stack", None):
-                frame = _innermost_user_frame(guard.user_stack)
+                frame = innermost_user(guard.user_stack)
                 if frame is not None:
                     for part in parts:
                         if _parse_scalar_guard(part) is not None:
@@ -595,13 +594,6 @@ def _scalar_guards(root: Any) -> Iterator[tuple[str, int | float, str]]:
             for key_manager, value_manager in manager.get_key_value_managers().values():
                 stack.extend((key_manager, value_manager))
         stack.extend(reversed(manager.get_child_managers()))
-
-
-def _innermost_user_frame(stack: Any) -> traceback.FrameSummary | None:
-    for frame in reversed(list(stack)):
-        if not is_library_file(frame.filename):
-            return frame  # type: ignore[no-any-return]
-    return None
 
 
 def _source_path(

@@ -12,12 +12,13 @@ from __future__ import annotations
 import logging
 import os
 import re
+import warnings
 from typing import Any, NamedTuple
 
 from .._diagnostics import DynscalarError, SpecializationError, SpecializationWarning, warn_once
 from .._spec import DynamicSpec
 from . import _torch
-from ._paths import call_site_frame, is_library_file, user_path
+from ._paths import call_site_frame, innermost_user, user_path
 from ._state import compile_state, peek_state
 
 log = logging.getLogger("dynscalar")
@@ -28,8 +29,10 @@ __all__ = [
     "evaluate_sym_node_hook",
     "instance_path",
     "passthrough",
+    "refuse",
     "remember",
     "traced_location",
+    "user_line",
     "user_location",
 ]
 
@@ -147,8 +150,7 @@ def traced_location() -> tuple[Location | None, Location | None]:
     ]
     if not located:
         return None, None
-    user = next((f for f in reversed(located) if not is_library_file(f.filename)), None)
-    return user, located[-1]
+    return innermost_user(located), located[-1]
 
 
 def user_location() -> tuple[str, int, str]:
@@ -156,6 +158,64 @@ def user_location() -> tuple[str, int, str]:
     user, innermost = traced_location()
     found = user or innermost
     return tuple(found) if found is not None else ("<unknown>", 0, "")  # type: ignore[return-value]
+
+
+def user_line() -> tuple[str, int] | None:
+    """(filename, line) of :func:`user_location` to attribute a warning to; None if unknown."""
+    filename, lineno, _ = user_location()
+    return (filename, lineno) if lineno else None
+
+
+STRICT_MARK = "strict=True on the mark"
+STRICT_INVOLVED = "a strict=True mark is involved"  # a failure of dynscalar's own
+
+
+def refuse(
+    message: str,
+    strict: bool,
+    *,
+    once: tuple[object, ...] | None,
+    location: tuple[str, int] | None = None,
+    error: type[DynscalarError] = SpecializationError,
+    why: str = STRICT_MARK,
+    category: type[Warning] = SpecializationWarning,
+    stacklevel: int = 2,
+    cause: BaseException | None = None,
+    in_dynamo: bool = True,
+) -> None:
+    """The one policy for a mark dynscalar cannot honour: a ``strict=True`` mark raises,
+    any other warns.
+
+    Strict: raises ``error("<message> (<why>)")`` (from ``cause`` when given), re-typed by
+    :func:`passthrough` so Dynamo lets it through (``in_dynamo=False``: raised as is, for
+    code that runs outside a trace).  Otherwise: one ``category`` warning with ``message``
+    per ``once`` key (:func:`~dynscalar._diagnostics.warn_once`, at ``location`` when
+    given), or with ``once=None`` a warning each time, ``stacklevel`` frames above the
+    caller as :func:`warnings.warn` counts them.
+
+    Examples:
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True) as seen:
+        ...     warnings.simplefilter("always")
+        ...     refuse("n is fixed", False, once=None, in_dynamo=False)
+        >>> str(seen[0].message)
+        'n is fixed'
+        >>> refuse("n is fixed", True, once=None, in_dynamo=False)
+        Traceback (most recent call last):
+        ...
+        dynscalar._diagnostics.SpecializationError: n is fixed (strict=True on the mark)
+    """
+    if strict:
+        refused: Exception = error(f"{message} ({why})")
+        if in_dynamo:
+            refused = passthrough(refused)
+        if cause is None:
+            raise refused
+        raise refused from cause
+    if once is None:
+        warnings.warn(message, category, stacklevel=stacklevel + 1)
+    else:
+        warn_once(once, message, category, stacklevel=stacklevel + 1, location=location)
 
 
 def _report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -> bool:
@@ -194,12 +254,11 @@ def _report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -
         f"recompiles for each new one. {advice}"
     )
     log.info("%s specialized to %r at %s:%d", ", ".join(names), value, at.filename, at.lineno)
-    if any(spec.strict for _, spec in hits):
-        raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
+    strict = any(spec.strict for _, spec in hits)
     # once per attribute and code location (several attributes: the first one not yet seen)
     for name in names:
-        key = ("specialized", name, at.filename, at.lineno)
-        warn_once(key, message, SpecializationWarning, location=(at.filename, at.lineno))
+        once = ("specialized", name, at.filename, at.lineno)
+        refuse(message, strict, once=once, location=(at.filename, at.lineno))
     return True
 
 

@@ -35,8 +35,9 @@ from types import CodeType
 from typing import Any
 
 from .. import _caches
-from .._diagnostics import BridgeError, DynscalarError, DynscalarWarning, warn_once
+from .._diagnostics import BridgeError, DynscalarError, DynscalarWarning
 from . import _torch
+from ._reports import STRICT_INVOLVED, dynscalar_error_in, refuse
 
 log = logging.getLogger("dynscalar")
 
@@ -181,8 +182,6 @@ def call(
     except Exception as error:
         if is_control_flow(error):
             raise
-        from ._reports import dynscalar_error_in
-
         deliberate = dynscalar_error_in(error)
         if deliberate is not None:
             raise deliberate from None
@@ -288,9 +287,13 @@ def _fail(entry: Any, error: Exception) -> str:
         "Please report this with your torch version."
     )
     log.info("%s", message, exc_info=error)
-    if strict:
-        from ._reports import passthrough
-
-        raise passthrough(BridgeError(message + " (a strict=True mark is involved)")) from error
-    warn_once(("safety", entry.name, type(error).__name__, values), message, DynscalarWarning)
+    refuse(
+        message,
+        strict,
+        once=("safety", entry.name, type(error).__name__, values),
+        error=BridgeError,
+        why=STRICT_INVOLVED,
+        category=DynscalarWarning,
+        cause=error,
+    )
     return message

@@ -35,7 +35,7 @@ class Origin:
     """Where a graph value came from, for write-back: what eager would hold there.
 
     ``proxy`` is the proxy class (``DynamicInt``/``DynamicFloat``) when the value was read
-    from a proxy, ``None`` when it was a plain (registry-marked or auto-dynamic) value.
+    from a proxy, ``None`` when it was a plain (attribute-marked or auto-dynamic) value.
     """
 
     where: str

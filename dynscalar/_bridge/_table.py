@@ -183,7 +183,10 @@ def named(short: str) -> Private | None:
 _by_short: list[Any] = [None, {}]
 
 
-_STARS = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}
+_STARS: dict[Any, str] = {
+    inspect.Parameter.VAR_POSITIONAL: "*",
+    inspect.Parameter.VAR_KEYWORD: "**",
+}
 
 
 def find(target_suffix: str) -> Private:

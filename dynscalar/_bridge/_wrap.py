@@ -12,7 +12,7 @@ For every value Dynamo reads, before its own type dispatch:
    ``max``) or, for other int/float subclasses such as numpy scalars, compiled as a
    constant with a :class:`~dynscalar.SpecializationWarning`.
 
-The effective spec: a registry mark on the attribute wins over the spec a proxy value
+The effective spec: a mark on the attribute wins over the spec a proxy value
 carries; an attribute without a mark (or whose instance opted out of a class mark) that
 holds a proxy uses the proxy's spec.
 """
@@ -23,17 +23,15 @@ import contextlib
 import functools
 import logging
 import numbers
-import warnings
 import weakref
 from typing import Any, NamedTuple
 
+from .._attrs import check_marked_value
 from .._auto import auto_spec
 from .._diagnostics import (
     BridgeError,
     BridgeUnavailableWarning,
     DynscalarError,
-    SpecializationError,
-    SpecializationWarning,
     warn_once,
 )
 from .._marks import (
@@ -48,7 +46,6 @@ from .._marks import (
     wrapped_parameter,
 )
 from .._proxy import DynamicScalar
-from .._registry import check_marked_value
 from .._spec import INT64_MAX, INT64_MIN, DynamicSpec
 from . import _torch
 from ._callers import caller_mark, guard_caller_mark
@@ -57,7 +54,7 @@ from ._guards import guard_function_marks, guard_mark_state, guard_proxy
 from ._install import ensure_phase, phase_problem
 from ._ints import wrap_int
 from ._properties import note_number_wrapped, property_mark
-from ._reports import instance_path, passthrough, user_location
+from ._reports import STRICT_INVOLVED, instance_path, passthrough, refuse, user_line
 from ._restarts import restart_reason
 from ._sources import record_for_automatic_dynamic, swapped_source
 from ._state import Origin, compile_state, resolved
@@ -66,13 +63,13 @@ log = logging.getLogger("dynscalar")
 
 __all__ = ["wrap_degraded", "wrap_hook", "wrap_off", "wrap_plain"]
 
-# Attribute values whose owner is looked up in the registry: the scalars themselves, and
+# Attribute values whose owner is looked up in the mark store: the scalars themselves, and
 # the types a mark must not sit on (so a bad mark fails clearly, not silently).
 _CHECKED_TYPES = frozenset({int, float, bool, str, type(None)})
 
 
 class _Found(NamedTuple):
-    """A registry mark found for the value being wrapped (``spec`` None: unmarked)."""
+    """A stored mark found for the value being wrapped (``spec`` None: unmarked)."""
 
     spec: DynamicSpec | None
     where: str  # for messages: "Net.step", "train_step(n)", "SGD.param_groups[0]['lr']"
@@ -133,10 +130,10 @@ def _module_wrappers() -> frozenset[type]:
 
 
 def _find_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
-    """The mark for ``value``: the registry's for where it is read from, else - for a
+    """The mark for ``value``: the mark store's for where it is read from, else - for a
     number read while a marked property's getter is inlined - that property's
     (``_properties``).  Guards installed."""
-    found = _find_registry_mark(builder, value, numeric)
+    found = _find_stored_mark(builder, value, numeric)
     if numeric and (found is None or found.spec is None):
         marked = property_mark(builder)
         if marked is not None:
@@ -144,8 +141,8 @@ def _find_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
     return found
 
 
-def _find_registry_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
-    """The registry's mark for where ``value`` is read from, with its guards installed.
+def _find_stored_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
+    """The mark store's mark for where ``value`` is read from, with its guards installed.
 
     Three places hold marks: a module's attributes (``mark_dynamic_attr``,
     ``@dynamic_attrs``, ``auto_dynamic``), the compiled frame's parameters
@@ -470,11 +467,7 @@ def _compile_unmarked(
         "an unmarked value (it may specialize it: one compile per value)."
         + (f" Store {store}(value) instead." if store else "")
     )
-    if spec.strict:
-        raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
-    filename, lineno, _ = user_location()
-    location = (filename, lineno) if lineno else None
-    warn_once(("unmarked", where, type(value)), message, SpecializationWarning, location=location)
+    refuse(message, spec.strict, once=("unmarked", where, type(value)), location=user_line())
     # constant: not stock's path (automatic dynamic would make a changing value a SymInt)
     result = wrap_constant(builder, value) if constant else wrap_plain(wrapped, builder, value)
     if isinstance(value, DynamicScalar):  # write-back: eager arithmetic on it gives proxies
@@ -556,7 +549,7 @@ def wrap_off(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[st
             from ._safety import failure
 
             message = failure() or "dynscalar: an internal error"
-            raise passthrough(BridgeError(message + " (a strict=True mark is involved)"))
+            raise passthrough(BridgeError(f"{message} ({STRICT_INVOLVED})"))
     return wrap_degraded(wrapped, instance, args, kwargs)
 
 
@@ -588,11 +581,9 @@ def _specialize_for_export(
         "valid for this value only. Pass the value as a tensor input (or an int input with "
         "torch.export dynamic_shapes) to keep it dynamic."
     )
-    if spec.strict:
-        raise passthrough(SpecializationError(message + " (strict=True on the mark)"))
-    log.info("%s specialized for torch.export", where)
     # every export: it is a one-off, and each program is specialized anew
-    warnings.warn(message, SpecializationWarning, stacklevel=4)
+    refuse(message, spec.strict, once=None, stacklevel=4)
+    log.info("%s specialized for torch.export", where)
     return wrap_plain(wrapped, builder, value)
 
 

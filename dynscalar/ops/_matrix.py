@@ -39,7 +39,6 @@ import torch
 from ._table import Rule
 
 __all__ = [
-    "DTYPES",
     "LAYOUTS",
     "Outcome",
     "admitted",
@@ -50,7 +49,6 @@ __all__ = [
 
 Tensor = torch.Tensor
 
-DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int64, torch.bool)
 LAYOUTS = ("contiguous", "transposed", "stepped", "0-d", "empty")
 _SPECIAL = (0.0, -0.0, math.nan, math.inf)
 _SEED = 1234

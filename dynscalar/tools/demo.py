@@ -34,9 +34,9 @@ from typing import Any, Protocol
 
 import torch
 
+from .._attrs import dynamic_attrs, mark_dynamic_attr
 from .._bridge import _torch
 from .._proxy import DynamicInt
-from .._registry import dynamic_attrs, mark_dynamic_attr
 from .demo_models import SeedModel, TrainBlock
 from .machine import cpu_model
 

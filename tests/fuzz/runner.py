@@ -136,7 +136,7 @@ def registry_mark(module: torch.nn.Module, attr: str) -> Any:
     """
     try:
         from dynscalar._marks import lookup_mark
-    except ImportError:  # the registry moved: the public explain() (a proxy's spec wins there)
+    except ImportError:  # the mark store moved: the public explain() (a proxy's spec wins there)
         import dynscalar
 
         records = dynscalar.explain(module, show=False)

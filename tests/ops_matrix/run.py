@@ -20,8 +20,8 @@ import torch
 from dynscalar import ops
 from dynscalar.ops import _inductor, _matrix
 
-#: the dtypes of the ``"python"`` column (every dtype the matrix knows)
-DTYPES = _matrix.DTYPES
+#: the dtypes of the ``"python"`` column (every dtype the matrix is measured on)
+DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int64, torch.bool)
 #: the dtypes measured on inductor
 INDUCTOR_DTYPES = (torch.float32, torch.bfloat16)
 
