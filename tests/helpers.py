@@ -35,6 +35,18 @@ ROOT = Path(__file__).resolve().parents[1]
 CountingBackend = CompileCounterWithBackend
 
 
+#: A step counter module ``M`` (and the imports it needs), for code run by :func:`run_python`.
+COUNTER_SOURCE = """
+import torch, dynscalar
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__(); self.step = 0
+    def forward(self, x):
+        self.step += 1
+        return x * self.step
+"""
+
+
 def _forward(gm: torch.fx.GraphModule, example_inputs: Any) -> Callable[..., Any]:
     return gm.forward
 

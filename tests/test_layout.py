@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 
-from .helpers import ROOT, run_python
+from .helpers import COUNTER_SOURCE, ROOT, run_python
 
 
 def _map_script():  # type: ignore[no-untyped-def]
@@ -39,21 +39,15 @@ def test_every_module_is_in_the_package_map() -> None:
 
 def test_the_library_imports_no_tool_and_no_test() -> None:
     result = run_python(
-        """
-        import sys, torch, dynscalar
-        class M(torch.nn.Module):
-            def __init__(self):
-                super().__init__(); self.step = 0
-            def forward(self, x):
-                self.step += 1
-                return x * self.step
-        m = dynscalar.mark_dynamic_attr(M(), "step")
-        torch.compile(m, backend="eager")(torch.ones(2))
-        records = list(dynscalar.explain(m, show=False))  # collected, not printed
-        outside = ("dynscalar.tools", "tests", "benchmarks")
-        loaded = [n for n in sys.modules if n.startswith(outside)]
-        print(loaded)
-        """
+        COUNTER_SOURCE
+        + """
+import sys
+m = dynscalar.mark_dynamic_attr(M(), "step")
+torch.compile(m, backend="eager")(torch.ones(2))
+records = list(dynscalar.explain(m, show=False))  # collected, not printed
+outside = ("dynscalar.tools", "tests", "benchmarks")
+print([n for n in sys.modules if n.startswith(outside)])
+"""
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "[]"

@@ -12,7 +12,7 @@ import pytest
 
 from dynscalar._bridge import _table, _torch
 
-from .helpers import ROOT, run_python
+from .helpers import COUNTER_SOURCE, ROOT, run_python
 
 PACKAGE = ROOT / "dynscalar"
 NAMESPACE = PACKAGE / "_bridge" / "_torch.py"
@@ -126,22 +126,17 @@ def test_a_name_not_in_the_table_is_refused_with_a_clear_error() -> None:
         _torch.LocalSauce
 
 
-MOVED_READ_ONLY_NAME = """
+MOVED_READ_ONLY_NAME = (
+    """
 import dataclasses, warnings
 import dynscalar, dynscalar._bridge._install as bridge, dynscalar._bridge._table as table
 # a torch release that renamed a class the bridge only reads (never patches)
 entry = table.find(":LocalSource")
 moved = dataclasses.replace(entry, target="torch._dynamo.source:LocalSourceRenamed")
 table.PRIVATES = tuple(moved if p is entry else p for p in table.PRIVATES)
-import torch
-
-class M(torch.nn.Module):
-    def __init__(self):
-        super().__init__(); self.step = 0
-    def forward(self, x):
-        self.step += 1
-        return x * self.step
-
+"""
+    + COUNTER_SOURCE
+    + """
 model, eager = dynscalar.mark_dynamic_attr(M(), "step"), M()
 graphs = []
 with warnings.catch_warnings(record=True) as caught:
@@ -157,6 +152,7 @@ assert "has no torch._dynamo.source.LocalSourceRenamed" in str(ours[0].message)
 assert not bridge.is_installed()
 print("ok")
 """
+)
 
 
 def test_a_renamed_read_only_name_degrades_with_one_warning() -> None:
