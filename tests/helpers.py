@@ -30,6 +30,19 @@ from torch._dynamo.testing import CompileCounterWithBackend
 #: the checkout: fresh interpreters run from here and import its dynscalar
 ROOT = Path(__file__).resolve().parents[1]
 
+#: the installed torch's (major, minor)
+TORCH_RELEASE = tuple(int(part) for part in torch.__version__.split(".")[:2])
+
+# Stock torch's own compile counts that changed in 2.15, for tests that count graphs:
+#: the float-tensorify pass specializes a float it cannot lower through a restart (exact,
+#: one compile per value, the backend called twice for that graph) where 2.13 and 2.14
+#: baked it into the graph (pytorch#194976), and clamp_min/clamp_max became lowerable
+TENSORIFY_RESTARTS_INSTEAD_OF_BAKING = TORCH_RELEASE >= (2, 15)
+#: a graph that computes and returns nothing (every output an input or a constant once
+#: pruned: a resume function's part before a call that graph-breaks) is no longer handed
+#: to the backend (``is_noop_graph`` in torch/_dynamo/output_graph.py)
+NOOP_GRAPHS_NOT_COMPILED = TORCH_RELEASE >= (2, 15)
+
 #: A torch.compile backend that counts the graphs handed to the real backend named at
 #: construction: ``frame_count`` is that number (restarts included), ``graphs`` the graphs.
 CountingBackend = CompileCounterWithBackend

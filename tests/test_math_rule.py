@@ -237,3 +237,21 @@ def test_a_strict_mark_a_math_function_forces_raises_specialization_error(backen
     compiled = torch.compile(f, backend=backend)
     with pytest.raises(ds.SpecializationError, match=r"math\.log"):
         compiled(torch.ones(2), ds.DynamicFloat(-1.25, strict=True))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_strict_marks_error_is_not_caught_by_the_compiled_code(backend: str) -> None:
+    """From torch 2.14 on, an error raised while an op runs on fake tensors becomes a
+    ``RuntimeError`` of the traced program; a ``except RuntimeError`` there must not swallow
+    the strict mark's ``SpecializationError`` (eager raises nothing, so the compiled code
+    would otherwise take the handler's path)."""
+
+    def f(x: torch.Tensor, n: Any) -> torch.Tensor:
+        try:
+            return x + math.log(abs(n) + 1)
+        except RuntimeError:
+            return x
+
+    compiled = torch.compile(f, backend=backend)
+    with pytest.raises(ds.SpecializationError, match=r"math\.log"):
+        compiled(torch.ones(2), ds.DynamicFloat(-1.25, strict=True))

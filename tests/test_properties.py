@@ -22,16 +22,11 @@ import pytest
 import torch
 
 import dynscalar as ds
-from dynscalar._compat import TORCH_VERSION, release
 from dynscalar._explain import COMPUTED
 
-from .helpers import CountingBackend, twins
+from .helpers import TENSORIFY_RESTARTS_INSTEAD_OF_BAKING, CountingBackend, twins
 
 STEPS = 6
-# torch 2.15 fixed pytorch#194976 in the float-tensorify pass: a float it cannot lower is
-# specialized through a restart (exact, one compile per value) instead of being baked into
-# the graph, and clamp_min/clamp_max became lowerable.
-TENSORIFY_RESTARTS_INSTEAD_OF_BAKING = release(TORCH_VERSION) >= (2, 15)
 
 
 # ----------------------------------------------------------------------------- models

@@ -140,6 +140,23 @@ def is_control_flow(error: BaseException) -> bool:
         return False
 
 
+def _refusal_observed(error: BaseException) -> BaseException | None:
+    """The refusal of a strict mark that Dynamo turned into an exception of the traced
+    program; None for any other error.
+
+    From torch 2.14 on, an error raised while an op runs on fake tensors (where a strict
+    mark's ``SpecializationError`` is raised when the op forces the value, ``math.log(n)``)
+    becomes a ``FakeTensorObservedException``: a ``RuntimeError`` the traced code could
+    catch, else ``TorchRuntimeError`` (``_get_fake_value_impl`` in torch/_dynamo/utils.py).
+    A refusal (re-typed by :func:`~dynscalar._bridge._reports.passthrough`) is an error of
+    the compile, never one of the program, so it reaches the user as itself, as on 2.13.
+    """
+    if not isinstance(error, _torch.ObservedException):
+        return None
+    found = dynscalar_error_in(error)
+    return found if isinstance(found, _torch.ConstraintViolationError) else None
+
+
 def _marks_in_compile() -> tuple[list[str], bool]:
     """The marked values the current compile made symbolic, and whether one is strict."""
     from ._state import peek_state
@@ -180,6 +197,9 @@ def call(
     try:
         return hook(wrapped, instance, args, kwargs)
     except Exception as error:
+        refusal = _refusal_observed(error)
+        if refusal is not None:
+            raise refusal from None
         if is_control_flow(error):
             raise
         deliberate = dynscalar_error_in(error)
