@@ -206,7 +206,7 @@ def in_graph_call_hook(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """Around ``TorchInGraphFunctionVariable.call_function(tx, args, kwargs)``."""
-    tx, call_args, call_kwargs = _bind(args, kwargs)
+    tx, call_args, call_kwargs = kwargs["tx"], kwargs["args"], kwargs["kwargs"]
     fn = instance.value
     if _is_math(fn):
         return _math_call(tx, fn, list(call_args), dict(call_kwargs), wrapped, args, kwargs)
@@ -310,12 +310,10 @@ def tensor_method_hook(
 ) -> Any:
     """Around ``TensorVariable.call_method(tx, name, args, kwargs)``."""
 
-    def bind(tx: Any, name: str, args: Any, kwargs: Any) -> tuple[Any, str, Any, Any]:
-        return tx, name, args, kwargs
-
-    tx, method, call_args, call_kwargs = bind(*args, **kwargs)
+    tx, method = kwargs["tx"], kwargs["name"]
+    call_args, call_kwargs = kwargs["args"], kwargs["kwargs"]
     found = ops.rule_for_method(method)
-    if found is None and method in _NATIVE_METHODS:
+    if found is None and method in ops.NATIVE_METHODS:
         return wrapped(*args, **kwargs)
     values = [*call_args, *call_kwargs.values()]
     if not _realize_floats(tx, values):
@@ -332,61 +330,6 @@ def tensor_method_hook(
         return _generic(tx, f"Tensor.{method}", arguments, dict(call_kwargs), stock)
     rule, name = found
     return _apply(rule, name, tx, [instance, *call_args], trace, stock, dict(call_kwargs))
-
-
-#: tensor methods Dynamo and torch's passes handle symbolically on their own (arithmetic
-#: whose derivative is arithmetic too, comparisons, shape and dtype methods)
-_NATIVE_METHODS = frozenset(
-    {
-        "__add__",
-        "__radd__",
-        "__iadd__",
-        "__sub__",
-        "__rsub__",
-        "__isub__",
-        "__mul__",
-        "__rmul__",
-        "__imul__",
-        "__truediv__",
-        "__rtruediv__",
-        "__itruediv__",
-        "__neg__",
-        "__pos__",
-        "__lt__",
-        "__le__",
-        "__gt__",
-        "__ge__",
-        "__eq__",
-        "__ne__",
-        "add",
-        "add_",
-        "sub",
-        "sub_",
-        "mul",
-        "mul_",
-        "div",
-        "div_",
-        "neg",
-        "lt",
-        "le",
-        "gt",
-        "ge",
-        "eq",
-        "ne",
-        "size",
-        "view",
-        "reshape",
-        "expand",
-        "to",
-        "type",
-        "new_full",
-        "new_zeros",
-        "new_ones",
-        "new_empty",
-        "item",
-        "tolist",
-    }
-)
 
 
 def _callable_name(fn: Any) -> str | None:
@@ -589,13 +532,6 @@ def _trace(tx: Any, target: Any, args: list[Any], kwargs: dict[str, Any]) -> Any
     return _torch.VariableTracker.build(tx, target).call_function(tx, args, kwargs)
 
 
-def _bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, Any, Any]:
-    def bind(tx: Any, args: Any, kwargs: Any) -> tuple[Any, Any, Any]:
-        return tx, args, kwargs
-
-    return bind(*args, **kwargs)
-
-
 # ----------------------------------------------------------------------------- max/min
 def builtin_call_hook(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -605,7 +541,7 @@ def builtin_call_hook(
     if instance.fn is max or instance.fn is min:
         return max_min_operands(wrapped, instance.fn, args, kwargs)
     if instance.fn in _POWERS:
-        tx, call_args, call_kwargs = _bind(args, kwargs)
+        tx, call_args, call_kwargs = kwargs["tx"], kwargs["args"], kwargs["kwargs"]
         if len(call_args) == 2 and not call_kwargs and _tensor_and_value(tx, call_args):
 
             def stock() -> Any:

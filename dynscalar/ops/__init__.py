@@ -23,9 +23,10 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from ._table import RULES, SCALAR_TENSOR_PAIRS, Rule, ScalarPair
+from ._table import NATIVE_METHODS, RULES, SCALAR_TENSOR_PAIRS, Rule, ScalarPair
 
 __all__ = [
+    "NATIVE_METHODS",
     "RULES",
     "SCALAR_TENSOR_PAIRS",
     "Rule",
