@@ -40,15 +40,4 @@ def __getattr__(name: str) -> Any:
     value = entry.root()
     if isinstance(value, (type, types.ModuleType)):
         globals()[name] = value
-        _kept.add(name)
     return value
-
-
-_kept: set[str] = set()
-
-
-def forget() -> None:
-    """Drop every name kept so far (a test that swapped the table's entries reads anew)."""
-    for name in _kept:
-        globals().pop(name, None)
-    _kept.clear()

@@ -30,7 +30,7 @@ from typing import Any
 from ..._proxy import DynamicScalar
 from .. import _torch
 from .._state import Origin, peek_state
-from .calls import realized, traced_types
+from .calls import realized
 from .shadows import proxy_shadow, shadow_of
 
 __all__ = ["dunder_of_proxy", "invert_of_proxy", "negative_float_power", "operator_for"]
@@ -51,7 +51,7 @@ def negative_float_power(tx: Any, fn: Any, operands: Any) -> list[Any] | None:
     if fn not in _POWERS or len(operands) < 2:
         return None
     fixed = list(operands)
-    symbolic = traced_types().SymNode
+    symbolic = _torch.SymNodeVariable
     base, exponent = realized(fixed[0]), realized(fixed[1])
 
     def negative(variable: Any) -> bool:
@@ -94,7 +94,7 @@ def invert_of_proxy(tx: Any, fn: Any, operands: Any) -> Any | None:
     if fn is not operator.invert or len(operands) != 1:
         return None
     operand = realized(operands[0])
-    if not (isinstance(operand, traced_types().SymNode) and proxy_shadow(tx, operand)):
+    if not (isinstance(operand, _torch.SymNodeVariable) and proxy_shadow(tx, operand)):
         return None
     return _call_operator(tx, fn, list(operands))
 
@@ -147,7 +147,7 @@ def _call_operator(tx: Any, function: Any, operands: list[Any]) -> Any:
     trace ``operator.invert`` on a SymInt and gives up on the whole frame)."""
     if function is operator.invert and len(operands) == 1:
         (operand,) = operands
-        if isinstance(operand, traced_types().SymNode) and operand.python_type() is int:
+        if isinstance(operand, _torch.SymNodeVariable) and operand.python_type() is int:
             negated = _call_operator(tx, operator.neg, [operand])
             return _call_operator(tx, operator.sub, [negated, _torch.ConstantVariable.create(1)])
     return _torch.VariableTracker.build(tx, function).call_function(tx, operands, {})

@@ -9,13 +9,13 @@ Examples:
 
 from __future__ import annotations
 
-import functools
-import types
 from typing import Any
+
+import torch
 
 from .. import _torch
 
-__all__ = ["SELECTING", "Call", "MethodCall", "realized", "sequence_items", "traced_types"]
+__all__ = ["SELECTING", "SYMBOLIC", "Call", "MethodCall", "realized", "sequence_items"]
 
 
 class Call:
@@ -49,30 +49,19 @@ class MethodCall:
 SELECTING = frozenset({max, min})
 
 
-@functools.cache
-def traced_types() -> Any:
-    """Dynamo's variable classes and FX's node class that every traced value is tested
-    against, read once (hot paths ask often)."""
-    import torch
-
-    return types.SimpleNamespace(
-        Node=torch.fx.Node,
-        SymNode=_torch.SymNodeVariable,
-        List=_torch.BaseListVariable,
-        Lazy=_torch.LazyVariableTracker,
-        symbolic=(torch.SymInt, torch.SymFloat, torch.SymBool),
-    )
+#: the symbolic scalars a traced value's example value may be
+SYMBOLIC = (torch.SymInt, torch.SymFloat, torch.SymBool)
 
 
 def realized(variable: Any) -> Any:
     """The variable behind a realized ``LazyVariableTracker`` (others unchanged)."""
-    if isinstance(variable, traced_types().Lazy) and variable.is_realized():
+    if isinstance(variable, _torch.LazyVariableTracker) and variable.is_realized():
         return variable.unwrap()
     return variable
 
 
 def sequence_items(variable: Any) -> list[Any] | None:
     """The items of a traced list or tuple (None for anything else)."""
-    if isinstance(variable, traced_types().List) and variable.python_type() in (list, tuple):
+    if isinstance(variable, _torch.BaseListVariable) and variable.python_type() in (list, tuple):
         return list(variable.items)
     return None

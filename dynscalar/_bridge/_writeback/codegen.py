@@ -29,7 +29,7 @@ from .. import _torch
 from .._sources import PLAIN_MEMBER
 from .._state import peek_state
 from . import rebox
-from .calls import Call, realized, sequence_items, traced_types
+from .calls import Call, realized, sequence_items
 from .shadows import AMBIGUOUS, Shadows
 
 __all__ = ["codegen_suffix_hook", "codegen_update_mutated_hook"]
@@ -149,7 +149,7 @@ def _plan(variable: Any, shadows: Shadows) -> Any | None:
 def _make_plan(variable: Any, shadows: Shadows) -> Any | None:
     call = shadows.call_of(variable)
     constant = id(variable) in shadows.constants
-    if call is None and not constant and not isinstance(variable, traced_types().SymNode):
+    if call is None and not constant and not isinstance(variable, _torch.SymNodeVariable):
         return None
     shadow = shadows.of_variable(variable)
     classes = _classes()
@@ -270,7 +270,7 @@ def _replace_in(
         return
     seen.add(id(container))
     slots: Any
-    if isinstance(container, traced_types().List) and isinstance(container.items, list):
+    if isinstance(container, _torch.BaseListVariable) and isinstance(container.items, list):
         slots = container.items
         keys: Any = range(len(slots))
     elif isinstance(container, _torch.ConstDictVariable) and isinstance(container.items, dict):
@@ -279,13 +279,21 @@ def _replace_in(
     else:
         return
     for key in keys:
-        item = slots[key]
-        new = _plan(item, shadows)
-        if new is not None:
-            slots[key] = new
-            replaced.append((slots, key, item))
-        else:
-            _replace_in(item, shadows, replaced, seen)
+        _replace_at(slots, key, shadows, replaced, seen)
+
+
+def _replace_at(
+    slots: Any, key: Any, shadows: Shadows, replaced: list[tuple[Any, Any, Any]], seen: set[int]
+) -> None:
+    """``slots[key]`` made what eager stores there: its plan, put in place and recorded in
+    ``replaced`` (to be put back after codegen), else the values it holds, replaced."""
+    item = slots[key]
+    new = _plan(item, shadows)
+    if new is not None:
+        slots[key] = new
+        replaced.append((slots, key, item))
+    else:
+        _replace_in(item, shadows, replaced, seen)
 
 
 def _guard_rebuilt_dicts(tx: Any, side_effects: Any) -> None:
@@ -333,13 +341,8 @@ def codegen_update_mutated_hook(
     replaced: list[tuple[Any, Any, Any]] = []
     seen: set[int] = set()
     for assigned in instance.store_attr_mutations.values():
-        for name, value in list(assigned.items()):
-            new = _plan(value, shadows)
-            if new is not None:
-                assigned[name] = new
-                replaced.append((assigned, name, value))
-            else:
-                _replace_in(value, shadows, replaced, seen)
+        for name in list(assigned):
+            _replace_at(assigned, name, shadows, replaced, seen)
     for variable in instance._get_modified_vars():
         _replace_in(variable, shadows, replaced, seen)
     try:
@@ -371,7 +374,7 @@ def codegen_suffix_hook(
     for index, value in enumerate(new_stack):
         new = _plan(value, shadows)
         if new is not None:
-            new_stack[index] = new
+            new_stack[index] = new  # the hook's own list: nothing to put back
         else:
             _replace_in(value, shadows, replaced, seen)
     try:

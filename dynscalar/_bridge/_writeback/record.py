@@ -19,7 +19,7 @@ from typing import Any
 from .. import _torch
 from .._state import peek_state
 from . import arith
-from .calls import SELECTING, Call, MethodCall, realized, traced_types
+from .calls import SELECTING, Call, MethodCall, realized
 
 __all__ = [
     "builtin_call_hook",
@@ -28,15 +28,12 @@ __all__ = [
     "symnode_record_hook",
 ]
 
-#: the parameters of ``SymNodeVariable.call_method`` the method hooks read
-
 
 def _symbolic(variable: Any) -> bool:
-    types = traced_types()
     variable = realized(variable)
-    if isinstance(variable, types.SymNode):
+    if isinstance(variable, _torch.SymNodeVariable):
         return True
-    if isinstance(variable, types.List) and isinstance(variable.items, list):
+    if isinstance(variable, _torch.BaseListVariable) and isinstance(variable.items, list):
         return any(_symbolic(item) for item in variable.items)
     return False
 
@@ -49,7 +46,7 @@ def _from_constant(state: Any, variable: Any) -> bool:
         tagged = table.get(key)
         if tagged is not None and tagged[0] is variable:
             return True
-    if isinstance(variable, traced_types().List) and isinstance(variable.items, list):
+    if isinstance(variable, _torch.BaseListVariable) and isinstance(variable.items, list):
         return any(_from_constant(state, item) for item in variable.items)
     return False
 
@@ -84,7 +81,7 @@ def _record(tx: Any, result: Any, fn: Any, args: Any, kwargs: Any, before: int, 
             result = _copy_of(result)
             state.variable_calls[id(result)] = (result, Call(fn, list(args), dict(kwargs)))
         return result
-    if not isinstance(result, traced_types().SymNode) or not any(_symbolic(o) for o in operands):
+    if not isinstance(result, _torch.SymNodeVariable) or not any(_symbolic(o) for o in operands):
         return result
     call = Call(fn, list(args), dict(kwargs))
     node = result.as_proxy().node

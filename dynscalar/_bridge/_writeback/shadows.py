@@ -16,10 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
+
 from ..._proxy import DynamicInt, DynamicScalar, _new
+from .. import _torch
 from .._guards import guard_proxy
 from .._state import Origin, peek_state
-from .calls import SELECTING, Call, realized, sequence_items, traced_types
+from .calls import SELECTING, SYMBOLIC, Call, realized, sequence_items
 
 __all__ = ["AMBIGUOUS", "UNKNOWN", "Shadows", "proxy_shadow", "shadow_of"]
 
@@ -93,7 +96,7 @@ class Shadows:
             if id(unit) in seen:
                 continue
             seen[id(unit)] = unit  # kept alive: ids stay unique for the compile
-            origin = self.origins.get(unit) if isinstance(unit, traced_types().Node) else None
+            origin = self.origins.get(unit) if isinstance(unit, torch.fx.Node) else None
             if origin is not None and origin.proxy is not None and origin.source is not None:
                 guard_proxy(origin.source)
             pending.extend(self._dependencies(unit))
@@ -112,7 +115,7 @@ class Shadows:
         tagged = self.variable_calls.get(id(variable))
         if tagged is not None and tagged[0] is variable:
             return tagged[1]
-        if isinstance(variable, traced_types().SymNode):
+        if isinstance(variable, _torch.SymNodeVariable):
             return self.calls.get(variable.as_proxy().node)
         return None
 
@@ -125,7 +128,7 @@ class Shadows:
         tagged = self.variable_calls.get(key)
         if tagged is not None and tagged[0] is variable:
             return variable
-        if isinstance(variable, traced_types().SymNode):
+        if isinstance(variable, _torch.SymNodeVariable):
             return variable.as_proxy().node
         return None
 
@@ -162,13 +165,13 @@ class Shadows:
 
     # -- the memo
     def _known(self, unit: Any) -> Any:
-        if isinstance(unit, traced_types().Node):
+        if isinstance(unit, torch.fx.Node):
             return self.nodes.get(unit, _MISSING)
         hit = self.variables.get(id(unit))
         return hit[1] if hit is not None and hit[0] is unit else _MISSING
 
     def _store(self, unit: Any, shadow: Any) -> None:
-        if isinstance(unit, traced_types().Node):
+        if isinstance(unit, torch.fx.Node):
             self.nodes[unit] = shadow
         else:
             self.variables[id(unit)] = (unit, shadow)
@@ -197,7 +200,7 @@ class Shadows:
         return self._known(root)
 
     def _dependencies(self, unit: Any) -> list[Any]:
-        if not isinstance(unit, traced_types().Node):
+        if not isinstance(unit, torch.fx.Node):
             tagged = self.variable_calls.get(id(unit))
             if tagged is None or tagged[0] is not unit:
                 return []  # a proxy compiled as a constant
@@ -213,7 +216,7 @@ class Shadows:
 
     def _compute(self, unit: Any) -> Any:
         """The shadow of ``unit``, the units it depends on being evaluated."""
-        if not isinstance(unit, traced_types().Node):
+        if not isinstance(unit, torch.fx.Node):
             tagged = self.variable_calls.get(id(unit))
             if tagged is not None and tagged[0] is unit:
                 return self._apply_call(tagged[1])
@@ -244,7 +247,7 @@ class Shadows:
                 result = hint
         else:
             result = hint
-        if isinstance(result, traced_types().symbolic):
+        if isinstance(result, SYMBOLIC):
             result = UNKNOWN
         return result
 
@@ -269,7 +272,7 @@ class Shadows:
             return UNKNOWN
 
     def _of_arg(self, arg: Any) -> Any:
-        if isinstance(arg, traced_types().Node):
+        if isinstance(arg, torch.fx.Node):
             found = self.nodes.get(arg, _MISSING)
             return UNKNOWN if found is _MISSING else found
         if isinstance(arg, (list, tuple)):  # FX's immutable_list/immutable_tuple too
@@ -282,7 +285,7 @@ class Shadows:
 
 def _fx_nodes(values: Any) -> list[Any]:
     """The FX nodes among ``values`` and in the lists and tuples they hold."""
-    node_type = traced_types().Node
+    node_type = torch.fx.Node
     found: list[Any] = []
     pending = list(values)
     while pending:
