@@ -782,3 +782,74 @@ def test_report_without_culprits_after_a_crash() -> None:
         "dynscalar doctor: train.py stopped with KeyError: 'x' (exit code 1).\n"
         "Before that, no recompiles were caused by Python scalars."
     )
+
+
+def _collect(run: Any) -> Any:
+    """Run ``run()`` under the doctor's watcher; the report the doctor would print from."""
+    from dynscalar._bridge._recompiles import RecompileWatcher
+    from dynscalar.tools.doctor.analysis import Collector
+    from dynscalar.tools.doctor.records import DoctorReport
+
+    report = DoctorReport(script="<test>", args=[])
+    collector = Collector(report)
+    watcher = RecompileWatcher(collector)
+    with watcher:
+        run()
+    collector.finish(watcher.unobserved)
+    return report
+
+
+def test_a_marked_value_torch_still_compiles_per_value_is_a_culprit_not_a_path() -> None:
+    """A marked int that user code forces (``range(self.k)``): every new value recompiles.
+    The doctor used to file such recompiles under "took another path of a dynamic scalar
+    (by design: nothing to fix)"; it now names what forced the value and what to do, and
+    gives no marking code (the value is marked already)."""
+    import dynscalar as ds
+
+    class Repeat(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.k = 1
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            for _ in range(self.k):
+                x = x * 2
+            return x
+
+    model = ds.mark_dynamic_attr(Repeat(), "k")
+    compiled = torch.compile(model, backend="aot_eager")
+
+    def run() -> None:
+        for k in (1, 2, 3):
+            model.k = k
+            assert torch.equal(compiled(torch.ones(2)), torch.ones(2) * 2**k)
+
+    with pytest.warns(ds.SpecializationWarning, match="range"):
+        report = _collect(run)
+    assert report.paths == []
+    (culprit,) = report.culprits
+    assert (culprit.scalar, culprit.kind, culprit.recompiles) == ("Repeat.k", "specialized", 2)
+    assert culprit.fix == [] and culprit.note is not None
+    assert culprit.note.startswith("marked, but torch compiled it for one value: it forced at")
+    assert "range" in culprit.note
+    from dynscalar.tools.doctor.fixes import fix_blocks
+
+    assert fix_blocks(report) == []
+
+
+def test_a_path_of_a_marked_value_is_still_a_path() -> None:
+    """Dropout's p == 0: a predicate of a dynamic value, compiled once per path, stays a
+    path (nothing specialized it)."""
+    import dynscalar as ds
+
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.0))
+    ds.mark_dynamic_attr(model[1], "p")
+    compiled = torch.compile(model, backend="aot_eager")
+
+    def run() -> None:
+        for p in (0.0, 0.1, 0.2):
+            model[1].p = p
+            compiled(torch.ones(2))
+
+    report = _collect(run)
+    assert report.culprits == [] and len(report.paths) == 1

@@ -21,7 +21,7 @@ import torch
 
 import dynscalar as ds
 from dynscalar import ops
-from dynscalar.ops import _custom, _kernels, _matrix, _pairs
+from dynscalar.ops import _custom, _kernels, _matrix
 from tests.ops_matrix import render_docs as page
 from tests.ops_matrix.run import python_column
 
@@ -120,23 +120,3 @@ def test_a_rule_the_matrix_refuses_is_compiled_as_stock_torch_does(
     messages = [str(w.message) for w in caught if issubclass(w.category, ds.SpecializationWarning)]
     assert len(messages) == 1 and "torch.layer_norm" in messages[0] and "injected" in messages[0]
     assert counter.frame_count == 3
-
-
-@pytest.mark.parametrize(
-    ("dtype", "twin"),
-    [
-        (torch.bfloat16, torch.bfloat16),
-        (torch.float32, None),  # clamp.Tensor gives -0.0 where clamp gives 0.0
-        (torch.int64, None),
-    ],
-)
-def test_clamp_twin_is_admitted_only_where_exact(dtype: torch.dtype, twin: Any) -> None:
-    pair = next(p for p in ops.SCALAR_TENSOR_PAIRS if p.scalar == "aten::clamp")
-    assert _pairs.admitted(pair, dtype) == twin
-
-
-def test_pow_exponent_twin_is_refused_where_aten_special_cases_the_exponent() -> None:
-    """ATen's pow(Tensor, Scalar) computes 2 as a square, 0.5 as a square root...: its
-    Tensor twin rounds differently for float32."""
-    pair = next(p for p in ops.SCALAR_TENSOR_PAIRS if p.scalar == "aten::pow.Tensor_Scalar")
-    assert _pairs.admitted(pair, torch.float32) is None

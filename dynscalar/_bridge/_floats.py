@@ -22,7 +22,8 @@ from . import _torch
 from ._backends import backend_kind
 from ._forced import ForcedFloats, used_float_symbols
 from ._guards import guard_proxy_or_plain
-from ._reports import at_line, passthrough, refuse, remember, user_location
+from ._paths import is_library_file
+from ._reports import at_line, passthrough, record_specialized, refuse, remember, user_location
 from ._restarts import (
     forget_restarts,
     guard_int64,
@@ -88,7 +89,15 @@ def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: s
         for s in sym.node.expr.free_symbols:
             state.floats[s] = where
             state.read_at[s] = read_at
-            remember(shape_env, s, where, spec, label)
+            remember(
+                shape_env,
+                s,
+                where,
+                spec,
+                label,
+                source_name(position),
+                builder.tx.output.root_tx.f_code,
+            )
             _forced_floats.on_wrap(s, _memory_key(builder, source))
         state.origins[var.as_proxy().node] = (
             Origin(where, value.spec, DynamicFloat, position)
@@ -177,56 +186,177 @@ def _finished(gm: Any, count: int) -> int:
     return count
 
 
-def _tensor_twins_prepass(gm: Any, ours: dict[Any, str], fake_mode: Any) -> int:
-    """Rewrite ops that take one of the bridge's floats as a ``Scalar`` to their twin that
-    takes a 0-d tensor (``clamp`` -> ``clamp.Tensor``), where ``dynscalar.ops._pairs``
-    admits the twin for the input's dtype: the float becomes ``mul.Tensor(scalar_tensor(1.0,
-    dtype=D), f)``, which the pass lowers.  Other such ops are left to the pass, which
-    specializes the float as it does for stock torch."""
+class _GraphOps:
+    """``torch.ops`` for a form (``dynscalar.ops._forms``): each call adds a node to the
+    graph where it inserts now, its ``val`` computed on fake tensors; an op returning a list
+    gives a list of ``getitem`` nodes, as AOTAutograd's graphs hold them."""
+
+    def __init__(self, graph: Any, fake_mode: Any, path: tuple[str, ...] = ()) -> None:
+        self._graph, self._fake_mode, self._path = graph, fake_mode, path
+
+    def __getattr__(self, name: str) -> Any:
+        return _GraphOps(self._graph, self._fake_mode, (*self._path, name))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        import torch
+
+        target: Any = torch.ops
+        for part in self._path:
+            target = getattr(target, part)
+        return _emit(self._graph, self._fake_mode, target, args, kwargs)
+
+
+def _emit(graph: Any, fake_mode: Any, target: Any, args: Any, kwargs: Any) -> Any:
+    import operator
+
     import torch
 
-    from ..ops._pairs import admitted, overloads, pair_for
+    def val(a: Any) -> Any:
+        return a.meta["val"]
 
+    node = graph.call_function(target, tuple(args), dict(kwargs))
+    with fake_mode:
+        out = target(*torch.fx.node.map_arg(args, val), **torch.fx.node.map_arg(kwargs, val))
+    node.meta["val"] = out
+    if not isinstance(out, (list, tuple)):
+        return node
+    items = []
+    for i, item in enumerate(out):
+        getitem = graph.call_function(operator.getitem, (node, i))
+        getitem.meta["val"] = item
+        items.append(getitem)
+    return items
+
+
+def _marked_argument(value: Any, ours: dict[Any, str]) -> bool:
+    """An FX node computing a SymFloat from the bridge's floats only."""
+    import torch
+
+    sym = value.meta.get("val") if isinstance(value, torch.fx.Node) else None
+    if not isinstance(sym, torch.SymFloat):
+        return False
+    free = sym.node.expr.free_symbols
+    floats = [s for s in free if _torch.symbol_is_type(s, _torch.SymT.FLOAT)]
+    return bool(floats) and all(s in ours for s in floats)
+
+
+def _first_tensor(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, (list, tuple)):
+        return next((t for t in map(_first_tensor, value) if t is not None), None)
+    return None
+
+
+def _is_joint(gm: Any) -> bool:
+    """A joint forward-backward graph (AOTAutograd's, when something requires grad)."""
+    return any(n.op == "placeholder" and n.name.startswith("tangents") for n in gm.graph.nodes)
+
+
+def _special_value(
+    node: Any, form: Any, where: dict[str, Any], moved: list[str], state: CompileState
+) -> bool:
+    """Where a moved float equals a value at which the op takes another path (``pow(x,
+    2.0)``), give the op that value itself, as stock does: True when it did.  Asking is a
+    predicate guard (``Ne(e, 2.0)``, or ``Eq(e, 2.0)`` for that one path), never a value
+    guard for the other values; the path's pin is no specialization to report."""
+    if len(moved) != 1 or not form.special_values(moved[0]):
+        return False
+    kind, at = where[moved[0]]
+    value = node.args[at] if kind == "args" else node.kwargs[at]
+    sym = value.meta["val"]
+    for special in form.special_values(moved[0]):
+        if sym == special:  # a guard on the predicate
+            if kind == "args":
+                node.update_arg(at, special)
+            else:
+                node.update_kwarg(at, special)
+            state.reported.update(s for s in sym.node.expr.free_symbols if s in state.floats)
+            return True
+    return False
+
+
+def _scalar_forms_prepass(
+    gm: Any, ours: dict[Any, str], fake_mode: Any, refused: dict[str, str]
+) -> int:
+    """Rewrite each op that takes one of the bridge's floats as a ``Scalar`` the pass cannot
+    lower into its form (``dynscalar.ops._forms``: the same computation with the float a
+    0-d tensor operand), where the inductor column admits the form for the op's dtype and
+    gradient mode.  The 0-d tensor is ``mul.Tensor(scalar_tensor(1.0, dtype=C), f)``, ``C``
+    the op's computation dtype: the pass lowers it to the float in ``C`` (the value ATen's
+    kernels compute with); a plain number the form also takes as a tensor is
+    ``scalar_tensor(v, dtype=C)``.  Other such ops are left to the pass, which specializes
+    the float as it does for stock torch."""
+    import operator
+
+    import torch
+
+    from ..ops._forms import computation_dtype, form_for, slots, with_tensors
+    from ..ops._inductor import form_admitted
+
+    state = peek_state(fake_mode.shape_env)
+    assert state is not None  # `ours` came from it
     graph = gm.graph
+    grad = _is_joint(gm)
+    ops = _GraphOps(graph, fake_mode)
     count = 0
     for node in list(graph.nodes):
-        pair = pair_for(node.target) if node.op == "call_function" else None
-        if pair is None:
+        form = form_for(node.target) if node.op == "call_function" else None
+        if form is None:
             continue
-        schema = node.target._schema
-        names = [a.name for a in schema.arguments]
-        values = dict(zip(names, node.args, strict=False)) | dict(node.kwargs)
-        moved = [
-            n
-            for n in pair.arguments
-            if isinstance(values.get(n), torch.fx.Node)
-            and isinstance(sym := values[n].meta.get("val"), torch.SymFloat)
-            and any(s in ours for s in sym.node.expr.free_symbols)
-        ]
-        tensor = next(
-            (
-                v
-                for v in values.values()
-                if isinstance(v, torch.fx.Node) and isinstance(v.meta.get("val"), torch.Tensor)
-            ),
-            None,
-        )
-        if not moved or tensor is None:
+        where = slots(node.target, node.args, node.kwargs)
+        values = {n: node.args[i] if k == "args" else node.kwargs[i] for n, (k, i) in where.items()}
+        moved = [n for n in form.arguments if _marked_argument(values.get(n), ours)]
+        out = _first_tensor(node.meta.get("val"))
+        if not moved or out is None or not out.dtype.is_floating_point:
             continue
-        with _torch.unset_fake_temporarily():  # the matrix runs real kernels, not fake ones
-            dtype = admitted(pair, tensor.meta["val"].dtype)
-        if dtype is None:
+        admitted, why = form_admitted(form, out.dtype, grad)
+        if not admitted:
+            dtype = str(out.dtype).removeprefix("torch.")
+            mode = "with gradients" if grad else "without gradients"
+            refused[str(node.target)] = (
+                f"its inductor form is not admitted for {dtype} {mode}: {why}"
+            )
             continue
-        twin = overloads(pair)[1]
+        users = list(node.users)
+        if isinstance(node.meta["val"], (list, tuple)) and not all(
+            u.target is operator.getitem for u in users
+        ):
+            continue
+        compute = computation_dtype(out.dtype)
+
+        def as_tensor(value: Any, dtype: Any = compute, device: Any = out.device) -> Any:
+            if not isinstance(value, torch.fx.Node):  # a plain number beside the float
+                return ops.aten.scalar_tensor.default(value, dtype=dtype, device=device)
+            one = ops.aten.scalar_tensor.default(1.0, dtype=dtype, device=device)
+            tensor = graph.call_function(torch.ops.aten.mul.Tensor, (one, value))
+            with fake_mode:
+                tensor.meta["val"] = torch.ops.aten.scalar_tensor.default(
+                    1.0, dtype=dtype, device=device
+                )
+            return tensor
+
+        def is_scalar(value: Any) -> bool:
+            if isinstance(value, torch.fx.Node):
+                return isinstance(value.meta.get("val"), (torch.SymFloat, torch.SymInt))
+            return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+        if _special_value(node, form, where, moved, state):
+            count += 1
+            continue
         with graph.inserting_before(node):
-            new_values = dict(values)
-            for name in moved:
-                kwargs = {"dtype": dtype}
-                new_values[name] = _float_as_tensor(graph, fake_mode, values[name], kwargs)
-            twin_names = [a.name for a in twin._schema.arguments]
-            replacement = graph.call_function(twin, tuple(new_values.get(n) for n in twin_names))
-            replacement.meta.update(node.meta)
-        node.replace_all_uses_with(replacement)
+            args, kwargs = with_tensors(
+                form, node.target, node.args, node.kwargs, as_tensor, is_scalar
+            )
+            result = form.apply(ops, *args, **kwargs)
+        if isinstance(result, list):
+            for user in users:
+                user.replace_all_uses_with(result[user.args[1]])
+                graph.erase_node(user)
+        else:
+            node.replace_all_uses_with(result)
         graph.erase_node(node)
         count += 1
     return _finished(gm, count)
@@ -297,22 +427,34 @@ def _only_ours(gm: Any, ours: dict[Any, str]) -> bool:
     return True
 
 
-def _unsupported_uses(gm: Any, ours: dict[Any, str]) -> list[str]:
-    """Ops taking a SymFloat over our symbols that the pass cannot lower (error text only)."""
+def _unsupported_uses(gm: Any, ours: dict[Any, str], refused: dict[str, str]) -> list[str]:
+    """Ops that take a SymFloat over our symbols where the pass cannot lower it (a keyword,
+    a list, an op it has no rule for): error text only, each with why its scalar form was
+    not used (``refused``) where it has one."""
     import torch
 
     found = set()
     for node in gm.graph.nodes:
         if node.op not in ("call_function", "call_method"):
             continue
+        val = node.meta.get("val")
+        if not hasattr(val, "dtype") and not isinstance(val, (list, tuple)):
+            continue  # arithmetic on the symbols themselves, not an op's use
         table = _torch.SUPPORTED_OPS if node.op == "call_function" else _torch.SUPPORTED_METHOD_OPS
-        if node.target in table or not hasattr(node.meta.get("val"), "dtype"):
-            continue
-        for a in (*node.args, *node.kwargs.values()):
-            v = a.meta.get("val") if isinstance(a, torch.fx.Node) else None
-            if isinstance(v, torch.SymFloat) and any(s in ours for s in v.node.expr.free_symbols):
-                found.add(str(node.target))
-                break
+        lowered = node.target in table
+        uses = [(a, True) for a in node.args] + [(a, False) for a in node.kwargs.values()]
+        for value, positional in uses:
+            items = value if isinstance(value, (list, tuple)) else [value]
+            for item in items:
+                v = item.meta.get("val") if isinstance(item, torch.fx.Node) else None
+                if not isinstance(v, torch.SymFloat):
+                    continue
+                if lowered and positional and item is value:
+                    continue
+                if any(s in ours for s in v.node.expr.free_symbols):
+                    name = str(node.target)
+                    why = refused.get(name)
+                    found.add(f"{name} ({why})" if why else name)
     return sorted(found)
 
 
@@ -372,8 +514,9 @@ def tensorify_hook(
         return result
 
     _scalar_tensor_prepass(gm, shape_env, fake_mode)
-    _tensor_twins_prepass(gm, ours, fake_mode)
-    ops = _unsupported_uses(gm, ours)
+    refused: dict[str, str] = {}
+    _scalar_forms_prepass(gm, ours, fake_mode, refused)
+    ops = _unsupported_uses(gm, ours, refused)
     used = used_float_symbols(gm, shape_env)
     n_guards = len(shape_env.guards)
 
@@ -488,23 +631,33 @@ def cache_save_hook(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
     """Around ``AOTAutogradCache.save(key, entry, remote)``: no entry for a compile that
-    guards one of the bridge's floats by value.  An entry's guard expression covers its
-    SymInt inputs only (``generate_guards_expression`` prunes the guards to them), so a value
-    guard on a float - added when the backward compiles, as nn.CELU's ``alpha`` on inductor -
-    would be lost, and the entry, holding the value baked in, loaded for every value."""
+    guards one of the bridge's floats.  An entry's guard expression covers its SymInt
+    inputs only (``generate_guards_expression`` prunes the guards to them), and a hit skips
+    the AOT trace that adds such guards to Dynamo's, so a guard on a float made while
+    AOTAutograd traced would be lost and the entry loaded for every value: a value guard
+    (nn.CELU's ``alpha`` when its backward compiles) with the value baked in, or a
+    predicate (inductor decomposes ``lerp(weight)`` into the formula of one side of
+    ``weight >= 0.5``) with that side's formula.  A compile whose floats are unguarded
+    keeps its entry."""
 
     context = _torch.TracingContext.try_get()
     shape_env = getattr(getattr(context, "fake_mode", None), "shape_env", None)
     state = peek_state(shape_env)
-    if state is not None and _value_guarded(shape_env, state.floats, alone=False):
-        log.info("AOTAutograd cache entry not saved: a marked float is guarded by value")
+    if state is not None and _float_guarded(shape_env, state.floats):
+        log.info("AOTAutograd cache entry not saved: a guard reads a marked float")
         return None
     return wrapped(*args, **kwargs)
 
 
+def _float_guarded(shape_env: Any, floats: Any) -> bool:
+    """Some guard of ``shape_env`` reads one of ``floats`` (a value or a predicate)."""
+    return any(s in floats for guard in shape_env.guards for s in guard.expr.free_symbols)
+
+
 def _warn_specialized(state: CompileState, s: Any, ops: list[str]) -> None:
     """One ``SpecializationWarning`` (``strict=True``: the error) for the marked float
-    ``s`` that torch specializes after its float-tensorify pass."""
+    ``s`` that torch specializes after its float-tensorify pass, naming the op inside
+    torch that forced it and a fix for code as it is written; filed for the doctor."""
     state.reported.add(s)
     label = state.labels.get(s, state.floats[s])
     filename, lineno, line = state.read_at.get(s, ("<unknown>", 0, ""))
@@ -512,23 +665,38 @@ def _warn_specialized(state: CompileState, s: Any, ops: list[str]) -> None:
     log.info("%s specialized by torch after the float-tensorify pass", label)
     forced_by = ops or _forced_floats.ops(s)  # after a restart: what the first try saw
     used = (
-        f"is used by {', '.join(forced_by)}, which torch.compile cannot keep symbolic "
-        "and dynscalar has no decomposition for"
+        f"reaches {', '.join(forced_by)}, which inductor cannot take symbolically"
         if forced_by
         else "is used where torch.compile needs a constant (a size, such as topk's k, or "
-        "an op that takes a Python float and has no dynscalar decomposition)"
+        "an op that takes a Python float and has no dynscalar form)"
     )
+    advice = _advice(label, filename)
     message = (
-        f"dynscalar: {label}{at} {used}; torch specializes it (exact results, one compile "
-        "per value). Unmark it if it rarely changes, or pass that op a 0-d tensor if the "
-        "call is in your code."
+        f"dynscalar: {label}{at} {used}; this compile guards on its value, as stock torch "
+        f"does (exact results, a graph per value). {advice}"
     )
+    record_specialized(state, [s], f"{used}. {advice}")
     spec = state.backed.get(s, ("", None))[1]
     refuse(
         message,
         spec is not None and spec.strict,
         once=("tensorify", label, filename, lineno, *forced_by),
         location=(filename, lineno) if lineno else None,
+    )
+
+
+def _advice(label: str, filename: str) -> str:
+    """A fix for a float inductor specializes, for code as the user wrote it."""
+    if "param_groups" in label:
+        return (
+            "backend='aot_eager' keeps it dynamic for every op; on inductor, create the "
+            "optimizer with a tensor hyperparameter where it takes one (lr=torch.tensor(...))."
+        )
+    if is_library_file(filename):
+        return "backend='aot_eager' keeps it dynamic for every op."
+    return (
+        "Pass that op a 0-d tensor on that line (torch.tensor(value) keeps it dynamic), or "
+        "compile with backend='aot_eager', which keeps it dynamic for every op."
     )
 
 

@@ -28,7 +28,7 @@ from . import _torch
 from ._backends import backend_kind
 from ._guards import guard_proxy_or_plain
 from ._reports import remember
-from ._sources import plain_source, swapped_source
+from ._sources import plain_source, source_name, swapped_source
 from ._state import Origin, compile_state, peek_state
 
 log = logging.getLogger("dynscalar")
@@ -73,7 +73,15 @@ def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str, label: str
     if spec.unbacked:
         state.unbacked[symbol] = label
     else:
-        remember(shape_env, symbol, where, spec, label)
+        remember(
+            shape_env,
+            symbol,
+            where,
+            spec,
+            label,
+            source_name(position),
+            builder.tx.output.root_tx.f_code,
+        )
     state.origins[var.as_proxy().node] = (
         Origin(where, value.spec, DynamicInt, position) if proxied else Origin(where, spec, None)
     )

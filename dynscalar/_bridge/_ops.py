@@ -210,6 +210,10 @@ def in_graph_call_hook(
     fn = instance.value
     if _is_math(fn):
         return _math_call(tx, fn, list(call_args), dict(call_kwargs), wrapped, args, kwargs)
+    factory = _factory(fn)
+    if factory is not None and call_args and _holds_dynamic(tx, call_args[0]):
+        log.debug("%s of a dynamic value: traced as torch.scalar_tensor", fn.__name__)
+        return _trace(tx, factory, list(call_args), dict(call_kwargs))
     found = ops.rule_for(fn)
     if found is None and not _traced_through(fn) and _callable_name(fn) is None:
         return wrapped(*args, **kwargs)
@@ -233,6 +237,24 @@ def in_graph_call_hook(
         return _generic(tx, name, list(call_args), dict(call_kwargs), stock)
     rule, name = found
     return _apply(rule, name, tx, list(call_args), trace, stock, dict(call_kwargs))
+
+
+def _holds_dynamic(tx: Any, variable: Any) -> bool:
+    """A marked value, or a list or tuple holding one (at any depth)."""
+    variable = _realized(variable)
+    if isinstance(variable, _torch.BaseListVariable):
+        return any(_holds_dynamic(tx, item) for item in variable.items)
+    return is_dynamic_value(tx, variable)
+
+
+def _factory(fn: Any) -> Any:
+    """What to trace for ``torch.tensor``/``torch.as_tensor`` (``ops._factories``)."""
+    from ..ops._factories import FACTORIES
+
+    try:
+        return FACTORIES.get(fn)
+    except TypeError:  # an unhashable callable
+        return None
 
 
 def _is_math(fn: Any) -> bool:

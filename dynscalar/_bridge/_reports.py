@@ -13,8 +13,10 @@ import logging
 import os
 import re
 import warnings
+import weakref
 from typing import Any, NamedTuple
 
+from .. import _caches
 from .._diagnostics import DynscalarError, SpecializationError, SpecializationWarning, warn_once
 from .._spec import DynamicSpec
 from . import _torch
@@ -29,22 +31,76 @@ __all__ = [
     "evaluate_sym_node_hook",
     "instance_path",
     "passthrough",
+    "record_specialized",
     "refuse",
     "remember",
+    "specialized_because",
     "traced_location",
     "user_line",
     "user_location",
 ]
 
 
-def remember(shape_env: Any, symbol: Any, where: str, spec: DynamicSpec, label: str) -> None:
+def remember(
+    shape_env: Any,
+    symbol: Any,
+    where: str,
+    spec: DynamicSpec,
+    label: str,
+    source: str | None = None,
+    code: Any = None,
+) -> None:
     """Record a backed symbol made for a marked scalar (read by evaluate_sym_node_hook).
 
-    ``where`` is ``Class.attr`` (error messages); ``label`` adds the instance path.
+    ``where`` is ``Class.attr`` (error messages); ``label`` adds the instance path;
+    ``source`` is Dynamo's name for the value and ``code`` the compiled frame's code (what
+    :func:`record_specialized` files a specialization under).
     """
     state = compile_state(shape_env)
     state.backed[symbol] = (where, spec)
     state.labels[symbol] = label
+    if source is not None:
+        state.sources[symbol] = source
+    if code is not None:
+        state.code = code
+
+
+#: id of a compiled frame's code -> (a weak reference to it, {Dynamo's name of a marked
+#: value -> why torch compiled it for one value}); keyed by identity, never by a code
+#: object's value (two functions defined from the same source compare equal)
+_specialized: dict[int, tuple[weakref.ref[Any], dict[str, str]]] = {}
+_caches.register(_specialized.clear)
+
+
+def record_specialized(state: Any, symbols: Any, why: str) -> None:
+    """File ``why`` as the reason torch compiled the marked ``symbols`` for one value, under
+    the frame the compile belongs to (the doctor reads it: a recompile on a marked value is
+    then a specialization to fix, not a path)."""
+    code = state.code
+    if code is None:
+        return
+    sources = [state.sources[s] for s in symbols if s in state.sources]
+    if not sources:
+        return
+    key = id(code)
+    found = _specialized.get(key)
+    if found is None or found[0]() is not code:
+
+        def forget(_: Any, key: int = key) -> None:
+            _specialized.pop(key, None)
+
+        found = _specialized[key] = (weakref.ref(code, forget), {})
+    for source in sources:
+        found[1].setdefault(source, why)
+
+
+def specialized_because(code: Any, source: str) -> str | None:
+    """Why torch compiled the marked value Dynamo names ``source`` for one value in a
+    compile of ``code`` (None: it did not, or no such record)."""
+    found = _specialized.get(id(code))
+    if found is None or found[0]() is not code:
+        return None
+    return found[1].get(source)
 
 
 def instance_path(source_name: str) -> str:
@@ -98,11 +154,13 @@ def evaluate_sym_node_hook(
                 from ._properties import restart_if_forced_in_getter
 
                 restart_if_forced_in_getter(instance, ours)  # raises to restart the trace
-            if ours and _report_specialization(
+            reported = ours and _report_specialization(
                 [(state.labels.get(s, state.backed[s][0]), state.backed[s][1]) for s in ours],
                 sym_node.hint,
-            ):
+            )
+            if reported:
                 state.reported.update(ours)
+                record_specialized(state, ours, reported)
     return wrapped(*args, **kwargs)
 
 
@@ -218,13 +276,14 @@ def refuse(
         warn_once(once, message, category, stacklevel=stacklevel + 1, location=location)
 
 
-def _report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -> bool:
-    """Warn (or raise, for strict marks) at the user's line; False when no user code runs."""
+def _report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -> str | None:
+    """Warn (or raise, for strict marks) at the user's line; returns why the value is
+    forced, and what to do (None when no user code runs)."""
     user, innermost = traced_location()
     if innermost is None:
         # No traced frame: a backend pass (e.g. the float-tensorify pass) is evaluating the
         # symbol, not user code.  _floats reports those cases itself.
-        return False
+        return None
     at = user or innermost
     names = sorted({label for label, _ in hits})
     code = f" (`{at.line}`)" if at.line else ""
@@ -244,7 +303,8 @@ def _report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -
         advice = (
             f"It happens inside torch ({inside}), which takes it as a Python number "
             "and has no dynscalar decomposition: results are exact, but each new value "
-            "recompiles. Unmark it if it rarely changes, or keep the value in a tensor."
+            "recompiles. Keep the value in a 0-d tensor where that call reads it, or compile "
+            "with backend='aot_eager', which keeps it dynamic for every op."
         )
     else:
         advice = _advice_for(at)
@@ -259,7 +319,7 @@ def _report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -
     for name in names:
         once = ("specialized", name, at.filename, at.lineno)
         refuse(message, strict, once=once, location=(at.filename, at.lineno))
-    return True
+    return f"forced at {at.filename}:{at.lineno}{code}. {advice}"
 
 
 def _advice_for(at: Location) -> str:

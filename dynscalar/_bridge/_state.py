@@ -91,6 +91,11 @@ class CompileState:
     via_property: set[str] = field(default_factory=set)
     #: sources through which a proxy's plain value became a graph input (``<src>.real``)
     read_through: set[Any] = field(default_factory=set)
+    #: backed symbol -> Dynamo's name for the marked value (``L['self'].step``): the
+    #: specializations the doctor reads (``_reports.specialized_because``)
+    sources: dict[Any, str] = field(default_factory=dict)
+    #: the code of the frame being compiled (its root), once a marked value is read
+    code: Any = None
 
 
 _states: weakref.WeakKeyDictionary[Any, CompileState] = weakref.WeakKeyDictionary()

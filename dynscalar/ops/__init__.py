@@ -1,7 +1,8 @@
 """The op rules: how a marked float reaches a torch op, and where each rule is exact.
 
-* ``_table``: the rules (data): the ops whose ``float`` parameter Dynamo would force, and
-  the ATen overloads whose ``Scalar`` float has a 0-d-tensor twin;
+* ``_table``: the rules (data): the ops whose ``float`` parameter Dynamo would force;
+* ``_forms``: the ATen overloads that take a ``Scalar`` float, each with a form inductor
+  lowers (the float a 0-d tensor operand);
 * ``_custom``: dynscalar's custom ops, the ATen op with ``float`` read as ``Scalar``;
 * ``_kernels``: what a ``"python"`` backend traces for ops with value-dependent paths;
 * ``_tensor``: what inductor traces (plain torch ops, the float an operand);
@@ -23,14 +24,15 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from ._table import NATIVE_METHODS, RULES, SCALAR_TENSOR_PAIRS, Rule, ScalarPair
+from ._forms import FORMS, ScalarForm
+from ._table import NATIVE_METHODS, RULES, Rule
 
 __all__ = [
+    "FORMS",
     "NATIVE_METHODS",
     "RULES",
-    "SCALAR_TENSOR_PAIRS",
     "Rule",
-    "ScalarPair",
+    "ScalarForm",
     "inductor_entry",
     "python_entry",
     "rule_for",

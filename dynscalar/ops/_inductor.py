@@ -22,9 +22,10 @@ import json
 import pathlib
 from typing import Any
 
+from ._forms import ScalarForm
 from ._table import Rule
 
-__all__ = ["PATH", "admitted", "key"]
+__all__ = ["PATH", "admitted", "form_admitted", "form_key", "key"]
 
 #: the measured inductor column (written by ``python -m tests.ops_matrix --inductor``)
 PATH = pathlib.Path(__file__).with_name("inductor.json")
@@ -48,6 +49,22 @@ def _measured() -> dict[str, Any]:
 def admitted(rule: Rule, callable_name: str, dtype: Any, grad: bool) -> tuple[bool, str]:
     """(whether inductor may trace the rule's tensor form for this cell, why not)."""
     found = _measured().get(key(rule, callable_name, dtype, grad))
+    if found is None:
+        return False, "not measured on inductor by the exactness matrix"
+    if found.get("admitted"):
+        return True, ""
+    return False, str(found.get("why", "further from eager than stock inductor"))
+
+
+def form_key(form: ScalarForm, dtype: Any, grad: bool) -> str:
+    """The file's key for one cell of a scalar form: ``"aten::add.Tensor float32 grad"``."""
+    name = str(dtype).removeprefix("torch.")
+    return f"{form.op} {name} {'grad' if grad else 'nograd'}"
+
+
+def form_admitted(form: ScalarForm, dtype: Any, grad: bool) -> tuple[bool, str]:
+    """(whether inductor may trace ``form`` for an op of ``dtype``, why not)."""
+    found = _measured().get(form_key(form, dtype, grad))
     if found is None:
         return False, "not measured on inductor by the exactness matrix"
     if found.get("admitted"):

@@ -9,9 +9,10 @@ different things:
   specializes it, and only for ops it cannot rewrite with a tensor.  On a ``"python"``
   backend the bridge keeps that pass away from marked floats: the op receives the Python
   float at run time, which is eager's own call, bit for bit, for every dtype and layout.
-  On inductor, :data:`SCALAR_TENSOR_PAIRS` lists the ATen overloads that take the same
-  argument as a 0-d tensor (``clamp`` -> ``clamp.Tensor``); the bridge rewrites an op to its
-  pair where the exactness matrix admits it, and leaves the rest to torch.
+  On inductor the float must be a tensor: ``_forms.FORMS`` gives such ATen overloads a
+  form with the float a 0-d tensor operand (``clamp`` -> ``clamp.Tensor``,
+  ``_foreach_add(alpha=s)`` -> ``_foreach_add(_foreach_mul(other, s))``); the bridge rewrites
+  an op to its form where the inductor column admits it, and leaves the rest to torch.
 * **``float``** (dropout ``p``, the norms' ``eps``, ``batch_norm``'s ``momentum``,
   ``cross_entropy``'s ``label_smoothing``): torch's argument parser forces a symbolic float
   to a constant while Dynamo traces the call.  :data:`RULES` lists them; on a ``"python"``
@@ -36,7 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["RULES", "SCALAR_TENSOR_PAIRS", "Rule", "ScalarPair"]
+__all__ = ["NATIVE_METHODS", "RULES", "Rule"]
 
 
 @dataclass(frozen=True)
@@ -70,18 +71,6 @@ class Rule:
         name = self.aten.partition("::")[2]
         base, _, overload = name.partition(".")
         return base, overload or "default"
-
-
-@dataclass(frozen=True)
-class ScalarPair:
-    """An ATen overload taking a float as ``Scalar`` and its twin taking it as a 0-d tensor."""
-
-    #: ``"aten::clamp"``: the Scalar overload
-    scalar: str
-    #: ``"aten::clamp.Tensor"``: the same op with the argument as a Tensor
-    tensor: str
-    #: the arguments that move from Scalar to Tensor
-    arguments: tuple[str, ...]
 
 
 _DROPOUT = "dropout: eager's kernel and generator in a custom op (its noise kept for the gradient)"
@@ -235,16 +224,6 @@ def _named(rules: tuple[Rule, ...]) -> dict[str, Rule]:
 
 #: rule name -> rule, for the torch ops whose ``float`` parameter Dynamo would force
 RULES: dict[str, Rule] = _named(_RULE_LIST)
-
-#: ATen overloads with a Scalar float argument and their 0-d-tensor twins (inductor)
-SCALAR_TENSOR_PAIRS: tuple[ScalarPair, ...] = (
-    ScalarPair("aten::clamp", "aten::clamp.Tensor", ("min", "max")),
-    ScalarPair("aten::clamp_min", "aten::clamp_min.Tensor", ("min",)),
-    ScalarPair("aten::clamp_max", "aten::clamp_max.Tensor", ("max",)),
-    ScalarPair("aten::lerp.Scalar", "aten::lerp.Tensor", ("weight",)),
-    ScalarPair("aten::pow.Tensor_Scalar", "aten::pow.Tensor_Tensor", ("exponent",)),
-    ScalarPair("aten::pow.Scalar", "aten::pow.Tensor_Tensor", ("self",)),
-)
 
 #: tensor methods Dynamo and torch's passes handle symbolically on their own (arithmetic
 #: whose derivative is arithmetic too, comparisons, shape and dtype methods)

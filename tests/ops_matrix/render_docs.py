@@ -117,12 +117,61 @@ def render(data: dict[str, Any], inductor: dict[str, Any]) -> str:
             "|---|---|---|---|",
         ]
         for key, value in measured.items():
+            if _is_form(key):
+                continue
             _rule, callable_name, dtype, grad = key.split(" ")
             verdict = "yes" if value["admitted"] else f"**no**: {value.get('why', '')}"
             shown, needs = _shown(callable_name), "yes" if grad == "grad" else "no"
             lines.append(f"| `{shown}` | {dtype} | {needs} | {verdict} |")
+    forms = {k: v for k, v in measured.items() if _is_form(k)}
+    if forms:
+        lines += ["", *_forms_section(forms)]
     lines.append("")
     return "\n".join(lines)
+
+
+def _is_form(key: str) -> bool:
+    """A scalar form's cell (``"aten::add.Tensor float32 grad"``), not a rule's."""
+    return "::" in key.split(" ")[0]
+
+
+_FORM_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+def _forms_section(forms: dict[str, Any]) -> list[str]:
+    """The scalar forms' inductor cells: op x dtype, without and with gradients."""
+    lines = [
+        "## inductor: ops that take the float as a Scalar",
+        "",
+        "On inductor a marked float reaches `Scalar` arguments (`clamp` bounds, `add`'s "
+        "`alpha`, the `_foreach_*` scalars of every `torch.optim` step) as a 0-d tensor "
+        "operand: each op is rewritten into its form, the arithmetic stock inductor lowers "
+        "it to with the value a tensor ([how it works](how-it-works.md)). A form is used "
+        "where, for every sampled value, it is no further from eager than stock inductor "
+        "with the value as a constant. `yes`: used; **no**: the value is compiled as stock "
+        "inductor compiles it (a graph per value); `-`: not measured (not used).",
+        "",
+        "| op | grad | " + " | ".join(_SHORT[d] for d in _FORM_DTYPES) + " |",
+        "|---|---|" + "---|" * len(_FORM_DTYPES),
+    ]
+    refused = []
+    ops = dict.fromkeys((k.split(" ")[0], k.split(" ")[2]) for k in forms)
+    for op, grad in ops:
+        row = []
+        for dtype in _FORM_DTYPES:
+            cell = forms.get(f"{op} {dtype} {grad}")
+            if cell is None:
+                row.append("-")
+            elif cell["admitted"]:
+                row.append("yes")
+            else:
+                row.append("**no**")
+                refused.append(f"- `{op}`, {dtype}, {grad}: {cell.get('why', '')}")
+        needs = "yes" if grad == "grad" else "no"
+        lines.append(f"| `{op.replace('aten::', '')}` | {needs} | " + " | ".join(row) + " |")
+    if refused:
+        lines += ["", "Not admitted:", "", *refused]
+    return lines
 
 
 def write(json_path: Path = JSON_PATH, page: Path = PAGE_PATH) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import linecache
 import traceback
 import types
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ..._bridge._paths import name_at_call_site, parse_source, render_step, root_name, user_path
@@ -83,7 +84,17 @@ class Collector:
         self, event: Recompile, failure: ScalarGuardFailure, function: str
     ) -> Culprit | PathTaken:
         described = _describe(event, failure, function)
-        taken = _path_taken(event, failure, described)
+        because = _specialized(event, failure, described)
+        if because is not None:
+            # marked, and still compiled for one value: a fix to make, not a path
+            described = replace(
+                described,
+                kind="specialized",
+                fix=[],
+                alternative=(),
+                note=f"marked, but torch compiled it for one value: it {because}",
+            )
+        taken = None if because is not None else _path_taken(event, failure, described)
         key = (
             "path" if taken else "culprit",
             described.kind,
@@ -102,6 +113,17 @@ class Collector:
         elif existing.where is None:
             existing.where = described.where
         return existing
+
+
+def _specialized(event: Recompile, failure: ScalarGuardFailure, culprit: Culprit) -> str | None:
+    """Why torch compiled a marked value for one value (an op inside torch that forced it,
+    a Python construct), as the bridge filed it when it warned; None for a value that is
+    not marked, or whose guard is a path of a dynamic value (``p == 0.0``)."""
+    from ..._bridge._reports import specialized_because
+
+    if not failure.pins or not _marked(event, failure, culprit):
+        return None
+    return specialized_because(event.code, failure.source)
 
 
 def _path_taken(

@@ -41,7 +41,8 @@ class Culprit:
 
     scalar: str  # "Net.step", "train_step(n)", "SGD.param_groups[0]['lr']", "cfg.SCALE"
     #: "attribute" (of a module), "argument", "param_group" (an optimizer's hyperparameter),
-    #: "value" (anything else reachable)
+    #: "value" (anything else reachable), "specialized" (marked, yet compiled for one
+    #: value: ``note`` says what forced it and what to do; no marking code)
     kind: str
     type: str  # "int" or "float"
     function: str  # the compiled function it made recompile: "Net.forward"

@@ -1,0 +1,170 @@
+"""Scalar forms on inductor (``dynscalar.ops._forms``): a marked float that an ATen op takes
+as a ``Scalar`` reaches inductor's kernels as a 0-d tensor operand, where the inductor
+column of the exactness matrix admits the op's form.
+
+Before this change, stock inductor and dynscalar specialized such a value (a graph per
+value): ``_foreach_add_(alpha=-lr)`` in SGD, ``prims.fma`` in Adam's ``addcmul_``,
+``beta ** step``.  Compile tests compare each value's result with stock inductor's for
+the value as a constant (bit for bit: the form is the arithmetic stock inductor lowers
+the op to) and count graphs.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+
+import dynscalar as ds
+from dynscalar.ops import FORMS, _forms, _inductor
+
+from .helpers import CountingBackend
+from .ops_matrix.forms import (
+    GRAD_DTYPES,
+    NOGRAD_DTYPES,
+    VALUE,
+    differentiable,
+    overload,
+    samples,
+)
+
+
+def test_every_form_computes_what_its_op_computes_eagerly() -> None:
+    """The form, run eagerly on real tensors with its scalar arguments 0-d float64 tensors,
+    computes the op (up to rounding: a compound form rounds its steps as inductor's
+    lowering does, not as ATen's fused CPU kernel)."""
+    import torch._inductor.inductor_prims
+
+    for form in FORMS.values():
+        target = overload(form.op)
+        generator = torch.Generator().manual_seed(0)
+        for argument, args, kwargs in samples(form.op, torch.float64, "contiguous", generator):
+            for value in (0.25, 1.5, -2.0):
+
+                def put(a: Any, v: float = value) -> Any:
+                    return v if a is VALUE else a
+
+                call_args, call_kwargs = (
+                    [put(a) for a in args],
+                    {k: put(a) for k, a in kwargs.items()},
+                )
+                want = target(*call_args, **call_kwargs)
+                form_args, form_kwargs = _forms.with_tensors(
+                    form,
+                    target,
+                    call_args,
+                    call_kwargs,
+                    lambda v: torch.tensor(v, dtype=torch.float64),
+                )
+                got = form.apply(torch.ops, *form_args, **form_kwargs)
+                flat_got = got if isinstance(got, (list, tuple)) else [got]
+                flat_want = want if isinstance(want, (list, tuple)) else [want]
+                assert len(flat_got) == len(flat_want), form.op
+                for g, w in zip(flat_got, flat_want, strict=True):
+                    torch.testing.assert_close(
+                        g,
+                        w,
+                        rtol=1e-12,
+                        atol=1e-12,
+                        equal_nan=True,
+                        msg=lambda m, f=form, a=argument: f"{f.op} {a}: {m}",
+                    )
+
+
+def test_the_inductor_column_holds_every_form_cell() -> None:
+    """``dynscalar/ops/inductor.json`` has a measured cell for every form, dtype and
+    gradient mode the matrix plans (``python -m tests.ops_matrix --forms --inductor-only``)."""
+    cells = json.loads(_inductor.PATH.read_text())["cells"]
+    for form in FORMS.values():
+        plan = [(d, False) for d in NOGRAD_DTYPES]
+        if differentiable(form):
+            plan += [(d, True) for d in GRAD_DTYPES]
+        for dtype, grad in plan:
+            key = _inductor.form_key(form, dtype, grad)
+            assert key in cells, key
+            assert cells[key]["cases"] > 0 or not cells[key]["admitted"], key
+
+
+def _stock_and_marked(
+    fn: Callable[..., Any], values: list[float], *args: Any
+) -> tuple[list[Any], list[Any], int]:
+    """(stock inductor's results, the marked results, the marked graphs)."""
+    stock = []
+    for v in values:
+        torch._dynamo.reset()
+        stock.append(torch.compile(fn, backend="inductor")(v, *args))
+    torch._dynamo.reset()
+    counter = CountingBackend("inductor")
+    compiled = torch.compile(fn, backend=counter)
+    marked = [compiled(ds.DynamicFloat(v), *args) for v in values]
+    return stock, marked, counter.frame_count
+
+
+def _assert_identical(got: Any, want: Any) -> None:
+    if isinstance(want, (list, tuple)):
+        for g, w in zip(got, want, strict=True):
+            _assert_identical(g, w)
+        return
+    assert got.dtype == want.dtype and torch.equal(got.nan_to_num(), want.nan_to_num())
+
+
+@pytest.mark.inductor
+def test_foreach_add_with_a_marked_alpha_compiles_once_on_inductor() -> None:
+    """SGD's ``torch._foreach_add_(params, grads, alpha=-lr)``: before, a graph per lr."""
+
+    def step(lr: Any, params: list[torch.Tensor], grads: list[torch.Tensor]) -> Any:
+        params = [p.clone() for p in params]
+        torch._foreach_add_(params, grads, alpha=-lr)
+        return params
+
+    generator = torch.Generator().manual_seed(0)
+    params = [torch.randn(4, 3, generator=generator), torch.randn(3, generator=generator)]
+    grads = [torch.randn_like(p) for p in params]
+    stock, marked, graphs = _stock_and_marked(step, [0.1, 0.05, 0.0125], params, grads)
+    assert graphs == 1
+    _assert_identical(marked, stock)
+
+
+@pytest.mark.inductor
+def test_a_branch_inductor_decomposes_on_never_loads_the_other_branchs_cache_entry() -> None:
+    """Inductor decomposes ``lerp(start, end, weight)`` into the formula of one side of
+    ``weight >= 0.5``, a guard made while AOTAutograd traces.  An AOTAutograd cache entry
+    keeps only its SymInt guards, so an entry compiled for 1.5 was loaded for 0.25 (and
+    after a restart of the process, for every value): the other branch's formula, off
+    by an ulp.  Such compiles now save no entry: one graph per side, stock's numbers."""
+
+    def lerp(weight: Any, start: torch.Tensor, end: torch.Tensor) -> torch.Tensor:
+        return torch.lerp(start, end, weight)
+
+    generator = torch.Generator().manual_seed(0)
+    start, end = torch.randn(4, 6, generator=generator), torch.randn(4, 6, generator=generator)
+    stock, marked, graphs = _stock_and_marked(lerp, [1.5, 0.25, 0.75, 0.1], start, end)
+    assert graphs == 2  # weight >= 0.5 and weight < 0.5: two paths
+    _assert_identical(marked, stock)
+
+
+@pytest.mark.inductor
+def test_a_form_the_column_refuses_for_a_dtype_is_specialized_with_one_warning() -> None:
+    """clamp's Tensor overload with gradients in bfloat16: its backward compares in
+    float32 where stock's compares in bfloat16 (the matrix's cell says so); there the value
+    is compiled as stock inductor compiles it."""
+    ok, why = _inductor.form_admitted(FORMS["aten::clamp"], torch.bfloat16, True)
+    assert not ok and why
+
+    def clamp(high: Any, x: torch.Tensor) -> torch.Tensor:
+        return x.clamp(max=high)
+
+    counter = CountingBackend("inductor")
+    compiled = torch.compile(clamp, backend=counter)
+    x = torch.randn(4, 6, dtype=torch.bfloat16, requires_grad=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for high in (0.5, 0.25):
+            compiled(ds.DynamicFloat(high), x).sum().backward()
+    messages = [str(w.message) for w in caught if issubclass(w.category, ds.SpecializationWarning)]
+    assert len(messages) == 1 and "aten.clamp" in messages[0]
+    assert counter.frame_count > 1
