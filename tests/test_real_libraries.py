@@ -627,3 +627,82 @@ def test_transformers_gpt2_num_items_in_batch_across_a_graph_break(how: str, gra
     config = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=64, n_positions=32)
     model = transformers.GPT2LMHeadModel(config).eval()
     assert _num_items_in_batch_graphs(model, how) == graphs
+
+
+def _schedulefree_steps(mark: bool, backend: str | None) -> tuple[list[torch.Tensor], int]:
+    """schedulefree's SGDScheduleFree (foreach: ``_foreach_lerp_(y, z, ckp1)``,
+    ``_foreach_add_(y, grad, alpha=lr * ...)``, ``_foreach_sub_(z, grad, alpha=lr)``) with a
+    learning rate a scheduler decays, compiled ``opt.step``; (parameters, graphs)."""
+    schedulefree = pytest.importorskip("schedulefree", reason="needs the reallib extra")
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    opt = schedulefree.SGDScheduleFree(model.parameters(), lr=0.1, warmup_steps=0)
+    opt.train()
+    if mark:
+        ds.mark_dynamic_param_groups(opt, "lr")
+    counter = CountingBackend(backend or "eager")
+    step = torch.compile(opt.step, backend=counter) if backend else opt.step
+    x = torch.randn(8, 4, generator=torch.Generator().manual_seed(1))
+    for i in range(5):
+        opt.zero_grad()
+        model(x).pow(2).mean().backward()
+        step()
+        opt.param_groups[0]["lr"] = 0.1 * 0.8 ** (i + 1)
+    return [p.detach().clone() for p in model.parameters()], counter.frame_count
+
+
+@pytest.mark.inductor
+@pytest.mark.parametrize(("mark", "graphs"), [(False, 5), (True, 2)])
+def test_schedulefree_sgd_with_a_decaying_learning_rate_on_inductor(
+    mark: bool, graphs: int
+) -> None:
+    """Stock: a graph per learning rate (``alpha=`` specializes it); marked: two, the step
+    that creates the state and the steady one; no further from eager than stock."""
+    got, count = _schedulefree_steps(mark, "inductor")
+    want, _ = _schedulefree_steps(False, None)
+    assert count == graphs
+    stock, _ = _schedulefree_steps(False, "inductor") if mark else (got, count)
+    for g, w, s in zip(got, want, stock, strict=True):
+        assert (g - w).abs().max() <= (s - w).abs().max()
+
+
+def test_kornia_adjustments_with_per_call_factors_compile_once() -> None:
+    """kornia's ``adjust_brightness``/``adjust_contrast``/``adjust_gamma`` take a float and
+    make it a tensor (``torch.as_tensor(factor, device=, dtype=)``): stock a graph per factor
+    (Dynamo forces ``as_tensor``'s value), marked one, eager's numbers."""
+    kornia = pytest.importorskip("kornia", reason="needs the reallib extra")
+
+    def augment(image: torch.Tensor, b: Any, c: Any, g: Any) -> torch.Tensor:
+        image = kornia.enhance.adjust_brightness(image, b)
+        image = kornia.enhance.adjust_contrast(image, c)
+        return kornia.enhance.adjust_gamma(image, g)
+
+    image = torch.rand(2, 3, 8, 8, generator=torch.Generator().manual_seed(0))
+    factors = [(0.1, 1.2, 0.9), (0.2, 0.8, 1.1), (0.05, 1.0, 1.3), (0.15, 1.4, 0.7)]
+    for mark, graphs in ((False, 4), (True, 1)):
+        torch._dynamo.reset()
+        counter = CountingBackend("aot_eager")
+        compiled = torch.compile(augment, backend=counter)
+        for b, c, g in factors:
+            args = [ds.DynamicFloat(v) if mark else v for v in (b, c, g)]
+            assert torch.equal(compiled(image, *args), augment(image, b, c, g))
+        assert counter.frame_count == graphs
+
+
+@pytest.mark.inductor
+def test_kornia_gaussian_blur_sigma_on_inductor_needs_no_safety_net() -> None:
+    """``gaussian_blur2d(sigma)`` builds ``torch.tensor([[sigma, sigma]])``: on inductor that
+    ended in the safety net ("an internal error in its hook on autograd_cache_key"); now a
+    stacked scalar_tensor, no warning (``filterwarnings = error``), stock inductor's numbers."""
+    kornia = pytest.importorskip("kornia", reason="needs the reallib extra")
+
+    def blur(image: torch.Tensor, sigma: Any) -> torch.Tensor:
+        return kornia.filters.gaussian_blur2d(image, (5, 5), (sigma, sigma))
+
+    image = torch.rand(1, 3, 12, 12, generator=torch.Generator().manual_seed(0))
+    counter = CountingBackend("inductor")
+    compiled = torch.compile(blur, backend=counter)
+    for sigma in (1.0, 1.5):
+        got = compiled(image, ds.DynamicFloat(sigma))
+        torch.testing.assert_close(got, blur(image, sigma), rtol=1e-5, atol=1e-6)
+    assert counter.frame_count == 1

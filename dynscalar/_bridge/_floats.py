@@ -273,7 +273,7 @@ def _special_value(
                 node.update_arg(at, special)
             else:
                 node.update_kwarg(at, special)
-            state.reported.update(s for s in sym.node.expr.free_symbols if s in state.floats)
+            state.paths.update(s for s in sym.node.expr.free_symbols if s in state.floats)
             return True
     return False
 
@@ -604,7 +604,7 @@ def _report_value_guards(shape_env: Any, state: CompileState, ops: list[str]) ->
     are torch's own specializations, e.g. after the tensorify pass restarted analysis with
     the value specialized (torch >= 2.15 does that where 2.13/2.14 baked the value in).
     """
-    specialized = _value_guarded(shape_env, state.floats, alone=False)
+    specialized = _value_guarded(shape_env, state.floats, alone=False) - state.paths
     for s in sorted(specialized - state.reported, key=str):
         _warn_specialized(state, s, ops)
 
@@ -618,7 +618,8 @@ def compile_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dic
     shape_env = getattr(instance, "shape_env", None)
     state = peek_state(shape_env)
     if state is not None and state.floats:
-        for symbol in sorted(_value_guarded(shape_env, state.floats, alone=True), key=str):
+        guarded = _value_guarded(shape_env, state.floats, alone=True) - state.paths
+        for symbol in sorted(guarded, key=str):
             if (
                 _torch.TensorifyState.should_specialize(str(symbol))
                 and symbol not in state.reported

@@ -215,7 +215,8 @@ def in_graph_call_hook(
         log.debug("%s of a dynamic value: traced as torch.scalar_tensor", fn.__name__)
         return _trace(tx, factory, list(call_args), dict(call_kwargs))
     found = ops.rule_for(fn)
-    if found is None and not _traced_through(fn) and _callable_name(fn) is None:
+    overload = _form_overload(fn)
+    if found is None and not _traced_through(fn) and (_callable_name(fn) or overload) is None:
         return wrapped(*args, **kwargs)
     values = [*call_args, *call_kwargs.values()]
     if not _realize_floats(tx, values):
@@ -231,12 +232,20 @@ def in_graph_call_hook(
         return wrapped(*args, **kwargs)
 
     if found is None:
-        name = _callable_name(fn)
+        name = _callable_name(fn) or overload
         if name is None:
             return stock()
         return _generic(tx, name, list(call_args), dict(call_kwargs), stock)
     rule, name = found
     return _apply(rule, name, tx, list(call_args), trace, stock, dict(call_kwargs))
+
+
+def _form_overload(fn: Any) -> str | None:
+    """``"aten::pow.Tensor_Scalar"`` for an ATen overload that has a scalar form."""
+    from ..ops._forms import form_for
+
+    form = form_for(fn) if type(fn).__name__ == "OpOverload" else None
+    return form.op if form is not None else None
 
 
 def _holds_dynamic(tx: Any, variable: Any) -> bool:
@@ -383,7 +392,10 @@ def _generic(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any],
     the exactness matrix admits it; the call as Dynamo makes it otherwise."""
     import torch
 
-    if _kind(tx) != "python":
+    kind = _kind(tx)
+    if kind == "inductor":
+        return _inductor_form(tx, name, arguments, keywords, stock)
+    if kind != "python":
         return stock()
     built = _template(tx, name, arguments, keywords)
     if built is None:
@@ -405,6 +417,98 @@ def _generic(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any],
         with specializing(name, why):
             return stock()
     return _traced_apply(tx, key, template, tensors, scalars)
+
+
+def _inductor_form(
+    tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any], stock: Any
+) -> Any:
+    """A call on inductor of an op with a scalar form (``dynscalar.ops._forms``) whose
+    tensors require grad: the form traced in its place where the inductor column admits it
+    (AOTAutograd would trace the op's autograd formula, which can force the float before
+    any graph pass rewrites the op; without gradients the pass does it, ``_floats``)."""
+    import torch
+
+    from ..ops import _forms
+    from ..ops._inductor import form_admitted
+
+    values = [_realized(a) for a in arguments]
+    named = {k: _realized(v) for k, v in keywords.items()}
+    tensors = [v for v in (*values, *named.values()) if isinstance(v, _torch.TensorVariable)]
+    if not tensors or not torch.is_grad_enabled():
+        return stock()
+    if not any(bool(getattr(_example(t), "requires_grad", False)) for t in tensors):
+        return stock()
+    candidates = _forms.CALLABLES.get(name)
+    if candidates is None and "::" in name:
+        found = _forms.FORMS.get(name)
+        if found is not None:
+            schema = _forms_target(name)._schema
+            candidates = ((name, tuple(a.name for a in schema.arguments)),)
+    for op, order in candidates or ():
+        form = _forms.FORMS[op]
+        if len(values) > len(order) or any(k not in order for k in named):
+            continue
+        bound = dict(zip(order, values, strict=False)) | named
+        moved = [n for n in form.arguments if n in bound and is_dynamic_float(tx, bound[n])]
+        target = _forms_target(op)
+        schema = target._schema.arguments
+        if not moved or not _tensors_where_expected(schema, bound):
+            continue
+        dtype = _example(tensors[0]).dtype
+        ok, why = form_admitted(form, dtype, True)
+        if not ok:
+            shown = str(dtype).removeprefix("torch.")
+            reason = f"its inductor form is not admitted for {shown} with gradients: {why}"
+            with specializing(name, reason):
+                return stock()
+        names = tuple(a.name for a in schema if a.name in bound)
+        leading = [a.name for a in schema if not a.kwarg_only]
+        positional = next(
+            (i for i, n in enumerate(names) if i >= len(leading) or n != leading[i]), len(names)
+        )
+        special = tuple((n, form.special_values(n)) for n in moved if form.special_values(n))
+        inplace = (name.endswith("_") and not name.endswith("__")) or name.endswith("__ipow__")
+        constants = [form.arguments, special, names, positional, inplace]
+        log.debug("%s receives a dynamic float with gradients: tracing its form", name)
+        return _trace(
+            tx,
+            _forms.traced,
+            [
+                _torch.VariableTracker.build(tx, target),
+                _torch.VariableTracker.build(tx, form.fn),
+                *(_torch.ConstantVariable.create(c) for c in constants),
+                *(bound[n] for n in names),
+            ],
+            {},
+        )
+    return stock()
+
+
+def _forms_target(op: str) -> Any:
+    """The ``OpOverload`` a form's ``op`` names (``"aten::pow.Tensor_Scalar"``)."""
+    import torch
+
+    namespace, _, rest = op.partition("::")
+    packet, _, overload = rest.partition(".")
+    return getattr(getattr(getattr(torch.ops, namespace), packet), overload or "default")
+
+
+def _tensors_where_expected(schema: Any, bound: dict[str, Any]) -> bool:
+    """Every argument the schema types ``Tensor`` holds a traced tensor (``Tensor?``: or
+    None), so the candidate overload is the one the call reaches."""
+    for argument in schema:
+        value = bound.get(argument.name)
+        kind = str(argument.type)
+        if kind == "Tensor" and not isinstance(value, _torch.TensorVariable):
+            return False
+        if (
+            kind == "Optional[Tensor]"
+            and value is not None
+            and not isinstance(value, _torch.TensorVariable)
+            and not (value.is_python_constant() and value.as_python_constant() is None)
+        ):
+            return False
+    return True
 
 
 def _watching(tx: Any, name: str, stock: Any) -> Any:

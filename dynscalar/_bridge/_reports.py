@@ -144,7 +144,12 @@ def evaluate_sym_node_hook(
     if state is not None and state.backed:
         sym_node = kwargs["sym_node"]
         expr = sym_node.expr
-        if sym_node.pytype is not bool and not getattr(expr, "is_number", True):
+        if sym_node.pytype is bool:
+            result = wrapped(*args, **kwargs)
+            if bool(result) and _pins_one_symbol(expr):  # `p == 0` held: that path's pin
+                state.paths.update(s for s in expr.free_symbols if s in state.backed)
+            return result
+        if not getattr(expr, "is_number", True):
             ours = [s for s in expr.free_symbols if s in state.backed]
             from ._ops import watching_forced
 
@@ -162,6 +167,17 @@ def evaluate_sym_node_hook(
                 state.reported.update(ours)
                 record_specialized(state, ours, reported)
     return wrapped(*args, **kwargs)
+
+
+def _pins_one_symbol(expr: Any) -> bool:
+    """``Eq(s, 0.5)``: a predicate that, held, leaves its one symbol a single value."""
+    import sympy
+
+    return (
+        isinstance(expr, sympy.Eq)
+        and len(expr.free_symbols) == 1
+        and any(side.is_number for side in expr.args)
+    )
 
 
 _bridge_frames_hidden = False

@@ -81,6 +81,9 @@ class CompileState:
     replays: dict[int, tuple[Any, Any]] = field(default_factory=dict)
     #: symbols whose specialization by user code was already reported
     reported: set[Any] = field(default_factory=set)
+    #: symbols a predicate pinned to one value (``if p == 0``, a form's special value):
+    #: one path of a dynamic value, not a specialization to report
+    paths: set[Any] = field(default_factory=set)
     #: symbol -> "instance path (Class.attr)" for warnings
     labels: dict[Any, str] = field(default_factory=dict)
     #: float symbol -> where the user's code read it (warnings from backend passes)

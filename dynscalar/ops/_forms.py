@@ -43,7 +43,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["FORMS", "ScalarForm", "computation_dtype", "form_for", "slots", "with_tensors"]
+__all__ = [
+    "CALLABLES",
+    "FORMS",
+    "ScalarForm",
+    "computation_dtype",
+    "form_for",
+    "slots",
+    "traced",
+    "with_tensors",
+]
 
 
 @dataclass(frozen=True)
@@ -273,3 +282,88 @@ def with_tensors(
         elif kind == "kwargs" and is_scalar(kwargs[at]):
             kwargs[at] = as_tensor(kwargs[at])
     return args, kwargs
+
+
+_POW = ("aten::pow.Tensor_Scalar", ("self", "exponent"))
+_LERP = ("aten::lerp.Scalar", ("self", "end", "weight"))
+_CLAMP = ("aten::clamp", ("self", "min", "max"))
+
+#: torch callables (as the bridge names them) -> the ATen overloads with a form they reach
+#: with a float, each with its parameters in the callable's order.  With gradients,
+#: AOTAutograd traces an op's autograd formula, which can read a ``Scalar`` as a number
+#: (``lerp``'s ``1 - weight.toDouble()``, ``pow``'s ``exponent - 1``) and so force it before
+#: any graph pass; there the bridge traces the form in the call's place (:func:`traced`),
+#: so the formula is the tensor overload's.
+CALLABLES: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
+    **dict.fromkeys(
+        ("torch.pow", "Tensor.pow", "Tensor.__pow__", "Tensor.pow_", "Tensor.__ipow__"),
+        (_POW, ("aten::pow.Scalar", ("self", "exponent"))),
+    ),
+    "Tensor.__rpow__": (("aten::pow.Scalar", ("exponent", "self")),),
+    **dict.fromkeys(("torch.lerp", "Tensor.lerp", "Tensor.lerp_"), (_LERP,)),
+    **dict.fromkeys(
+        ("torch.clamp", "torch.clip", "Tensor.clamp", "Tensor.clip", "Tensor.clamp_"), (_CLAMP,)
+    ),
+    **dict.fromkeys(
+        ("torch.clamp_min", "Tensor.clamp_min", "Tensor.clamp_min_"),
+        (("aten::clamp_min", ("self", "min")),),
+    ),
+    **dict.fromkeys(
+        ("torch.clamp_max", "Tensor.clamp_max", "Tensor.clamp_max_"),
+        (("aten::clamp_max", ("self", "max")),),
+    ),
+    **dict.fromkeys(
+        ("torch.addcmul", "Tensor.addcmul", "Tensor.addcmul_"),
+        (("aten::addcmul", ("self", "tensor1", "tensor2", "value")),),
+    ),
+    **dict.fromkeys(
+        ("torch.addcdiv", "Tensor.addcdiv", "Tensor.addcdiv_"),
+        (("aten::addcdiv", ("self", "tensor1", "tensor2", "value")),),
+    ),
+}
+
+
+def traced(
+    target: Any,
+    fn: Callable[..., Any],
+    tensor_arguments: tuple[str, ...],
+    special: tuple[tuple[str, tuple[float, ...]], ...],
+    names: tuple[str, ...],
+    positional: int,
+    inplace: bool,
+    *values: Any,
+) -> Any:
+    """What Dynamo traces for a call of the overload ``target`` (``values`` its arguments in
+    schema order, named ``names``, the first ``positional`` of them positional) whose form
+    is ``fn``: at a special value of a marked float (``special``: argument -> values), the
+    op itself with that value (a predicate guard each); otherwise ``fn`` with each number
+    among ``tensor_arguments`` a 0-d tensor of the computation dtype of the call's first
+    tensor.  ``inplace``: the result is copied into the first argument, which is returned
+    (``lerp_``)."""
+    import torch
+
+    arguments = dict(zip(names, values, strict=True))
+    like = next(v for v in values if isinstance(v, torch.Tensor))
+    pinned = dict(arguments)
+    hits = 0
+    for name, candidates in special:
+        for candidate in candidates:
+            if arguments[name] == candidate:  # a predicate guard
+                pinned[name] = candidate
+                hits += 1
+                break
+    if special and hits == len(special):
+        chosen, call = pinned, target
+    else:
+        chosen, call = dict(arguments), None
+        compute = computation_dtype(like.dtype)
+        for name in tensor_arguments:
+            value = chosen.get(name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                chosen[name] = torch.scalar_tensor(1.0, dtype=compute, device=like.device) * value
+    args = [chosen[n] for n in names[:positional]]
+    kwargs = {n: chosen[n] for n in names[positional:]}
+    out = call(*args, **kwargs) if call is not None else fn(torch.ops, *args, **kwargs)
+    if inplace:
+        return like.copy_(out)
+    return out

@@ -22,8 +22,10 @@ from typing import Any
 from unittest import mock
 
 import torch
+from torch._dynamo.testing import CompileCounterWithBackend
 
 import dynscalar
+from dynscalar._caches import reset_caches
 from dynscalar.ops import _forms, _inductor, _matrix
 
 from .run import _distance
@@ -174,8 +176,11 @@ def _grads(out: Any, tensors: tuple[Any, ...]) -> list[Any]:
     return list(torch.autograd.grad(total, leaves, allow_unused=True, retain_graph=True))
 
 
-def _measure(call: Callable[..., Any], tensors: tuple[Any, ...], grad: bool) -> list[Any]:
-    """Per value: (stock distance, form distance), each a float or an error's name."""
+def _measure(
+    call: Callable[..., Any], tensors: tuple[Any, ...], grad: bool, paths: int
+) -> list[Any]:
+    """Per value: (stock distance, form distance), each a float or an error's name; the
+    form's compile must take at most ``paths`` graphs for all the values."""
     eager = []
     for v in VALUES:
         inputs = _leaves(tensors, grad)
@@ -196,14 +201,19 @@ def _measure(call: Callable[..., Any], tensors: tuple[Any, ...], grad: bool) -> 
     except Exception as error:  # noqa: BLE001 - stock inductor fails too: not measured
         stock_got = [type(error).__name__] * len(VALUES)
     torch._dynamo.reset()
-    marked = torch.compile(call, backend="inductor")
+    reset_caches()  # once-per-process warnings warn again: each one is read below
+    counter = CompileCounterWithBackend("inductor")
+    marked = torch.compile(call, backend=counter)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", dynscalar.DynscalarWarning)
         _marked_run(marked, call, tensors, grad, eager, stock_got, results)
-    if any(issubclass(w.category, dynscalar.DynscalarWarning) for w in caught):
-        # torch specialized the value, or the bridge fell back: what ran is not the form
-        return [(v, 0.0, "specialized (the form was not traced)") for v, _, _ in results]
     torch._dynamo.reset()
+    fell_back = any(issubclass(w.category, dynscalar.DynscalarWarning) for w in caught)
+    if fell_back or counter.frame_count > paths:
+        # torch specialized the value (its warning; a graph per value), or the bridge fell
+        # back: what ran is not the form
+        why = f"specialized: {counter.frame_count} graphs for {len(VALUES)} values"
+        return [(v, 0.0, why) for v, _, _ in results]
     return results
 
 
@@ -248,7 +258,12 @@ def form_cell(form: _forms.ScalarForm, dtype: torch.dtype, grad: bool) -> dict[s
             generator = torch.Generator().manual_seed(0)
             for argument, args, kwargs in samples(form.op, dtype, layout, generator):
                 call, tensors = template(form.op, args, kwargs)
-                for value, stock, ours in _measure(call, tensors, grad):
+                # a special value is a path and may restart once (its float input
+                # goes unused); a decomposition can branch on the value (lerp's weight
+                # >= 0.5 or <= -0.5): a graph per value means the form was not traced
+                special = sum(v in form.special_values(argument) for v in VALUES)
+                paths = 3 + 2 * special
+                for value, stock, ours in _measure(call, tensors, grad, paths):
                     if isinstance(stock, str):
                         continue  # stock inductor cannot compile it either
                     cases += 1

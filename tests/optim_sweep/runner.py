@@ -29,7 +29,9 @@ from dynscalar._caches import reset_caches
 from ..helpers import CountingBackend
 from .catalogue import Row
 
-STEPS = 6
+#: steps per run: the first creates the optimizer's state; the rest show a graph per
+#: value (stock) or one per path (marked)
+STEPS = 5
 
 
 @dataclass
