@@ -244,7 +244,6 @@ def _scheduled_training(
     """A training step (forward and backward) per value of a probability attribute
     ``owner.name`` of ``model``, the same seed before the compiled and the eager call:
     outputs, gradients and the generator's state afterwards equal eager's bit for bit."""
-    torch.manual_seed(0)
     twin = copy.deepcopy(model)
     target = model.get_submodule(owner) if owner else model
     twin_target = twin.get_submodule(owner) if owner else twin
@@ -278,6 +277,7 @@ def checkpointed_dropout(mark: str | None) -> Outcome:
     them)."""
     from .attention_patterns import checkpointed
 
+    torch.manual_seed(0)  # the same weights in the stock process and here
     block = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Dropout(0.1))
     return _scheduled_training(mark, checkpointed(block, "checkpoint"), "inner.1", "p", (4, 8))
 
@@ -287,6 +287,7 @@ def hf_attention_dropout(mark: str | None) -> Outcome:
     ``dropout_p``) scheduled per step, under gradient checkpointing."""
     from .attention_patterns import HFAttention, checkpointed
 
+    torch.manual_seed(0)  # the same weights in the stock process and here
     model = checkpointed(HFAttention(attention_dropout=0.1), "checkpoint")
     return _scheduled_training(mark, model, "inner", "attention_dropout", (3, 5, 8))
 
