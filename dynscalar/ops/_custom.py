@@ -383,7 +383,12 @@ def precompute(rule: Rule, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
     floats, constants).  AOTAutograd traces gradients below autograd, where the meta run
     that finds them sees no autograd at all; the answer is kept for it."""
     if not rule.differentiable or (rule.python != "custom" and rule.name not in _signatures):
-        return  # a rule whose kernel calls no generic op (dropout: its own ops)
+        # a rule whose kernel calls no generic op (dropout: its own ops); SDPA's kernel
+        # calls one, which needs the answer as much as a "custom" rule's: without it, the
+        # meta run happened while AOTAutograd traced the backward below autograd and
+        # failed (an SDPA with a boolean mask: "'NoneType' object has no attribute
+        # 'next_functions'", the frame compiled as stock)
+        return
     op_for(rule)
     signature = _signatures[rule.name]
     _differentiable(signature, signature.full(args, kwargs))
@@ -422,14 +427,14 @@ def _meta_run(signature: _Signature, values: Sequence[Any], candidates: list[int
                     dtype=value.dtype,
                     device="meta",
                 )
-        with torch.enable_grad():  # reading the graph needs grad mode too (a backward
-            meta[i].requires_grad_(True)  # traces with it off)
+        with torch.enable_grad():
+            meta[i].requires_grad_(True)
             try:
                 out = signature.call(meta)
             except RuntimeError:  # "not differentiable with respect to argument 'weight'"
                 continue
-            outs = list(out) if isinstance(out, tuple) else [out]
-            found += reached(outs, [meta[i]], [i])
+        outs = list(out) if isinstance(out, tuple) else [out]
+        found += reached(outs, [meta[i]], [i])
     return found
 
 
