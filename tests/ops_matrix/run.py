@@ -44,11 +44,14 @@ def _variants(rule: ops.Rule) -> list[tuple[bool, bool]]:
     return [(g, c) for c in _matrix.checkpointed_cells(rule) for g in grads]
 
 
-def python_column(rules: list[str] | None = None) -> list[dict[str, Any]]:
-    """Every ``"python"`` cell: its cases, how many agree, the first that does not."""
+def python_column(
+    rules: list[str] | None = None, dtypes: tuple[torch.dtype, ...] = DTYPES
+) -> list[dict[str, Any]]:
+    """Every ``"python"`` cell (of ``dtypes``): its cases, how many agree, the first that
+    does not."""
     entries = []
     for rule, callable_name in cells(rules):
-        for dtype in DTYPES:
+        for dtype in dtypes:
             for grad, checkpointed in _variants(rule):
                 start = time.perf_counter()
                 outcomes = _matrix.cell(rule, callable_name, dtype, grad, checkpointed)
