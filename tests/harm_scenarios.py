@@ -238,6 +238,60 @@ def dropout_sgd_steps(mark: str | None) -> Outcome:
     return counter.frame_count, [p.detach().clone() for p in model.parameters()]
 
 
+def _scheduled_training(
+    mark: str | None, model: torch.nn.Module, owner: str, name: str, shape: tuple[int, ...]
+) -> Outcome:
+    """A training step (forward and backward) per value of a probability attribute
+    ``owner.name`` of ``model``, the same seed before the compiled and the eager call:
+    outputs, gradients and the generator's state afterwards equal eager's bit for bit."""
+    twin = copy.deepcopy(model)
+    target = model.get_submodule(owner) if owner else model
+    twin_target = twin.get_submodule(owner) if owner else twin
+    if mark is not None:
+        _ds().mark_dynamic_attr(target, mark)
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter)
+    x = torch.linspace(-1.0, 1.0, math.prod(shape)).reshape(shape)
+    outs = []
+    for i, value in enumerate([0.1, 0.2, 0.3, 0.4, 0.5]):
+        setattr(target, name, value)
+        setattr(twin_target, name, value)
+        results = []
+        for fn, m in ((compiled, model), (twin, twin)):
+            m.zero_grad()
+            leaf = x.clone().requires_grad_(True)
+            torch.manual_seed(i)
+            out = fn(leaf)
+            out.pow(2).sum().backward()
+            results.append([out.detach(), leaf.grad, *[p.grad for p in m.parameters()]])
+            results[-1].append(torch.get_rng_state())
+        for j, (a, b) in enumerate(zip(*results, strict=True)):
+            _same(a, b, True, f"value {value}, tensor {j}")
+        outs += results[0][:2]
+    return counter.frame_count, outs
+
+
+def checkpointed_dropout(mark: str | None) -> Outcome:
+    """``nn.Dropout`` whose ``p`` follows a schedule, inside a non-reentrant
+    ``torch.utils.checkpoint`` region (its backward recomputes the draws: torch replays
+    them)."""
+    from .attention_patterns import checkpointed
+
+    torch.manual_seed(0)  # the same weights in the stock process and here
+    block = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Dropout(0.1))
+    return _scheduled_training(mark, checkpointed(block, "checkpoint"), "inner.1", "p", (4, 8))
+
+
+def hf_attention_dropout(mark: str | None) -> Outcome:
+    """Hugging Face's ``LlamaAttention`` (``attention_dropout`` passed to SDPA as
+    ``dropout_p``) scheduled per step, under gradient checkpointing."""
+    from .attention_patterns import HFAttention, checkpointed
+
+    torch.manual_seed(0)  # the same weights in the stock process and here
+    model = checkpointed(HFAttention(attention_dropout=0.1), "checkpoint")
+    return _scheduled_training(mark, model, "inner", "attention_dropout", (3, 5, 8))
+
+
 def ema_no_grad(mark: str | None) -> Outcome:
     """timm's ModelEmaV3.update pattern: a ``@torch.no_grad()`` function whose decay warms
     up with the step number (torch.compile wraps it in ``wrap_inline``'s ``inner``)."""
@@ -941,6 +995,8 @@ SCENARIOS: dict[str, Callable[[str | None], Outcome]] = {
     "debias_math_pow": debias_math_pow,
     "mask_ratio_curriculum": mask_ratio_curriculum,
     "argument_across_graph_break": argument_across_graph_break,
+    "checkpointed_dropout": checkpointed_dropout,
+    "hf_attention_dropout": hf_attention_dropout,
 }
 
 

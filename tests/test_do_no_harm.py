@@ -15,7 +15,8 @@ a loop, property getters with a side effect or that cannot run yet, as Lightning
 ``trainer``, a step that writes back many values and a long chain, a model stepped inside
 ``dynscalar.disabled()`` and after it, pytorch-optimizer's SAM wrapper and ``math.pow``
 debiasing, ViTMAE's mask-ratio curriculum, vector-quantize-pytorch's temperature across
-graph breaks), written out in ``tests/harm_scenarios.py``; ``tests/test_real_libraries.py``
+graph breaks, a dropout and Hugging Face's attention dropout scheduled inside activation
+checkpoints), written out in ``tests/harm_scenarios.py``; ``tests/test_real_libraries.py``
 runs the libraries themselves.
 """
 
@@ -78,6 +79,9 @@ MARKED: dict[str, dict[str, int]] = {
     # call: it computes nothing, and torch >= 2.15 compiles no such graph, stock neither),
     # the codebook after its own break, forward's rest
     "argument_across_graph_break": {"temperature": 3 if NOOP_GRAPHS_NOT_COMPILED else 4},
+    # random rules: the draws replayed where torch recomputes the checkpointed region
+    "checkpointed_dropout": {"p": 1},
+    "hf_attention_dropout": {"attention_dropout": 1},
 }
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import copy
 import importlib.util
-import math
 import sys
 import types
 import warnings
@@ -181,11 +180,11 @@ def _restore_torch_configs() -> Iterator[None]:
             config.load_config(state)
 
 
-def test_transformers_llama_attention_dropout_schedule_is_specialized_in_training() -> None:
-    """LlamaAttention.attention_dropout (a float read in training) follows a schedule.  SDPA
-    with ``dropout_p != 0`` draws random numbers a recomputed gradient would draw again, so
-    the op rule does not apply there (``docs/op-coverage.md``): the value is compiled as
-    stock torch compiles it, one graph per value, warned."""
+def test_transformers_llama_attention_dropout_schedule_compiles_once_in_training() -> None:
+    """LlamaAttention.attention_dropout (a float read in training, passed to SDPA as
+    ``dropout_p``) follows a schedule: one graph for every value (the SDPA rule keeps the
+    generator state its gradient replays), and with the same seed the loss and every
+    gradient equal eager's bit for bit."""
     torch.manual_seed(0)
     model = _tiny_llama(
         num_hidden_layers=2,
@@ -200,21 +199,25 @@ def test_transformers_llama_attention_dropout_schedule_is_specialized_in_trainin
     counter = CountingBackend("aot_eager")
     compiled = torch.compile(model, backend=counter)
     ids = torch.randint(0, 64, (2, 8))
-    with pytest.warns(ds.SpecializationWarning, match="attention_dropout"):
-        for p in (0.1, 0.2, 0.3):
-            for module in (model, eager):
-                for m in module.modules():
-                    if type(m).__name__ == "LlamaAttention":
-                        m.attention_dropout = p
-            # dropout draws from another stream when compiled: compare the distribution of
-            # the loss over repeated calls (its mean, within 6 standard errors), not one sample
-            got = torch.stack(
-                [compiled(input_ids=ids, labels=ids).loss.detach() for _ in range(30)]
-            )
-            want = torch.stack([eager(input_ids=ids, labels=ids).loss.detach() for _ in range(30)])
-            spread = math.sqrt((got.var() + want.var()).item() / 30)
-            assert abs(got.mean() - want.mean()).item() <= 6 * spread + 1e-6, (p, got, want)
-    assert counter.frame_count == 3
+    for i, p in enumerate((0.1, 0.2, 0.3)):
+        for module in (model, eager):
+            for m in module.modules():
+                if type(m).__name__ == "LlamaAttention":
+                    m.attention_dropout = p
+        results = []
+        for fn, module in ((compiled, model), (eager, eager)):
+            module.zero_grad()
+            torch.manual_seed(i)
+            loss = fn(input_ids=ids, labels=ids).loss
+            loss.backward()
+            grads = [q.grad for q in module.parameters() if q.grad is not None]
+            results.append((loss.detach(), grads, torch.get_rng_state()))
+        (loss_c, grads_c, rng_c), (loss_e, grads_e, rng_e) = results
+        assert torch.equal(loss_c, loss_e), p
+        assert len(grads_c) == len(grads_e)
+        assert all(torch.equal(a, b) for a, b in zip(grads_c, grads_e, strict=True)), p
+        assert torch.equal(rng_c, rng_e), p
+    assert counter.frame_count == 1
     model.eval()
     eager.eval()
     torch.testing.assert_close(compiled(input_ids=ids).logits, eager(input_ids=ids).logits)

@@ -78,12 +78,24 @@ def install() -> None:
 
 
 def _lend_torch_helpers() -> None:
-    """Give ``dynscalar.ops`` the one private torch helper it needs: leaving the dispatch
-    modes AOTAutograd traces under, to ask meta tensors which inputs get a gradient."""
+    """Give ``dynscalar.ops`` the private torch helpers it needs: leaving the dispatch
+    modes AOTAutograd traces under, to ask meta tensors which inputs get a gradient; and
+    announcing its random ops to torch's common-subexpression pass, which must not merge
+    two draws into one (it knows random ops by a list of packets, not by their tag)."""
 
     from ..ops import _custom
 
     _custom.outside_modes[0] = _torch._disable_current_modes
+    _custom.random_defined[0] = _never_merged
+    for packet in _custom.random_ops():
+        _never_merged(packet)
+
+
+def _never_merged(packet: Any) -> None:
+    """Add a random op's packet to the ops AOTAutograd's CSE pass leaves alone."""
+    listed = _torch.rand_ops
+    if not any(p is packet for p in listed):
+        listed.append(packet)
 
 
 def ensure_phase(phase: Phase) -> bool:

@@ -154,16 +154,38 @@ def _entry(
     )
     if kind == "python":
         ok, why = admitted(rule, name, dtype, grad)
-        if ok and rule.python == "custom" and grad and not _precomputed(rule, values, keywords):
+        if ok and grad and not _precomputed(rule, values, keywords):  # rules with a generic op
             ok, why = False, "its arguments could not be read before AOTAutograd traces them"
         return (ops.python_entry(rule, name), "") if ok else (None, why)
     if kind == "inductor":
         entry = ops.inductor_entry(rule, name)
         if entry is None:
             return None, "it has no tensor form for inductor"
+        others = _marked_outside(rule, tx, values, keywords)
+        if others:
+            return None, f"its tensor form for inductor keeps only {', '.join(others)} symbolic"
         ok, why = _inductor_admitted(rule, name, dtype, grad)
         return (entry, "") if ok else (None, why)
     return None, "the backend is neither inductor nor one that runs the graph as Python code"
+
+
+def _marked_outside(
+    rule: Any, tx: Any, values: list[Any], keywords: dict[str, Any]
+) -> tuple[str, ...]:
+    """The parameters the rule's inductor form keeps symbolic (``rule.inductor_scalars``),
+    where a marked float reaches a parameter outside them; () when none does."""
+    if rule.inductor_scalars is None:
+        return ()
+    from ..ops._custom import aten_overload
+
+    names = [a.name for a in aten_overload(rule)._schema.arguments]
+    bound = [*zip(names, values, strict=False), *keywords.items()]
+    if any(
+        name not in rule.inductor_scalars and is_dynamic_float(tx, _realized(value))
+        for name, value in bound
+    ):
+        return tuple(rule.inductor_scalars)
+    return ()
 
 
 def _inductor_admitted(rule: Any, name: str, dtype: Any, grad: bool) -> tuple[bool, str]:

@@ -612,6 +612,11 @@ PRIVATES: tuple[Private, ...] = (
         (),
         why="custom ops ask meta tensors which inputs get a gradient, outside AOT's modes",
     ),
+    Private(
+        "torch._functorch.compile_utils:rand_ops",
+        why="the random ops AOTAutograd's common-subexpression pass never merges (by list, "
+        "not by tag): dynscalar's random custom ops are added to it",
+    ),
     # ---- the float path (_floats, _forced), at the first marked float
     Private(f"{_B}:VariableBuilder.wrap_symfloat", ("self", "value"), phase="floats"),
     Private(f"{_B}:VariableBuilder.install_guards", ("self", "*guards"), phase="floats"),

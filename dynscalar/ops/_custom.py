@@ -16,6 +16,15 @@ exactness matrix checks it case by case).
   trace-time value (the output's shape, dtype and strides never depend on it).
 * **Hand-written kernels** (dropout, which must keep its random noise for the gradient)
   are defined in ``_kernels``, through :func:`define`.
+* **Random ops** (``define(..., random=True)``; rules with ``Rule.random``) are tagged
+  ``nondeterministic_seeded``, as ATen tags its own: AOTAutograd's partitioner then
+  replays their draws where it recomputes them for the backward (activation checkpoint
+  regions: ``run_and_save_rng_state`` in the forward, ``run_with_rng_state`` in the
+  backward), nothing deletes a draw whose result is unused, and :data:`random_defined`
+  tells the bridge, which keeps two equal draws from being merged into one.  A random
+  rule's generic op also returns the generator's state before its call, and its
+  ``<name>_vjp`` recomputes the op from that state and puts the generator back where it
+  found it: the gradient uses the draws the forward made, as eager's autograd does.
 
 Everything here is made on first use (``torch.library`` registrations are process-wide,
 made once); importing this module registers nothing.
@@ -46,6 +55,8 @@ __all__ = [
     "library",
     "op_for",
     "outside_modes",
+    "random_defined",
+    "random_ops",
 ]
 
 #: A context manager that leaves every active dispatch mode (fake tensors, AOTAutograd's
@@ -53,12 +64,24 @@ __all__ = [
 #: bridge installs torch's own (a private function); this default leaves modes alone.
 outside_modes: list[Callable[[], Any]] = [contextlib.nullcontext]
 
+#: Called with the ``OpOverloadPacket`` of each random op when it is defined: the bridge
+#: adds it to the random ops torch's common-subexpression pass never merges (a list of
+#: ATen packets there, not the tag).  This default does nothing.
+random_defined: list[Callable[[Any], None]] = [lambda packet: None]
+
 NAMESPACE = "dynscalar"
 
 _lock = threading.RLock()
 _library: torch.library.Library | None = None
 _ops: dict[str, Any] = {}
 _signatures: dict[str, Any] = {}  # rule name -> its _Signature
+_random: list[Any] = []  # the packets of the random ops defined so far
+
+
+def random_ops() -> list[Any]:
+    """The ``OpOverloadPacket``s of the random ops defined so far."""
+    with _lock:
+        return list(_random)
 
 
 def library() -> torch.library.Library:
@@ -106,21 +129,30 @@ def define(
     fake: Callable[..., Any],
     backward: Callable[..., Any] | None = None,
     setup_context: Callable[..., Any] | None = None,
+    *,
+    random: bool = False,
 ) -> Any:
     """Define ``dynscalar::<name>`` once, with its eager and fake implementations and, if
-    given, its autograd formula; returns its ``OpOverload``."""
+    given, its autograd formula; returns its ``OpOverload``.  ``random``: the op draws
+    from a generator (tagged ``nondeterministic_seeded``, announced to
+    :data:`random_defined`)."""
     with _lock:
         found = _ops.get(name)
         if found is not None:
             return found
         lib = library()
-        lib.define(name + schema)  # type: ignore[no-untyped-call]
+        tags = (torch.Tag.nondeterministic_seeded,) if random else ()
+        lib.define(name + schema, tags=tags)  # type: ignore[no-untyped-call]
         lib.impl(name, impl, "CompositeExplicitAutograd")  # type: ignore[no-untyped-call]
-        op = getattr(getattr(torch.ops, NAMESPACE), name).default
+        packet = getattr(getattr(torch.ops, NAMESPACE), name)
+        op = packet.default
         torch.library.register_fake(op, fake, lib=lib)
         if backward is not None:
             torch.library.register_autograd(op, backward, setup_context=setup_context, lib=lib)
         _ops[name] = op
+        if random:
+            _random.append(packet)
+            random_defined[0](packet)
         return op
 
 
@@ -177,15 +209,22 @@ def op_for(rule: Rule) -> Any:
     """The custom op for a rule: the ATen op with the rule's floats as Scalars, its
     gradient recomputed by ``<name>_vjp``.  An op that writes some of its inputs
     (``rule.mutates``) is made functional: it returns ``(output, [new values of the
-    written inputs that are not None])``, and :func:`entry_for` writes them back."""
+    written inputs that are not None])``, and :func:`entry_for` writes them back.  A
+    random op with a gradient (``rule.random``) returns ``(output, the generator's state
+    before the call)``: its ``_vjp`` recomputes it from that state."""
     found = _ops.get(rule.name)
     if found is not None:
         return found
     overload = aten_overload(rule)
     signature = _signatures[rule.name] = _Signature(overload, rule)
     schema = derive_schema(str(overload._schema), rule.scalars)
+    replays = rule.random and rule.differentiable
+    if rule.mutates and rule.random:
+        raise ValueError(f"{rule.name}: a random op that writes its inputs is not supported")
     if rule.mutates:
         schema = schema[: schema.rindex("->")] + "-> (Tensor, Tensor[])"
+    elif replays:
+        schema = schema[: schema.rindex("->")] + "-> (Tensor, Tensor)"
 
     def run(values: list[Any]) -> Any:
         written = []
@@ -197,14 +236,21 @@ def op_for(rule: Rule) -> Any:
         return (out, written) if rule.mutates else out
 
     def impl(*args: Any, **kwargs: Any) -> Any:
-        return run(signature.plain(signature.full(args, kwargs)))
+        values = signature.plain(signature.full(args, kwargs))
+        if replays:
+            state = generator_for(values).get_state()  # before the op draws
+            return run(values), state
+        return run(values)
 
     def fake(*args: Any, **kwargs: Any) -> Any:
-        return run(signature.plain(signature.full(args, kwargs), _hint_float))
+        values = signature.plain(signature.full(args, kwargs), _hint_float)
+        if replays:
+            return run(values), _fake_state(values)
+        return run(values)
 
     if not rule.differentiable:
-        return define(rule.name, schema, impl, fake)
-    vjp = _vjp_for(rule, overload, signature, schema)
+        return define(rule.name, schema, impl, fake, random=rule.random)
+    vjp = _vjp_for(rule, signature, schema)
 
     def setup_context(
         ctx: Any,
@@ -221,19 +267,51 @@ def op_for(rule: Rule) -> Any:
             values[i].clone() if i in signature.mutated_at and values[i] is not None else values[i]
             for i in signature.tensor_at
         ]
+        if replays:
+            ctx.mark_non_differentiable(output[1])
+            saved.append(output[1])
         ctx.save_for_backward(*saved)
 
-    def backward(ctx: Any, grad: Any, *_grad_written: Any) -> tuple[Any, ...]:
+    def backward(ctx: Any, grad: Any, *_grad_other: Any) -> tuple[Any, ...]:
         values = list(ctx.values)
-        for i, saved in zip(signature.tensor_at, ctx.saved_tensors, strict=True):
-            values[i] = saved
-        grads = iter(vjp(grad, *values))
+        saved = list(ctx.saved_tensors)
+        state = [saved.pop()] if replays else []
+        for i, tensor in zip(signature.tensor_at, saved, strict=True):
+            values[i] = tensor
+        grads = iter(vjp(grad, *state, *values))
         result: list[Any] = [None] * len(values)
         for i in _differentiable(signature, values):
             result[i] = next(grads)
         return tuple(result[: signature.positional])  # keyword-only inputs get none
 
-    return define(rule.name, schema, impl, fake, backward, setup_context)
+    return define(rule.name, schema, impl, fake, backward, setup_context, random=rule.random)
+
+
+def generator_for(values: Sequence[Any]) -> torch.Generator:
+    """The default generator of the device of the first tensor in ``values`` (the one an
+    ATen op on them draws from)."""
+    device = next((v.device for v in values if isinstance(v, torch.Tensor)), None)
+    if device is None or device.type == "cpu":
+        return torch.default_generator
+    module: Any = torch.get_device_module(device)
+    index = device.index if device.index is not None else module.current_device()
+    return module.default_generators[index]  # type: ignore[no-any-return]
+
+
+def _fake_state(values: Sequence[Any]) -> torch.Tensor:
+    """A tensor like a generator's state (a CPU byte tensor), while fake tensors trace."""
+    size = _state_sizes.get(str(_device(values)))
+    if size is None:
+        with outside_modes[0]():
+            size = _state_sizes[str(_device(values))] = generator_for(values).get_state().numel()
+    return torch.empty(size, dtype=torch.uint8, device="cpu")
+
+
+def _device(values: Sequence[Any]) -> Any:
+    return next((v.device for v in values if isinstance(v, torch.Tensor)), None)
+
+
+_state_sizes: dict[str, int] = {}
 
 
 def entry_for(rule: Rule) -> Callable[..., Any]:
@@ -304,7 +382,12 @@ def precompute(rule: Rule, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
     gradient for a call like ``args``/``kwargs`` (example values: fake tensors, symbolic
     floats, constants).  AOTAutograd traces gradients below autograd, where the meta run
     that finds them sees no autograd at all; the answer is kept for it."""
-    if not rule.differentiable:
+    if not rule.differentiable or (rule.python != "custom" and rule.name not in _signatures):
+        # a rule whose kernel calls no generic op (dropout: its own ops); SDPA's kernel
+        # calls one, which needs the answer as much as a "custom" rule's: without it, the
+        # meta run happened while AOTAutograd traced the backward below autograd and
+        # failed (an SDPA with a boolean mask: "'NoneType' object has no attribute
+        # 'next_functions'", the frame compiled as stock)
         return
     op_for(rule)
     signature = _signatures[rule.name]
@@ -376,14 +459,18 @@ def reached(outs: Sequence[Any], leaves: Sequence[torch.Tensor], positions: list
     return [p for p in positions if p in found]
 
 
-def _vjp_for(rule: Rule, overload: Any, signature: _Signature, schema: str) -> Any:
+def _vjp_for(rule: Rule, signature: _Signature, schema: str) -> Any:
     """``<name>_vjp(grad, *inputs) -> Tensor[]``: ATen's gradients of every floating-point
-    tensor input, by running the op again under autograd (on copies of what it writes)."""
+    tensor input, by running the op again under autograd (on copies of what it writes).
+    A random op's (``<name>_vjp(grad, rng_state, *inputs)``) runs from the generator state
+    its forward started from, and puts the generator back where it found it."""
     inputs = schema[schema.index("(") + 1 : schema.rindex("->")].rstrip().removesuffix(")")
     inputs = inputs.replace("*, ", "")  # every input positional: backward passes them so
-    vjp_schema = f"(Tensor grad, {inputs}) -> Tensor[]"
+    replays = rule.random
+    state_input = "Tensor rng_state, " if replays else ""
+    vjp_schema = f"(Tensor grad, {state_input}{inputs}) -> Tensor[]"
 
-    def impl(grad: Any, *args: Any) -> list[Any]:
+    def gradients(grad: Any, args: tuple[Any, ...]) -> list[Any]:
         values = signature.plain(signature.full(args))
         for i in signature.mutated_at:
             if values[i] is not None:
@@ -395,13 +482,34 @@ def _vjp_for(rule: Rule, overload: Any, signature: _Signature, schema: str) -> A
             out = signature.call(values)
             leaves = [values[i] for i in positions]
             grads = torch.autograd.grad(out, leaves, grad, allow_unused=True)
-        return [
-            torch.zeros_like(leaf) if g is None else g
-            for leaf, g in zip(leaves, grads, strict=True)
-        ]
+        return [_promised(leaf, g) for leaf, g in zip(leaves, grads, strict=True)]
+
+    def impl(grad: Any, *args: Any) -> list[Any]:
+        if not replays:
+            return gradients(grad, args)
+        state, args = args[0], args[1:]
+        generator = generator_for(args)
+        now = generator.get_state()
+        generator.set_state(state)  # the draws the forward made
+        try:
+            return gradients(grad, args)
+        finally:
+            generator.set_state(now)  # eager's backward draws nothing
 
     def fake(grad: Any, *args: Any) -> list[Any]:
-        values = signature.full(args)
+        values = signature.full(args[1:] if replays else args)
         return [torch.empty_like(values[i]) for i in _differentiable(signature, values)]
 
     return define(f"{rule.name}_vjp", vjp_schema, impl, fake)
+
+
+def _promised(leaf: torch.Tensor, gradient: torch.Tensor | None) -> torch.Tensor:
+    """A gradient in the layout the fake implementation promises (``empty_like`` of the
+    input): AOTAutograd traced the backward's views on that layout.  Copying changes no
+    value."""
+    out = torch.empty_like(leaf)
+    if gradient is None:
+        return out.zero_()
+    if out.stride() == gradient.stride():
+        return gradient
+    return out.copy_(gradient)

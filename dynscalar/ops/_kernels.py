@@ -12,9 +12,17 @@ into guards on the predicate (two paths, two graphs at most, no specialization):
   same ATen calls in the same order as ``_dropout_impl`` (aten/src/ATen/native/Dropout.cpp),
   the same random numbers from the same generator, and the noise kept for the gradient
   (eager's ``mul`` backward: ``grad * noise``);
-* ``bernoulli``/``bernoulli_`` with a generator argument, and ``scaled_dot_product_attention``
-  with a non-zero ``dropout_p`` (random numbers that a recomputed gradient would draw
-  again), call ATen's op with the marked float: specialized as stock torch specializes it.
+* ``scaled_dot_product_attention`` is one custom op for every ``dropout_p`` (ATen skips
+  dropout at 0 on the Python float itself): it returns the generator state it started
+  from, and its gradient recomputes it from that state (``_custom``), so a non-zero
+  ``dropout_p`` is dynamic too;
+* ``bernoulli``/``bernoulli_`` with a generator argument (a generator cannot be a custom
+  op's argument) call ATen's op with the marked float: specialized as stock torch
+  specializes it.
+
+Every op here that draws is tagged ``nondeterministic_seeded``, as ATen's random ops are:
+where AOTAutograd recomputes one for the backward (activation checkpointing), it replays
+the forward's draws from the saved generator state (``docs/how-it-works.md``).
 
 Run eagerly (``python -m tests.ops_matrix``, tests), every function computes what the
 op it stands for computes; the exactness matrix (``_matrix``) compares them case by case.
@@ -102,12 +110,14 @@ def prepare() -> None:
         _noise_fake,
         _noise_backward,
         _noise_setup,
+        random=True,
     )
     define(
         "bernoulli_like",
         "(Tensor input, Scalar p) -> Tensor",
         _bernoulli_like_impl,
         _bernoulli_like_fake,
+        random=True,
     )
     op_for(RULES["bernoulli_p"])
     op_for(RULES["scaled_dot_product_attention"])
@@ -201,19 +211,12 @@ def scaled_dot_product_attention(
     scale: Any = None,
     enable_gqa: bool = False,
 ) -> Tensor:
-    out: Tensor
-    if dropout_p != 0:  # random numbers a recomputed gradient would draw again
-        out = aten.scaled_dot_product_attention.default(
-            query,
-            key,
-            value,
-            attn_mask,
-            dropout_p,
-            is_causal,
-            scale=scale,
-            enable_gqa=enable_gqa,
-        )
-    else:
-        op = torch.ops.dynscalar.scaled_dot_product_attention.default
-        out = op(query, key, value, attn_mask, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa)
-    return out
+    # one graph for every value: ATen takes its own paths on the Python float at run time
+    # (no dropout at 0), and the op keeps the generator state it started from, so its
+    # gradient replays the forward's draws (the op is tagged random: where torch recomputes
+    # it for the backward, torch replays them too)
+    op = torch.ops.dynscalar.scaled_dot_product_attention.default
+    out, _ = op(
+        query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
+    )
+    return out  # type: ignore[no-any-return]

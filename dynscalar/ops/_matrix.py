@@ -1,7 +1,8 @@
 """The exactness matrix: a rule is used only where it computes what eager computes.
 
-A cell is (rule, callable, dtype, requires_grad); it runs the callable's ``"python"`` entry
-(``_kernels``, or the rule's custom op) eagerly, beside the torch callable itself, on
+A cell is (rule, callable, dtype, requires_grad, checkpointed); it runs the callable's
+``"python"`` entry (``_kernels``, or the rule's custom op) eagerly, beside the torch
+callable itself, on
 every layout (contiguous, transposed, sliced with a step, 0-d, empty) and every special
 value of the rule's floats (±0.0, NaN, ±inf, 0 and 1, the op's usual values), with tensors
 that hold ±0.0, NaN and ±inf too, and compares bit for bit:
@@ -12,6 +13,14 @@ that hold ±0.0, NaN and ±inf too, and compares bit for bit:
 * the default generator's state afterwards (the same random numbers consumed), and the
   outputs of random ops for the same seed;
 * errors: eager raising means the rule must raise the same exception type.
+
+A random rule (``Rule.random``) also has *checkpointed* cells: both sides run inside
+``torch.utils.checkpoint.checkpoint(..., use_reentrant=False)``, whose backward recomputes
+them from the generator state the forward started from.  They show that the rule's
+outputs and gradients are a function of the inputs and that state alone, and that its
+backward leaves the generator where eager's does: what torch's own replay needs (compiled,
+AOTAutograd replays each tagged random op from its saved state; ``tests/test_replay.py``
+compiles it).  A random rule is admitted only where its checkpointed cell agrees too.
 
 A cell is admitted only if every case agrees.  Where one does not, the bridge compiles
 the value as stock torch does (specialized, one ``SpecializationWarning`` with the reason
@@ -303,6 +312,11 @@ def _sdpa_samples(x: Tensor, g: torch.Generator) -> Iterator[Any]:
     for scale in (None, 0.5, 0.0, -0.25, math.inf):
         yield (x, key, value), {"dropout_p": 0.0, "scale": scale}
     yield (x, key, value), {"dropout_p": 0.0, "is_causal": True, "scale": 0.5}
+    # attention dropout (ATen's math path, which draws): its usual values, the edges and
+    # the values ATen refuses
+    for p in _values(0.25, 0.5, 1.0, 1.5):
+        yield (x, key, value), {"dropout_p": p}
+    yield (x, key, value), {"dropout_p": 0.25, "is_causal": True, "scale": 0.5}
 
 
 #: rule -> the shape of its first tensor, and the calls to compare
@@ -395,19 +409,30 @@ def _leaves(rule: Rule, args: tuple[Any, ...], grad: bool) -> tuple[Any, ...]:
 
 
 def _compare(
-    rule: Rule, callable_name: str, args: tuple[Any, ...], kwargs: dict[str, Any], grad: bool
+    rule: Rule,
+    callable_name: str,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    grad: bool,
+    checkpointed: bool = False,
 ) -> str:
-    """'' if the rule's python entry agrees with the torch callable on this call."""
+    """'' if the rule's python entry agrees with the torch callable on this call (each
+    side inside an activation checkpoint if ``checkpointed``)."""
     entry = python_entry(rule, callable_name)
     results = []
     for side in ("torch", "rule"):
         inputs = _leaves(rule, args, grad)
         torch.manual_seed(_SEED)
 
-        def call(inputs: tuple[Any, ...] = inputs, side: str = side) -> Any:
+        def direct(inputs: tuple[Any, ...] = inputs, side: str = side) -> Any:
             if side == "torch":
                 return _call_torch(callable_name, inputs, dict(kwargs))
             return entry(*inputs, **kwargs)
+
+        def call(direct: Callable[[], Any] = direct) -> Any:
+            if checkpointed:  # the backward recomputes it from the saved generator state
+                return torch.utils.checkpoint.checkpoint(direct, use_reentrant=False)
+            return direct()
 
         out, error = _run(call)
         gradients: Any = None
@@ -454,7 +479,9 @@ def _name(error: BaseException | None) -> str:
     return "returns" if error is None else type(error).__name__
 
 
-def cell(rule: Rule, callable_name: str, dtype: torch.dtype, grad: bool) -> list[Outcome]:
+def cell(
+    rule: Rule, callable_name: str, dtype: torch.dtype, grad: bool, checkpointed: bool = False
+) -> list[Outcome]:
     """Every case of one cell of the matrix (eager runs; the random state is restored)."""
     shape, samples = SAMPLES[rule.name]
     outcomes = []
@@ -466,9 +493,15 @@ def cell(rule: Rule, callable_name: str, dtype: torch.dtype, grad: bool) -> list
                 continue
             for args, kwargs in samples(x, generator):
                 values = tuple(v for v in (*args, *kwargs.values()) if isinstance(v, float))
-                detail = _compare(rule, callable_name, args, kwargs, grad)
+                detail = _compare(rule, callable_name, args, kwargs, grad, checkpointed)
                 outcomes.append(Outcome(layout, values, not detail, detail))
     return outcomes
+
+
+def checkpointed_cells(rule: Rule) -> tuple[bool, ...]:
+    """The ``checkpointed`` values a rule's cells are measured with: a random rule's are
+    measured inside an activation checkpoint too (forward only, and with a backward)."""
+    return (False, True) if rule.random else (False,)
 
 
 _memo: dict[tuple[str, str, torch.dtype, bool], tuple[bool, str]] = {}
@@ -477,7 +510,8 @@ _memo_lock = threading.Lock()
 
 def admitted(rule: Rule, callable_name: str, dtype: torch.dtype, grad: bool) -> tuple[bool, str]:
     """(whether the rule's python entry is exact for ``callable_name`` on tensors of
-    ``dtype``, the first disagreement if not); computed once per process."""
+    ``dtype``, checkpointed or not, the first disagreement if not); computed once per
+    process."""
     key = (rule.name, callable_name, dtype, grad)
     found = _memo.get(key)
     if found is not None:
@@ -485,20 +519,22 @@ def admitted(rule: Rule, callable_name: str, dtype: torch.dtype, grad: bool) -> 
     with _memo_lock:
         found = _memo.get(key)
         if found is None:
-            if rule.name not in SAMPLES:
-                found = (False, "no samples in the exactness matrix")
-            else:
-                bad = next(
-                    (o for o in cell(rule, callable_name, dtype, grad) if not o.agrees), None
-                )
-                found = (
-                    (True, "")
-                    if bad is None
-                    else (
-                        False,
-                        f"{bad.detail} ({bad.layout} {str(dtype).removeprefix('torch.')} input, "
-                        f"values {', '.join(repr(v) for v in bad.values)})",
-                    )
-                )
+            found = _admitted(rule, callable_name, dtype, grad)
             _memo[key] = found
     return found
+
+
+def _admitted(rule: Rule, callable_name: str, dtype: torch.dtype, grad: bool) -> tuple[bool, str]:
+    if rule.name not in SAMPLES:
+        return False, "no samples in the exactness matrix"
+    for checkpointed in checkpointed_cells(rule):
+        outcomes = cell(rule, callable_name, dtype, grad, checkpointed)
+        bad = next((o for o in outcomes if not o.agrees), None)
+        if bad is not None:
+            where = " inside an activation checkpoint" if checkpointed else ""
+            return (
+                False,
+                f"{bad.detail}{where} ({bad.layout} {str(dtype).removeprefix('torch.')} input, "
+                f"values {', '.join(repr(v) for v in bad.values)})",
+            )
+    return True, ""

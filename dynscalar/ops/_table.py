@@ -56,10 +56,16 @@ class Rule:
     python: str = "custom"
     #: what inductor traces: a function of ``_tensor``; None: specialized as stock does
     inductor: str | None = None
+    #: the parameters the tensor form keeps symbolic on inductor (None: every one of
+    #: ``scalars``); a marked float reaching another one is specialized there, as stock does
+    inductor_scalars: tuple[str, ...] | None = None
     #: parameters the op writes in place (``batch_norm``'s running statistics)
     mutates: tuple[str, ...] = ()
     #: False: no gradient flows through the op (``bernoulli``)
     differentiable: bool = True
+    #: the op draws random numbers: its custom ops are tagged ``nondeterministic_seeded``
+    #: (replayed where torch recomputes them); a generic op's gradient replays its draws
+    random: bool = False
     #: why the rule exists and what it keeps exact, in a few words
     why: str = ""
     #: filled in by ``RULES``: the rule's name (the ATen name, ``bernoulli_p``...)
@@ -85,6 +91,7 @@ _RULE_LIST: tuple[Rule, ...] = (
             ("p",),
             python=op,
             inductor=op,
+            random=True,
             why=_DROPOUT,
         )
         for op in ("dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout")
@@ -96,6 +103,7 @@ _RULE_LIST: tuple[Rule, ...] = (
         python="bernoulli",
         inductor="bernoulli",
         differentiable=False,
+        random=True,
         why="bernoulli: eager's kernel and generator in a custom op",
     ),
     # ---- norms: eager's fused kernels
@@ -207,7 +215,12 @@ _RULE_LIST: tuple[Rule, ...] = (
         ("dropout_p", "scale"),
         python="scaled_dot_product_attention",
         inductor="scaled_dot_product_attention",
-        why=_RECOMPUTE + "; a non-zero dropout_p draws random numbers: specialized",
+        # at dropout_p == 0 the form is ATen's own op (CPU: the flash kernel), which no
+        # tensor form matches bit for bit: a marked scale stays stock's on inductor
+        inductor_scalars=("dropout_p",),
+        random=True,
+        why="eager's kernel in a custom op that keeps the generator state it started from; "
+        "the gradient recomputes it from that state under autograd (the same dropout draws)",
     ),
 )
 

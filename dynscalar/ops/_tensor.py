@@ -460,6 +460,30 @@ def scaled_dot_product_attention(
     scale: Any = None,
     enable_gqa: bool = False,
 ) -> Tensor:
+    # Without dropout ATen picks a fused kernel (CPU: the flash kernel, whose online
+    # softmax rounds its own way and gives a row with a NaN score zero weights); with
+    # dropout its math fallback, which draws.  So dropout_p == 0 is a path: there the op
+    # itself with the constant 0.0, stock inductor's own graph; otherwise the math
+    # fallback with the value an operand of dropout (Rule.inductor_scalars: only
+    # dropout_p is marked here, a marked scale is specialized as stock does).
+    if dropout_p == 0:
+        out: Tensor = torch.ops.aten.scaled_dot_product_attention.default(
+            query, key, value, attn_mask, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa
+        )
+        return out
+    return _sdpa_math(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def _sdpa_math(
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    attn_mask: Tensor | None,
+    dropout_p: Any,
+    is_causal: bool,
+    scale: Any,
+    enable_gqa: bool,
+) -> Tensor:
     # aten/src/ATen/native/transformers/attention.cpp, _scaled_dot_product_attention_math
     # (the math fallback; the caller converts a boolean mask to 0 / -inf first)
     _check(
@@ -488,8 +512,7 @@ def scaled_dot_product_attention(
     if attn_mask is not None:
         attn = attn + attn_mask
     attn = _safe_softmax(attn, -1)
-    if dropout_p > 0.0:
-        attn = dropout(attn, dropout_p, True)
+    attn = dropout(attn, dropout_p, True)  # raises for a value outside [0, 1], as ATen's
     return _like(attn @ v, query)
 
 

@@ -284,16 +284,15 @@ def catalogue() -> list[Row]:
             _mha_in, grad=(0, 1, 2), unused=True, note="dropout is unused in eval"),
         Row("transformer-dropout-train", "nn.TransformerEncoderLayer", TRANSFORMER_ATTRS,
             (0.1, 0.2, 0.3, 0.5), _encoder, _seq, train=True, kind="mean",
-            specialized=("eager", "aot_eager", "inductor"),
-            note="attention dropout inside scaled_dot_product_attention: random numbers a "
-            "recomputed gradient would draw again, so specialized on eager and aot_eager"),
+            note="attention dropout inside scaled_dot_product_attention: eager's kernel, "
+            "its gradient replayed from the generator state it started from"),
         Row("transformer-dropout-eval", "nn.TransformerEncoderLayer", TRANSFORMER_ATTRS,
             (0.1, 0.2, 0.3, 0.5), _encoder, _seq, unused=True, note="dropout is unused in eval"),
         Row("sdpa-dropout-train", "F.scaled_dot_product_attention", ("dropout_p",),
             (0.1, 0.2, 0.3, 0.5), lambda: SDPA(dropout_p=0.1), _qkv, train=True, grad=(0, 1, 2),
-            kind="mean", specialized=("eager", "aot_eager", "inductor"),
-            note="random numbers a recomputed gradient would draw again: specialized on eager "
-            "and aot_eager"),
+            op="scaled_dot_product_attention", kind="mean",
+            note="eager's kernel in a custom op that keeps the generator state it started "
+            "from; its gradient recomputes it from there"),
         Row("sdpa-dropout-eval", "F.scaled_dot_product_attention", ("dropout_p",),
             (0.1, 0.2, 0.3, 0.5), lambda: SDPA(dropout_p=0.1), _qkv, grad=(0, 1, 2),
             note="the wrapper passes 0.0 in eval: Dynamo never reads `dropout_p`"),

@@ -24,6 +24,9 @@ a rule is used only where this matrix admits it: each cell runs the rule beside 
 eagerly, on every layout (contiguous, transposed, sliced with a step, 0-d, empty) and every
 special value (±0.0, NaN, ±inf, 0 and 1 and the op's usual values), and compares outputs,
 gradients, the inputs the op writes and the random generator's state afterwards, bit for bit.
+A random rule's cells are measured inside an activation checkpoint too (`+ckpt`: its backward
+recomputes the rule from the generator state the forward started from, as torch replays its
+own random ops).
 Where a cell is not admitted, the value is compiled as stock torch compiles it (specialized,
 with one `SpecializationWarning` saying why). Ops that take the float as a `Scalar` (`clamp`,
 `lerp`, `pow`, `add(alpha=)`, activations, the `_foreach_` ops) need no rule on `eager` and
@@ -63,7 +66,8 @@ def render(data: dict[str, Any], inductor: dict[str, Any]) -> str:
         "## Summary",
         "",
         f"{len(rules)} rules, {len({(e['rule'], e['callable']) for e in entries})} callables, "
-        f"{len(entries)} cells (callable x dtype x requires_grad): **{admitted} admitted**, "
+        f"{len(entries)} cells (callable x dtype x requires_grad, and checkpointed for random "
+        f"rules): **{admitted} admitted**, "
         f"{len(entries) - admitted} compiled as stock torch does; {agree} of {cases} cases "
         f"agree bit for bit. Measured on torch {data['torch']} in {data['wall_s']} s.",
         "",
@@ -71,22 +75,26 @@ def render(data: dict[str, Any], inductor: dict[str, Any]) -> str:
         "",
         "`yes`: every case of the cell agrees with eager bit for bit; **no**: the value is "
         "compiled as stock torch compiles it for that dtype (the first case that differs is "
-        "listed below the table). `+g`: the tensors require grad; each cell compares "
+        "listed below the table). `+g`: the tensors require grad; `+ckpt`: inside "
+        "`torch.utils.checkpoint.checkpoint(..., use_reentrant=False)`; each cell compares "
         "its cases (layouts, special values) per dtype; `_nn.` stands for "
         "`torch._C._nn.`, `sdpa` for `scaled_dot_product_attention`; other names are `torch.`'s.",
         "",
         "| callable | " + " | ".join("/".join(_SHORT.get(d, d) for d in c) for c in columns) + " |",
         "|---|" + "---|" * len(columns),
     ]
-    by_key = {(e["rule"], e["callable"], e["grad"], e["dtype"]): e for e in entries}
-    for rule, callable_name, grad in dict.fromkeys(
-        (e["rule"], e["callable"], e["grad"]) for e in entries
+    by_key = {
+        (e["rule"], e["callable"], e["grad"], e.get("checkpointed", False), e["dtype"]): e
+        for e in entries
+    }
+    for rule, callable_name, grad, checkpointed in dict.fromkeys(
+        (e["rule"], e["callable"], e["grad"], e.get("checkpointed", False)) for e in entries
     ):
         cells = " | ".join(
-            " / ".join(_cell(by_key[(rule, callable_name, grad, d)]) for d in column)
+            " / ".join(_cell(by_key[(rule, callable_name, grad, checkpointed, d)]) for d in column)
             for column in columns
         )
-        suffix = " +g" if grad else ""
+        suffix = (" +g" if grad else "") + (" +ckpt" if checkpointed else "")
         lines.append(f"| `{_shown(callable_name)}`{suffix} | {cells} |")
     refused = [e for e in entries if not e["admitted"]]
     if refused:
@@ -94,7 +102,8 @@ def render(data: dict[str, Any], inductor: dict[str, Any]) -> str:
         for e in refused:
             first = e["first_disagreement"] or {}
             lines.append(
-                f"- `{e['callable']}`, {e['dtype']}, grad {'yes' if e['grad'] else 'no'}: "
+                f"- `{e['callable']}`, {e['dtype']}, grad {'yes' if e['grad'] else 'no'}"
+                f"{', checkpointed' if e.get('checkpointed') else ''}: "
                 f"{first.get('detail', '?')} ({first.get('layout', '?')} input, values "
                 f"{', '.join(first.get('values', []))})"
             )

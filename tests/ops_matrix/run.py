@@ -38,16 +38,23 @@ def dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def python_column(rules: list[str] | None = None) -> list[dict[str, Any]]:
-    """Every ``"python"`` cell: its cases, how many agree, the first that does not."""
+def _variants(rule: ops.Rule) -> list[tuple[bool, bool]]:
+    """(requires_grad, checkpointed) of a rule's cells, in the page's order."""
+    grads = (False, True) if rule.differentiable else (False,)
+    return [(g, c) for c in _matrix.checkpointed_cells(rule) for g in grads]
+
+
+def python_column(
+    rules: list[str] | None = None, dtypes: tuple[torch.dtype, ...] = DTYPES
+) -> list[dict[str, Any]]:
+    """Every ``"python"`` cell (of ``dtypes``): its cases, how many agree, the first that
+    does not."""
     entries = []
     for rule, callable_name in cells(rules):
-        for dtype in DTYPES:
-            for grad in (False, True):
-                if grad and not rule.differentiable:
-                    continue
+        for dtype in dtypes:
+            for grad, checkpointed in _variants(rule):
                 start = time.perf_counter()
-                outcomes = _matrix.cell(rule, callable_name, dtype, grad)
+                outcomes = _matrix.cell(rule, callable_name, dtype, grad, checkpointed)
                 bad = [o for o in outcomes if not o.agrees]
                 entries.append(
                     {
@@ -55,6 +62,7 @@ def python_column(rules: list[str] | None = None) -> list[dict[str, Any]]:
                         "callable": callable_name,
                         "dtype": dtype_name(dtype),
                         "grad": grad,
+                        "checkpointed": checkpointed,
                         "cases": len(outcomes),
                         "agree": len(outcomes) - len(bad),
                         "admitted": not bad,
@@ -89,16 +97,36 @@ def _distance(got: Any, want: Any) -> float:
     return float(diff.max()) if diff.numel() else 0.0
 
 
-def _marked(
-    values: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """The call with every float argument a ``DynamicFloat`` (the rule's values)."""
+def _marked_floats(rule: ops.Rule, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[float]:
+    """The float arguments :func:`_marked` marks."""
+    marked_args, marked_kwargs = _marked(rule, args, kwargs)
     import dynscalar
 
-    def mark(v: Any) -> Any:
+    return [
+        float(v)
+        for v in (*marked_args, *marked_kwargs.values())
+        if isinstance(v, dynscalar.DynamicFloat)
+    ]
+
+
+def _marked(
+    rule: ops.Rule, values: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The call with every float argument a ``DynamicFloat`` (the rule's values), except
+    at parameters the rule's inductor form does not keep symbolic (``inductor_scalars``)."""
+    import dynscalar
+    from dynscalar.ops._custom import aten_overload
+
+    names = [a.name for a in aten_overload(rule)._schema.arguments]
+    kept = rule.inductor_scalars
+
+    def mark(name: str | None, v: Any) -> Any:
+        if kept is not None and name not in kept:
+            return v
         return dynscalar.DynamicFloat(v) if type(v) is float else v
 
-    return tuple(mark(v) for v in values), {k: mark(v) for k, v in kwargs.items()}
+    positional = tuple(mark(names[i] if i < len(names) else None, v) for i, v in enumerate(values))
+    return positional, {k: mark(k, v) for k, v in kwargs.items()}
 
 
 def inductor_cell(
@@ -112,7 +140,7 @@ def inductor_cell(
     if ops.inductor_entry(rule, callable_name) is None or rule.name not in _matrix.SAMPLES:
         return {"admitted": False, "why": "no tensor form", "cases": 0}
     shape, samples = _matrix.SAMPLES[rule.name]
-    random = rule.name in RANDOM
+    random = rule.random
     worst = ""
     cases = 0
 
@@ -127,7 +155,7 @@ def inductor_cell(
         x = _matrix.make(shape, dtype, "contiguous", generator)
         assert x is not None
         for args, kwargs in samples(x, generator):
-            floats = [v for v in (*args, *kwargs.values()) if type(v) is float]
+            floats = _marked_floats(rule, args, kwargs)
             if random and any(0 < v < 1 for v in floats):
                 continue  # inductor draws its own random numbers, stock and rule alike
             if any(not math.isfinite(v) for v in floats):
@@ -139,7 +167,7 @@ def inductor_cell(
                 compiled = torch.compile(call, backend="inductor")
                 inputs = _matrix._leaves(rule, args, grad)
                 eager_inputs = _matrix._leaves(rule, args, grad)
-                marked = _marked(inputs, kwargs) if side == "rule" else (inputs, kwargs)
+                marked = _marked(rule, inputs, kwargs) if side == "rule" else (inputs, kwargs)
                 try:
                     want = call(*eager_inputs, **kwargs)
                 except Exception:  # noqa: BLE001 - eager raises: nothing to measure
@@ -172,11 +200,6 @@ def inductor_cell(
     torch._dynamo.reset()
     why = worst or ("" if cases else "no deterministic case")
     return {"admitted": not why, "why": why, "cases": cases}
-
-
-RANDOM = frozenset(
-    {"dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout", "bernoulli_p"}
-)
 
 
 def inductor_column(rules: list[str] | None = None) -> dict[str, Any]:
