@@ -168,3 +168,25 @@ def test_a_form_the_column_refuses_for_a_dtype_is_specialized_with_one_warning()
     messages = [str(w.message) for w in caught if issubclass(w.category, ds.SpecializationWarning)]
     assert len(messages) == 1 and "aten.clamp" in messages[0]
     assert counter.frame_count > 1
+
+
+@pytest.mark.inductor
+@pytest.mark.parametrize("values", [(0.0, 0.5, 0.0, 0.3), (0.5, 0.3, 0.0, 0.2, 0.0, 0.7)])
+def test_a_path_that_pins_a_marked_float_is_no_specialization(values: tuple[float, ...]) -> None:
+    """Dropout returns its input at ``p == 0``: the predicate pins p on that path, and
+    torch's float-tensorify pass restarts to drop the float the graph no longer uses.
+    That restart was taken for a forced float: remembered (every later value specialized
+    too) and warned (4 graphs and a warning for the first values here, 3 and a warning for
+    the second).  Now: one graph for p != 0, two for p == 0 (its restart), no warning
+    (``filterwarnings = error``)."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.0))
+    ds.mark_dynamic_attr(model[1], "p")
+    counter = CountingBackend("inductor")
+    compiled = torch.compile(model, backend=counter)
+    x = torch.randn(2, 4, generator=torch.Generator().manual_seed(0))
+    for p in values:
+        model[1].p = p
+        out = compiled(x)
+        if p == 0.0:
+            assert torch.equal(out, model(x))  # the input itself: no draws
+    assert counter.frame_count == 3

@@ -529,7 +529,7 @@ def tensorify_hook(
         # restarted trace never reaches this pass: ``compile_hook``).  What it forced
         # while the graph used it is remembered for later compiles, as torch remembers its
         # own floats (_forced).
-        _forced_floats.on_restart(ours, used, ops)
+        _forced_floats.on_restart(ours, used - state.paths, ops, state.paths)
         raise
     except Exception as exc:
         # e.g. a float `%` (TensorReferenceAnalysis has no python_mod in torch 2.13): do what
@@ -620,6 +620,8 @@ def compile_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dic
     if state is not None and state.floats:
         guarded = _value_guarded(shape_env, state.floats, alone=True) - state.paths
         for symbol in sorted(guarded, key=str):
+            if _forced_floats.is_path(symbol):
+                continue  # the restart after a path's pin dropped it: that path's value
             if (
                 _torch.TensorifyState.should_specialize(str(symbol))
                 and symbol not in state.reported

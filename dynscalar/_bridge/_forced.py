@@ -38,6 +38,7 @@ class ForcedFloats:
     """The bridge's view of ``TensorifyState.force_specializations`` (one per process)."""
 
     _RESTART = "dynscalar-restart:"  # prefix of the names kept for a restarted compile
+    _PATH = "dynscalar-path:"  # prefix of the names a restart dropped after a path's pin
 
     def __init__(self) -> None:
         self._keys: dict[Any, str] = {}  # symbol of this compile -> its source key
@@ -68,9 +69,17 @@ class ForcedFloats:
                 names.discard(name)  # stock's memory of another float with this name
                 self._set_aside.add(name)
 
-    def on_restart(self, symbols: Any, used: set[Any], ops: list[str]) -> None:
+    @staticmethod
+    def _path_marker(name: str) -> str:
+        return f"{ForcedFloats._PATH}{_torch.CompileContext.current_compile_id()}:{name}"
+
+    def on_restart(
+        self, symbols: Any, used: set[Any], ops: list[str], paths: Any = frozenset()
+    ) -> None:
         """The pass restarts with some of ``symbols`` specialized: remember those it forced
-        (``ops``: the ops that could not take them, for the warning after the restart)."""
+        (``ops``: the ops that could not take them, for the warning after the restart).
+        A symbol in ``paths`` was pinned by a predicate (``p == 0``: that path's value);
+        the pass drops it as an unused input, which is neither forced nor a warning."""
         with lock:
             names = self._names()
             for symbol in symbols:
@@ -78,10 +87,17 @@ class ForcedFloats:
                 if name not in names:
                     continue
                 names.add(self._restart_marker(name))
+                if symbol in paths:
+                    names.add(self._path_marker(name))
+                    continue
                 key = self._keys.get(symbol)
                 if symbol in used and key is not None:
                     names.add(key)
                     self._ops[key] = ops
+
+    def is_path(self, symbol: Any) -> bool:
+        """``symbol`` was dropped by a restart of this compile after a path pinned it."""
+        return self._path_marker(str(symbol)) in self._names()
 
     def ops(self, symbol: Any) -> list[str]:
         """The ops that forced ``symbol``'s value, if torch forced it in this process."""
@@ -101,7 +117,9 @@ class ForcedFloats:
                 return  # torch never compiled here, so it remembers nothing of ours
             names = self._names()
             names.difference_update(remembered)
-            names.difference_update({n for n in names if n.startswith(self._RESTART)})
+            names.difference_update(
+                {n for n in names if n.startswith((self._RESTART, self._PATH))}
+            )
 
     def on_success(self, symbols: Any) -> None:
         """The compile is over: our names out, stock's names back."""
@@ -111,6 +129,7 @@ class ForcedFloats:
                 name = str(symbol)
                 names.discard(name)
                 names.discard(self._restart_marker(name))
+                names.discard(self._path_marker(name))
             names.update(self._set_aside)
             self._set_aside.clear()
             self._added.clear()
