@@ -146,7 +146,7 @@ def evaluate_sym_node_hook(
         expr = sym_node.expr
         if sym_node.pytype is bool:
             result = wrapped(*args, **kwargs)
-            if bool(result) and _pins_one_symbol(expr):  # `p == 0` held: that path's pin
+            if _pins_one_symbol(expr, bool(result)):  # `p == 0` held: that path's pin
                 state.paths.update(s for s in expr.free_symbols if s in state.backed)
             return result
         if not getattr(expr, "is_number", True):
@@ -169,12 +169,14 @@ def evaluate_sym_node_hook(
     return wrapped(*args, **kwargs)
 
 
-def _pins_one_symbol(expr: Any) -> bool:
-    """``Eq(s, 0.5)``: a predicate that, held, leaves its one symbol a single value."""
+def _pins_one_symbol(expr: Any, result: bool) -> bool:
+    """A predicate whose outcome leaves its one symbol a single value: ``Eq(s, 0.5)``
+    that held, or ``Ne(s, 1.0)`` that did not (``_refs.sub``'s ``alpha != 1``)."""
     import sympy
 
+    pins = sympy.Eq if result else sympy.Ne
     return (
-        isinstance(expr, sympy.Eq)
+        isinstance(expr, pins)
         and len(expr.free_symbols) == 1
         and any(side.is_number for side in expr.args)
     )
