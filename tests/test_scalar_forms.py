@@ -148,26 +148,57 @@ def test_a_branch_inductor_decomposes_on_never_loads_the_other_branchs_cache_ent
 
 
 @pytest.mark.inductor
-def test_a_form_the_column_refuses_for_a_dtype_is_specialized_with_one_warning() -> None:
-    """clamp's Tensor overload with gradients in bfloat16: its backward compares in
-    float32 where stock's compares in bfloat16 (the matrix's cell says so); there the value
-    is compiled as stock inductor compiles it."""
-    ok, why = _inductor.form_admitted(FORMS["aten::clamp"], torch.bfloat16, True)
-    assert not ok and why
+def test_an_op_without_a_form_is_specialized_with_one_warning_naming_it() -> None:
+    """``torch.remainder(x, s)`` (``aten.remainder.Scalar``) has no form: the value is
+    compiled as stock inductor compiles it (a graph per value), with one warning that names
+    the op inside torch and a fix for code as written, not "unmark it"."""
+
+    def wrap(period: Any, x: torch.Tensor) -> torch.Tensor:
+        return torch.remainder(x, period)
+
+    counter = CountingBackend("inductor")
+    compiled = torch.compile(wrap, backend=counter)
+    x = torch.randn(4, 6, generator=torch.Generator().manual_seed(0))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for period in (0.5, 0.25, 0.75):
+            assert torch.equal(compiled(ds.DynamicFloat(period), x), wrap(period, x))
+    messages = [str(w.message) for w in caught if issubclass(w.category, ds.SpecializationWarning)]
+    assert len(messages) == 1, messages
+    assert "aten.remainder.Scalar" in messages[0] and "Unmark" not in messages[0]
+    assert "0-d tensor" in messages[0]
+    # the first value is tried symbolically, the pass specializes it and the analysis
+    # restarts (2 graphs); torch remembers the float as forced: one graph per later value
+    assert counter.frame_count == 4
+
+
+@pytest.mark.inductor
+def test_with_gradients_a_form_inductor_decomposes_to_stays_symbolic_and_stock_exact() -> None:
+    """``x.clamp(max=s)`` on bfloat16 with gradients: inductor computes it as
+    ``clamp_max`` on float32, whose float32 form with gradients is admitted; outputs and
+    gradients are stock inductor's for the value as a constant (a fresh compile each: in
+    one process stock inductor itself returns the 0.999 kernel's numbers for 0.25, its
+    float-tensorify pass guarding inside the pass, pytorch#194976), one graph."""
 
     def clamp(high: Any, x: torch.Tensor) -> torch.Tensor:
         return x.clamp(max=high)
 
+    def run(high: Any, compiled: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        x = torch.linspace(-2, 2, 24, dtype=torch.bfloat16).reshape(4, 6).requires_grad_()
+        out = compiled(high, x)
+        out.sum().backward()
+        assert x.grad is not None
+        return out.detach(), x.grad
+
     counter = CountingBackend("inductor")
-    compiled = torch.compile(clamp, backend=counter)
-    x = torch.randn(4, 6, dtype=torch.bfloat16, requires_grad=True)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for high in (0.5, 0.25):
-            compiled(ds.DynamicFloat(high), x).sum().backward()
-    messages = [str(w.message) for w in caught if issubclass(w.category, ds.SpecializationWarning)]
-    assert len(messages) == 1 and "aten.clamp" in messages[0]
-    assert counter.frame_count > 1
+    marked = torch.compile(clamp, backend=counter)
+    values = (0.5, 0.999, 0.25)
+    got = [run(ds.DynamicFloat(high), marked) for high in values]
+    assert counter.frame_count == 1
+    for high, mine in zip(values, got, strict=True):
+        torch._dynamo.reset()
+        want = run(high, torch.compile(clamp, backend="inductor"))
+        _assert_identical(list(mine), list(want))
 
 
 @pytest.mark.inductor

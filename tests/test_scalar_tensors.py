@@ -40,12 +40,11 @@ INTS = (3, 5, -2, 7)
 def stock_graphs(name: str, backend: str, kind: str) -> int:
     """Stock torch's graphs for the four values: the first compile is static, then
     automatic dynamic makes a changing int or float symbolic (2 graphs) - except where a
-    value is forced: ``as_tensor`` forces it (a graph per value), and on aot_eager the
-    float-tensorify pass specializes a float it cannot lower, after a restart (5)."""
-    if backend == "aot_eager" and kind == "float":
+    value is forced: ``as_tensor`` forces it (a graph per value), and on aot_eager and
+    inductor the float-tensorify pass specializes a dynamic float it cannot lower, after
+    a restart (5)."""
+    if backend in ("aot_eager", "inductor") and kind == "float":
         return 5
-    if backend == "inductor":
-        return 5 if name.startswith("as_tensor") or name == "tensor([v, 1.0])" else 2
     return 4 if name.startswith("as_tensor") else 2
 
 

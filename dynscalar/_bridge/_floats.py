@@ -712,7 +712,9 @@ def _advice(label: str, filename: str) -> str:
 #
 # So such graphs get a key of their own: torch's key plus a component that only the bridge
 # adds (a hash of the bridge's files, which hold the passes run on them and the guards
-# they add, e.g. _restarts' int64 guards, and of dynscalar's version).  A stock graph never
+# they add, e.g. _restarts' int64 guards, of the op rules and scalar forms with their
+# admitted inductor cells, which decide what the graph computes, and of dynscalar's
+# version).  A stock graph never
 # computes that key, so it never reads an entry the bridge stored, and the bridge never
 # reads one stock torch stored; an entry under the bridge's key
 # was written by a compile that went through tensorify_hook (a compile that would bake a
@@ -728,8 +730,13 @@ def _cache_key_component() -> str:
         from .. import __version__
 
         digest = hashlib.sha256(__version__.encode())
-        for path in sorted(pathlib.Path(__file__).parent.glob("*.py")):  # the whole bridge
-            digest.update(path.read_bytes())
+        package = pathlib.Path(__file__).parents[1]
+        # the bridge, and the op rules and forms with their admitted cells: what decides
+        # the graph an entry holds
+        files = [*package.glob("_bridge/*.py"), *package.glob("ops/*.py")]
+        for path in sorted([*files, package / "ops" / "inductor.json"]):
+            if path.exists():
+                digest.update(path.read_bytes())
         _key_component = f"-dynscalar-floats-{digest.hexdigest()[:20]}"
     return _key_component
 
