@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import re
 import shutil
 import struct
 import subprocess
@@ -123,6 +124,48 @@ def test_published_arguments_run_is_what_the_comparison_shows() -> None:
     assert "| dynscalar: mark_<wbr>dynamic_<wbr>args | 2.13.0 | 1 | 2 | 1 | yes |" in section
 
 
+#: Pages written by scripts from measured JSON (``python -m benchmarks.render``,
+#: ``scripts/render_writeback_table.py``, ``python -m tests.ops_matrix``).
+GENERATED_PAGES = [
+    "benchmarks.md",
+    "comparison.md",
+    "overhead.md",
+    "nn-coverage.md",
+    "op-coverage.md",
+    "fuzzing.md",
+    "writeback.md",
+]
+#: A maintainer's machine: a virtual environment, an installed package's folder, a home or
+#: work folder, or any absolute path to a Python file.
+MACHINE_PATH = re.compile(
+    r"site-packages|\.venv\b|(?<![\w.])/(?:home|work|Users|root|tmp)/|(?<![\w.])/[\w.-]+/\S*\.py\b"
+)
+#: How a run went, rather than what it measured.
+MEASUREMENT_LOG = re.compile(r"Re-measured|load average|loadavg|1-minute load", re.I)
+
+
+@pytest.mark.parametrize("page", GENERATED_PAGES)
+def test_generated_pages_hold_no_machine_paths_or_measurement_logs(page: str) -> None:
+    """A warning quoted on a page names files relative to their package (``torch/nn/...``,
+    ``tests/nn_coverage/...``); how a run went (re-measured rows, load averages) stays in the
+    published JSON."""
+    text = (ROOT / "docs" / page).read_text()
+    assert not MACHINE_PATH.findall(text), (page, MACHINE_PATH.findall(text)[:3])
+    assert not MEASUREMENT_LOG.findall(text), (page, MEASUREMENT_LOG.findall(text)[:3])
+
+
+def test_nn_coverage_renders_warnings_relative_to_their_package() -> None:
+    """The published JSON keeps the paths its warnings were measured with; the page does not."""
+    from tests.nn_coverage import render_docs
+
+    data = json.loads(render_docs.JSON_PATH.read_text())
+    raw = json.dumps(data)
+    assert "site-packages/torch/nn/functional.py" in raw and data["partial_runs"]
+    page = render_docs.render(data)
+    assert "at torch/nn/functional.py:" in page and "site-packages" not in page
+    assert "Re-measured" not in page
+
+
 def test_benchmark_page_opens_with_a_summary_in_plain_words() -> None:
     text = (ROOT / "docs/benchmarks.md").read_text()
     assert text.index("## Summary") < text.index("| strategy |")
@@ -200,7 +243,15 @@ class TestInBrowser:
             "<p>Raised instead of :class:<code>X</code>.</p>"
             "<p>see **bold** and [a link](page.md)</p>"
             "<img src='small.png' style='width:300px'><img src='unknown.png'>"
-            "</article></body></html>"
+            # the theme's `word-break: break-word` on code in a narrow column
+            "<table style='width:200px'><tr><td>the value lives</td><td style='width:90px'>"
+            "<code style='word-break:break-word'>dynscalar.DynamicInt(0)</code></td></tr>"
+            "</table>"
+            "</article>"
+            "<nav class='md-nav'><a class='md-nav__link' href='#t'>"
+            "<span class='md-ellipsis' style='display:block;width:120px;overflow:hidden;"
+            "text-overflow:ellipsis'>Why not allow_unspec_int_on_nn_module?</span></a></nav>"
+            "</body></html>"
         )
         from PIL import Image, PngImagePlugin
 
@@ -216,6 +267,28 @@ class TestInBrowser:
         assert "literal markup: unrendered **bold**" in kinds
         assert "literal markup: unrendered [link](...)" in kinds
         assert "image text too small" in kinds and "image text size unknown" in kinds
+        broken = [p["detail"] for p in report["broken/"] if p["kind"].endswith("inside a word")]
+        assert broken and all("ynamicInt(0)" in d for d in broken), broken
+        assert "navigation entry cut short" in kinds
+
+    def test_the_site_breaks_table_code_only_between_the_parts_of_a_name(self) -> None:
+        """The hook that makes the site's table code breakable: a <wbr> after `.`, `_`,
+        `/`, brackets and commas, never inside a word or a short number."""
+        hooks = load(ROOT / "scripts" / "mkdocs_hooks.py")
+        page = (
+            "<p><code>a.b_c</code></p><table><tr><td><code>dynscalar.DynamicInt(0)</code> "
+            "<code>kwargs[&#39;num_items_in_batch&#39;]</code></td></tr></table>"
+        )
+        assert hooks.breakable_table_code(page) == (
+            "<p><code>a.b_c</code></p><table><tr><td><code>dynscalar.<wbr>DynamicInt(<wbr>0)"
+            "</code> <code>kwargs[&#39;num_<wbr>items_<wbr>in_<wbr>batch&#39;]</code>"
+            "</td></tr></table>"
+        )
+        css = (ROOT / "docs" / "stylesheets" / "extra.css").read_text()
+        assert (
+            "word-break: normal" in css
+            and "stylesheets/extra.css" in (ROOT / "mkdocs.yml").read_text()
+        )
 
 
 PASTED_PAGES = [
