@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import threading
 import warnings
+from collections.abc import Iterable
 
 from . import _caches
 
@@ -20,6 +22,7 @@ __all__ = [
     "SpecializationError",
     "SpecializationWarning",
     "UnsupportedDescriptorError",
+    "did_you_mean",
     "warn_once",
 ]
 
@@ -113,6 +116,43 @@ class SpecializationWarning(DynscalarWarning):
 
 class BridgeUnavailableWarning(DynscalarWarning, RuntimeWarning):
     """dynscalar could not install itself into this torch; marks behave like plain values."""
+
+
+# Tracebacks name a class by its __module__: the public one, `dynscalar.DynscalarTypeError`,
+# where users import it from (pickle finds each there too).
+for _public in (
+    BridgeError,
+    BridgeUnavailableWarning,
+    DynamicFloatSpecializedError,
+    DynscalarAttributeError,
+    DynscalarError,
+    DynscalarTypeError,
+    DynscalarValueError,
+    DynscalarWarning,
+    OutOfRangeError,
+    SpecializationError,
+    SpecializationWarning,
+    UnsupportedDescriptorError,
+):
+    _public.__module__ = "dynscalar"
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """``" Did you mean 'temperature'?"`` for a misspelt (``temprature``) or shortened
+    (``temp``) name among ``candidates``; ``""`` when none is close.
+
+    Examples:
+        >>> did_you_mean("temp", ["x", "temperature", "top_k"])
+        " Did you mean 'temperature'?"
+        >>> did_you_mean("tau", ["x", "temperature"])
+        ''
+    """
+    known = list(dict.fromkeys(candidates))
+    close = difflib.get_close_matches(name, known, n=3)
+    if len(name) >= 3:  # a prefix or part of a longer name: `temp`, `steps` for `num_steps`
+        lowered = name.lower()
+        close += [c for c in known if c not in close and lowered in c.lower()]
+    return f" Did you mean {', '.join(repr(c) for c in close[:3])}?" if close else ""
 
 
 # keys already warned about by warn_once (a cache reset warns again)
