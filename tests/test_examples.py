@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from .helpers import ROOT, run_interpreter
 
 
@@ -88,6 +90,7 @@ def test_demo_rich_progress_renders() -> None:
     assert "8 compiles, then eager" in text and "single cold run per strategy" in text
 
 
+@pytest.mark.broad
 def test_training_loop_example_prints_its_recorded_output() -> None:
     """The script form of docs/tutorial.md: its recorded output must stay true."""
     out = run("examples/training_loop.py")
