@@ -293,11 +293,14 @@ class TestInBrowser:
 
 PASTED_PAGES = [
     pytest.param("README.md", marks=pytest.mark.inductor, id="README"),  # the default backend
-    pytest.param("docs/index.md", id="index"),
     pytest.param("docs/tutorial.md", id="tutorial"),
     pytest.param("docs/recipes.md", id="recipes"),
     pytest.param("docs/faq.md", id="faq"),
 ]
+#: Pages whose blocks compile on aot_eager (quick on a CPU) and whose counts and comparisons
+#: with eager are claims for inductor too: on inductor each block prints what the page shows
+#: under it, or what its `<!-- output: inductor -->` block shows.
+ON_INDUCTOR = ["docs/tutorial.md", "docs/recipes.md"]
 
 
 @pytest.mark.parametrize("page", PASTED_PAGES)
@@ -316,13 +319,52 @@ def test_python_blocks_run_pasted_in_order_and_print_what_the_page_shows(page: s
         assert len(shown) == 3  # compiles, equal to eager, stock torch.compile
 
 
+def test_the_home_page_opens_with_the_readmes_example() -> None:
+    """One example for both: the home page's only Python block is the README's first, with
+    the same output (the README's run checks it, on inductor)."""
+    readme = [b for b in blocks((ROOT / "README.md").read_text()) if b.lang == "python"]
+    home = [b for b in blocks((ROOT / "docs/index.md").read_text()) if b.lang == "python"]
+    assert len(home) == 1 and home[0].text == readme[0].text
+    assert home[0].expected == readme[0].expected is not None
+    quick = [b.text for b in blocks((ROOT / "README.md").read_text()) if b.lang == "bash"]
+    assert quick[0] in [b.text for b in blocks((ROOT / "docs/index.md").read_text())]
+
+
+@pytest.mark.broad
+@pytest.mark.inductor
+@pytest.mark.parametrize("page", ON_INDUCTOR)
+def test_pages_print_what_they_show_on_inductor(page: str) -> None:
+    """The pages' compile counts and comparisons with eager, measured on inductor: a page
+    claims its aot_eager output for inductor unless it shows inductor's own."""
+    path = ROOT / page
+    runnable, outputs, _ = run_page(path, ROOT, timeout=3000, prompt=True, backend="inductor")
+    for block, out in zip(runnable, outputs, strict=True):
+        want = block.on_backend.get("inductor", block.expected)
+        if want is not None:
+            assert out == want, f"{page}:{block.line} prints {out!r} on inductor"
+
+
+def test_backend_outputs_are_read_from_the_page(tmp_path: Path) -> None:
+    """`<!-- output: inductor -->` attaches a text block to the last Python block before it;
+    a run with `backend=` replaces the page's "aot_eager"."""
+    page = tmp_path / "page.md"
+    page.write_text(
+        '```python\nb = "aot_eager"\nprint(b)\n```\n\n```text\naot_eager\n```\n\n'
+        "On inductor:\n\n<!-- output: inductor -->\n```text\ninductor\n```\n"
+    )
+    (block, *_) = blocks(page.read_text())
+    assert block.expected == "aot_eager\n" and block.on_backend == {"inductor": "inductor\n"}
+    _, outputs, _ = run_page(page, tmp_path, backend="inductor")
+    assert outputs == ["inductor\n"]
+
+
 #: Code on the site's pages fits its content column at 1280 px (688 px: 80 characters of
 #: code; scripts/screenshot_docs.py measures it in Chromium). The README is read on GitHub
 #: and PyPI, and is formatted at the project's line length.
 SITE_CODE_WIDTH = 80
 
 
-@pytest.mark.parametrize("page", [p.values[0] for p in PASTED_PAGES])
+@pytest.mark.parametrize("page", [p.values[0] for p in PASTED_PAGES] + ["docs/index.md"])
 def test_pasted_blocks_are_ruff_formatted_except_for_the_prompt(page: str) -> None:
     """What ruff's formatter (the docs extra pins it) makes of each block, less the blank
     lines inside indented bodies, is the block: a page keeps one style although its
