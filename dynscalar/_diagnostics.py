@@ -118,25 +118,6 @@ class BridgeUnavailableWarning(DynscalarWarning, RuntimeWarning):
     """dynscalar could not install itself into this torch; marks behave like plain values."""
 
 
-# Tracebacks name a class by its __module__: the public one, `dynscalar.DynscalarTypeError`,
-# where users import it from (pickle finds each there too).
-for _public in (
-    BridgeError,
-    BridgeUnavailableWarning,
-    DynamicFloatSpecializedError,
-    DynscalarAttributeError,
-    DynscalarError,
-    DynscalarTypeError,
-    DynscalarValueError,
-    DynscalarWarning,
-    OutOfRangeError,
-    SpecializationError,
-    SpecializationWarning,
-    UnsupportedDescriptorError,
-):
-    _public.__module__ = "dynscalar"
-
-
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     """``" Did you mean 'temperature'?"`` for a misspelt (``temprature``) or shortened
     (``temp``) name among ``candidates``; ``""`` when none is close.
@@ -187,3 +168,10 @@ def warn_once(
         warnings.warn(message, category, stacklevel=stacklevel + 1)
     else:
         warnings.warn_explicit(message, category, *location)
+
+
+# Tracebacks name a class by its __module__: the public one, `dynscalar.DynscalarTypeError`,
+# where users import it from (pickle finds each there too).
+for _public in [globals()[name] for name in __all__]:
+    if isinstance(_public, type):  # every exception and warning class of this module
+        _public.__module__ = "dynscalar"
