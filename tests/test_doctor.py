@@ -319,6 +319,7 @@ Then run the doctor again to check:
 """
 
 
+@pytest.mark.broad
 def test_nested_modules_module_dict_and_sequential_are_named_by_path(tmp_path: Path) -> None:
     result = doctor(tmp_path, "nested", "run.py")
     assert result.returncode == 0, result.stderr
@@ -424,6 +425,7 @@ Then run the doctor again to check:
 """
 
 
+@pytest.mark.broad
 def test_scalars_read_through_properties_are_named_by_the_property(tmp_path: Path) -> None:
     """Lightning's global_step/current_epoch: the guards are on counters of plain objects
     (``model.trainer.fit_loop...completed``), which cannot be marked; the doctor names the

@@ -24,6 +24,7 @@ def test_warmup_training_example() -> None:
     assert "30 steps, 1 compile(s), step=30, max |loss - eager loss| = 0.00e+00" in out
 
 
+@pytest.mark.broad
 def test_demo_command() -> None:
     out = run(
         "-m", "dynscalar", "demo", "--backend", "aot_eager", "--steps", "12", "--steady", "40"

@@ -273,6 +273,7 @@ def test_a_torch_bug_behind_a_refused_call_is_torchs_own() -> None:
     assert "without the calls refused by the contract" in (verdict.events[0].torch_kind or "")
 
 
+@pytest.mark.broad
 def test_the_shrinker_keeps_only_what_the_failure_needs(monkeypatch: pytest.MonkeyPatch) -> None:
     """A fault injected into the compiled run: a wrong result whenever ``s`` ends at 8.
 
