@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import platform
+import re
 import statistics
 import subprocess
 import sys
@@ -67,6 +68,38 @@ class Compiles(logging.Handler):
 
 def loadavg() -> list[float] | None:
     return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
+
+
+#: An absolute path to a Python file: its folders up to the package it lies in (an installed
+#: package's ``site-packages``, or the repository's top-level folder) are the machine's.
+_MACHINE_PATH = re.compile(
+    r"(?:[A-Za-z]:)?[/\\](?:[^\s/\\:`'\"()]+[/\\])*?"
+    r"(?:site-packages[/\\]|(?=(?:dynscalar|tests|benchmarks|examples|scripts)[/\\]))"
+    r"(?P<rest>[\w.]+[/\\][^\s:`'\"()]*\.py)"
+)
+
+
+def package_relative(text: str) -> str:
+    """``text`` with absolute paths of Python files made relative to their package:
+    ``/home/me/.venv/lib/python3.11/site-packages/torch/nn/functional.py:2030`` becomes
+    ``torch/nn/functional.py:2030``, ``/home/me/dynscalar/dynscalar/ops/_kernels.py``
+    becomes ``dynscalar/ops/_kernels.py`` (the pages show no maintainer's machine).
+
+    Examples:
+        >>> package_relative("at /w/.venv/lib/python3.11/site-packages/torch/nn/f.py:20 (x)")
+        'at torch/nn/f.py:20 (x)'
+        >>> package_relative("at /w/main/tests/nn_coverage/catalogue.py:88")
+        'at tests/nn_coverage/catalogue.py:88'
+    """
+    return _MACHINE_PATH.sub(lambda m: m.group("rest").replace("\\", "/"), text)
+
+
+def shared_cores(machine: dict[str, Any]) -> bool:
+    """Whether other jobs ran on the machine when a run started (a 1-minute load average
+    above 0.5 before the run's own work): its times are noisy, its compile counts are not.
+    The pages say this in words; the load averages stay in the run's JSON."""
+    start = machine.get("loadavg_start")
+    return bool(start) and float(start[0]) > 0.5
 
 
 def machine_info(**extra: Any) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from benchmarks.harness import (
     replace_block,
     row,
     save_figure,
+    shared_cores,
     source_name,
     span,
     spread,
@@ -41,21 +42,12 @@ def qfmt(q: dict[str, float] | None, unit: str = "x", fmt: str = ".3f") -> str:
 
 def _machine(data: dict[str, Any]) -> str:
     m, c = data["machine"], data["config"]
-    start, end = m.get("loadavg_start"), m.get("loadavg_end")
-    load = (
-        f"load average (1, 5, 15 min) {start} at the start and {end} at the end of the timed "
-        "sections"
-        if start and end
-        else "load average not recorded"
-    )
-    if sections := m.get("loadavg_by_section"):
-        ends = (f"{name} {v[0][0]}-{v[1][0]}" for name, v in sections.items() if len(v) == 2)
-        load += f" (1-minute load at the start and end of each: {', '.join(ends)})"
+    shared = " Other jobs shared the cores." if shared_cores(m) else ""
     timer = "this thread's CPU time" if c.get("timer", "cpu") == "cpu" else "wall-clock time"
     return (
         f"{m['cpu']}, {m['cores']} cores, {m['torch_threads']} torch thread(s); torch "
-        f"{m['torch']}, Python {m['python']}, wrapt {m['wrapt']}, dynscalar {m['dynscalar']}; "
-        f"{load}. Timings are {timer}; the run took {data['wall_s'] / 60:.0f} minutes."
+        f"{m['torch']}, Python {m['python']}, wrapt {m['wrapt']}, dynscalar {m['dynscalar']}."
+        f"{shared} Timings are {timer}; the run took {data['wall_s'] / 60:.0f} minutes."
     )
 
 

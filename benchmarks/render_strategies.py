@@ -16,6 +16,7 @@ from benchmarks.harness import (
     replace_block,
     row,
     save_figure,
+    shared_cores,
     source_name,
     span,
     table,
@@ -77,9 +78,8 @@ def _machine(data: dict[str, Any]) -> str:
     return (
         f"{m['cpu']}, {m['cores']} cores ({_n(threads, 'torch thread')}), torch "
         f"{m['torch']}, Python {m['python']}; backend `{c['backend']}`, {c['steps']} steps per "
-        f"run, one cold run per strategy, each in a fresh process with a fresh inductor cache; "
-        f"load average at start {m['loadavg_start'][0]:.2f}"
-        + (f", at the end {m['loadavg_end'][0]:.2f}." if m.get("loadavg_end") else ".")
+        f"run, one cold run per strategy, each in a fresh process with a fresh inductor cache"
+        + (WORDS["arguments_noisy"].rstrip() if shared_cores(m) else ".")
     )
 
 
@@ -233,11 +233,6 @@ def _section(data: dict[str, Any], source: str, workload: str) -> list[str]:
     lines = template(
         "section", title=title, workload=workload, info=info, machine=machine, source=source
     )
-    loads = ", ".join(
-        f"{name(s, r)} {r['loadavg_start']:.1f}" for s, r in rows.items() if "loadavg_start" in r
-    )
-    if loads:
-        lines += [f"Load average (1 minute) when each strategy's process started: {loads}.", ""]
     strategies = data["config"]["strategies"]
     cells = [cell(s, {"workload": workload}) for s in strategies]
     here = [f"n/a: {na[s]}" if s in na else what.get(s, WHAT.get(s, "")) for s in strategies]
@@ -404,18 +399,9 @@ def _arguments_section(data: dict[str, Any], source: str) -> list[str]:
     lines += template("arguments-times", cases=" / ".join(f"`{case}`" for case in cases))
     lines += times
     versions = " and ".join(sorted({r["torch"] for r in data["results"] if "torch" in r}))
-    load = m["loadavg_start"][0]
-    end = f", at the end {m['loadavg_end'][0]:.2f}" if m.get("loadavg_end") else ""
-    noisy = WORDS["arguments_noisy"] if load > 0.5 else ". "
+    noisy = WORDS["arguments_noisy"] if shared_cores(m) else ". "
     return lines + template(
-        "arguments-machine",
-        m=m,
-        c=c,
-        torch=versions,
-        load=load,
-        end=end,
-        noisy=noisy,
-        source=source,
+        "arguments-machine", m=m, c=c, torch=versions, noisy=noisy, source=source
     )
 
 

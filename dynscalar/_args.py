@@ -21,7 +21,6 @@ caller's frame: mark it there.
 
 from __future__ import annotations
 
-import difflib
 import inspect
 import types
 from collections.abc import Callable
@@ -30,7 +29,7 @@ from typing import Any, TypeVar
 import torch
 
 from ._attrs import check_names, compiled_original
-from ._diagnostics import DynscalarTypeError
+from ._diagnostics import DynscalarTypeError, did_you_mean
 from ._marks import ARG_MARKS_KEY, edit_function_marks, edit_marks, unwrap_function
 from ._spec import DynamicSpec
 
@@ -64,8 +63,7 @@ def _check_parameters(function: Callable[..., Any], names: tuple[str, ...], what
     ]
     for name in names:
         if name not in parameters or name == "self":
-            close = difflib.get_close_matches(name, parameters, n=3)
-            hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+            hint = did_you_mean(name, [p for p in parameters if p != "self"])
             raise DynscalarTypeError(
                 f"dynscalar: {what} has no parameter {name!r} to mark dynamic.{hint} Its "
                 f"parameters are {', '.join(p for p in parameters if p != 'self') or 'none'}; "

@@ -18,7 +18,6 @@ Examples:
 
 from __future__ import annotations
 
-import difflib
 import functools
 import keyword
 import threading
@@ -30,7 +29,12 @@ from typing import Any, TypeVar
 import torch
 
 from . import _caches
-from ._diagnostics import DynscalarAttributeError, DynscalarTypeError, UnsupportedDescriptorError
+from ._diagnostics import (
+    DynscalarAttributeError,
+    DynscalarTypeError,
+    UnsupportedDescriptorError,
+    did_you_mean,
+)
 from ._marks import class_marks_of, edit_class_marks, edit_marks, lookup_mark
 from ._proxy import coerce_float, is_dynamic_scalar
 from ._spec import DynamicSpec
@@ -199,8 +203,7 @@ def _validate_attr(module: torch.nn.Module, name: str, spec: DynamicSpec) -> Non
     if value is _MISSING:
         if type(module).__getattr__ is not torch.nn.Module.__getattr__:
             return  # a custom __getattr__ may provide it: user code, not run here
-        close = difflib.get_close_matches(name, _candidates(module), n=3)
-        hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+        hint = did_you_mean(name, _candidates(module))
         raise DynscalarAttributeError(
             f"dynscalar: {cls} has no attribute {name!r} to mark dynamic.{hint} Set the "
             f"attribute (e.g. in __init__) before marking it."

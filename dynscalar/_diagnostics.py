@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import threading
 import warnings
+from collections.abc import Iterable
 
 from . import _caches
 
@@ -20,6 +22,7 @@ __all__ = [
     "SpecializationError",
     "SpecializationWarning",
     "UnsupportedDescriptorError",
+    "did_you_mean",
     "warn_once",
 ]
 
@@ -115,6 +118,24 @@ class BridgeUnavailableWarning(DynscalarWarning, RuntimeWarning):
     """dynscalar could not install itself into this torch; marks behave like plain values."""
 
 
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """``" Did you mean 'temperature'?"`` for a misspelt (``temprature``) or shortened
+    (``temp``) name among ``candidates``; ``""`` when none is close.
+
+    Examples:
+        >>> did_you_mean("temp", ["x", "temperature", "top_k"])
+        " Did you mean 'temperature'?"
+        >>> did_you_mean("tau", ["x", "temperature"])
+        ''
+    """
+    known = list(dict.fromkeys(candidates))
+    close = difflib.get_close_matches(name, known, n=3)
+    if len(name) >= 3:  # a prefix or part of a longer name: `temp`, `steps` for `num_steps`
+        lowered = name.lower()
+        close += [c for c in known if c not in close and lowered in c.lower()]
+    return f" Did you mean {', '.join(repr(c) for c in close[:3])}?" if close else ""
+
+
 # keys already warned about by warn_once (a cache reset warns again)
 _seen: set[tuple[object, ...]] = set()
 _seen_lock = threading.Lock()
@@ -147,3 +168,10 @@ def warn_once(
         warnings.warn(message, category, stacklevel=stacklevel + 1)
     else:
         warnings.warn_explicit(message, category, *location)
+
+
+# Tracebacks name a class by its __module__: the public one, `dynscalar.DynscalarTypeError`,
+# where users import it from (pickle finds each there too).
+for _public in [globals()[name] for name in __all__]:
+    if isinstance(_public, type):  # every exception and warning class of this module
+        _public.__module__ = "dynscalar"

@@ -19,14 +19,13 @@ the mark store (``dynscalar._marks``) on those optimizer instances.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from typing import TypeVar
 
 import torch
 
 from ._attrs import check_names
-from ._diagnostics import DynscalarAttributeError, DynscalarTypeError
+from ._diagnostics import DynscalarAttributeError, DynscalarTypeError, did_you_mean
 from ._marks import GROUP_MARKS_KEY, Marks, edit_marks, group_holders
 from ._spec import DynamicSpec
 
@@ -67,8 +66,7 @@ def mark_dynamic_param_groups(
         for key in checked:
             if key not in group:
                 known = [k for k in group if k != "params"]
-                close = difflib.get_close_matches(key, known, n=3)
-                hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
+                hint = did_you_mean(key, known)
                 raise DynscalarAttributeError(
                     f"dynscalar.mark_dynamic_param_groups: {type(optimizer).__name__}."
                     f"param_groups[{index}] has no {key!r}.{hint} Its hyperparameters are "

@@ -11,6 +11,9 @@ checked in the browser, after layout, for what a reader would see as broken:
 * a figure whose smallest text is under 9 px as the page shows it (the render scripts record
   each figure's smallest text in its PNG; a figure of the site without that record counts);
 * a table wider than its column (cut off at 1280 px: the reader has to scroll sideways);
+* a table cell whose text breaks a line inside a word or name (``dynscalar.DynamicIn`` /
+  ``t(0)``, between two letters or digits);
+* a navigation entry cut short (the table of contents shows ``...`` for a long heading);
 * a page wider than the window;
 * an API signature that does not fit (long signatures must be formatted over several lines);
 * literal markup in the text: Sphinx roles (``:class:``, ``:func:``, ...), unrendered Markdown
@@ -19,7 +22,8 @@ checked in the browser, after layout, for what a reader would see as broken:
 It prints one line per problem and exits 1 if there is any. Screenshots (full page, capped at
 ``--max-height`` pixels) are written for ``MAIN_PAGES``, or for every page with ``--all``.
 
-Needs Debian's ``chromium`` package (``apt-get install -y chromium``) or ``--chromium PATH``.
+Needs Chromium: Debian's ``chromium`` package (``apt-get install -y chromium``), or
+``--chromium PATH``. ``tests/test_docs.py`` runs it (and skips, saying so, without Chromium).
 The browser is driven over the DevTools protocol on a pipe (``--remote-debugging-pipe``), so
 nothing beyond the standard library is needed, and it makes no network connection: every host
 other than 127.0.0.1 resolves to nothing.
@@ -134,6 +138,47 @@ CHECK_JS = r"""
       problems.push({kind: 'code block wider than the page', detail:
         `${code.scrollWidth}px in ${code.clientWidth}px near ${where(pre)}:` +
         ` "${line.trim().slice(0, 60)}..."`});
+    }
+  }
+  // A table cell's line broken inside a word (`DynamicIn` / `t(0)`): between two letters or
+  // digits, where no space, punctuation or <wbr> offers a break. Only text that wraps is
+  // measured, one character at a time.
+  const wordChar = /[A-Za-z0-9]/;
+  for (const cell of content.querySelectorAll('td, th')) {
+    const cells = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    let last = null;  // {ch, top} of the previous character in the cell
+    for (let node = cells.nextNode(); node; node = cells.nextNode()) {
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      const rects = range.getClientRects();
+      if (rects.length === 0) continue;
+      if (rects.length === 1) {
+        const at = node.data.length - 1;
+        last = {ch: node.data[at], top: rects[0].top, node, at};
+        continue;
+      }
+      for (let i = 0; i < node.data.length; i++) {
+        range.setStart(node, i);
+        range.setEnd(node, i + 1);
+        const box = range.getClientRects()[0];
+        if (!box) continue;
+        const ch = node.data[i];
+        if (last && box.top > last.top + 2 && wordChar.test(last.ch) && wordChar.test(ch)) {
+          const text = cell.textContent;
+          problems.push({kind: 'table cell broken inside a word', detail:
+            `"${(last.node.data.slice(Math.max(0, last.at - 20), last.at + 1) + ' / ' +
+                node.data.slice(i, i + 20)).replace(/\s+/g, ' ')}" near ${where(cell)}`});
+        }
+        last = {ch, top: box.top, node, at: i};
+      }
+    }
+  }
+  // Navigation entries cut short with an ellipsis (the table of contents of a page whose
+  // headings are long questions).
+  for (const entry of document.querySelectorAll('.md-nav .md-ellipsis, .md-nav__link')) {
+    if (entry.scrollWidth > entry.clientWidth + 1 && entry.offsetParent !== null) {
+      problems.push({kind: 'navigation entry cut short', detail:
+        `"${entry.textContent.trim().slice(0, 80)}"`});
     }
   }
   if (document.documentElement.scrollWidth > window.innerWidth + 1) {

@@ -264,6 +264,46 @@ def test_a_typo_is_still_caught_without_kwargs() -> None:
         ds.mark_dynamic_args(Denoiser(), "timestpe")
 
 
+def test_a_shortened_argument_name_gets_did_you_mean_as_an_attribute_name_does() -> None:
+    """`temp` for `temperature`: too short for difflib's ratio, a prefix all the same; the
+    traceback names the public class, dynscalar.DynscalarTypeError."""
+
+    class Sampler(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.temperature = 1.0
+
+        def forward(self, logits: torch.Tensor, temperature: float) -> torch.Tensor:
+            return logits / temperature
+
+    for name in ("temp", "temprature"):
+        with pytest.raises(ds.DynscalarTypeError, match=r"Did you mean 'temperature'\?") as raised:
+            ds.mark_dynamic_args(Sampler(), name)
+        assert raised.type.__module__ == "dynscalar"
+        with pytest.raises(ds.DynscalarAttributeError, match=r"Did you mean 'temperature'\?"):
+            ds.mark_dynamic_attr(Sampler(), name)
+    with pytest.raises(ds.DynscalarTypeError) as raised:
+        ds.mark_dynamic_args(Sampler(), "tau")
+    assert "Did you mean" not in str(raised.value)  # nothing close: no guess
+
+
+def test_errors_print_with_their_public_path() -> None:
+    """A traceback's last line names the class where users import it from."""
+    import traceback
+
+    try:
+        ds.mark_dynamic_args(Denoiser(), "timestpe")
+    except ds.DynscalarError as exc:
+        last = traceback.format_exception_only(type(exc), exc)[-1]
+    assert last.startswith("dynscalar.DynscalarTypeError: dynscalar: "), last
+    import dynscalar._diagnostics as diagnostics
+
+    for name in diagnostics.__all__:
+        public = getattr(diagnostics, name)
+        if isinstance(public, type):
+            assert public.__module__ == "dynscalar" and getattr(ds, name) is public, name
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_marked_argument_stays_marked_after_a_graph_break(backend: str) -> None:
     """The frame after a graph break is Dynamo's resume function; the mark follows it."""

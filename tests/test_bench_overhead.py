@@ -23,6 +23,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 pytest.importorskip("matplotlib", reason="plots need matplotlib (the 'bench' extra)")
 
 
+@pytest.mark.broad
 def test_quick_overhead_run(tmp_path: Path) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "benchmarks.overhead", "--quick", "--out", str(tmp_path)],

@@ -43,6 +43,7 @@ def bench() -> types.ModuleType:
     return strategies
 
 
+@pytest.mark.broad
 def test_quick_benchmark_run(tmp_path: Path) -> None:
     out = run(
         "-m",
@@ -84,6 +85,7 @@ def test_quick_benchmark_run(tmp_path: Path) -> None:
     assert is_png(tmp_path / "total_time.png")
 
 
+@pytest.mark.broad
 def test_quick_schedule_run(tmp_path: Path) -> None:
     """Dropout p and label smoothing set by the loop every step: stock compiles once per
     value, every dynscalar form once (one control path), and all pass the three checks."""
@@ -138,6 +140,7 @@ def test_quick_schedule_run(tmp_path: Path) -> None:
 ARGUMENT_STRATEGIES = ("stock", "dynamic_true", "ds_value", "ds_args", "ds_decorator")
 
 
+@pytest.mark.broad
 def test_quick_arguments_run(tmp_path: Path) -> None:
     """A compiled function called with 4 values of its scalar argument: every dynscalar
     form compiles once per control path from the first call (arith 1, branch 2, float 1),
@@ -286,6 +289,7 @@ def test_loss_check_windows_and_limits() -> None:
     assert b.loss_check(run()[:4], [r[:4] for r in reference])["windows"] == 1
 
 
+@pytest.mark.broad
 def test_demo_plot(tmp_path: Path) -> None:
     png = tmp_path / "demo.png"
     out = run(

@@ -369,6 +369,7 @@ def test_a_float_starting_at_zero_stays_dynamic_after_the_unused_float_restart(
 
 
 @pytest.mark.inductor
+@pytest.mark.broad
 def test_a_value_the_backward_guards_is_never_loaded_from_the_cache_for_another() -> None:
     """nn.CELU's ``alpha`` on inductor with gradients: the backward, compiled at the first
     ``backward()``, guards the value.  AOTAutograd's cache entry cannot hold that guard (its

@@ -100,6 +100,7 @@ def stock(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("name", sorted(harm_scenarios.SCENARIOS))
+@pytest.mark.broad
 def test_imported_and_unmarked_equals_stock(name: str, stock: dict[str, Any]) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", ds.DynscalarWarning)
@@ -115,6 +116,7 @@ def test_imported_and_unmarked_equals_stock(name: str, stock: dict[str, Any]) ->
     ("name", "mark", "graphs"),
     [(name, mark, graphs) for name, marks in MARKED.items() for mark, graphs in marks.items()],
 )
+@pytest.mark.broad
 def test_a_mark_never_compiles_more_than_stock(
     name: str, mark: str, graphs: int, stock: dict[str, Any]
 ) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import re
 import shutil
 import struct
 import subprocess
@@ -123,6 +124,48 @@ def test_published_arguments_run_is_what_the_comparison_shows() -> None:
     assert "| dynscalar: mark_<wbr>dynamic_<wbr>args | 2.13.0 | 1 | 2 | 1 | yes |" in section
 
 
+#: Pages written by scripts from measured JSON (``python -m benchmarks.render``,
+#: ``scripts/render_writeback_table.py``, ``python -m tests.ops_matrix``).
+GENERATED_PAGES = [
+    "benchmarks.md",
+    "comparison.md",
+    "overhead.md",
+    "nn-coverage.md",
+    "op-coverage.md",
+    "fuzzing.md",
+    "writeback.md",
+]
+#: A maintainer's machine: a virtual environment, an installed package's folder, a home or
+#: work folder, or any absolute path to a Python file.
+MACHINE_PATH = re.compile(
+    r"site-packages|\.venv\b|(?<![\w.])/(?:home|work|Users|root|tmp)/|(?<![\w.])/[\w.-]+/\S*\.py\b"
+)
+#: How a run went, rather than what it measured.
+MEASUREMENT_LOG = re.compile(r"Re-measured|load average|loadavg|1-minute load", re.I)
+
+
+@pytest.mark.parametrize("page", GENERATED_PAGES)
+def test_generated_pages_hold_no_machine_paths_or_measurement_logs(page: str) -> None:
+    """A warning quoted on a page names files relative to their package (``torch/nn/...``,
+    ``tests/nn_coverage/...``); how a run went (re-measured rows, load averages) stays in the
+    published JSON."""
+    text = (ROOT / "docs" / page).read_text()
+    assert not MACHINE_PATH.findall(text), (page, MACHINE_PATH.findall(text)[:3])
+    assert not MEASUREMENT_LOG.findall(text), (page, MEASUREMENT_LOG.findall(text)[:3])
+
+
+def test_nn_coverage_renders_warnings_relative_to_their_package() -> None:
+    """The published JSON keeps the paths its warnings were measured with; the page does not."""
+    from tests.nn_coverage import render_docs
+
+    data = json.loads(render_docs.JSON_PATH.read_text())
+    raw = json.dumps(data)
+    assert "site-packages/torch/nn/functional.py" in raw and data["partial_runs"]
+    page = render_docs.render(data)
+    assert "at torch/nn/functional.py:" in page and "site-packages" not in page
+    assert "Re-measured" not in page
+
+
 def test_benchmark_page_opens_with_a_summary_in_plain_words() -> None:
     text = (ROOT / "docs/benchmarks.md").read_text()
     assert text.index("## Summary") < text.index("| strategy |")
@@ -200,7 +243,15 @@ class TestInBrowser:
             "<p>Raised instead of :class:<code>X</code>.</p>"
             "<p>see **bold** and [a link](page.md)</p>"
             "<img src='small.png' style='width:300px'><img src='unknown.png'>"
-            "</article></body></html>"
+            # the theme's `word-break: break-word` on code in a narrow column
+            "<table style='width:200px'><tr><td>the value lives</td><td style='width:90px'>"
+            "<code style='word-break:break-word'>dynscalar.DynamicInt(0)</code></td></tr>"
+            "</table>"
+            "</article>"
+            "<nav class='md-nav'><a class='md-nav__link' href='#t'>"
+            "<span class='md-ellipsis' style='display:block;width:120px;overflow:hidden;"
+            "text-overflow:ellipsis'>Why not allow_unspec_int_on_nn_module?</span></a></nav>"
+            "</body></html>"
         )
         from PIL import Image, PngImagePlugin
 
@@ -216,15 +267,40 @@ class TestInBrowser:
         assert "literal markup: unrendered **bold**" in kinds
         assert "literal markup: unrendered [link](...)" in kinds
         assert "image text too small" in kinds and "image text size unknown" in kinds
+        broken = [p["detail"] for p in report["broken/"] if p["kind"].endswith("inside a word")]
+        assert broken and all("ynamicInt(0)" in d for d in broken), broken
+        assert "navigation entry cut short" in kinds
+
+    def test_the_site_breaks_table_code_only_between_the_parts_of_a_name(self) -> None:
+        """The hook that makes the site's table code breakable: a <wbr> after `.`, `_`,
+        `/`, brackets and commas, never inside a word or a short number."""
+        hooks = load(ROOT / "scripts" / "mkdocs_hooks.py")
+        page = (
+            "<p><code>a.b_c</code></p><table><tr><td><code>dynscalar.DynamicInt(0)</code> "
+            "<code>kwargs[&#39;num_items_in_batch&#39;]</code></td></tr></table>"
+        )
+        assert hooks.breakable_table_code(page) == (
+            "<p><code>a.b_c</code></p><table><tr><td><code>dynscalar.<wbr>DynamicInt(<wbr>0)"
+            "</code> <code>kwargs[&#39;num_<wbr>items_<wbr>in_<wbr>batch&#39;]</code>"
+            "</td></tr></table>"
+        )
+        css = (ROOT / "docs" / "stylesheets" / "extra.css").read_text()
+        assert (
+            "word-break: normal" in css
+            and "stylesheets/extra.css" in (ROOT / "mkdocs.yml").read_text()
+        )
 
 
 PASTED_PAGES = [
     pytest.param("README.md", marks=pytest.mark.inductor, id="README"),  # the default backend
-    pytest.param("docs/index.md", id="index"),
     pytest.param("docs/tutorial.md", id="tutorial"),
     pytest.param("docs/recipes.md", id="recipes"),
     pytest.param("docs/faq.md", id="faq"),
 ]
+#: Pages whose blocks compile on aot_eager (quick on a CPU) and whose counts and comparisons
+#: with eager are claims for inductor too: on inductor each block prints what the page shows
+#: under it, or what its `<!-- output: inductor -->` block shows.
+ON_INDUCTOR = ["docs/tutorial.md", "docs/recipes.md"]
 
 
 @pytest.mark.parametrize("page", PASTED_PAGES)
@@ -243,13 +319,52 @@ def test_python_blocks_run_pasted_in_order_and_print_what_the_page_shows(page: s
         assert len(shown) == 3  # compiles, equal to eager, stock torch.compile
 
 
+def test_the_home_page_opens_with_the_readmes_example() -> None:
+    """One example for both: the home page's only Python block is the README's first, with
+    the same output (the README's run checks it, on inductor)."""
+    readme = [b for b in blocks((ROOT / "README.md").read_text()) if b.lang == "python"]
+    home = [b for b in blocks((ROOT / "docs/index.md").read_text()) if b.lang == "python"]
+    assert len(home) == 1 and home[0].text == readme[0].text
+    assert home[0].expected == readme[0].expected is not None
+    quick = [b.text for b in blocks((ROOT / "README.md").read_text()) if b.lang == "bash"]
+    assert quick[0] in [b.text for b in blocks((ROOT / "docs/index.md").read_text())]
+
+
+@pytest.mark.broad
+@pytest.mark.inductor
+@pytest.mark.parametrize("page", ON_INDUCTOR)
+def test_pages_print_what_they_show_on_inductor(page: str) -> None:
+    """The pages' compile counts and comparisons with eager, measured on inductor: a page
+    claims its aot_eager output for inductor unless it shows inductor's own."""
+    path = ROOT / page
+    runnable, outputs, _ = run_page(path, ROOT, timeout=3000, prompt=True, backend="inductor")
+    for block, out in zip(runnable, outputs, strict=True):
+        want = block.on_backend.get("inductor", block.expected)
+        if want is not None:
+            assert out == want, f"{page}:{block.line} prints {out!r} on inductor"
+
+
+def test_backend_outputs_are_read_from_the_page(tmp_path: Path) -> None:
+    """`<!-- output: inductor -->` attaches a text block to the last Python block before it;
+    a run with `backend=` replaces the page's "aot_eager"."""
+    page = tmp_path / "page.md"
+    page.write_text(
+        '```python\nb = "aot_eager"\nprint(b)\n```\n\n```text\naot_eager\n```\n\n'
+        "On inductor:\n\n<!-- output: inductor -->\n```text\ninductor\n```\n"
+    )
+    (block, *_) = blocks(page.read_text())
+    assert block.expected == "aot_eager\n" and block.on_backend == {"inductor": "inductor\n"}
+    _, outputs, _ = run_page(page, tmp_path, backend="inductor")
+    assert outputs == ["inductor\n"]
+
+
 #: Code on the site's pages fits its content column at 1280 px (688 px: 80 characters of
 #: code; scripts/screenshot_docs.py measures it in Chromium). The README is read on GitHub
 #: and PyPI, and is formatted at the project's line length.
 SITE_CODE_WIDTH = 80
 
 
-@pytest.mark.parametrize("page", [p.values[0] for p in PASTED_PAGES])
+@pytest.mark.parametrize("page", [p.values[0] for p in PASTED_PAGES] + ["docs/index.md"])
 def test_pasted_blocks_are_ruff_formatted_except_for_the_prompt(page: str) -> None:
     """What ruff's formatter (the docs extra pins it) makes of each block, less the blank
     lines inside indented bodies, is the block: a page keeps one style although its

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from .helpers import ROOT, run_interpreter
 
 
@@ -22,12 +24,15 @@ def test_warmup_training_example() -> None:
     assert "30 steps, 1 compile(s), step=30, max |loss - eager loss| = 0.00e+00" in out
 
 
+@pytest.mark.broad
 def test_demo_command() -> None:
-    out = run("-m", "dynscalar", "demo", "--backend", "aot_eager", "--steps", "12")
+    out = run(
+        "-m", "dynscalar", "demo", "--backend", "aot_eager", "--steps", "12", "--steady", "40"
+    )
     header = out.splitlines()[1]
-    assert "12 calls per strategy, backend aot_eager, single cold run per strategy" in header
+    assert "12 timed calls and 40 steady ones per strategy, backend aot_eager, single" in header
     assert "x86_64" not in header  # the CPU model, not the architecture
-    assert ", load " in header  # the machine's load, which the timings depend on
+    assert " cores, 1 torch thread, load " in header  # the load: the timings depend on it
     # progress while it runs (plain lines: stdout is not a terminal here)
     assert "  stock torch.compile: first call (compile) took" in out
     assert "  stock torch.compile: done: 8 compiles, then eager;" in out
@@ -38,7 +43,11 @@ def test_demo_command() -> None:
     for name in ("dynscalar.DynamicInt", "dynscalar.mark_dynamic_attr", "@dynscalar.dynamic_attrs"):
         line = rows[name]
         assert line[1] == "1" and line[-1] == "yes", line
-    assert "(single cold run per strategy)" in out
+    assert "(single cold run per strategy; steady: median of 40 calls after the timed" in out
+    for name in rows:  # the steady median, then its interquartile range: q1 <= median <= q3
+        median, spread = rows[name][-3], rows[name][-2]
+        q1, q3 = (float(v) for v in spread.strip("()").split("-"))
+        assert q1 <= float(median) <= q3, rows[name]
     assert "|" not in "\n".join(table[:6])  # no Markdown pipes
 
 
@@ -54,6 +63,12 @@ def test_demo_train_workload_and_runs_options() -> None:
     row = _median_row(runs)
     assert (row.first_call_s, row.total_s, row.median_step_ms, row.runs) == (2.0, 5.0, 0.6, 3)
     assert row.step_times_s == [2.0, 2.0, 1.0] and row.totals_s == [3.0, 9.0, 5.0]
+    # with the steady calls recorded: their median and quartiles, pooled over the runs
+    for r, steady in zip(runs, ([0.5, 0.5, 0.6], [0.7, 0.9, 0.8], [0.6, 0.6, 0.4]), strict=True):
+        r.steady_ms = steady
+    row = _median_row(runs)
+    assert row.median_step_ms == 0.6 and len(row.steady_ms) == 9
+    assert row.steady_text == "0.60 (0.50-0.75)"
 
 
 def test_demo_rich_progress_renders() -> None:
@@ -76,6 +91,7 @@ def test_demo_rich_progress_renders() -> None:
     assert "8 compiles, then eager" in text and "single cold run per strategy" in text
 
 
+@pytest.mark.broad
 def test_training_loop_example_prints_its_recorded_output() -> None:
     """The script form of docs/tutorial.md: its recorded output must stay true."""
     out = run("examples/training_loop.py")

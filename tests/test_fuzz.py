@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # ----------------------------------------------------------------------------- the profiles
 @pytest.mark.fuzz
-@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("backend", [pytest.param("eager", marks=pytest.mark.broad), "aot_eager"])
 def test_quick_profile_has_no_dynscalar_caused_disagreement(backend: str) -> None:
     indices = [i for i in range(QUICK.programs) if backend_for(i) == backend]
     report = run_profile(
@@ -65,6 +65,7 @@ def test_quick_profile_has_no_dynscalar_caused_disagreement(backend: str) -> Non
 
 @pytest.mark.fuzz
 @pytest.mark.inductor
+@pytest.mark.broad
 def test_inductor_sample_has_no_dynscalar_caused_disagreement() -> None:
     report = run_profile(
         SEED,
@@ -230,6 +231,7 @@ def test_a_documented_error_is_allowed_and_the_comparison_goes_on() -> None:
     ]
 
 
+@pytest.mark.broad
 def test_a_difference_stock_torch_shows_too_is_torchs_own() -> None:
     """Unmarked, so dynscalar plays no part: every difference must be classified as torch's.
 
@@ -248,6 +250,7 @@ def test_a_difference_stock_torch_shows_too_is_torchs_own() -> None:
         worker.close()
 
 
+@pytest.mark.broad
 def test_a_torch_bug_behind_a_refused_call_is_torchs_own() -> None:
     """The long profile's program at seed 0, index 4419: a marked str makes compiled code
     raise (DynscalarTypeError; eager raises TypeError too), then a numpy int meets
@@ -270,6 +273,7 @@ def test_a_torch_bug_behind_a_refused_call_is_torchs_own() -> None:
     assert "without the calls refused by the contract" in (verdict.events[0].torch_kind or "")
 
 
+@pytest.mark.broad
 def test_the_shrinker_keeps_only_what_the_failure_needs(monkeypatch: pytest.MonkeyPatch) -> None:
     """A fault injected into the compiled run: a wrong result whenever ``s`` ends at 8.
 
@@ -311,6 +315,7 @@ def test_the_shrinker_keeps_only_what_the_failure_needs(monkeypatch: pytest.Monk
     compile(render(small, script=True), "script", "exec")
 
 
+@pytest.mark.broad
 def test_a_minimal_program_runs_as_a_standalone_script(tmp_path: Path) -> None:
     p = program(
         ["{a} += 1", "y = y * {a}"],

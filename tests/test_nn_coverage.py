@@ -67,6 +67,7 @@ INDUCTOR_ROWS = ["dropout", "layernorm", "crossentropy-ignore", "batchnorm1d-mom
 
 @pytest.mark.inductor
 @pytest.mark.parametrize("row_id", INDUCTOR_ROWS)
+@pytest.mark.broad
 def test_row_on_inductor(row_id: str) -> None:
     """The published run's inductor tolerance for the row (measured against stock there)."""
     row = cov.ROWS[row_id]

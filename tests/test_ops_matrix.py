@@ -45,6 +45,7 @@ def test_every_rule_has_samples_callables_and_a_custom_op(name: str) -> None:
             assert str(argument.type) in ("number", "Optional[number]")  # Scalar
 
 
+@pytest.mark.broad
 def test_a_fast_slice_agrees_with_the_published_run() -> None:
     """float32 and bfloat16 cells of every rule, computed now, are the published ones."""
 

@@ -904,6 +904,7 @@ def _indexed_graphs(
 
 @pytest.mark.parametrize(("where", "values"), INDEXED)
 @pytest.mark.parametrize("steps", [5, 12])
+@pytest.mark.broad
 def test_a_getter_indexing_a_list_never_compiles_more_than_stock(
     where: str, values: list[Any], steps: int
 ) -> None:

@@ -205,6 +205,7 @@ def test_ieee_functions_compute_python_floats_in_order() -> None:
 
 
 @pytest.mark.inductor
+@pytest.mark.broad
 def test_inductor_specializes_a_size_from_a_float_with_one_warning() -> None:
     """Inductor cannot take a size computed from a float symbolically (its tensorify pass
     specializes the float): stock torch's count, eager's numbers, one warning."""

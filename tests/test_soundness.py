@@ -163,7 +163,8 @@ def overflow_run(backend: str, values: list[int], quiet: bool = True) -> int:
 
 
 @pytest.mark.parametrize(
-    "backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.inductor)]
+    "backend",
+    ["aot_eager", pytest.param("inductor", marks=[pytest.mark.inductor, pytest.mark.broad])],
 )
 def test_int_expression_leaving_int64_is_compiled_as_a_constant(backend: str) -> None:
     """Found by the fuzzer: `2 * s + 1` with s = 2**62 wrapped around in inductor's int64
@@ -206,7 +207,7 @@ def test_a_float_made_of_a_marked_int_stays_a_python_float_on_a_python_backend()
 
 @pytest.mark.parametrize(
     "backend",
-    [USER_AOT, pytest.param("inductor", marks=pytest.mark.inductor)],
+    [USER_AOT, pytest.param("inductor", marks=[pytest.mark.inductor, pytest.mark.broad])],
     ids=["user-aot", "inductor"],
 )
 def test_float_op_the_tensorify_pass_cannot_lower_on_a_marked_int(backend: Any) -> None:

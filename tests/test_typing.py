@@ -39,6 +39,7 @@ def mypy_errors() -> dict[str, set[tuple[int, str]]]:
     return errors
 
 
+@pytest.mark.broad
 def test_usage_sample_type_checks(mypy_errors: dict[str, set[tuple[int, str]]]) -> None:
     assert mypy_errors["usage.py"] == set()
 

@@ -248,6 +248,7 @@ def sam_step(opt: SAM, closure: Callable[[], Any]) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.broad
 def test_an_unmarked_optimizer_over_other_dicts_gets_eager_numbers(backend: str) -> None:
     """One compiled function, a marked SAM and an unmarked one: the marked graphs are not
     reused for the unmarked optimizer's learning rates (they recompile as in stock)."""
@@ -273,6 +274,7 @@ def test_an_unmarked_optimizer_over_other_dicts_gets_eager_numbers(backend: str)
             _same_state(opt, reference)
 
 
+@pytest.mark.broad
 def test_a_group_added_later_is_marked_and_unmarking_gives_stock_behaviour() -> None:
     torch.manual_seed(0)
     model, extra = torch.nn.Linear(3, 2), torch.nn.Linear(2, 1)

@@ -314,6 +314,7 @@ def table() -> list[writeback_table.Row]:
     return writeback_table.measure(writeback_table.BACKENDS)
 
 
+@pytest.mark.broad
 def test_table_every_row_stores_what_eager_stores(table: list[writeback_table.Row]) -> None:
     differing = [
         (row.statement, row.eager.stored, {b: r.stored for b, r in row.compiled.items()})
@@ -561,6 +562,7 @@ def _ten_thousand(m: Any, x: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.broad
 def test_a_chain_of_ten_thousand_operations_is_written_back(backend: str) -> None:
     assert side_by_side(_zero, _ten_thousand, backend, 3) == 1
 
@@ -589,6 +591,7 @@ def _starts(m: Any, i: int) -> None:
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.broad
 def test_a_thousand_max_results_into_a_list(backend: str) -> None:
     # Each value's class is decided at run time: every max and + is replayed after the
     # graph, each once.  Past a depth torch cannot nest (sympy recursion), max compares.
@@ -635,6 +638,7 @@ def _two_starts(m: Any, i: int) -> None:
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("n", [30, 300])
+@pytest.mark.broad
 def test_a_mixture_of_builtins_stores_what_eager_stores(n: int, backend: str) -> None:
     # with a graph break: the frame and the resumed frame, which receives v
     graphs = side_by_side(_two_proxies, _mixture(n), backend, 3, _two_starts)
@@ -670,6 +674,7 @@ def _generated_instructions(n: int, body: Callable[[int], Any], init: Any) -> in
 
 
 @pytest.mark.parametrize(("body", "init"), [(_max_chain, _start), (_mixture, _two_proxies)])
+@pytest.mark.broad
 def test_the_generated_code_grows_linearly(body: Any, init: Any) -> None:
     """Twice the values, twice the added code and shadows: 100 -> 200 -> 400 values add
     100 and then 200 values' worth (a replay emitting its operands' chains again, or a

@@ -279,7 +279,7 @@ def refuse(
         >>> refuse("n is fixed", True, once=None, in_dynamo=False)
         Traceback (most recent call last):
         ...
-        dynscalar._diagnostics.SpecializationError: n is fixed (strict=True on the mark)
+        dynscalar.SpecializationError: n is fixed (strict=True on the mark)
     """
     if strict:
         refused: Exception = error(f"{message} ({why})")

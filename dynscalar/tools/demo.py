@@ -9,6 +9,14 @@ every output is checked against an eager twin. Two workloads:
   gradient accumulation, a warm-up factor from the counter, ``if step % 4 == 0`` in forward),
   where the 8 recompiles of stock torch.compile cost about as much as the whole dynscalar run.
 
+The table's times: the first call (the cold compile), the total of the ``--steps`` calls,
+and the steady per-call time, the median of ``--steady`` further calls after the last
+compile, with their interquartile range. Each strategy's process runs torch with one
+thread (``--threads``): on a machine whose cores other jobs share, a second thread that is
+not scheduled makes a small op wait for it, and per-call times of a tiny model then jump
+from a tenth of a millisecond to ten or more (measured on 2 shared cores: 2 threads, one
+call in ten took ~12 ms; 1 thread, none did).
+
 Progress is shown live while each strategy compiles and runs (rich, when it is installed and
 the output is a terminal; plain lines otherwise). ``--runs N`` repeats every strategy N times,
 in a rotated order, and reports medians; ``--plot PATH`` draws the result (matplotlib).
@@ -51,6 +59,7 @@ class DemoWorkload:
     model: Callable[[], torch.nn.Module]
     inputs: Callable[[torch.Generator], tuple[torch.Tensor, ...]]
     default_steps: int
+    default_steady: int
     train: bool = False
     accum: int = 1
 
@@ -61,6 +70,7 @@ WORKLOADS: dict[str, DemoWorkload] = {
         model=SeedModel,
         inputs=lambda g: (torch.randn(8, 64, generator=g),),
         default_steps=30,
+        default_steady=300,
     ),
     "train": DemoWorkload(
         description="transformer block trained with SGD: warm-up from self.step, "
@@ -68,6 +78,7 @@ WORKLOADS: dict[str, DemoWorkload] = {
         model=TrainBlock,
         inputs=lambda g: (torch.randn(8, 32, 64, generator=g), torch.randn(8, 32, 64, generator=g)),
         default_steps=200,
+        default_steady=60,
         train=True,
         accum=4,
     ),
@@ -117,12 +128,30 @@ class Row:
     compiles: int
     first_call_s: float
     total_s: float
-    median_step_ms: float
+    median_step_ms: float  # the median of the steady calls
     equal_to_eager: bool
     step_times_s: list[float] = dataclasses.field(default_factory=list)
     fell_back_to_eager: bool = False
     runs: int = 1
     totals_s: list[float] = dataclasses.field(default_factory=list)
+    #: every steady call's time (ms), after the timed steps: the median and spread come
+    #: from these (pooled over runs)
+    steady_ms: list[float] = dataclasses.field(default_factory=list)
+
+    @property
+    def steady_quartiles(self) -> tuple[float, float]:
+        """The 25th and 75th percentiles of the steady calls (ms); the median twice when
+        there are too few calls for quartiles."""
+        if len(self.steady_ms) < 4:
+            return self.median_step_ms, self.median_step_ms
+        q1, _, q3 = statistics.quantiles(self.steady_ms, n=4)
+        return q1, q3
+
+    @property
+    def steady_text(self) -> str:
+        """``0.21 (0.20-0.23)``: the median and interquartile range of the steady calls."""
+        q1, q3 = self.steady_quartiles
+        return f"{self.median_step_ms:.2f} ({q1:.2f}-{q3:.2f})"
 
     @property
     def compiles_text(self) -> str:
@@ -160,8 +189,9 @@ def _loop(
     model: torch.nn.Module,
     workload: DemoWorkload,
     inputs: list[tuple[torch.Tensor, ...]],
-    report: bool = False,
+    report: int = 0,
 ) -> tuple[list[float], list[torch.Tensor]]:
+    """Every call timed on its own; the first ``report`` calls reported as progress."""
     opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM) if workload.train else None
     times, outputs = [], []
     for i, args in enumerate(inputs, start=1):
@@ -174,21 +204,29 @@ def _loop(
                 opt.zero_grad()
         times.append(time.perf_counter() - start)
         outputs.append(out.detach())
-        if report:
+        if i <= report:
             _emit(event="call", i=i, seconds=times[-1])
     return times, outputs
 
 
 def run_strategy(
-    name: str, steps: int, backend: str, width: int = 64, workload: str = "seed"
+    name: str,
+    steps: int,
+    backend: str,
+    width: int = 64,
+    workload: str = "seed",
+    steady: int | None = None,
 ) -> Row:
     """Run one strategy in this process; compare every output with an eager twin.
 
-    ``width`` is kept for callers of the seed workload; the train workload ignores it.
+    ``steps`` calls are the timed run (first call, total); ``steady`` more calls (default:
+    the workload's) give the steady per-call time. ``width`` is kept for callers of the seed
+    workload; the train workload ignores it.
     """
     w = WORKLOADS[workload]
+    steady = w.default_steady if steady is None else steady
     gen = torch.Generator().manual_seed(1234)
-    inputs = [w.inputs(gen) for _ in range(steps)]
+    inputs = [w.inputs(gen) for _ in range(steps + steady)]
     torch.manual_seed(0)
     base = SeedModel(width) if workload == "seed" else w.model()
     eager = copy.deepcopy(base)
@@ -205,8 +243,11 @@ def run_strategy(
     watch = _RecompileLimitWatch()
     logging.getLogger("torch._dynamo").addHandler(watch)
     compiled = torch.compile(model, backend=counting)
-    times, outputs = _loop(compiled, model, w, inputs, report=True)
+    all_times, outputs = _loop(compiled, model, w, inputs, report=steps)
     _, want = _loop(eager, eager, w, inputs)
+    times, steady_s = all_times[:steps], all_times[steps:]
+    if not steady_s:  # no steady calls asked for: the second half of the run
+        steady_s = times[len(times) // 2 :]
     equal = all(
         torch.allclose(g, e, rtol=RTOL, atol=ATOL) for g, e in zip(outputs, want, strict=True)
     )
@@ -214,17 +255,18 @@ def run_strategy(
         torch.allclose(p, q, rtol=RTOL, atol=ATOL)
         for p, q in zip(model.parameters(), eager.parameters(), strict=True)
     )
-    equal &= bool(model.step == eager.step == steps)
+    equal &= bool(model.step == eager.step == len(inputs))
     return Row(
         strategy=name,
         compiles=graphs,
         first_call_s=times[0],
         total_s=sum(times),
-        median_step_ms=1e3 * statistics.median(times[len(times) // 2 :]),
+        median_step_ms=1e3 * statistics.median(steady_s),
         equal_to_eager=bool(equal),
         step_times_s=times,
         fell_back_to_eager=watch.hits > 0,
         totals_s=[sum(times)],
+        steady_ms=[1e3 * t for t in steady_s],
     )
 
 
@@ -377,11 +419,21 @@ def _rich_available() -> bool:
 # ----------------------------------------------------------------------------- running
 
 
-def _spawn(name: str, steps: int, backend: str, workload: str, run: int, progress: Progress) -> Row:
+def _spawn(
+    name: str,
+    steps: int,
+    backend: str,
+    workload: str,
+    run: int,
+    progress: Progress,
+    steady: int,
+    threads: int,
+) -> Row:
     """One strategy in a fresh process with a fresh inductor cache, reporting as it goes."""
     with tempfile.TemporaryDirectory(prefix="dynscalar-demo-") as cache:
         env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache}
         cmd = [sys.executable, "-m", "dynscalar.tools.demo", name, str(steps), backend, workload]
+        cmd += [str(steady), str(threads)]
         progress.start(name, run, steps)
         with subprocess.Popen(
             cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -414,17 +466,21 @@ def _median_row(runs: list[Row]) -> Row:
     if len(runs) == 1:
         return runs[0]
     median_run = sorted(runs, key=lambda r: r.total_s)[(len(runs) - 1) // 2]
+    steady = [t for r in runs for t in r.steady_ms]
     return Row(
         strategy=runs[0].strategy,
         compiles=max(r.compiles for r in runs),
         first_call_s=statistics.median(r.first_call_s for r in runs),
         total_s=statistics.median(r.total_s for r in runs),
-        median_step_ms=statistics.median(r.median_step_ms for r in runs),
+        median_step_ms=statistics.median(steady)
+        if steady
+        else statistics.median(r.median_step_ms for r in runs),
         equal_to_eager=all(r.equal_to_eager for r in runs),
         step_times_s=median_run.step_times_s,
         fell_back_to_eager=any(r.fell_back_to_eager for r in runs),
         runs=len(runs),
         totals_s=[r.total_s for r in runs],
+        steady_ms=steady,
     )
 
 
@@ -434,18 +490,25 @@ def run_demo(
     workload: str = "seed",
     runs: int = 1,
     progress: Progress | None = None,
+    steady: int | None = None,
+    threads: int = 1,
 ) -> list[Row]:
     """Each strategy ``runs`` times, each time in a fresh process with a fresh inductor cache.
 
     Run ``k`` rotates the strategy order by ``k`` places, so no strategy always goes first
     (the first process of a session also warms the OS file cache). One row per strategy.
+    ``steady`` (default: the workload's) calls after the timed ``steps`` give the steady
+    per-call time; ``threads``: torch's intra-op threads in each strategy's process.
     """
     progress = progress or PlainProgress(runs)
+    steady = WORKLOADS[workload].default_steady if steady is None else steady
     results: dict[str, list[Row]] = {name: [] for name in STRATEGY_NAMES}
     for run in range(1, runs + 1):
         shift = (run - 1) % len(STRATEGY_NAMES)
         for name in STRATEGY_NAMES[shift:] + STRATEGY_NAMES[:shift]:
-            results[name].append(_spawn(name, steps, backend, workload, run, progress))
+            results[name].append(
+                _spawn(name, steps, backend, workload, run, progress, steady, threads)
+            )
     return [_median_row(results[name]) for name in STRATEGY_NAMES]
 
 
@@ -456,7 +519,7 @@ COLUMNS = (
     "compiles",
     "first call (s)",
     "total (s)",
-    "steady (ms/call)",
+    "steady ms/call (IQR)",
     "equal to eager",
 )
 
@@ -467,7 +530,7 @@ def _cells(row: Row) -> list[str]:
         row.compiles_text,
         f"{row.first_call_s:.1f}",
         f"{row.total_s:.1f}",
-        f"{row.median_step_ms:.2f}",
+        row.steady_text,
         "yes" if row.equal_to_eager else "NO: WRONG NUMBERS",
     ]
 
@@ -537,6 +600,15 @@ def runs_label(runs: int) -> str:
     if runs == 1:
         return "single cold run per strategy"
     return f"median of {runs} cold runs per strategy"
+
+
+def steady_label(rows: list[Row]) -> str:
+    """What the steady column is: how many calls, after what."""
+    calls = min((len(r.steady_ms) for r in rows), default=0)
+    return (
+        f"steady: median of {calls} calls after the timed ones (the interquartile range in "
+        "brackets)"
+    )
 
 
 def import_pyplot() -> Any:
@@ -648,7 +720,21 @@ def add_arguments(demo: argparse.ArgumentParser) -> None:
         "where stock torch.compile's recompiles cost the most",
     )
     demo.add_argument(
-        "--steps", type=int, help="calls per strategy (default 30 for seed, 200 for train)"
+        "--steps", type=int, help="timed calls per strategy (default 30 for seed, 200 for train)"
+    )
+    demo.add_argument(
+        "--steady",
+        type=int,
+        metavar="N",
+        help="calls after the timed ones whose median (and interquartile range) is the steady "
+        "per-call time (default 300 for seed, 60 for train)",
+    )
+    demo.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        metavar="N",
+        help="torch threads in each strategy's process (default 1: steady on a shared machine)",
     )
     demo.add_argument(
         "--backend", default="inductor", help="torch.compile backend (default inductor)"
@@ -669,8 +755,11 @@ def add_arguments(demo: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """``python -m dynscalar demo``: run, show progress and the table, optionally plot."""
     steps = args.steps or WORKLOADS[args.workload].default_steps
+    steady = WORKLOADS[args.workload].default_steady if args.steady is None else args.steady
     if steps < 2:
         parser.error("--steps must be at least 2")
+    if steady < 0 or args.threads < 1:
+        parser.error("--steady must be at least 0 and --threads at least 1")
     if args.runs < 1:
         parser.error("--runs must be at least 1")
     if args.plot:
@@ -682,9 +771,10 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     live = sys.stdout.isatty() and _rich_available()
     header = (
         f"dynscalar demo: {workload.description}\n"
-        f"{steps} calls per strategy, backend {args.backend}, {runs_label(args.runs)}; "
-        f"torch {torch.__version__}, {cpu_model()} ({os.cpu_count()} cores, "
-        f"{torch.get_num_threads()} torch threads{_load()})"
+        f"{steps} timed calls and {steady} steady ones per strategy, backend {args.backend}, "
+        f"{runs_label(args.runs)}; torch {torch.__version__}, {cpu_model()} "
+        f"({os.cpu_count()} cores, {args.threads} torch thread{'s' * (args.threads != 1)}"
+        f"{_load()})"
     )
     if live:
         from rich.console import Console
@@ -692,16 +782,20 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         console = Console()
         console.print(header, highlight=False)
         with RichProgress(args.runs, console) as progress:
-            rows = run_demo(steps, args.backend, args.workload, args.runs, progress)
-        print_rich_table(rows, console, caption=runs_label(args.runs))
+            rows = run_demo(
+                steps, args.backend, args.workload, args.runs, progress, steady, args.threads
+            )
+        print_rich_table(rows, console, caption=f"{runs_label(args.runs)}; {steady_label(rows)}")
     else:
         if sys.stdout.isatty():  # a terminal without rich
             header += "\n(pip install rich for live progress bars)"
         print(header, flush=True)
-        rows = run_demo(steps, args.backend, args.workload, args.runs)
+        rows = run_demo(
+            steps, args.backend, args.workload, args.runs, steady=steady, threads=args.threads
+        )
         print()
         print(format_table(rows))
-        print(f"({runs_label(args.runs)})")
+        print(f"({runs_label(args.runs)}; {steady_label(rows)})")
     if args.plot:
         title = (
             f"dynscalar demo: {args.workload} workload, {steps} calls, {args.backend}; "
@@ -730,6 +824,7 @@ def main(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 if __name__ == "__main__":  # one strategy, in a child process of run_demo
     import dynscalar  # noqa: F401  (installs the bridge hook before Dynamo loads)
 
-    _name, _steps, _backend, _workload = sys.argv[1:5]
-    _row = run_strategy(_name, int(_steps), _backend, workload=_workload)
+    _name, _steps, _backend, _workload, _steady, _threads = sys.argv[1:7]
+    torch.set_num_threads(int(_threads))  # before anything compiles: inductor's kernels use it
+    _row = run_strategy(_name, int(_steps), _backend, workload=_workload, steady=int(_steady))
     _emit(event="result", row=dataclasses.asdict(_row))

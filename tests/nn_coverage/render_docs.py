@@ -6,7 +6,15 @@ import math
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import ROOT, read_json, row, source_name, table, template
+from benchmarks.harness import (
+    ROOT,
+    package_relative,
+    read_json,
+    row,
+    source_name,
+    table,
+    template,
+)
 
 JSON_PATH = Path(__file__).parent / "published" / "nn-coverage.json"
 PAGE_PATH = ROOT / "docs" / "nn-coverage.md"
@@ -91,15 +99,10 @@ def render(data: dict[str, Any], source: str = "") -> str:
         return sum(1 for e in rows if backend in e[where] and compiled_once(e[where][backend]))
 
     equal = sum(1 for e in rows if all(r["equal"] for r in e["backends"].values()))
+    # Rows re-measured with `--merge` are recorded in the JSON's "partial_runs"; the page
+    # shows the result, not the history of the measurement.
     lines = [
         *template("nn-coverage-head", source=source, m=m),
-        *[
-            f"Re-measured later with `--merge` ({', '.join(run['backends'])}, "
-            f"{run['machine']['cpu']}, torch {run['machine']['torch']}): "
-            + ", ".join(f"`{r}`" for r in run["rows"])
-            + "."
-            for run in data.get("partial_runs", [])
-        ],
         *template("nn-coverage-summary", n=n, values=len(rows[0]["values"]) if rows else 4),
     ]
     for backend in backends:
@@ -145,7 +148,9 @@ def render(data: dict[str, Any], source: str = "") -> str:
         reasons += [f"warned: “{w}”" for w in warned]
         if e["note"]:
             reasons.append(e["note"])
-        lines.append(f"- {_name(e)}: **{e['status']}**; " + "; ".join(reasons) + ".")
+        # warnings name files by absolute path: the page names them by package
+        text = package_relative("; ".join(reasons))
+        lines.append(f"- {_name(e)}: **{e['status']}**; {text}.")
     lines += [
         "",
         *template(

@@ -53,24 +53,43 @@ class Collector:
 
     def finish(self, unread: frozenset[types.CodeType] | set[types.CodeType] = frozenset()) -> None:
         """Count recompiles, and calls a limit kept from compiling (they ran eagerly);
-        ``unread``: the code objects whose later calls past the limit could not be read."""
+        ``unread``: the code objects whose later calls past the limit could not be read.
+
+        Recompiles are counted as ``TORCH_LOGS=recompiles`` lists them: every cache miss
+        torch tried to compile, the one a limit refused included (torch logs its reasons,
+        then the limit); the calls after it that needed a new compile ran eagerly without a
+        word from torch (``eager_calls``).  A recompile counts once for each culprit it had
+        and once in all: the instances of one class merged into one culprit
+        (:meth:`_merge_instances`) count it once, not once per instance."""
         report = self.report
-        for event, function, caused in self._events:
-            refused = event.refused_by is not None
-            if refused:
+        merged = self._merge_instances()
+        limited: set[types.CodeType] = set()  # functions torch stopped compiling
+        for event, function, causes in self._events:
+            caused: list[tuple[Culprit | PathTaken, Any]] = []
+            for record, value in causes:
+                record = merged.get(id(record), record)
+                if all(c is not record for c, _ in caused):
+                    caused.append((record, value))
+            listed = event.code not in limited  # by TORCH_LOGS=recompiles
+            blamed = any(isinstance(record, Culprit) for record, _ in caused)
+            if event.refused_by is not None:
+                limited.add(event.code)
                 report.limits.setdefault(function, (str(event.refused_by), event.limit))
                 if event.code in unread and function not in report.unread:
                     report.unread.append(function)
-                report.eager_calls += 1
-                report.other_eager_calls += not caused
-            else:
+            if listed:
                 report.recompiles += 1
                 report.other_recompiles += not caused
+                report.culprit_recompiles += blamed
+            else:
+                report.eager_calls += 1
+                report.other_eager_calls += not caused
+                report.culprit_eager_calls += blamed
             for record, value in caused:
-                if refused:
-                    record.eager_calls += 1
-                else:
+                if listed:
                     record.recompiles += 1
+                else:
+                    record.eager_calls += 1
                 record.values.append(value)
         report.culprits = [c for c in report.culprits if c.recompiles or c.eager_calls]
         report.paths = [p for p in report.paths if p.recompiles or p.eager_calls]
@@ -79,6 +98,30 @@ class Collector:
         for culprit in report.culprits:
             if culprit.note == _DROPOUT_CULPRIT and 0 not in (culprit.first, *culprit.values):
                 culprit.note = None  # p never was 0: one path
+
+    def _merge_instances(self) -> dict[int, Culprit]:
+        """One culprit for an attribute of several instances of one class in one compiled
+        function (``Dropout.p`` of 24 blocks), listing every instance; returns, by id, the
+        culprit each merged one became."""
+        merged: dict[int, Culprit] = {}
+        firsts: dict[tuple[str, str, type], Culprit] = {}
+        kept: list[Culprit] = []
+        for culprit in self.report.culprits:
+            cls = culprit.owner_class
+            if culprit.kind != "attribute" or cls is None or culprit.reads is not None:
+                kept.append(culprit)
+                continue
+            key = (culprit.scalar, culprit.function, cls)
+            first = firsts.setdefault(key, culprit)
+            if first is culprit:
+                kept.append(culprit)
+                continue
+            if not first.instances:
+                first.instances.append((first.path or "", first.owner or ""))
+            first.instances.append((culprit.path or "", culprit.owner or ""))
+            merged[id(culprit)] = first
+        self.report.culprits = kept
+        return merged
 
     def _record(
         self, event: Recompile, failure: ScalarGuardFailure, function: str
@@ -252,6 +295,7 @@ def _describe(event: Recompile, failure: ScalarGuardFailure, function: str) -> C
             owner=owner,
             attribute=str(last.key),
             note=_DROPOUT_CULPRIT if _is_dropout_p(failure) else None,
+            owner_class=type(container),
             **base,
         )
     if path.steps and last.kind == "attr" and not isinstance(container, types.ModuleType):

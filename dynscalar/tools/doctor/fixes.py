@@ -8,7 +8,14 @@ from typing import Any
 from ..._bridge._paths import quoted, render_step
 from .records import ArgumentSite, Culprit, DoctorReport, FixBlock
 
-__all__ = ["argument_fix", "code_string", "fix_blocks", "step_expression"]
+__all__ = [
+    "argument_fix",
+    "class_expression",
+    "code_string",
+    "culprit_fix",
+    "fix_blocks",
+    "step_expression",
+]
 
 
 def argument_fix(site: ArgumentSite) -> list[str]:
@@ -33,19 +40,73 @@ def code_string(text: str) -> str:
     return quoted(text)
 
 
+def class_expression(cls: type) -> tuple[str, tuple[str, ...]]:
+    """How a fix names ``cls``, and what that needs imported: torch's public name
+    (``torch.nn.Dropout``), the bare name for a class of the script itself, else
+    ``module.Class``."""
+    import torch
+
+    module, name = cls.__module__, cls.__qualname__
+    if module == "torch" or module.startswith("torch."):
+        if getattr(torch.nn, name, None) is cls:
+            return f"torch.nn.{name}", ("import torch",)
+        return f"{module}.{name}", (f"import {module}",)
+    if module == "__main__":
+        return name, ()
+    return f"{module}.{name}", (f"import {module}",)
+
+
+def _instance_loop(culprit: Culprit) -> tuple[str, type] | None:
+    """(root, class) when ``culprit`` is an attribute of several instances of one class
+    under one root (``model.blocks[i].drop``): one loop over ``root.modules()`` marks them
+    all, instead of a line per instance."""
+    owners = {owner for _, owner in culprit.instances}
+    roots = {_root_of(owner) for owner in owners}
+    if len(owners) < 2 or len(roots) != 1 or culprit.owner_class is None:
+        return None
+    return roots.pop(), culprit.owner_class
+
+
+def _loop_code(root: str, cls: type, names: list[str]) -> tuple[list[str], tuple[str, ...]]:
+    """The loop that marks ``names`` on every instance of ``cls`` under ``root``, and what it
+    needs imported."""
+    name, needs = class_expression(cls)
+    marked = ", ".join(code_string(n) for n in names)
+    return [
+        f"for submodule in {root}.modules():  # every {cls.__name__} in it",
+        f"    if isinstance(submodule, {name}):",
+        f"        dynscalar.mark_dynamic_attr(submodule, {marked})",
+    ], needs
+
+
+def culprit_fix(culprit: Culprit) -> list[str]:
+    """The code that fixes this culprit alone, with its imports: a loop for the instances of
+    one class, else the culprit's own line."""
+    loop = _instance_loop(culprit)
+    if loop is None or culprit.attribute is None:
+        return ["import dynscalar", *culprit.imports, *culprit.fix]
+    code, needs = _loop_code(*loop, [culprit.attribute])
+    return ["import dynscalar", *needs, *culprit.imports, *code]
+
+
 def fix_blocks(report: DoctorReport) -> list[FixBlock]:
-    """The code that fixes every culprit, grouped by where it goes."""
+    """The code that fixes every culprit, grouped by where it goes; the imports come once,
+    at the start of the first block."""
     blocks: list[FixBlock] = []
     culprits = report.culprits
     owners: dict[str, list[str]] = {}  # module expression -> attributes to mark
+    loops: dict[tuple[str, type], list[str]] = {}  # (root, class) -> attributes to mark
     imports: list[str] = []
     for culprit in culprits:
         if culprit.kind == "attribute" and culprit.owner and culprit.attribute:
-            names = owners.setdefault(culprit.owner, [])
+            loop = _instance_loop(culprit)
+            names = (
+                owners.setdefault(culprit.owner, []) if loop is None else loops.setdefault(loop, [])
+            )
             names += [] if culprit.attribute in names else [culprit.attribute]
             imports += [i for i in culprit.imports if i not in imports]
-    if owners:
-        roots = list(dict.fromkeys(_root_of(owner) for owner in owners))
+    if owners or loops:
+        roots = list(dict.fromkeys([*map(_root_of, owners), *(root for root, _ in loops)]))
         quoted = " and ".join(f"`{root}`" for root in roots)
         # `model = torch.compile(model)` leaves only the wrapper: mark its _orig_mod after it
         done = "compiled" if any("._orig_mod" in owner for owner in owners) else "created"
@@ -54,6 +115,10 @@ def fix_blocks(report: DoctorReport) -> list[FixBlock]:
             f"dynscalar.mark_dynamic_attr({owner}, {', '.join(code_string(n) for n in names)})"
             for owner, names in owners.items()
         ]
+        for (root, cls), names in loops.items():
+            marking, needs = _loop_code(root, cls, names)
+            code[1:1] = [i for i in needs if i not in code]
+            code += marking
         blocks.append(
             FixBlock(
                 f"after {quoted} {'is' if len(roots) == 1 else 'are'} {done}, "
@@ -100,7 +165,19 @@ def fix_blocks(report: DoctorReport) -> list[FixBlock]:
         for culprit in values:
             code += [line for line in (*culprit.imports, *culprit.fix) if line not in code]
         blocks.append(FixBlock("after each assignment of the value, add", code))
-    return blocks
+    return _imports_once(blocks)
+
+
+def _imports_once(blocks: list[FixBlock]) -> list[FixBlock]:
+    """Every block's imports, once, at the start of the first block (the others are pasted
+    further down the same script)."""
+    imports = list(
+        dict.fromkeys(line for b in blocks for line in b.code if line.startswith("import "))
+    )
+    kept = [replace(b, code=[line for line in b.code if line not in imports]) for b in blocks]
+    if kept:
+        kept[0] = replace(kept[0], code=[*imports, *kept[0].code])
+    return kept
 
 
 def _root_of(expression: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -63,6 +64,10 @@ class Culprit:
     note: str | None = None  # what to expect once it is fixed (dropout's path at p == 0)
     first: Any = None  # the value the first compiled version was compiled for
     alternative: tuple[str, ...] = ()  # another fix, in words (torch's tensor learning rate)
+    owner_class: builtins.type | None = None  # attributes: the class of the module holding it
+    #: attributes of several instances of one class (a Dropout in each of 24 blocks) that
+    #: one compiled function reads: (path, owner) of each instance, this one's first
+    instances: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -104,10 +109,12 @@ class DoctorReport:
     crash: str | None = None  # "RuntimeError: loss is nan"
     culprits: list[Culprit] = field(default_factory=list)
     paths: list[PathTaken] = field(default_factory=list)
-    recompiles: int = 0  # recompiles Dynamo made
+    recompiles: int = 0  # recompiles Dynamo made (what TORCH_LOGS=recompiles lists)
     other_recompiles: int = 0  # those no scalar alone caused (tensor shapes and the rest)
+    culprit_recompiles: int = 0  # those a culprit caused (not only a path taken)
     eager_calls: int = 0  # calls past a recompile limit that no cached version served
     other_eager_calls: int = 0  # those no scalar alone caused
+    culprit_eager_calls: int = 0  # those a culprit kept from a cached version
     limits: dict[str, tuple[str, int | None]] = field(default_factory=dict)  # function -> limit
     #: functions at a limit whose later calls the doctor could not read
     unread: list[str] = field(default_factory=list)

@@ -8,8 +8,8 @@ import os
 import textwrap
 from typing import Any
 
-from .fixes import fix_blocks
-from .records import DoctorReport
+from .fixes import culprit_fix, fix_blocks
+from .records import Culprit, DoctorReport
 
 __all__ = ["WIDTH", "format_json", "format_report"]
 
@@ -31,11 +31,11 @@ WIDTH = 80
 
 
 def _counts(recompiles: int, eager_calls: int, function: str) -> str:
-    """``7 recompiles of Net.forward, 28 calls run eagerly at the limit``."""
+    """``8 recompiles of Net.forward, 27 more calls run eagerly at the limit``."""
     parts = [f"{_plural(recompiles, 'recompile')} of {function}"] if recompiles else []
     if eager_calls:
         of = "" if recompiles else f" of {function}"
-        parts.append(f"{_plural(eager_calls, 'call')}{of} run eagerly at the limit")
+        parts.append(f"{_plural(eager_calls, 'more call')}{of} run eagerly at the limit")
     return ", ".join(parts)
 
 
@@ -63,33 +63,60 @@ def _where_and_note(where: tuple[str, int, str] | None, note: str | None) -> lis
     return lines
 
 
+def _found(report: DoctorReport) -> str:
+    """What the scalars caused, counted as ``TORCH_LOGS=recompiles`` lists recompiles (one
+    per recompile, whatever number of scalars changed for it): ``5 Python scalars caused 15
+    of 16 recompiles and 54 more calls run eagerly at the limit:``."""
+    if not report.culprits:
+        return "no recompiles were caused by Python scalars."
+    recompiles, eager = report.culprit_recompiles, report.culprit_eager_calls
+    parts = []
+    if recompiles:
+        parts.append(f"{recompiles} of {_plural(report.recompiles, 'recompile')}")
+    if eager:
+        parts.append(f"{_plural(eager, 'more call')} run eagerly at the limit")
+    return f"{_plural(len(report.culprits), 'Python scalar')} caused {' and '.join(parts)}:"
+
+
+def _instances(culprit: Culprit) -> tuple[str, list[str]]:
+    """How user code reaches a culprit: its path; for several instances of one class,
+    their number, and a line with the paths (the first two and the last)."""
+    paths = [path for path, _ in culprit.instances]
+    if not paths:
+        return culprit.path or "", []
+    shown = paths if len(paths) <= 3 else [paths[0], paths[1], "...", paths[-1]]
+    return f"{len(paths)} instances", _wrapped(", ".join(shown), "      ")
+
+
 def format_report(report: DoctorReport) -> str:
     """The doctor's report as text."""
     culprits = report.culprits
-    found = (
-        f"{_plural(len(culprits), 'Python scalar')} caused recompiles:"
-        if culprits
-        else "no recompiles were caused by Python scalars."
-    )
+    found = _found(report)
     if report.crash is not None:
         lines = [
             f"dynscalar doctor: {report.script} stopped with {report.crash} "
             f"(exit code {report.exit_code}).",
-            f"Before that, {found}",
+            *_wrapped(f"Before that, {found}", ""),
         ]
     else:
-        lines = [f"dynscalar doctor: {found}"]
+        lines = _wrapped(f"dynscalar doctor: {found}", "")
     if culprits:
         lines.append("")
     for culprit in culprits:
-        detail = f", {culprit.path}" if culprit.path else ""
+        shown, instances = _instances(culprit)
+        detail = f", {shown}" if shown else ""
         lines += _headline(
             f"  {culprit.scalar} ({culprit.type}{detail}):",
             _counts(culprit.recompiles, culprit.eager_calls, culprit.function),
         )
+        lines += instances
         if culprit.reads is not None:
             lines.append(f"      reads {culprit.reads}")
         lines += _where_and_note(culprit.where, culprit.note)
+    counted = sum(c.recompiles for c in culprits), sum(c.eager_calls for c in culprits)
+    if counted != (report.culprit_recompiles, report.culprit_eager_calls):
+        # a recompile with two culprits is listed under both
+        lines.append("  (a recompile with several of these causes is counted under each)")
     if report.paths:
         taken = sum(p.recompiles for p in report.paths)
         eager = sum(p.eager_calls for p in report.paths)
@@ -116,11 +143,12 @@ def format_report(report: DoctorReport) -> str:
             lines += _where_and_note(path.where, path.note)
     notes = [
         f"{function} reached torch._dynamo.config.{limit_type}"
-        f"{'' if limit is None else f' ({limit})'}:\n  calls needing a new compile run "
+        f"{'' if limit is None else f' ({limit})'}:\n  its last recompile and every later call "
+        "needing one ran eagerly;\n  "
         + (
-            "eagerly; why later ones missed was not read."
+            "why later ones missed was not read."
             if function in report.unread
-            else "eagerly; the doctor read why each missed."
+            else "the doctor read why each missed."
         )
         for function, (limit_type, limit) in report.limits.items()
     ]
@@ -193,7 +221,8 @@ def format_json(report: DoctorReport) -> str:
                 "recompiles": c.recompiles,
                 "eager_calls": c.eager_calls,
                 "values": [_jsonable(v) for v in c.values],
-                "fix": ["import dynscalar", *c.imports, *c.fix],
+                "instances": [path for path, _ in c.instances],
+                "fix": culprit_fix(c),
                 "note": c.note,
             }
             for c in report.culprits
