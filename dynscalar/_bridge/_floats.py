@@ -513,6 +513,7 @@ def tensorify_hook(
         forget_restarts()
         return result
 
+    assert state is not None  # `ours` came from it
     _scalar_tensor_prepass(gm, shape_env, fake_mode)
     refused: dict[str, str] = {}
     _scalar_forms_prepass(gm, ours, fake_mode, refused)
@@ -560,7 +561,6 @@ def tensorify_hook(
     # (_forced), torch's own are left as they are.
     _forced_floats.on_success(ours)
     forget_restarts()
-    assert state is not None  # `ours` came from it
     _report_value_guards(shape_env, state, ops)
     return result
 

@@ -117,9 +117,7 @@ class ForcedFloats:
                 return  # torch never compiled here, so it remembers nothing of ours
             names = self._names()
             names.difference_update(remembered)
-            names.difference_update(
-                {n for n in names if n.startswith((self._RESTART, self._PATH))}
-            )
+            names.difference_update({n for n in names if n.startswith((self._RESTART, self._PATH))})
 
     def on_success(self, symbols: Any) -> None:
         """The compile is over: our names out, stock's names back."""
