@@ -557,11 +557,12 @@ def tensorify_hook(
             _torch.TensorifyState.specialize(str(symbol))
         _forced_floats.on_restart(baked, set(baked), ops)
         raise _torch.TensorifyScalarRestartAnalysis
-    # This compile's restarts are over: the names torch keeps for them are ours to manage
-    # (_forced), torch's own are left as they are.
+    # Reported while the compile's restarts are known (a path's pin they dropped is none);
+    # then they are over: the names torch keeps for them are ours to manage (_forced),
+    # torch's own are left as they are.
+    _report_value_guards(shape_env, state, ops)
     _forced_floats.on_success(ours)
     forget_restarts()
-    _report_value_guards(shape_env, state, ops)
     return result
 
 
@@ -597,6 +598,12 @@ def _value_guarded(shape_env: Any, floats: Any, alone: bool) -> set[Any]:
     return found
 
 
+def _not_paths(state: CompileState, symbols: set[Any]) -> set[Any]:
+    """``symbols`` without those a path pinned (``p == 0``, a form's special value): in
+    this attempt (``state.paths``), or in the one a restart dropped them from."""
+    return {s for s in symbols if s not in state.paths and not _forced_floats.is_path(s)}
+
+
 def _report_value_guards(shape_env: Any, state: CompileState, ops: list[str]) -> None:
     """Warn for our floats that end up guarded by value (``Eq(s, 0.5)``) by torch itself.
 
@@ -604,7 +611,7 @@ def _report_value_guards(shape_env: Any, state: CompileState, ops: list[str]) ->
     are torch's own specializations, e.g. after the tensorify pass restarted analysis with
     the value specialized (torch >= 2.15 does that where 2.13/2.14 baked the value in).
     """
-    specialized = _value_guarded(shape_env, state.floats, alone=False) - state.paths
+    specialized = _not_paths(state, _value_guarded(shape_env, state.floats, alone=False))
     for s in sorted(specialized - state.reported, key=str):
         _warn_specialized(state, s, ops)
 
@@ -618,10 +625,8 @@ def compile_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dic
     shape_env = getattr(instance, "shape_env", None)
     state = peek_state(shape_env)
     if state is not None and state.floats:
-        guarded = _value_guarded(shape_env, state.floats, alone=True) - state.paths
+        guarded = _not_paths(state, _value_guarded(shape_env, state.floats, alone=True))
         for symbol in sorted(guarded, key=str):
-            if _forced_floats.is_path(symbol):
-                continue  # the restart after a path's pin dropped it: that path's value
             if (
                 _torch.TensorifyState.should_specialize(str(symbol))
                 and symbol not in state.reported

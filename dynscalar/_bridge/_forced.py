@@ -38,13 +38,15 @@ class ForcedFloats:
     """The bridge's view of ``TensorifyState.force_specializations`` (one per process)."""
 
     _RESTART = "dynscalar-restart:"  # prefix of the names kept for a restarted compile
-    _PATH = "dynscalar-path:"  # prefix of the names a restart dropped after a path's pin
 
     def __init__(self) -> None:
         self._keys: dict[Any, str] = {}  # symbol of this compile -> its source key
         self._set_aside: set[str] = set()  # stock's names our floats took for one compile
         self._added: set[str] = set()  # names on_wrap specialized for this compile
         self._ops: dict[str, list[str]] = {}  # source key -> the ops that forced it (warnings)
+        #: names a restart of a compile dropped after a path pinned them (compile id, name);
+        #: kept here, not in torch's set, which other kinds of restart clear
+        self._paths: set[tuple[str, str]] = set()
 
     @staticmethod
     def _names() -> set[str]:
@@ -70,8 +72,8 @@ class ForcedFloats:
                 self._set_aside.add(name)
 
     @staticmethod
-    def _path_marker(name: str) -> str:
-        return f"{ForcedFloats._PATH}{_torch.CompileContext.current_compile_id()}:{name}"
+    def _path_key(name: str) -> tuple[str, str]:
+        return (str(_torch.CompileContext.current_compile_id()), name)
 
     def on_restart(
         self, symbols: Any, used: set[Any], ops: list[str], paths: Any = frozenset()
@@ -84,11 +86,12 @@ class ForcedFloats:
             names = self._names()
             for symbol in symbols:
                 name = str(symbol)
+                if symbol in paths:
+                    self._paths.add(self._path_key(name))
                 if name not in names:
                     continue
                 names.add(self._restart_marker(name))
                 if symbol in paths:
-                    names.add(self._path_marker(name))
                     continue
                 key = self._keys.get(symbol)
                 if symbol in used and key is not None:
@@ -97,7 +100,7 @@ class ForcedFloats:
 
     def is_path(self, symbol: Any) -> bool:
         """``symbol`` was dropped by a restart of this compile after a path pinned it."""
-        return self._path_marker(str(symbol)) in self._names()
+        return self._path_key(str(symbol)) in self._paths
 
     def ops(self, symbol: Any) -> list[str]:
         """The ops that forced ``symbol``'s value, if torch forced it in this process."""
@@ -113,11 +116,12 @@ class ForcedFloats:
             remembered = set(self._ops)  # every source key on_restart put in stock's set
             self._keys.clear()
             self._ops.clear()
+            self._paths.clear()
             if "torch._dynamo.symbolic_convert" not in sys.modules:
                 return  # torch never compiled here, so it remembers nothing of ours
             names = self._names()
             names.difference_update(remembered)
-            names.difference_update({n for n in names if n.startswith((self._RESTART, self._PATH))})
+            names.difference_update({n for n in names if n.startswith(self._RESTART)})
 
     def on_success(self, symbols: Any) -> None:
         """The compile is over: our names out, stock's names back."""
@@ -127,7 +131,7 @@ class ForcedFloats:
                 name = str(symbol)
                 names.discard(name)
                 names.discard(self._restart_marker(name))
-                names.discard(self._path_marker(name))
+                self._paths.discard(self._path_key(name))
             names.update(self._set_aside)
             self._set_aside.clear()
             self._added.clear()
