@@ -51,9 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rules = [r for r in args.rules.split(",") if r] or None
     torch.set_num_threads(1)
-    if args.inductor_only:
-        data = json.loads(args.out.read_text())
-    else:
+    if not args.inductor_only:
         start = time.perf_counter()
         entries = python_column(rules)
         data = {
@@ -65,7 +63,6 @@ def main(argv: list[str] | None = None) -> int:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(data, indent=1) + "\n")
     if args.inductor or args.inductor_only:
-        old = json.loads(args.inductor_out.read_text()) if args.inductor_out.exists() else {}
         if args.forms:
             from .forms import form_column
 
@@ -73,10 +70,13 @@ def main(argv: list[str] | None = None) -> int:
             measured_now = form_column(chosen)
         else:
             measured_now = inductor_column(rules)
+        # read after measuring (an hour): another run may have written cells meanwhile
+        old = json.loads(args.inductor_out.read_text()) if args.inductor_out.exists() else {}
         cells = {**old.get("cells", {}), **measured_now}
         inductor = {"torch": torch.__version__, "cells": dict(sorted(cells.items()))}
         args.inductor_out.write_text(json.dumps(inductor, indent=1) + "\n")
     measured = json.loads(args.inductor_out.read_text()) if args.inductor_out.exists() else {}
+    data = json.loads(args.out.read_text())  # as it is now (another run may have written it)
     args.page.write_text(render(data, measured))
     admitted = sum(e["admitted"] for e in data["entries"])
     print(f"{len(data['entries'])} cells, {admitted} admitted; wrote {args.out} and {args.page}")
