@@ -80,7 +80,11 @@ def test_the_published_sweep_is_the_page_and_every_row_is_accounted_for() -> Non
     keys = {r["key"] for r in data["rows"]}
     assert keys == {row.key for row in catalogue.rows()}  # the whole sweep, nothing else
     verdicts = {r["key"]: render_docs.verdict(r) for r in data["rows"]}
-    assert {k: v for k, v in verdicts.items() if v != "dynamic"} == KNOWN
+    not_compiled = {k for k, v in verdicts.items() if v == render_docs.NOT_COMPILED}
+    assert not_compiled == {k for k in verdicts if " fused " in k}  # torch skips those steps
+    assert {
+        k: v for k, v in verdicts.items() if v not in ("dynamic", render_docs.NOT_COMPILED)
+    } == (KNOWN)
     assert all(r["marked"]["graphs"] <= r["stock"]["graphs"] for r in data["rows"])
 
 
