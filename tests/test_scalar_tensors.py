@@ -113,3 +113,22 @@ def test_tensor_keeps_its_dtype_inference_and_requires_grad() -> None:
     leaf = _factories.tensor(0.5, requires_grad=True)
     assert leaf.requires_grad and leaf.is_leaf
     assert torch.equal(_factories.as_tensor([1.0, 2.0]), torch.as_tensor([1.0, 2.0]))
+
+
+@pytest.mark.inductor
+def test_an_unmarked_int_made_a_tensor_on_inductor_warns_nothing() -> None:
+    """diffusers' UNets embed a timestep with ``torch.tensor([timestep])``: with dynscalar
+    imported and nothing marked, torch's AOTAutograd cache refuses that graph
+    (``BypassAOTAutogradCache``) as it does for stock, and the bridge's cache-key hook used
+    to report torch's own refusal as "an internal error" (a DynscalarWarning stock never
+    gives); ``filterwarnings = error`` fails this test on any warning."""
+
+    def embed(x: torch.Tensor, timestep: int) -> torch.Tensor:
+        return x * torch.tensor([timestep], dtype=torch.float32)
+
+    counter = CountingBackend("inductor")
+    compiled = torch.compile(embed, backend=counter)
+    x = torch.ones(2)
+    for t in (999, 899, 799):
+        assert torch.equal(compiled(x, t), embed(x, t))
+    assert counter.frame_count == 2  # stock: the first value static, then automatic dynamic

@@ -31,7 +31,7 @@ from ._restarts import (
     specialize_ints_and_restart,
     unbacked_in_floats,
 )
-from ._safety import on_abandon
+from ._safety import on_abandon, torchs_own
 from ._sources import plain_source, source_name, swapped_source
 from ._state import CompileState, Origin, compile_state, peek_state
 
@@ -770,7 +770,10 @@ def cache_key_hook(
     """Around ``autograd_cache_key(mod, ...)``: a key of the bridge's own for its graphs."""
     mod = kwargs["mod"]
     ours = _has_dynamic_float_input(getattr(mod, "gm", mod))  # a GmWrapper holds .gm
-    key, debug_lines = wrapped(*args, **kwargs)
+    try:
+        key, debug_lines = wrapped(*args, **kwargs)
+    except _torch.BypassAOTAutogradCache as error:
+        raise torchs_own(error) from None  # torch's own verdict on the graph (stock's too)
     if not ours:
         return key, debug_lines
     component = _cache_key_component()
@@ -783,7 +786,10 @@ def cache_key_hook(
 def check_cacheable_hook(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
-    wrapped(*args, **kwargs)
+    try:
+        wrapped(*args, **kwargs)
+    except _torch.BypassAOTAutogradCache as error:
+        raise torchs_own(error) from None  # torch's own verdict on the graph (stock's too)
     gm = kwargs["gm"]
     if _has_dynamic_float_input(gm):
         raise _torch.BypassAOTAutogradCache("dynscalar: graph has a dynamic float input")
