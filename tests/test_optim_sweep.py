@@ -27,12 +27,12 @@ EXAMPLES = {
     "AdamW foreach OneCycleLR inductor": 6,
 }
 BROAD_EXAMPLES = {
-    "SGD(momentum) single CosineAnnealingLR inductor": 7,
-    "SGD(nesterov) foreach OneCycleLR inductor": 7,
-    "SGD(momentum) foreach CyclicLR inductor": 4,
+    "SGD(momentum) single CosineAnnealingLR inductor": 6,
+    "SGD(nesterov) foreach OneCycleLR inductor": 6,
+    "SGD(momentum) foreach CyclicLR inductor": 5,
     "RMSprop(momentum) foreach CyclicLR inductor": 4,
-    "AdamW single OneCycleLR inductor": 7,
-    "Adam foreach OneCycleLR inductor": 7,
+    "AdamW single OneCycleLR inductor": 6,
+    "Adam foreach OneCycleLR inductor": 6,
 }
 
 
@@ -71,7 +71,8 @@ _AOT_SCHEDULERS = ("CosineAnnealingLR", "OneCycleLR", "CyclicLR", "ReduceLROnPla
 )
 def test_every_optimizer_is_dynamic_on_aot_eager(key: str) -> None:
     record = run_row(catalogue.find(key))
-    assert render_docs.verdict(record) == "dynamic", record
+    want = render_docs.NOT_COMPILED if render_docs.untraced(key) else "dynamic"
+    assert render_docs.verdict(record) == want, record
 
 
 def test_the_published_sweep_is_the_page_and_every_row_is_accounted_for() -> None:
@@ -81,7 +82,7 @@ def test_the_published_sweep_is_the_page_and_every_row_is_accounted_for() -> Non
     assert keys == {row.key for row in catalogue.rows()}  # the whole sweep, nothing else
     verdicts = {r["key"]: render_docs.verdict(r) for r in data["rows"]}
     not_compiled = {k for k, v in verdicts.items() if v == render_docs.NOT_COMPILED}
-    assert not_compiled == {k for k in verdicts if " fused " in k}  # torch skips those steps
+    assert not_compiled == {k for k in verdicts if render_docs.untraced(k)}  # torch skips them
     assert {
         k: v for k, v in verdicts.items() if v not in ("dynamic", render_docs.NOT_COMPILED)
     } == (KNOWN)

@@ -34,7 +34,8 @@ A row is *dynamic* when the marked run compiles no more graphs than the paths ru
 nothing, leaves the param groups as eager does, and is no further from eager than stock
 (distance: the largest `|compiled - eager| / (1 + |eager|)` over the parameters and the
 optimizer's state after every step). torch does not trace a `fused` step (it graph-breaks
-before the fused kernel, marked or not): those rows count apart. `aot_eager` runs every
+before the fused kernel, marked or not) nor `Adafactor`'s (a graph break on `Tensor.item()`
+skips the whole step): those rows count apart. `aot_eager` runs every
 scheduler; `inductor` runs
 `CosineAnnealingLR`, `OneCycleLR` and `CyclicLR` for every optimizer, and every scheduler
 for `SGD(momentum)` and `AdamW`. Measured on torch {torch}, CPU, float32.
@@ -43,6 +44,12 @@ for `SGD(momentum)` and `AdamW`. Measured on torch {torch}, CPU, float32.
 
 #: verdicts of rows the marks have nothing to do with
 NOT_COMPILED = "not compiled by torch"
+
+
+def untraced(key: str) -> bool:
+    """Whether stock Dynamo skips the row's step (marked or not): torch's fused steps
+    graph-break before the fused kernel, Adafactor's on ``Tensor.item()``."""
+    return " fused " in key or key.startswith("Adafactor ")
 
 
 def verdict(row: dict[str, Any]) -> str:
@@ -88,7 +95,7 @@ def render(data: dict[str, Any]) -> str:
             ok = sum(verdict(r) == "dynamic" for r in compiled)
             totals.append(
                 f"{backend}: {ok} of {len(compiled)} compiled rows dynamic "
-                f"({len(found) - len(compiled)} fused rows torch does not compile)"
+                f"({len(found) - len(compiled)} fused and Adafactor rows torch does not compile)"
             )
     lines.append("**" + "; ".join(totals) + ".**\n")
     for backend in ("aot_eager", "inductor"):
