@@ -79,6 +79,17 @@ class Affine(Scaled):
         return x * (-self.scale + self.scale * 2 - 0.5)
 
 
+class Compared(Scaled):
+    """Every comparison of a float expression of the marked value (kept as Python's)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        v = self.scale * 2.0
+        w = self.scale + 1.0
+        for outcome in (v == w, v != w, v < w, v <= w, v > w, v >= w):
+            x = x + 1 if outcome else x - 1
+        return x
+
+
 class Sized(Scaled):
     """A size and a count computed from a marked float."""
 
@@ -171,7 +182,11 @@ PROGRAMS: dict[str, Callable[[], Outcome]] = {
     "_ieee:sub_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
     "_ieee:mul_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
     "_ieee:neg_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
-    "_builtins:conversion_hook": lambda: _run(Sized, ("scale",), [0.5, 0.25, 0.75]),
+    **{
+        f"_ieee:{op}_hook": lambda: _run(Compared, ("scale",), [0.5, 1.0, 1.5])
+        for op in ("eq", "ne", "lt", "le", "gt", "ge", "bound")
+    },
+    "_builtins:python_raises_hook": lambda: _run(Sized, ("scale",), [0.5, 0.25, 0.75]),
     "_safety:backend_compile_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
     "_floats:compile_hook": lambda: _run(Scaled, ("scale",), [0.5, 0.25, 0.75]),
 }
@@ -183,7 +198,7 @@ INDUCTOR_ONLY = {
     "_floats:check_cacheable_hook",
 }
 #: hooks that run outside any compile (their failure calls torch's function directly)
-OUTSIDE_COMPILE = {"_export:export_hook"}
+OUTSIDE_COMPILE = {"_export:export_hook", "_state:reset_hook"}
 
 
 def _hooks() -> list[str]:
@@ -261,6 +276,21 @@ def test_a_failing_export_hook_exports_as_stock_torch_does(
         program = torch.export.export(model, (torch.ones(3),))
     assert any("internal error" in str(w.message) for w in caught)
     assert torch.equal(program.module()(torch.ones(3)), Step()(torch.ones(3)))
+
+
+def test_a_failing_reset_hook_resets_torch_as_stock_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counter = CountingBackend("eager")
+    compiled = torch.compile(Step(), backend=counter)
+    compiled(torch.ones(3))
+    _inject(monkeypatch, "_state:reset_hook")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.compiler.reset()
+    assert sum("internal error" in str(w.message) for w in caught) == 1
+    compiled(torch.ones(3))
+    assert counter.frame_count == 2  # torch's reset ran: the frame compiled again
 
 
 def _symbolic_float_refused(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:

@@ -87,14 +87,15 @@ class PropertyRead:
 
 # compiled frame's code -> {source of a number a module property returned: that property},
 # for every module property traced (marked or not): the doctor names a recompile on
-# ``L['self'].progress.completed`` by the property user code reads it through.
-_reads: weakref.WeakKeyDictionary[CodeType, dict[str, PropertyRead]] = weakref.WeakKeyDictionary()
+# ``L['self'].progress.completed`` by the property user code reads it through.  Kept by the
+# code object itself (code objects compare by value: an equal one is another function).
+_reads: _caches.ObjectKeyed[CodeType, dict[str, PropertyRead]] = _caches.ObjectKeyed()
 _caches.register(_reads.clear)
 
 
 def read_through_property(code: CodeType, source: str) -> PropertyRead | None:
     """The module property compiled ``code`` read the number at ``source`` through, if any."""
-    return _reads.get(code, {}).get(source)
+    return (_reads.get(code) or {}).get(source)
 
 
 def _remember_read(tx: Any, scope: _Scope, result: Any) -> None:

@@ -28,12 +28,7 @@ from typing import Any, NamedTuple
 
 from .._attrs import check_marked_value
 from .._auto import auto_spec
-from .._diagnostics import (
-    BridgeError,
-    BridgeUnavailableWarning,
-    DynscalarError,
-    warn_once,
-)
+from .._diagnostics import BridgeUnavailableWarning, DynscalarError, warn_once
 from .._marks import (
     ARG_MARKS_KEY,
     GROUP_MARKS_KEY,
@@ -54,7 +49,7 @@ from ._guards import guard_function_marks, guard_mark_state, guard_proxy
 from ._install import ensure_phase, phase_problem
 from ._ints import wrap_int
 from ._properties import note_number_wrapped, property_mark
-from ._reports import STRICT_INVOLVED, instance_path, passthrough, refuse, user_line
+from ._reports import instance_path, passthrough, refuse, user_line
 from ._restarts import restart_reason
 from ._sources import record_for_automatic_dynamic, swapped_source
 from ._state import Origin, compile_state, resolved
@@ -539,17 +534,16 @@ def _remember_proxy(builder: Any, value: DynamicScalar, result: Any) -> None:
 
 def wrap_off(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The hook on ``VariableBuilder._wrap`` in a frame the safety net compiles as stock
-    torch does (``_safety``): :func:`wrap_degraded`, except that a value marked
-    ``strict=True`` (on its module attribute, or a proxy's own spec) raises the failure
-    instead of being compiled unmarked."""
+    torch does (``_safety``): :func:`wrap_degraded`, and a value marked ``strict=True`` (on
+    its module attribute, or a proxy's own spec) makes the failure's report raise instead
+    of warn, once the stock attempt has shown the failure was dynscalar's."""
     value = kwargs["value"]
     if isinstance(value, DynamicScalar | int | float) and not isinstance(value, bool):
         spec = _strict_spec(instance, value)
         if spec is not None and spec.strict:
-            from ._safety import failure
+            from ._safety import note_strict
 
-            message = failure() or "dynscalar: an internal error"
-            raise passthrough(BridgeError(f"{message} ({STRICT_INVOLVED})"))
+            note_strict()
     return wrap_degraded(wrapped, instance, args, kwargs)
 
 
