@@ -727,6 +727,7 @@ PRIVATES: tuple[Private, ...] = (
     Private("torch._dynamo.variables.base:VariableTracker"),
     Private("torch._dynamo.variables.base:ValueMutationNew"),
     Private("torch._dynamo.variables.lazy:LazyVariableTracker"),
+    Private("torch._dynamo.variables.misc:NullVariable", why="the NULL of a call on the stack"),
     Private("torch._dynamo.variables.lists:BaseListVariable"),
     Private("torch._dynamo.variables.lists:ListVariable"),
     Private("torch._dynamo.variables.lists:TupleVariable"),
