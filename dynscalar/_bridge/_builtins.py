@@ -119,6 +119,15 @@ def _holds(operand: tuple[Any, Any], test: Any) -> bool:
     return bool(test(sym if sym is not None else value))
 
 
+def _unbacked(variable: Any) -> bool:
+    """A symbolic value with an unbacked symbol in it (no value to guard on)."""
+    if not isinstance(variable, _torch.SymNodeVariable):
+        return False
+    unbacked = (_torch.SymT.UNBACKED_INT, _torch.SymT.UNBACKED_FLOAT)
+    symbols = variable.sym_num.node.expr.free_symbols
+    return any(_torch.symbol_is_type(s, unbacked) for s in symbols)
+
+
 def _zero_division(tx: Any, fn: Any, call_args: Any) -> None:
     """Raise Python's ``ZeroDivisionError`` in the traced program where ``fn`` of the
     operands raises it in Python (see the module docstring); else return."""
@@ -130,6 +139,14 @@ def _zero_division(tx: Any, fn: Any, call_args: Any) -> None:
     left, right = (realized(a) for a in call_args)
     if not (is_dynamic_value(tx, left) or is_dynamic_value(tx, right)):
         return
+    if _unbacked(left) or _unbacked(right):
+        # no guard can be made: Python's question asked as the user's own ``if`` would be,
+        # which on an unbacked value is a graph break (or, with fullgraph, a clear error)
+        divisor = left if fn in _POWERS else right
+        zero = _torch.ConstantVariable.create(0)
+        _torch.BuiltinVariable(operator.eq).call_function(tx, [divisor, zero], {}).evaluate_expr(
+            tx.output
+        )
     a, b = _number(left), _number(right)
     if a is None or b is None:
         return

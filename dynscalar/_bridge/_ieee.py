@@ -29,11 +29,13 @@ for any expression ``e`` and ``Eq(e, e)`` ``True``, a real expression is below `
 ``Lt(e, nan)`` fails (sympy cannot order NaN).  IEEE decides otherwise where ``e`` is NaN
 or infinite: ``v = t * math.inf; v != v`` is True for ``t == 0.0``, and compiled code that
 took the static answer ran the other branch, with no guard to send a later value
-elsewhere.  So a comparison on ``SymNode`` (``_eq``, ``_ne``, ``_lt``, ``_le``, ``_gt``,
-``_ge``) whose operands include a float expression of a value the bridge made symbolic,
-other than a bare symbol or a finite number, is built as an opaque predicate instead
-(:class:`IeeeEq`, ...): sympy never decides it, with numbers it is Python's comparison,
-and Dynamo guards on it where the code branches (the guard prints the Python comparison,
+elsewhere.  So a comparison of the user's code (:func:`run_node_hook`: the operation
+Dynamo runs on fake values while it traces, which ends in ``SymNode``'s ``_eq``, ``_ne``,
+``_lt``, ``_le``, ``_gt``, ``_ge``) whose operands include a float expression of a value
+the bridge made symbolic, other than a bare symbol or a finite number, is built as an
+opaque predicate instead (:class:`IeeeEq`, ...): sympy never decides it, value ranges
+never bound it (:func:`bound_hook`), with numbers it is Python's comparison, and Dynamo
+guards on it where the code branches (the guard prints the Python comparison,
 ``(L['t'] * math.inf) != (L['t'] * math.inf)``): one graph per path, as for any other
 branch.  A bare marked symbol compared with a finite number (``t > 0``) is left to torch:
 the symbol stands for a finite float (torch compiles a NaN or infinite float input as a
@@ -43,6 +45,7 @@ constant), where sympy's answer is IEEE's.
 from __future__ import annotations
 
 import operator
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -77,6 +80,7 @@ __all__ = [
     "mul_hook",
     "ne_hook",
     "neg_hook",
+    "run_node_hook",
     "sub_hook",
 ]
 
@@ -344,11 +348,41 @@ def _predicate(node: Any, other: Any, comparison: type[_IeeeCompare]) -> Any:
     )
 
 
+_local = threading.local()
+_USER_COMPARISONS = frozenset(
+    {operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge}
+)
+
+
+def run_node_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Around ``torch._dynamo.utils.run_node(tracer, node, args, kwargs, nnmodule)``, which
+    runs each operation of the user's program on fake values while Dynamo traces it: a
+    comparison run there is the user's (``a < b``, ``v != v``), and only those are kept as
+    Python's.  torch compares symbolic floats for its own bookkeeping too
+    (``SymNodeVariable.create`` checks a new value against its example value, ``e != e``),
+    and there sympy's answer is the one it means."""
+    from ._safety import torchs_own
+
+    comparison = getattr(kwargs.get("node"), "target", None) in _USER_COMPARISONS
+    depth = getattr(_local, "depth", 0)
+    _local.depth = depth + comparison
+    try:
+        return wrapped(*args, **kwargs)
+    except Exception as error:  # the program's own operation failed: torch's to report
+        torchs_own(error)
+        raise
+    finally:
+        _local.depth = depth
+
+
 def _comparison_hook(comparison: type[_IeeeCompare]) -> Hook:
     def hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         other = kwargs["other"]
         if (
-            (instance.pytype is not float and other.pytype is not float)
+            not getattr(_local, "depth", 0)
+            or (instance.pytype is not float and other.pytype is not float)
             or (_plain(instance.expr) and _plain(other.expr))
             or not _ours(instance, other)
             or _torch.get_proxy_mode() is not None  # dispatched: comes back here outside it

@@ -690,6 +690,13 @@ PRIVATES: tuple[Private, ...] = (
         why="real-number value ranges never decide a comparison kept as Python's",
     ),
     Private("torch.utils._sympy.value_ranges:ValueRanges"),
+    Private(
+        "torch._dynamo.utils:run_node",
+        ("tracer", "node", "args", "kwargs", "nnmodule"),
+        hooks=("_ieee:run_node_hook",),
+        phase="floats",
+        why="the comparisons of the user's program (not torch's own) are kept as Python's",
+    ),
     Private(f"{_S}:ShapeEnv._create_fx_call_function", ("self", "op", "args")),
     Private("torch.fx.experimental.proxy_tensor:get_proxy_mode", ()),
     Private(
