@@ -119,6 +119,22 @@ def _holds(operand: tuple[Any, Any], test: Any) -> bool:
     return bool(test(sym if sym is not None else value))
 
 
+def _marked(tx: Any, variable: Any) -> bool:
+    """A symbolic value made from a mark, as it was made: a guard the trace installed
+    since (``Eq(s, 0)`` after a first division by zero) can have replaced the symbol by a
+    number in its current expression, and torch then fails on ``7 // 0`` itself."""
+    from ._state import peek_state
+
+    if not isinstance(variable, _torch.SymNodeVariable):
+        return False
+    state = peek_state(getattr(tx.output, "shape_env", None))
+    if state is None:
+        return False
+    tables = (state.floats, state.backed, state.unbacked)
+    made = variable.sym_num.node._expr.free_symbols
+    return any(symbol in table for symbol in made for table in tables)
+
+
 def _unbacked(variable: Any) -> bool:
     """A symbolic value with an unbacked symbol in it (no value to guard on)."""
     if not isinstance(variable, _torch.SymNodeVariable):
@@ -131,13 +147,12 @@ def _unbacked(variable: Any) -> bool:
 def _zero_division(tx: Any, fn: Any, call_args: Any) -> None:
     """Raise Python's ``ZeroDivisionError`` in the traced program where ``fn`` of the
     operands raises it in Python (see the module docstring); else return."""
-    from ._state import is_dynamic_value
     from ._writeback.calls import realized
 
     if len(call_args) != 2:
         return
     left, right = (realized(a) for a in call_args)
-    if not (is_dynamic_value(tx, left) or is_dynamic_value(tx, right)):
+    if not (_marked(tx, left) or _marked(tx, right)):
         return
     if _unbacked(left) or _unbacked(right):
         # no guard can be made: Python's question asked as the user's own ``if`` would be,

@@ -407,12 +407,12 @@ def diff_call(i: int, comp: CallRecord, eager: CallRecord, *, exact: bool) -> li
                     f"{run}: mark steps before the call {record.steps}",
                 )
             )
-    if comp.internal:
+    if comp.internal and eager.outcome.error is not None:  # the program's own error
         out.append(
             Mismatch(
                 i,
                 "outcome",
-                "dynscalar reported an internal error",
+                "the program's own error reported as dynscalar's internal error",
                 f"{comp.target}: {comp.internal[0]}",
             )
         )
