@@ -184,7 +184,7 @@ PROGRAMS: dict[str, Callable[[], Outcome]] = {
     "_ieee:neg_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
     **{
         f"_ieee:{op}_hook": lambda: _run(Compared, ("scale",), [0.5, 1.0, 1.5])
-        for op in ("eq", "ne", "lt", "le", "gt", "ge", "bound")
+        for op in ("eq", "ne", "lt", "le", "gt", "ge", "bound", "run_node")
     },
     "_builtins:python_raises_hook": lambda: _run(Sized, ("scale",), [0.5, 0.25, 0.75]),
     "_safety:backend_compile_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
@@ -248,6 +248,55 @@ def test_a_failing_hook_compiles_as_stock_torch_does(
     else:  # a backend pass: torch's own pass on what Dynamo traced, no extra graph
         assert graphs <= stock_graphs
     assert len(outputs) == len(stock_outputs)
+
+
+class Stores(torch.nn.Module):
+    """Values made from proxies, stored in a dict, a list and the attribute itself."""
+
+    def __init__(self, s: Any, t: Any) -> None:
+        super().__init__()
+        self.s, self.t = s, t
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.extra = {"k": self.s * 2, "f": self.t / 2}
+        self.h = [self.s + 1]
+        self.s += 1
+        return x * self.s + self.t
+
+
+#: hooks whose failure leaves write-back's recording and codegen in place
+_NOT_WRITEBACK = [
+    hook
+    for hook in sorted(PROGRAMS)
+    if not hook.startswith("_writeback.")
+    and not hook.startswith(("_ieee:", "_floats:"))
+    and hook != "_safety:backend_compile_hook"
+]
+
+
+@pytest.mark.parametrize("hook", _NOT_WRITEBACK)
+def test_a_frame_compiled_as_stock_stores_what_eager_stores(
+    hook: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A frame the net compiles as stock still stores eager's classes: write-back's
+    recording and codegen run there in the form they have inside ``disabled()``.  Before,
+    the stock compile stored plain ints and floats where eager keeps ``DynamicInt`` and
+    ``DynamicFloat`` (``self.extra = {'k': self.s * 2}``: the dict write-back regression)."""
+    _inject(monkeypatch, hook)
+    model, twin = Stores(ds.DynamicInt(3), ds.DynamicFloat(0.5)), Stores(3, 0.5)
+    twin.s, twin.t = ds.DynamicInt(3), ds.DynamicFloat(0.5)
+    compiled = torch.compile(model, backend=CountingBackend("eager"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.DynscalarWarning)
+        for _ in range(2):
+            assert torch.equal(compiled(torch.ones(3)), twin(torch.ones(3)))
+    for got, want in [
+        (model.extra["k"], twin.extra["k"]),
+        (model.extra["f"], twin.extra["f"]),
+        (model.h[0], twin.h[0]),
+        (model.s, twin.s),
+    ]:
+        assert type(got) is type(want) and got == want and got.spec is want.spec
 
 
 def test_a_failing_hook_raises_for_a_strict_mark(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -154,14 +154,15 @@ def _zero_division(tx: Any, fn: Any, call_args: Any) -> None:
     left, right = (realized(a) for a in call_args)
     if not (_marked(tx, left) or _marked(tx, right)):
         return
-    if _unbacked(left) or _unbacked(right):
+    divisor = left if fn in _POWERS else right
+    if _unbacked(divisor):
         # no guard can be made: Python's question asked as the user's own ``if`` would be,
         # which on an unbacked value is a graph break (or, with fullgraph, a clear error)
-        divisor = left if fn in _POWERS else right
         zero = _torch.ConstantVariable.create(0)
-        _torch.BuiltinVariable(operator.eq).call_function(tx, [divisor, zero], {}).evaluate_expr(
-            tx.output
-        )
+        asked = _torch.BuiltinVariable(operator.eq).call_function(tx, [divisor, zero], {})
+        if isinstance(asked, _torch.SymNodeVariable):
+            asked.evaluate_expr(tx.output)
+        return  # decided without a guard (a range without 0): torch divides
     a, b = _number(left), _number(right)
     if a is None or b is None:
         return

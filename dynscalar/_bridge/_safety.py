@@ -7,9 +7,11 @@ a restart, a traced user exception) nor one of dynscalar's own deliberate errors
 While Dynamo traces a frame, the frame is marked *off* and Dynamo is asked to trace it again
 (``TensorifyScalarRestartAnalysis``, the restart torch's own float pass uses, which keeps
 torch's memory of forced floats).  While a frame is off, every hook runs its degraded
-form (``Private.degraded_hook``: a proxy is read as its plain value) or passes straight
-through, so the frame compiles exactly as stock torch compiles the plain values: the
-same graphs, the same guards, eager's numbers.  One ``DynscalarWarning`` names the
+form (``Private.degraded_hook``: a proxy is read as its plain value), or write-back's the
+form it has inside ``dynscalar.disabled()`` (a value made from a proxy is stored as the
+proxy eager stores), or passes straight through, so the frame compiles exactly as stock
+torch compiles the plain values: the same graphs, the same guards, eager's numbers and
+eager's classes.  The hooks that failed do not run there.  One ``DynscalarWarning`` names the
 marked values involved, the hook and the error; a frame whose marks include a
 ``strict=True`` one raises :class:`~dynscalar.BridgeError` instead.
 
@@ -93,6 +95,7 @@ class _Failure:
     message: str
     error: Exception
     strict: bool  # a strict=True mark is involved (met when it failed, or in the retrace)
+    hooks: tuple[str, ...] = ()  # the hook functions that ran when it failed: not run again
     reported: bool = False
 
 
@@ -238,8 +241,15 @@ def _marks_in_compile() -> tuple[list[str], bool]:
     return labels, strict
 
 
-def _fallback(entry: Any) -> Hook | None:
-    path = entry.off_hook or entry.degraded_hook
+def _fallback(entry: Any, failed: _Failure | None = None) -> Hook | None:
+    """The hook ``entry`` runs in a compile traced as stock: its off form, else the form it
+    has inside ``disabled()`` (write-back's recording and codegen: what eager stores, a
+    proxy included, in a compile that reads proxies as plain values), else its degraded
+    form.  A ``disabled()`` form that is one of the hooks that failed is not run."""
+    path = entry.off_hook
+    if path is None and not (failed is not None and entry.disabled_hook in failed.hooks):
+        path = entry.disabled_hook
+    path = path or entry.degraded_hook
     if path is None:
         return None
     from ._table import hook_function
@@ -257,8 +267,9 @@ def call(
 ) -> Any:
     """Run ``hook`` for ``entry``; on a failure of dynscalar's, compile the frame as stock
     torch does (see module docstring)."""
-    if is_off():
-        fallback = _fallback(entry)
+    failed = _failed()
+    if failed is not None:
+        fallback = _fallback(entry, failed)
         if fallback is None:
             return wrapped(*args, **kwargs)
         return fallback(wrapped, instance, args, kwargs)
@@ -273,7 +284,7 @@ def call(
         deliberate = dynscalar_error_in(error)
         if deliberate is not None:
             raise deliberate from None
-        failed = _failure(entry.name, error)
+        failed = _failure(entry.name, error, entry.hooks)
         current = _compile()
         if current is None or entry.phase != "dynamo":
             # Not tracing (the export wrapper), or a backend pass (the float-tensorify pass):
@@ -372,7 +383,7 @@ def _restarting(error: BaseException) -> bool:
     return False
 
 
-def _failure(entry: str, error: Exception) -> _Failure:
+def _failure(entry: str, error: Exception, hooks: tuple[str, ...] = ()) -> _Failure:
     """What is known of a failure in ``entry``'s hook: the message (not reported yet) and
     whether a ``strict=True`` mark is involved in the compile."""
     try:
@@ -388,4 +399,4 @@ def _failure(entry: str, error: Exception) -> _Failure:
         "Please report this with your torch version."
     )
     log.info("%s", message, exc_info=error)
-    return _Failure(entry, message, error, strict)
+    return _Failure(entry, message, error, strict, hooks)

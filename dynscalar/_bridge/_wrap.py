@@ -585,6 +585,11 @@ def _strict_spec(builder: Any, value: Any) -> DynamicSpec | None:
             spec = lookup_mark(owner, source.member)
             if spec is not None:
                 return spec
+    parameter = _parameter(builder, source) if _is_argument(source) else None
+    if parameter is not None:  # an argument mark (the instance's, then the function's)
+        spec = lookup_arg_mark(*parameter, _frame_self(builder.tx)[0])
+        if spec is not None:
+            return spec
     return value.spec if isinstance(value, DynamicScalar) else None
 
 
