@@ -226,46 +226,6 @@ class _IeeeCompare(Application, Boolean):  # type: ignore[misc]  # sympy is unty
         return f"({printer._print(a)} {self._symbol} {printer._print(b)})"
 
 
-def _not(op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], bool]:
-    return lambda a, b: not op(a, b)
-
-
-class IeeeEq(_IeeeCompare):
-    """``a == b`` on Python numbers."""
-
-    _op, _symbol, _negation = staticmethod(operator.eq), "==", "IeeeNe"
-
-
-class IeeeNe(_IeeeCompare):
-    """``a != b`` on Python numbers."""
-
-    _op, _symbol, _negation = staticmethod(operator.ne), "!=", "IeeeEq"
-
-
-class IeeeLt(_IeeeCompare):
-    """``a < b`` on Python numbers."""
-
-    _op, _symbol, _negation = staticmethod(operator.lt), "<", "IeeeNotLt"
-
-
-class IeeeLe(_IeeeCompare):
-    """``a <= b`` on Python numbers."""
-
-    _op, _symbol, _negation = staticmethod(operator.le), "<=", "IeeeNotLe"
-
-
-class IeeeGt(_IeeeCompare):
-    """``a > b`` on Python numbers."""
-
-    _op, _symbol, _negation = staticmethod(operator.gt), ">", "IeeeNotGt"
-
-
-class IeeeGe(_IeeeCompare):
-    """``a >= b`` on Python numbers."""
-
-    _op, _symbol, _negation = staticmethod(operator.ge), ">=", "IeeeNotGe"
-
-
 class _IeeeNot(_IeeeCompare):
     """``not (a <op> b)``: with a NaN operand, true for every order comparison."""
 
@@ -274,28 +234,35 @@ class _IeeeNot(_IeeeCompare):
         return f"(not ({printer._print(a)} {self._symbol} {printer._print(b)}))"
 
 
-class IeeeNotLt(_IeeeNot):
-    """``not (a < b)``."""
+def _comparison(
+    name: str, op: Callable[[Any, Any], bool], symbol: str, negation: str, negated: bool = False
+) -> type[_IeeeCompare]:
+    """The class of one comparison (``negated``: of ``not (a <symbol> b)``)."""
 
-    _op, _symbol, _negation = staticmethod(_not(operator.lt)), "<", "IeeeLt"
+    def test(a: Any, b: Any) -> bool:
+        return not op(a, b) if negated else op(a, b)
+
+    text = f"not (a {symbol} b)" if negated else f"a {symbol} b"
+    namespace = {
+        "_op": staticmethod(test),
+        "_symbol": symbol,
+        "_negation": negation,
+        "__doc__": f"``{text}`` on Python numbers.",
+        "__module__": __name__,
+    }
+    return type(name, (_IeeeNot if negated else _IeeeCompare,), namespace)
 
 
-class IeeeNotLe(_IeeeNot):
-    """``not (a <= b)``."""
-
-    _op, _symbol, _negation = staticmethod(_not(operator.le)), "<=", "IeeeLe"
-
-
-class IeeeNotGt(_IeeeNot):
-    """``not (a > b)``."""
-
-    _op, _symbol, _negation = staticmethod(_not(operator.gt)), ">", "IeeeGt"
-
-
-class IeeeNotGe(_IeeeNot):
-    """``not (a >= b)``."""
-
-    _op, _symbol, _negation = staticmethod(_not(operator.ge)), ">=", "IeeeGe"
+IeeeEq = _comparison("IeeeEq", operator.eq, "==", "IeeeNe")
+IeeeNe = _comparison("IeeeNe", operator.ne, "!=", "IeeeEq")
+IeeeLt = _comparison("IeeeLt", operator.lt, "<", "IeeeNotLt")
+IeeeLe = _comparison("IeeeLe", operator.le, "<=", "IeeeNotLe")
+IeeeGt = _comparison("IeeeGt", operator.gt, ">", "IeeeNotGt")
+IeeeGe = _comparison("IeeeGe", operator.ge, ">=", "IeeeNotGe")
+IeeeNotLt = _comparison("IeeeNotLt", operator.lt, "<", "IeeeLt", negated=True)
+IeeeNotLe = _comparison("IeeeNotLe", operator.le, "<=", "IeeeLe", negated=True)
+IeeeNotGt = _comparison("IeeeNotGt", operator.gt, ">", "IeeeGt", negated=True)
+IeeeNotGe = _comparison("IeeeNotGe", operator.ge, ">=", "IeeeGe", negated=True)
 
 
 _COMPARISONS = (
