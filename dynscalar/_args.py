@@ -6,9 +6,10 @@ symbolic graph input from the first compile.
 
 Where the marks live (kept by the mark store, ``dynscalar._marks``):
 
-* for a function (or a method, via ``@dynamic_args``): keyed by its code object, so every
-  call of that function is covered, whichever wrapper Dynamo compiles it through; held
-  weakly, so marking a function never keeps it alive;
+* for a function (or a method, via ``@dynamic_args``): keyed by its code object itself
+  (identity: a function defined again from the same source keeps marks of its own), so
+  every call of that function is covered, whichever wrapper Dynamo compiles it through;
+  held weakly, so marking a function never keeps it alive;
 * for a module instance: on the instance, covering its ``forward``; other instances of
   the class are unaffected, and the marks survive ``deepcopy``/``pickle`` like attribute
   marks.

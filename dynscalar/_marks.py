@@ -55,6 +55,7 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ._caches import ObjectKeyed
 from ._spec import DynamicSpec
 
 __all__ = [
@@ -108,19 +109,21 @@ lock = threading.Lock()
 #: an entry is dropped when its class or code object is garbage collected.
 MARK_TABLE: dict[int, dict[str, DynamicSpec]] = {}
 
-# class or code object -> its key in MARK_TABLE, weakly: given the first time a mark or a
-# guard needs it, never reused (a guard compiled for a key stays about that object)
-_keys: weakref.WeakKeyDictionary[object, int] = weakref.WeakKeyDictionary()
+# class or code object -> its key in MARK_TABLE, weakly and by identity: given the first
+# time a mark or a guard needs it, never reused (a guard compiled for a key stays about
+# that object).  Not a WeakKeyDictionary: code objects compare by value, so a function
+# defined again from the same source (a re-run notebook cell) would share the first one's
+# key, and the first one's finalizer would drop the marks of the one still alive.
+_keys: ObjectKeyed[object, int] = ObjectKeyed()
 _next_key = itertools.count(1)
 # keys whose object drops its MARK_TABLE entry when it is collected (weakref.finalize)
 _finalized: set[int] = set()
 
 # code of a decorator's wrapper (``wrapper(self, *args, **kwargs)``, functools.wraps) ->
 # the function it wraps: Dynamo may compile the wrapper, whose frame holds the marked
-# arguments in ``args``/``kwargs``.  Weak on both sides: a wrapper never keeps a function.
-_wrappers: weakref.WeakKeyDictionary[types.CodeType, weakref.ref[types.FunctionType]] = (
-    weakref.WeakKeyDictionary()
-)
+# arguments in ``args``/``kwargs``.  Weak on both sides (a wrapper never keeps a
+# function), and by identity (code objects compare by value).
+_wrappers: ObjectKeyed[types.CodeType, weakref.ref[types.FunctionType]] = ObjectKeyed()
 
 
 # ----------------------------------------------------------------------------- keys

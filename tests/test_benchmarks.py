@@ -349,3 +349,16 @@ def test_import_time_measures_both_imports_in_one_process() -> None:
         "dynscalar._bridge._torch",
     ]
     assert "| dynscalar / torch |" in import_time.table(result)
+
+
+def test_callers_times_stock_and_marked_after_every_value_compiled() -> None:
+    """``benchmarks.callers``: the marked pair compiles fewer graphs than stock (its callee
+    is symbolic from the first value) and both are timed; every call was compared with
+    eager inside ``run_case``."""
+    from benchmarks import callers
+
+    row = callers.run_case("int", "eager", rounds=1, number=2)
+    # stock: outer and inner each a constant, then dynamic, and outer's resume function
+    assert row["graphs"] == {"stock": 5, "marked": 3}
+    assert set(row["us_per_call"]) == {"stock", "marked"}
+    assert row["marked_over_stock"]["median"] > 0

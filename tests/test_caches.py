@@ -55,7 +55,8 @@ def test_reset_empties_every_bridge_cache() -> None:
 
     module = torch.nn.Linear(2, 2)
     code = test_reset_empties_every_bridge_cache.__code__
-    _restarts._specialize_next["L['self'].step"] = "a restart"
+    context = torch._guards.CompileContext(None)
+    _restarts._specialize_next[context] = {"L['self'].step": "a restart"}
     rebox.rebox(3, rebox.key_of(ds.DynamicInt, ds.DynamicSpec()))
     _properties._reads[code] = {"L['self'].p": _properties.PropertyRead("L['self']", "Linear", "p")}
     _attrs.record_property_reads(module, "p", ("self.q",))
@@ -66,7 +67,7 @@ def test_reset_empties_every_bridge_cache() -> None:
     try:
         assert rebox._MADE and _properties._reads and _attrs.property_reads(module, "p")
         reset_caches()
-        assert _restarts.restart_reason("L['self'].step") is None
+        assert _restarts._specialize_next.get(context) is None
         assert not rebox._MADE
         assert _properties.read_through_property(code, "L['self'].p") is None
         assert _attrs.property_reads(module, "p") is None

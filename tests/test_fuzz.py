@@ -25,10 +25,12 @@ import dynscalar
 from tests.fuzz import runner
 from tests.fuzz.contract import CONTRACT, Entry, Scalar, contract_error, rule_for
 from tests.fuzz.generator import (
+    SHAPES,
     Assign,
     Call,
     Instance,
     Program,
+    Redefine,
     Spec,
     Stmt,
     Value,
@@ -140,6 +142,43 @@ def test_programs_cover_the_ways_to_mark_and_the_value_types() -> None:
     ]
     assert any(s.unbacked for s in specs) and any(s.strict for s in specs)
     assert any(s.has_range for s in specs)
+
+
+def test_every_shape_is_drawn_and_leaves_the_other_programs_alone() -> None:
+    """Each shape of ``SHAPES`` is in some quick-profile program; a program's shapes come
+    from a stream of their own, so its body and steps without them are unchanged."""
+    programs = [generate(SEED, i) for i in range(QUICK.programs)]
+    drawn = Counter(tag for p in programs for tag in p.tags)
+    assert set(drawn) == set(SHAPES), drawn
+    plain = next(p for p in programs if not p.tags)
+    assert render(plain) == render(replace(generate(SEED, plain.index), tags=()))
+    redefined = next(p for p in programs if "redefined function" in p.tags)
+    assert any(isinstance(step, Redefine) for step in redefined.steps)
+    assert "exec(compile(F_SOURCE" in render(redefined)
+    churn = next(p for p in programs if "instances churn" in p.tags)
+    assert all(
+        isinstance(step, Assign)
+        for before, step in zip(churn.steps, churn.steps[1:], strict=False)
+        if isinstance(before, Call)
+    )
+
+
+def _record(steps: list[str], internal: list[str], error: str | None) -> runner.CallRecord:
+    return runner.CallRecord("m0", runner.Outcome(error=error), {}, steps, internal)
+
+
+def test_a_lost_mark_and_the_users_error_reported_as_internal_are_dynscalars() -> None:
+    ok = _record([], [], None)
+    lost = runner.diff_call(
+        0, _record(["MarkLost"], [], None), _record(["MarkLost"], [], None), exact=True
+    )
+    assert [m.key for m in lost] == ["a function defined again lost its mark"] * 2
+    internal = runner.INTERNAL_ERROR + " in its hook on ..."
+    raised = _record([], [], "TypeError: unsupported operand")
+    keys = [m.key for m in runner.diff_call(0, _record([], [internal], "X: y"), raised, exact=True)]
+    assert "the program's own error reported as dynscalar's internal error" in keys
+    # a fallback that gave eager's numbers (eager did not raise) is the net doing its job
+    assert runner.diff_call(0, _record([], [internal], None), ok, exact=True) == []
 
 
 # ----------------------------------------------------------------------------- the contract

@@ -79,6 +79,17 @@ class Affine(Scaled):
         return x * (-self.scale + self.scale * 2 - 0.5)
 
 
+class Compared(Scaled):
+    """Every comparison of a float expression of the marked value (kept as Python's)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        v = self.scale * 2.0
+        w = self.scale + 1.0
+        for outcome in (v == w, v != w, v < w, v <= w, v > w, v >= w):
+            x = x + 1 if outcome else x - 1
+        return x
+
+
 class Sized(Scaled):
     """A size and a count computed from a marked float."""
 
@@ -171,7 +182,11 @@ PROGRAMS: dict[str, Callable[[], Outcome]] = {
     "_ieee:sub_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
     "_ieee:mul_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
     "_ieee:neg_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
-    "_builtins:conversion_hook": lambda: _run(Sized, ("scale",), [0.5, 0.25, 0.75]),
+    **{
+        f"_ieee:{op}_hook": lambda: _run(Compared, ("scale",), [0.5, 1.0, 1.5])
+        for op in ("eq", "ne", "lt", "le", "gt", "ge", "bound", "run_node")
+    },
+    "_builtins:python_raises_hook": lambda: _run(Sized, ("scale",), [0.5, 0.25, 0.75]),
     "_safety:backend_compile_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
     "_floats:compile_hook": lambda: _run(Scaled, ("scale",), [0.5, 0.25, 0.75]),
 }
@@ -183,7 +198,7 @@ INDUCTOR_ONLY = {
     "_floats:check_cacheable_hook",
 }
 #: hooks that run outside any compile (their failure calls torch's function directly)
-OUTSIDE_COMPILE = {"_export:export_hook"}
+OUTSIDE_COMPILE = {"_export:export_hook", "_state:reset_hook"}
 
 
 def _hooks() -> list[str]:
@@ -235,6 +250,55 @@ def test_a_failing_hook_compiles_as_stock_torch_does(
     assert len(outputs) == len(stock_outputs)
 
 
+class Stores(torch.nn.Module):
+    """Values made from proxies, stored in a dict, a list and the attribute itself."""
+
+    def __init__(self, s: Any, t: Any) -> None:
+        super().__init__()
+        self.s, self.t = s, t
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.extra = {"k": self.s * 2, "f": self.t / 2}
+        self.h = [self.s + 1]
+        self.s += 1
+        return x * self.s + self.t
+
+
+#: hooks whose failure leaves write-back's recording and codegen in place
+_NOT_WRITEBACK = [
+    hook
+    for hook in sorted(PROGRAMS)
+    if not hook.startswith("_writeback.")
+    and not hook.startswith(("_ieee:", "_floats:"))
+    and hook != "_safety:backend_compile_hook"
+]
+
+
+@pytest.mark.parametrize("hook", _NOT_WRITEBACK)
+def test_a_frame_compiled_as_stock_stores_what_eager_stores(
+    hook: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A frame the net compiles as stock still stores eager's classes: write-back's
+    recording and codegen run there in the form they have inside ``disabled()``.  Before,
+    the stock compile stored plain ints and floats where eager keeps ``DynamicInt`` and
+    ``DynamicFloat`` (``self.extra = {'k': self.s * 2}``: the dict write-back regression)."""
+    _inject(monkeypatch, hook)
+    model, twin = Stores(ds.DynamicInt(3), ds.DynamicFloat(0.5)), Stores(3, 0.5)
+    twin.s, twin.t = ds.DynamicInt(3), ds.DynamicFloat(0.5)
+    compiled = torch.compile(model, backend=CountingBackend("eager"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.DynscalarWarning)
+        for _ in range(2):
+            assert torch.equal(compiled(torch.ones(3)), twin(torch.ones(3)))
+    for got, want in [
+        (model.extra["k"], twin.extra["k"]),
+        (model.extra["f"], twin.extra["f"]),
+        (model.h[0], twin.h[0]),
+        (model.s, twin.s),
+    ]:
+        assert type(got) is type(want) and got == want and got.spec is want.spec
+
+
 def test_a_failing_hook_raises_for_a_strict_mark(monkeypatch: pytest.MonkeyPatch) -> None:
     _inject(monkeypatch, "_ops:in_graph_call_hook")
     with (
@@ -261,6 +325,21 @@ def test_a_failing_export_hook_exports_as_stock_torch_does(
         program = torch.export.export(model, (torch.ones(3),))
     assert any("internal error" in str(w.message) for w in caught)
     assert torch.equal(program.module()(torch.ones(3)), Step()(torch.ones(3)))
+
+
+def test_a_failing_reset_hook_resets_torch_as_stock_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    counter = CountingBackend("eager")
+    compiled = torch.compile(Step(), backend=counter)
+    compiled(torch.ones(3))
+    _inject(monkeypatch, "_state:reset_hook")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.compiler.reset()
+    assert sum("internal error" in str(w.message) for w in caught) == 1
+    compiled(torch.ones(3))
+    assert counter.frame_count == 2  # torch's reset ran: the frame compiled again
 
 
 def _symbolic_float_refused(gm: torch.fx.GraphModule, example_inputs: Any) -> Any:

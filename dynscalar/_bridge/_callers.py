@@ -1,168 +1,384 @@
-"""Argument marks followed into the frames a marked value reaches.
+"""Marked values followed into the frames they are handed to at a graph break.
 
 A graph break splits a compiled function into frames Dynamo compiles one by one: a
 function called with a marked argument runs (and is compiled) as a frame of its own when
 it graph-breaks itself (``self._codebook(x, sample_codebook_temp=t)`` in
-vector-quantize-pytorch, Hugging Face's loss taking ``num_items_in_batch``), and so do the
-resume functions of those frames.  There the value is an argument of a function nobody
-marked: stock torch compiles it as a constant, once per value.
+vector-quantize-pytorch, Hugging Face's loss taking ``num_items_in_batch``).  There the
+value is an argument of a function nobody marked: stock torch compiles it as a constant,
+once per value.
 
-The value is the object the marked function received: while a frame it reaches is
-compiled, the frame that holds the mark is running further up the stack, holding the same
-object under the marked name.  :func:`caller_mark` walks the Python stack (at most
-``_DEPTH`` frames) for such a frame: its code, or the code Dynamo compiled it from
-(``torch._dynamo.utils.orig_code_map``, and a resume function's original), carries argument
-marks (the function's, a module's ``forward`` for its instance, a decorator wrapper's or a
-forwarding closure's for the function it wraps), and the value of a marked argument *is*
-(identity) the value being compiled.  The compiled graph then takes it as a marked input,
-and :func:`guard_caller_mark` makes the graph check it again on every call: a value no
-marked frame holds (the same function called from elsewhere with a plain number) fails
-the guard and compiles as stock torch compiles it, unless it equals the value the graph
-was traced with (stock's constant graph for that value would be reused too).
+What Dynamo knows is where each value on its stack came from.  When a compile that made
+values symbolic breaks at a call, :func:`record_call` (from write-back's hook on
+``OutputGraph.codegen_suffix``) looks at the call's operands: an operand that *is* a
+marked value (its variable is the graph input the mark made, not a value computed from
+it) is written down with its spec, by its place in the call (positional index or keyword),
+together with the call's shape (how many positional operands, which keywords, whether the
+callable binds a ``self``).  The record is a constant the compiled code stores in a local
+of its own just before it makes the call.
 
-Identity is exact for floats and for ints outside CPython's small-int cache (-5..256); a
-small int held by a marked frame and passed elsewhere under another name is the same
-object and is taken as marked: the graph stays correct for every value (it is symbolic),
-only compiled once where stock would compile per value.
+When Dynamo then compiles the callee, :func:`caller_mark` maps the callee's parameter
+back to the place in that call it was bound from: by Python's binding rules where the
+compiled caller called it directly, and through frames that forward their ``*args`` and
+``**kwargs`` (``Module.__call__``'s ``_wrapped_call_impl`` and ``_call_impl``, decorator
+wrappers) by lining up their argument tuples with the callee's.  Only a parameter bound
+from a recorded place takes the mark: a value that merely equals, or is the same object
+as, a marked one (CPython shares small ints and constants) is not marked, and a caller's
+``strict=True`` never reaches a value nobody marked.
+
+No guard is added for it: the graph compiled for the parameter is symbolic, so it is
+correct for every value, whoever passes it.  A later caller that passes a plain number
+runs it (stock torch would compile that value once, then make it dynamic); checking the
+caller on every call would cost a Python guard that walks frames, and only recompile.
 """
 
 from __future__ import annotations
 
+import dis
 import sys
 import types
 from typing import Any, NamedTuple
 
-from .._marks import (
-    ARG_MARKS_KEY,
-    function_marks,
-    instance_marks,
-    lookup_arg_mark,
-    wrapped_parameter,
-)
 from .._spec import DynamicSpec
 from . import _torch
 
-__all__ = ["CallerMark", "caller_mark", "guard_caller_mark"]
+__all__ = ["CallRecord", "CallerMark", "caller_mark", "record_call", "records_made"]
 
-#: frames looked at above the compiled one: a marked value is usually passed a few levels
-#: down (a module call is three frames: ``_wrapped_call_impl``, ``_call_impl``, ``forward``)
-_DEPTH = 32
+#: the local a compiled frame's code stores its call record in (``OutputGraph.new_var``
+#: adds a number)
+RECORD_LOCAL = "___dynscalar_call"
+#: forwarding frames looked through between the callee and the compiled caller
+#: (``Module.__call__`` is two: ``_wrapped_call_impl``, ``_call_impl``)
+_DEPTH = 8
 _CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08
+_CALL_FUNCTION_EX = dis.opmap["CALL_FUNCTION_EX"]
+
+
+#: whether any compiled code of this process records a call (compiles without one never
+#: look at their callers)
+_made = [False]
+
+
+def records_made() -> bool:
+    """True once a compiled frame in this process hands a marked value on at a call."""
+    return _made[0]
 
 
 class CallerMark(NamedTuple):
-    """The mark a running frame holds for a value: its spec and where (``f(t)``)."""
+    """The mark a caller handed on for a value: its spec and where (``f(t)``)."""
 
     spec: DynamicSpec
     where: str
 
 
-def _original(code: types.CodeType) -> types.CodeType:
-    """The code a running frame stands for: Dynamo's compiled code is run in place of the
-    original (``orig_code_map``), and a resume function continues its original."""
+class CallRecord(NamedTuple):
+    """The call a compiled frame makes right after its graph: which operands are marked
+    values (positional index or keyword -> (spec, where)), and the call's shape; and which
+    live locals it hands to its resume function are (name -> (spec, where))."""
 
-    from ._wrap import _resumed
-
-    code = _torch.orig_code_map.get(code) or code
-    return _resumed(code)  # type: ignore[no-any-return]
-
-
-def _label(code: types.CodeType, name: str) -> str:
-    return f"{getattr(code, 'co_qualname', code.co_name)}({name})"  # co_qualname: 3.11+
+    positional: dict[int, tuple[DynamicSpec, str]]
+    keywords: dict[str, tuple[DynamicSpec, str]]
+    npos: int  # positional operands
+    bound: int  # 1 where the callable binds ``self`` itself (a bound method, a module)
+    locals: dict[str, tuple[DynamicSpec, str]]
 
 
-def _cells(code: types.CodeType, f_locals: Any) -> tuple[Any, ...] | None:
-    """The frame's closure cells, rebuilt from its locals (the frame does not expose them)."""
-    if not code.co_freevars:
+# ----------------------------------------------------------------------------- recording
+def _call_operands(tx: Any, stack: list[Any]) -> tuple[Any, list[Any], dict[str, Any]] | None:
+    """(callable, positional operands, keyword operands) of the call ``tx`` breaks at, from
+    the stack values handed on (their last items are the call's operands), as Dynamo's own
+    ``_call`` reads them; None for an instruction that is not a call."""
+    inst: Any = getattr(tx, "current_instruction", None)
+    name = getattr(inst, "opname", None)
+    if name == "CALL_FUNCTION_EX":
+        has_kwargs = bool(inst.arg & 1)
+        if len(stack) < 2 + has_kwargs:
+            return None
+        kwargs_vt = stack[-1] if has_kwargs else None
+        args_vt = stack[-2] if has_kwargs else stack[-1]
+        fn = stack[-3] if has_kwargs else stack[-2]
+        items = getattr(args_vt, "items", None)
+        if not isinstance(items, list | tuple):
+            return None
+        keywords: dict[str, Any] = {}
+        if kwargs_vt is not None:
+            pairs = getattr(kwargs_vt, "items", None)
+            if not isinstance(pairs, dict):
+                return None
+            for key, value in pairs.items():
+                constant: Any = getattr(key, "vt", key)
+                if not constant.is_python_constant():
+                    return None
+                keywords[constant.as_python_constant()] = value
+        return fn, list(items), keywords
+    if name not in ("CALL", "CALL_KW", "CALL_FUNCTION", "CALL_FUNCTION_KW"):
         return None
-    return tuple(types.CellType(f_locals[n]) for n in code.co_freevars if n in f_locals)
+    argc = inst.arg or 0
+    if name in ("CALL_KW", "CALL_FUNCTION_KW"):  # the names are the top of the stack
+        names_vt, stack = stack[-1], stack[:-1]
+        if not names_vt.is_python_constant():
+            return None
+        kw_names = tuple(names_vt.as_python_constant())
+    else:
+        kw_names = tuple(getattr(getattr(tx, "kw_names", None), "value", None) or ())
+    if name.startswith("CALL_FUNCTION"):  # 3.10: [fn, args...]
+        if len(stack) < argc + 1:
+            return None
+        fn, operands = stack[-argc - 1], list(stack[len(stack) - argc :])
+    else:  # 3.11+: [NULL, fn, args...] or [fn, self, args...] (3.13: NULL and fn swapped)
+        if len(stack) < argc + 2:
+            return None
+        first, second = stack[-argc - 2], stack[-argc - 1]
+        operands = list(stack[len(stack) - argc :])
+        null = _torch.NullVariable
+        if sys.version_info >= (3, 13):
+            fn = first
+            operands = operands if isinstance(second, null) else [second, *operands]
+        elif isinstance(first, null):
+            fn = second
+        else:
+            fn, operands = first, [second, *operands]
+    split = len(operands) - len(kw_names)
+    return fn, operands[:split], dict(zip(kw_names, operands[split:], strict=True))
 
 
-def _in_frame(frame: types.FrameType, value: Any) -> CallerMark | None:
-    """The mark ``frame`` holds for ``value`` (identity), if any."""
-    code = _original(frame.f_code)
-    own = function_marks(code)
-    named = code.co_argcount + code.co_kwonlyargcount
-    wrapper = bool(code.co_flags & (_CO_VARARGS | _CO_VARKEYWORDS)) and (
-        code.co_freevars or wrapped_parameter(code, position=0) is not None
-    )
-    if not own and code.co_name != "forward" and not wrapper:
-        return None  # nothing here can hold a mark: no locals read
-    f_locals = frame.f_locals
-    self_obj = f_locals.get("self")
-    marks = dict(own or {})
-    if self_obj is not None:
-        marks.update(instance_marks(self_obj, ARG_MARKS_KEY) or {})
-    varargs = code.co_varnames[named] if code.co_flags & _CO_VARARGS else None
-    varkw_at = named + (1 if varargs else 0)
-    varkw = code.co_varnames[varkw_at] if code.co_flags & _CO_VARKEYWORDS else None
-    extra = f_locals.get(varkw) if varkw else None
-    for name, spec in marks.items():
-        if spec is None:
-            continue
-        if f_locals.get(name) is value or (isinstance(extra, dict) and extra.get(name) is value):
-            return CallerMark(spec, _label(code, name))
-    if wrapper:
-        return _through_wrapper(code, f_locals, varargs, extra, value)
+def _binds_self(fn: Any) -> int | None:
+    """1 where calling ``fn`` binds a ``self`` before the operands (a bound method, a
+    module), 0 for a function; None for anything else (builtins, classes,
+    ``functools.partial``): not followed.  A lazy variable is read, not realized (that
+    would guard what the frame never used)."""
+    lazy = _torch.LazyVariableTracker
+    if isinstance(fn, lazy) and not fn.is_realized():
+        obj = fn.peek_value()
+        if isinstance(obj, types.FunctionType):
+            return 0
+        if isinstance(obj, types.MethodType) or _is_module(obj):
+            return 1
+        return None
+    if isinstance(fn, lazy):
+        fn = fn.unwrap()
+    kind = type(fn).__name__
+    if kind in ("UserFunctionVariable", "NestedUserFunctionVariable"):
+        return 0
+    if kind == "UserMethodVariable" or "NNModuleVariable" in kind:
+        return 1
     return None
 
 
-def _through_wrapper(
-    code: types.CodeType, f_locals: Any, varargs: str | None, extra: Any, value: Any
-) -> CallerMark | None:
-    """A decorator's ``wrapper(*args, **kwargs)`` or a forwarding closure compiled in place
-    of a marked function: the marks of the function it forwards ``args``/``kwargs`` to."""
-    closure = _cells(code, f_locals)
-    args = f_locals.get(varargs) if varargs else None
-    found: tuple[Any, str] | None = None
-    if isinstance(extra, dict):
-        for key, item in extra.items():
-            if item is value and isinstance(key, str):
-                found = wrapped_parameter(code, keyword=key, closure=closure)
-                break
-    if found is None and isinstance(args, tuple):
-        for index, item in enumerate(args):
-            if item is value:
-                found = wrapped_parameter(code, position=index, closure=closure)
-                break
-    if found is None:
+def _is_module(obj: Any) -> bool:
+    import torch
+
+    return isinstance(obj, torch.nn.Module)
+
+
+def record_call(tx: Any, marked: Any) -> CallRecord | None:
+    """What the graph break ``tx`` is at hands on of the marked values (``marked(variable)``:
+    its (spec, where), or None for anything that is not a marked value itself): the
+    operands of the call it breaks at (the top of ``tx``'s own stack), and the live locals
+    of the frame that its resume function receives under their names.  None when it hands
+    on none."""
+    by_position: dict[int, tuple[DynamicSpec, str]] = {}
+    by_keyword: dict[str, tuple[DynamicSpec, str]] = {}
+    npos = bound = 0
+    found = _call_operands(tx, list(getattr(tx, "stack", ())))
+    if found is not None and (binds := _binds_self(found[0])) is not None:
+        _, positional, keywords = found
+        by_position = {i: m for i, v in enumerate(positional) if (m := marked(v)) is not None}
+        by_keyword = {k: m for k, v in keywords.items() if (m := marked(v)) is not None}
+        npos, bound = len(positional), binds
+    by_name: dict[str, tuple[DynamicSpec, str]] = {}
+    if getattr(tx, "parent", None) is None:  # the root frame: its resume function's locals
+        for name, variable in getattr(tx, "symbolic_locals", {}).items():
+            if (m := marked(variable)) is not None:
+                by_name[name] = m
+    if not (by_position or by_keyword or by_name):
         return None
-    inner, name = found
-    self_obj = f_locals.get("self")
-    if self_obj is None and isinstance(args, tuple) and args:
-        self_obj = args[0]  # a method's wrapper receives the module in args[0]
-    spec = lookup_arg_mark(inner, name, self_obj)
-    return CallerMark(spec, _label(inner, name)) if spec is not None else None
+    _made[0] = True
+    return CallRecord(by_position, by_keyword, npos, bound, by_name)
 
 
-def caller_mark(value: Any, start: types.FrameType | None) -> CallerMark | None:
-    """The mark of a running frame that holds ``value`` as a marked argument: ``start`` or
-    the nearest one above it (None: none)."""
+# ----------------------------------------------------------------------------- following
+class _Incoming(NamedTuple):
+    """How a frame was called: its positional vector (named positional parameters not
+    bound by keyword, then ``*args``), and its keyword parameters (named ones bound by
+    keyword, then ``**kwargs``)."""
+
+    positional: list[Any]
+    keywords: dict[str, Any]
+    named_positional: int  # how many of ``positional`` are named parameters
+
+
+def _incoming(code: types.CodeType, f_locals: Any, by_keyword: set[str]) -> _Incoming:
+    names = code.co_varnames[: code.co_argcount]
+    named = [n for n in names if n not in by_keyword and n in f_locals]
+    positional = [f_locals[n] for n in named]
+    keywords = {n: f_locals[n] for n in names if n in by_keyword and n in f_locals}
+    at = code.co_argcount + code.co_kwonlyargcount
+    for n in code.co_varnames[code.co_argcount : at]:
+        if n in f_locals:
+            keywords[n] = f_locals[n]
+    if code.co_flags & _CO_VARARGS:
+        varargs = f_locals.get(code.co_varnames[at])
+        positional += list(varargs) if isinstance(varargs, tuple) else []
+        at += 1
+    if code.co_flags & _CO_VARKEYWORDS:
+        varkw = f_locals.get(code.co_varnames[at])
+        keywords.update(varkw if isinstance(varkw, dict) else {})
+    return _Incoming(positional, keywords, len(named))
+
+
+def _record_of(frame: types.FrameType) -> CallRecord | None:
+    """The call record a compiled frame stored before its call (None: none)."""
+    for name, value in frame.f_locals.items():
+        if name.startswith(RECORD_LOCAL) and isinstance(value, CallRecord):
+            return value
+    return None
+
+
+def _forwards(frame: types.FrameType) -> tuple[tuple[Any, ...], dict[str, Any]] | None:
+    """The ``*args`` tuple and ``**kwargs`` dict of a frame that is calling on with them
+    (``fn(*args, **kwargs)``: ``CALL_FUNCTION_EX``); None for any other frame."""
+    code = frame.f_code
+    if not code.co_flags & (_CO_VARARGS | _CO_VARKEYWORDS):
+        return None
+    lasti = frame.f_lasti
+    if lasti < 0 or code.co_code[lasti] != _CALL_FUNCTION_EX:
+        return None
+    at = code.co_argcount + code.co_kwonlyargcount
+    f_locals = frame.f_locals
+    args: Any = ()
+    kwargs: Any = {}
+    if code.co_flags & _CO_VARARGS:
+        args = f_locals.get(code.co_varnames[at], ())
+        at += 1
+    if code.co_flags & _CO_VARKEYWORDS:
+        kwargs = f_locals.get(code.co_varnames[at], {})
+    if not isinstance(args, tuple) or not isinstance(kwargs, dict):
+        return None
+    return args, kwargs
+
+
+def _through(child: _Incoming, index: int, args: tuple[Any, ...]) -> int | None:
+    """The index in a forwarding frame's ``args`` that the child's positional ``index``
+    was passed from: the one offset (the child may bind a ``self``, or the frame pass its
+    own named parameters first) at which every forwarded item is the child's own."""
+    found: set[int] = set()
+    for offset in range(3):
+        window = child.positional[offset : offset + len(args)]
+        if len(window) == len(args) and all(a is b for a, b in zip(window, args, strict=True)):
+            found.add(index - offset)
+    if len(found) != 1:
+        return None
+    at = found.pop()
+    return at if 0 <= at < len(args) else None
+
+
+def _resumes(code: types.CodeType) -> bool:
+    """Whether ``code`` (or the code Dynamo compiled it into) is a resume function: the
+    rest of a frame after a graph break, whose parameters are that frame's live locals."""
+    from ._wrap import _resumed
+
+    original = _torch.orig_code_map.get(code) or code
+    return _resumed(original) is not original
+
+
+def caller_mark(
+    code: types.CodeType, f_locals: Any, place: tuple[str, Any], start: types.FrameType | None
+) -> CallerMark | None:
+    """The mark the compiled caller handed on for the parameter at ``place`` of the frame
+    being compiled (its ``code`` and ``f_locals``; ``("name", "k")`` for a named parameter,
+    ``("args", i)`` for ``*args[i]``, ``("kwargs", "k")`` for ``**kwargs['k']``), from the
+    record of the call it was bound from; ``start``: the frame that called it.
+
+    On the way up: a resume function's parameter is the local of the same name in the
+    frame that resumes it: marked where that frame's record says it handed a marked value
+    on as that local, else followed further only where it is the very object the frame was
+    called with (one of its parameters, not reassigned before the break); a frame
+    forwarding ``*args``/``**kwargs`` passes the item at the matching place
+    (:func:`_through`); the first other frame must hold the record.
+    """
     frame = start
+    child_code, child_locals = code, f_locals
+    kind, key = place
     for _ in range(_DEPTH):
         if frame is None:
             return None
-        found = _in_frame(frame, value)
-        if found is not None:
-            return found
+        if _resumes(child_code):
+            if kind != "name":
+                return None
+            record = _record_of(frame)
+            handed = record.locals.get(key) if record is not None else None
+            if handed is not None:  # a marked value the compiled frame handed on as this local
+                return CallerMark(*handed)
+            if frame.f_locals.get(key, _MISSING) is not child_locals.get(key):
+                return None  # not the object the frame was called with
+            inputs = frame.f_code.co_varnames[
+                : frame.f_code.co_argcount + frame.f_code.co_kwonlyargcount
+            ]
+            if key not in inputs:  # a value the function made itself, not one it was passed
+                return None
+        else:
+            record = _record_of(frame)
+            if record is not None:
+                return _from_record(record, child_code, child_locals, kind, key)
+            forwarded = _forwards(frame)
+            if forwarded is None:
+                return None
+            moved = _forwarded_place(child_code, child_locals, kind, key, *forwarded)
+            if moved is None:
+                return None
+            kind, key = moved
+        child_code, child_locals = frame.f_code, frame.f_locals
         frame = frame.f_back
     return None
 
 
-def guard_caller_mark(source: Any, traced: Any, spec: DynamicSpec, where: str) -> None:
-    """Guard the graph compiled for a value marked by a caller (``source``: where the
-    compiled frame receives it; ``traced``: its value while tracing) to run for values a
-    running frame holds with the same mark, or equal to ``traced``."""
-    from ._guards import guard_lambda
-    from ._sources import source_name
+_MISSING = object()
 
-    getframe = sys._getframe
 
-    def check(value: Any) -> bool:
-        if value == traced:
-            return True
-        found = caller_mark(value, getframe(1))
-        return found is not None and found.spec is spec
+def _forwarded_place(
+    code: types.CodeType,
+    f_locals: Any,
+    kind: str,
+    key: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> tuple[str, Any] | None:
+    """The place in a forwarding frame's ``*args``/``**kwargs`` that the parameter at
+    (``kind``, ``key``) of the frame it calls (``code``, ``f_locals``) was passed from."""
+    incoming = _incoming(code, f_locals, set(kwargs))
+    if kind == "kwargs" or (kind == "name" and key in incoming.keywords):
+        if key not in kwargs or kwargs[key] is not incoming.keywords.get(key):
+            return None
+        return "kwargs", key
+    if kind == "name":
+        positional = [n for n in code.co_varnames[: code.co_argcount] if n not in kwargs]
+        if key not in positional:  # keyword-only, not forwarded by keyword
+            return None
+        index = positional.index(key)
+    else:
+        index = incoming.named_positional + key
+    at = _through(incoming, index, args)
+    return None if at is None else ("args", at)
 
-    text = f"{source_name(source)} == {traced!r} or is {where} (marked) in a calling frame"
-    guard_lambda(source, check, text, ("caller-mark", source))
+
+def _from_record(
+    record: CallRecord, code: types.CodeType, f_locals: Any, kind: str, key: Any
+) -> CallerMark | None:
+    """The recorded mark of the call operand the parameter at (``kind``, ``key``) of the
+    frame the recorded call made (its ``code`` and ``f_locals``) was bound from."""
+    if kind == "kwargs" or (kind == "name" and key in record.keywords):
+        found = record.keywords.get(key)
+    else:
+        if kind == "name":
+            names = code.co_varnames[: code.co_argcount]
+            if key not in names:  # a keyword-only parameter not passed by keyword
+                return None
+            index = names.index(key)
+        else:  # *args[key]: after the named positional parameters
+            index = code.co_argcount + key
+        slot = index - record.bound
+        found = record.positional.get(slot) if 0 <= slot < record.npos else None
+    if found is None:
+        return None
+    spec, where = found
+    return CallerMark(spec, where)

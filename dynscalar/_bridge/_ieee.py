@@ -23,19 +23,66 @@ expression of values no mark made is left to torch, exactly as without dynscalar
 
 The hook sits on ``SymNode``'s ``_add``/``_sub``/``_mul``/``_neg``, the one place every
 symbolic arithmetic goes through (Dynamo's trace and AOTAutograd's).
+
+**Comparisons.**  sympy decides relations as real algebra too: ``Ne(e, e)`` is ``False``
+for any expression ``e`` and ``Eq(e, e)`` ``True``, a real expression is below ``oo``, and
+``Lt(e, nan)`` fails (sympy cannot order NaN).  IEEE decides otherwise where ``e`` is NaN
+or infinite: ``v = t * math.inf; v != v`` is True for ``t == 0.0``, and compiled code that
+took the static answer ran the other branch, with no guard to send a later value
+elsewhere.  So a comparison of the user's code (:func:`run_node_hook`: the operation
+Dynamo runs on fake values while it traces, which ends in ``SymNode``'s ``_eq``, ``_ne``,
+``_lt``, ``_le``, ``_gt``, ``_ge``) whose operands include a float expression of a value
+the bridge made symbolic, other than a bare symbol or a finite number, is built as an
+opaque predicate instead (:class:`IeeeEq`, ...): sympy never decides it, value ranges
+never bound it (:func:`bound_hook`), with numbers it is Python's comparison, and Dynamo
+guards on it where the code branches (the guard prints the Python comparison,
+``(L['t'] * math.inf) != (L['t'] * math.inf)``): one graph per path, as for any other
+branch.  A bare marked symbol compared with a finite number (``t > 0``) is left to torch:
+the symbol stands for a finite float (torch compiles a NaN or infinite float input as a
+constant), where sympy's answer is IEEE's.
 """
 
 from __future__ import annotations
 
 import operator
+import threading
 from collections.abc import Callable
 from typing import Any
 
 import sympy
+from sympy.core.function import Application
+from sympy.logic.boolalg import Boolean
 
+from . import _torch
 from ._state import peek_state
 
-__all__ = ["IeeeAdd", "IeeeMul", "add_hook", "mul_hook", "neg_hook", "sub_hook"]
+__all__ = [
+    "IeeeAdd",
+    "IeeeEq",
+    "IeeeGe",
+    "IeeeGt",
+    "IeeeLe",
+    "IeeeLt",
+    "IeeeMul",
+    "IeeeNe",
+    "IeeeNotGe",
+    "IeeeNotGt",
+    "IeeeNotLe",
+    "IeeeNotLt",
+    "add_hook",
+    "bound_hook",
+    "bound_off",
+    "eq_hook",
+    "ge_hook",
+    "gt_hook",
+    "le_hook",
+    "lt_hook",
+    "mul_hook",
+    "ne_hook",
+    "neg_hook",
+    "run_node_hook",
+    "sub_hook",
+]
 
 
 class _Ieee(sympy.Function):  # type: ignore[misc]  # sympy is untyped
@@ -137,3 +184,202 @@ def neg_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[st
     if result.pytype is not float or not _ours(instance):
         return result
     return _faithful(result, IeeeMul(-1, instance.expr))
+
+
+# ----------------------------------------------------------------------------- comparisons
+def _python_number(value: Any) -> Any:
+    """A sympy number as the Python number it stands for (``oo`` -> ``inf``, ``nan``)."""
+    if value.is_Integer:
+        return int(value)
+    return float(value)
+
+
+class _IeeeCompare(Application, Boolean):  # type: ignore[misc]  # sympy is untyped
+    """A comparison sympy must not decide (see module docstring): with numbers, Python's.
+
+    A boolean of its own (not a ``BooleanFunction``, which sympy's normal forms expand), and
+    relational enough that ``Not(p)`` is its negation under IEEE: ``not (a < b)`` is not
+    ``a >= b`` when an operand is NaN, so each order comparison has a negated twin.
+    """
+
+    is_Relational = True  # sympy's Not, And, Or: negate and compare as relations do
+    _op: Callable[[Any, Any], bool]
+    _symbol: str
+    _negation: str  # the class name of the negation
+
+    @classmethod
+    def eval(cls, a: Any, b: Any) -> Any:
+        if isinstance(a, sympy.Number) and isinstance(b, sympy.Number):
+            return sympy.true if cls._op(_python_number(a), _python_number(b)) else sympy.false
+        return None
+
+    @property
+    def negated(self) -> Any:
+        return _BY_NAME[self._negation](*self.args)
+
+    @property
+    def canonical(self) -> Any:
+        return self
+
+    def _torch_sympystr(self, printer: Any) -> str:
+        a, b = self.args
+        return f"({printer._print(a)} {self._symbol} {printer._print(b)})"
+
+
+class _IeeeNot(_IeeeCompare):
+    """``not (a <op> b)``: with a NaN operand, true for every order comparison."""
+
+    def _torch_sympystr(self, printer: Any) -> str:
+        a, b = self.args
+        return f"(not ({printer._print(a)} {self._symbol} {printer._print(b)}))"
+
+
+def _comparison(
+    name: str, op: Callable[[Any, Any], bool], symbol: str, negation: str, negated: bool = False
+) -> type[_IeeeCompare]:
+    """The class of one comparison (``negated``: of ``not (a <symbol> b)``)."""
+
+    def test(a: Any, b: Any) -> bool:
+        return not op(a, b) if negated else op(a, b)
+
+    text = f"not (a {symbol} b)" if negated else f"a {symbol} b"
+    namespace = {
+        "_op": staticmethod(test),
+        "_symbol": symbol,
+        "_negation": negation,
+        "__doc__": f"``{text}`` on Python numbers.",
+        "__module__": __name__,
+    }
+    return type(name, (_IeeeNot if negated else _IeeeCompare,), namespace)
+
+
+IeeeEq = _comparison("IeeeEq", operator.eq, "==", "IeeeNe")
+IeeeNe = _comparison("IeeeNe", operator.ne, "!=", "IeeeEq")
+IeeeLt = _comparison("IeeeLt", operator.lt, "<", "IeeeNotLt")
+IeeeLe = _comparison("IeeeLe", operator.le, "<=", "IeeeNotLe")
+IeeeGt = _comparison("IeeeGt", operator.gt, ">", "IeeeNotGt")
+IeeeGe = _comparison("IeeeGe", operator.ge, ">=", "IeeeNotGe")
+IeeeNotLt = _comparison("IeeeNotLt", operator.lt, "<", "IeeeLt", negated=True)
+IeeeNotLe = _comparison("IeeeNotLe", operator.le, "<=", "IeeeLe", negated=True)
+IeeeNotGt = _comparison("IeeeNotGt", operator.gt, ">", "IeeeGt", negated=True)
+IeeeNotGe = _comparison("IeeeNotGe", operator.ge, ">=", "IeeeGe", negated=True)
+
+
+_COMPARISONS = (
+    IeeeEq,
+    IeeeNe,
+    IeeeLt,
+    IeeeLe,
+    IeeeGt,
+    IeeeGe,
+    IeeeNotLt,
+    IeeeNotLe,
+    IeeeNotGt,
+    IeeeNotGe,
+)
+_BY_NAME: dict[str, type[_IeeeCompare]] = {c.__name__: c for c in _COMPARISONS}
+#: the operator torch records for each comparison's FX node
+_FX_OPS: dict[str, Callable[[Any, Any], Any]] = {
+    "IeeeEq": operator.eq,
+    "IeeeNe": operator.ne,
+    "IeeeLt": operator.lt,
+    "IeeeLe": operator.le,
+    "IeeeGt": operator.gt,
+    "IeeeGe": operator.ge,
+}
+
+
+def _plain(expr: Any) -> bool:
+    """A bare symbol or a finite number: where sympy's answer is IEEE's."""
+    if isinstance(expr, sympy.Symbol):
+        return True
+    return bool(expr.is_number) and bool(expr.is_finite)
+
+
+Hook = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
+
+
+def _predicate(node: Any, other: Any, comparison: type[_IeeeCompare]) -> Any:
+    """The boolean ``SymNode`` of ``comparison(node, other)``, built as torch builds a
+    comparison's result (``sym_node.binary_magic_impl``) but never through a sympy relation,
+    which decides ``Ne(e, e)`` and fails on NaN (``Lt(e, nan)``: "Invalid NaN comparison")."""
+    op = comparison._op
+    hint = None
+    if node.hint is not None and other.hint is not None:
+        hint = bool(op(node.hint, other.hint))
+    fx_node, _ = node.shape_env._create_fx_call_function(
+        _FX_OPS[comparison.__name__], (node.fx_node, other.fx_node)
+    )
+    return type(node)(
+        comparison(node.expr, other.expr), node.shape_env, bool, hint, fx_node=fx_node
+    )
+
+
+_local = threading.local()
+_USER_COMPARISONS = frozenset(
+    {operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge}
+)
+
+
+def run_node_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Around ``torch._dynamo.utils.run_node(tracer, node, args, kwargs, nnmodule)``, which
+    runs each operation of the user's program on fake values while Dynamo traces it: a
+    comparison run there is the user's (``a < b``, ``v != v``), and only those are kept as
+    Python's.  torch compares symbolic floats for its own bookkeeping too
+    (``SymNodeVariable.create`` checks a new value against its example value, ``e != e``),
+    and there sympy's answer is the one it means."""
+    from ._safety import torchs_own
+
+    comparison = getattr(kwargs.get("node"), "target", None) in _USER_COMPARISONS
+    depth = getattr(_local, "depth", 0)
+    _local.depth = depth + comparison
+    try:
+        return wrapped(*args, **kwargs)
+    except Exception as error:  # the program's own operation failed: torch's to report
+        torchs_own(error)
+        raise
+    finally:
+        _local.depth = depth
+
+
+def _comparison_hook(comparison: type[_IeeeCompare]) -> Hook:
+    def hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        other = kwargs["other"]
+        if (
+            not getattr(_local, "depth", 0)
+            or (instance.pytype is not float and other.pytype is not float)
+            or (_plain(instance.expr) and _plain(other.expr))
+            or not _ours(instance, other)
+            or _torch.get_proxy_mode() is not None  # dispatched: comes back here outside it
+        ):
+            return wrapped(*args, **kwargs)
+        return _predicate(instance, other, comparison)
+
+    hook.__doc__ = f"Around ``SymNode._{comparison.__name__[4:].lower()}(other)``."
+    return hook
+
+
+def bound_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Around ``symbolic_shapes.bound_sympy(expr, ranges)``, the value-range analysis that
+    decides comparisons statically: its bounds are real-number bounds (``t * 0.0`` is
+    exactly 0), so a boolean holding one of the comparisons above is unknown to it (and
+    torch's analysis has no handler for them)."""
+    expr = kwargs["expr"]
+    if isinstance(expr, Boolean) and expr.has(*_COMPARISONS):
+        return _torch.ValueRanges.unknown_bool()
+    return wrapped(*args, **kwargs)
+
+
+#: the same hook where the safety net falls back (a failure here, or a frame compiled as
+#: stock): a comparison already built must never reach torch's analysis
+bound_off = bound_hook
+
+
+eq_hook = _comparison_hook(IeeeEq)
+ne_hook = _comparison_hook(IeeeNe)
+lt_hook = _comparison_hook(IeeeLt)
+le_hook = _comparison_hook(IeeeLe)
+gt_hook = _comparison_hook(IeeeGt)
+ge_hook = _comparison_hook(IeeeGe)

@@ -87,14 +87,15 @@ class PropertyRead:
 
 # compiled frame's code -> {source of a number a module property returned: that property},
 # for every module property traced (marked or not): the doctor names a recompile on
-# ``L['self'].progress.completed`` by the property user code reads it through.
-_reads: weakref.WeakKeyDictionary[CodeType, dict[str, PropertyRead]] = weakref.WeakKeyDictionary()
+# ``L['self'].progress.completed`` by the property user code reads it through.  Kept by the
+# code object itself (code objects compare by value: an equal one is another function).
+_reads: _caches.ObjectKeyed[CodeType, dict[str, PropertyRead]] = _caches.ObjectKeyed()
 _caches.register(_reads.clear)
 
 
 def read_through_property(code: CodeType, source: str) -> PropertyRead | None:
     """The module property compiled ``code`` read the number at ``source`` through, if any."""
-    return _reads.get(code, {}).get(source)
+    return (_reads.get(code) or {}).get(source)
 
 
 def _remember_read(tx: Any, scope: _Scope, result: Any) -> None:
@@ -237,7 +238,17 @@ def _settle(scope: _Scope, result: Any, spec: DynamicSpec) -> None:
         return
     if scope.constant_reads:
         return  # told at the read (builder_call_hook)
-    if getattr(realized, "source", None) is not None:
+    written = _written_earlier(scope)
+    if written:
+        names = ", ".join(f"self.{n}" for n in written)
+        why = (
+            f"its getter reads {names}, which this forward assigned before reading the "
+            "property: that is a value the compiled code computes, not one it is called "
+            "with, and the attribute's own value when the call starts is compiled as "
+            "stock torch compiles it (one compile per value). Mark the attribute itself "
+            f"(mark_dynamic_attr(model, {written[0]!r}))"
+        )
+    elif getattr(realized, "source", None) is not None:
         why = (
             "the attribute it reads was already read as a constant earlier in the compiled "
             "code, so torch.compile specializes it (one compile per value). Read the "
@@ -256,6 +267,24 @@ def _settle(scope: _Scope, result: Any, spec: DynamicSpec) -> None:
         f"returned a constant ({value!r}): {why}."
     )
     refuse(message, spec.strict, once=("property", scope.where), location=user_line())
+
+
+def _written_earlier(scope: _Scope) -> list[str]:
+    """Attributes of the property's module that the getter's code names and that the
+    compiled frame assigned before the getter ran: Dynamo reads them from its pending side
+    effects, never through the builder, so no mark reaches them."""
+    descriptor = next(
+        (k.__dict__[scope.name] for k in type(scope.owner).__mro__ if scope.name in k.__dict__),
+        None,
+    )
+    code = getattr(getattr(descriptor, "fget", None), "__code__", None)
+    mutations = getattr(getattr(scope.output, "side_effects", None), "store_attr_mutations", {})
+    if code is None or not mutations:
+        return []
+    for variable, stored in mutations.items():
+        if getattr(variable, "value", None) is scope.owner:
+            return [name for name in stored if name in code.co_names]
+    return []
 
 
 def property_mark(builder: Any) -> tuple[DynamicSpec, str, str] | None:

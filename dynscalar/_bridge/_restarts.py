@@ -50,17 +50,22 @@ __all__ = [
     "symbol_source_names",
 ]
 
-#: source name of a marked int (a proxy's position) -> why the restarted trace reads
-#: it as a constant; filled before a restart, taken by that trace (an AOT cache hit skips
-#: the pass that would otherwise empty it)
-_specialize_next: dict[str, str] = {}
+#: the compile (its CompileContext, which the restarted attempts share) -> source name
+#: of a marked int (a proxy's position) -> why its restarted trace reads it as a constant;
+#: filled before a restart, taken by that trace.  Kept by the compile, never by the source
+#: name alone: another frame's compile reads ``L['self'].step`` too.
+_specialize_next: _caches.ObjectKeyed[Any, dict[str, str]] = _caches.ObjectKeyed()
 
 
 def restart_reason(source_name: str) -> str | None:
     """Why the marked int read through ``source_name`` is compiled as a constant in this
     trace, if it is (taken: the next compile reads it symbolically again)."""
+    if not _specialize_next:
+        return None
+    context = _torch.CompileContext.try_get()
     with lock:
-        return _specialize_next.pop(source_name, None)
+        pending = _specialize_next.get(context) if context is not None else None
+        return pending.pop(source_name, None) if pending else None
 
 
 @_caches.register
@@ -97,10 +102,12 @@ def specialize_ints_and_restart(
 ) -> NoReturn:
     """Restart the analysis with the marked ints ``symbols`` compiled as constants."""
 
+    context = _torch.CompileContext.try_get()
     with lock:
+        pending = _specialize_next.setdefault(context, {}) if context is not None else {}
         for symbol in symbols:
             for name in symbol_source_names(shape_env, symbol):
-                _specialize_next[name] = reason
+                pending[name] = reason
             log.info("%s %s; specializing it", state.backed[symbol][0], reason)
     clear_speculation_log()
     raise _torch.TensorifyScalarRestartAnalysis

@@ -7,18 +7,35 @@ a restart, a traced user exception) nor one of dynscalar's own deliberate errors
 While Dynamo traces a frame, the frame is marked *off* and Dynamo is asked to trace it again
 (``TensorifyScalarRestartAnalysis``, the restart torch's own float pass uses, which keeps
 torch's memory of forced floats).  While a frame is off, every hook runs its degraded
-form (``Private.degraded_hook``: a proxy is read as its plain value) or passes straight
-through, so the frame compiles exactly as stock torch compiles the plain values: the
-same graphs, the same guards, eager's numbers.  One ``DynscalarWarning`` names the
+form (``Private.degraded_hook``: a proxy is read as its plain value), or write-back's the
+form it has inside ``dynscalar.disabled()`` (a value made from a proxy is stored as the
+proxy eager stores), or passes straight through, so the frame compiles exactly as stock
+torch compiles the plain values: the same graphs, the same guards, eager's numbers and
+eager's classes.  The hooks that failed do not run there.  One ``DynscalarWarning`` names the
 marked values involved, the hook and the error; a frame whose marks include a
 ``strict=True`` one raises :class:`~dynscalar.BridgeError` instead.
 
+That report waits for the frame's stock attempt: it is made once the backend has compiled
+the stock graph (the hook on ``OutputGraph.call_user_compiler`` in its off form).  Where
+the stock attempt fails too, the failure was the program's own (a ``TypeError`` in the
+user's code, which Dynamo reports while it traces, marked values or not): it reaches the
+user exactly as stock torch raises it, never as dynscalar's internal error, ``strict``
+or not.
+
 A frame is off for the compile that failed (its restarts included); its next compile
-(a guard failure, a new value) tries dynscalar's handling again.  A hook of a backend
-pass (the float-tensorify pass, the AOTAutograd cache key) and one outside any compile
-(the ``torch.export`` wrapper) warn and call torch's original directly: tracing the frame
-again from there would compile one more graph than stock, so the graph keeps what Dynamo
-traced (marked values symbolic) and torch's pass treats them as it treats its own floats.
+(a guard failure, a new value) tries dynscalar's handling again.  What the net remembers
+is kept by the compile itself (its ``CompileContext``, one object per compile, which the
+restarted attempts share), never by the frame's code object or compile id: code objects
+compare by value and compile ids restart at ``(0, 0)`` after ``torch._dynamo.reset()``,
+so an unrelated compile of an equal function would have been taken as off.
+
+A hook of a backend pass (the float-tensorify pass, the AOTAutograd cache key) and one
+outside any compile (the ``torch.export`` wrapper, ``torch._dynamo.reset``) warn at once
+and call torch's original directly (or the entry's off form, where torch's function
+cannot take what the bridge already built: value ranges of a comparison kept as
+Python's): tracing the frame again from there would compile one more graph than stock,
+so the graph keeps what Dynamo traced (marked values symbolic) and torch's pass treats
+them as it treats its own floats.
 
 Examples:
     >>> from dynscalar._bridge import _safety
@@ -29,19 +46,28 @@ Examples:
 from __future__ import annotations
 
 import logging
-import weakref
 from collections.abc import Callable
-from types import CodeType
+from dataclasses import dataclass
 from typing import Any
 
 from .. import _caches
+from .._caches import ObjectKeyed
 from .._diagnostics import BridgeError, DynscalarError, DynscalarWarning
 from . import _torch
 from ._reports import STRICT_INVOLVED, dynscalar_error_in, refuse
 
 log = logging.getLogger("dynscalar")
 
-__all__ = ["call", "is_control_flow", "is_off", "on_abandon", "restart_frame", "torchs_own"]
+__all__ = [
+    "backend_compile_off",
+    "call",
+    "is_control_flow",
+    "is_off",
+    "note_strict",
+    "on_abandon",
+    "restart_frame",
+    "torchs_own",
+]
 
 Hook = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
 
@@ -61,8 +87,20 @@ def on_abandon(undo: Callable[[], None]) -> Callable[[], None]:
     return undo
 
 
-#: code of a frame compiled with dynscalar's handling off -> (the compile that failed, why)
-_off: weakref.WeakKeyDictionary[CodeType, tuple[object, str]] = weakref.WeakKeyDictionary()
+@dataclass
+class _Failure:
+    """A failure of dynscalar's in one compile, and what is known of it for the report."""
+
+    entry: str  # the hook's entry (its name in messages)
+    message: str
+    error: Exception
+    strict: bool  # a strict=True mark is involved (met when it failed, or in the retrace)
+    hooks: tuple[str, ...] = ()  # the hook functions that ran when it failed: not run again
+    reported: bool = False
+
+
+#: the compile (its CompileContext) traced with dynscalar's handling off -> the failure
+_off: ObjectKeyed[Any, _Failure] = ObjectKeyed()
 _caches.register(_off.clear)
 
 
@@ -76,28 +114,61 @@ def _tracer() -> Any:
     return getattr(getattr(tx, "output", None), "root_tx", None) or tx
 
 
-def _compile() -> tuple[CodeType, object] | None:
-    """(code, compile id) of the compile running now; None outside a compile."""
+def _compile() -> Any:
+    """The compile running now (its ``CompileContext``); None outside a compile."""
 
-    code = getattr(_tracer(), "f_code", None)
-    compile_id = _torch.CompileContext.current_compile_id()
-    if code is None or compile_id is None:
+    if getattr(_tracer(), "f_code", None) is None:
         return None
-    return code, compile_id
+    return _torch.CompileContext.try_get()
+
+
+def _failed() -> _Failure | None:
+    if not _off:
+        return None
+    context = _torch.CompileContext.try_get()
+    return _off.get(context) if context is not None else None
 
 
 def failure() -> str | None:
     """Why the running compile is compiled as stock torch compiles it (None: it is not)."""
-    if not _off:
-        return None
-    current = _compile()
-    found = _off.get(current[0]) if current is not None else None
-    return found[1] if found is not None and found[0] == current[1] else None  # type: ignore[index]
+    found = _failed()
+    return found.message if found is not None else None
 
 
 def is_off() -> bool:
     """True while the running compile is compiled as stock torch compiles it."""
-    return failure() is not None
+    return _failed() is not None
+
+
+def note_strict() -> None:
+    """A value marked ``strict=True`` was met in the compile the net traces as stock: its
+    report raises (:class:`~dynscalar.BridgeError`) instead of warning."""
+    found = _failed()
+    if found is not None:
+        found.strict = True
+
+
+def _report_pending() -> None:
+    """The stock attempt of a compile the net turned off got its graph compiled: the
+    failure was dynscalar's, so say so now (warn, or raise for a strict mark)."""
+    found = _failed()
+    if found is not None and not found.reported:
+        _report(found)
+
+
+def _report(failed: _Failure) -> None:
+    """Warn about ``failed`` (once per hook and error, wherever in the compile it happens),
+    or raise it for a strict mark (``_reports.refuse``, the one strict/warn policy)."""
+    failed.reported = True
+    refuse(
+        failed.message,
+        failed.strict,
+        once=("safety", failed.entry, type(failed.error).__name__, str(failed.error)),
+        error=BridgeError,
+        why=STRICT_INVOLVED,
+        category=DynscalarWarning,
+        cause=failed.error,
+    )
 
 
 def _control_flow_types() -> tuple[type[BaseException], ...]:
@@ -170,8 +241,15 @@ def _marks_in_compile() -> tuple[list[str], bool]:
     return labels, strict
 
 
-def _fallback(entry: Any) -> Hook | None:
-    path = entry.off_hook or entry.degraded_hook
+def _fallback(entry: Any, failed: _Failure | None = None) -> Hook | None:
+    """The hook ``entry`` runs in a compile traced as stock: its off form, else the form it
+    has inside ``disabled()`` (write-back's recording and codegen: what eager stores, a
+    proxy included, in a compile that reads proxies as plain values), else its degraded
+    form.  A ``disabled()`` form that is one of the hooks that failed is not run."""
+    path = entry.off_hook
+    if path is None and not (failed is not None and entry.disabled_hook in failed.hooks):
+        path = entry.disabled_hook
+    path = path or entry.degraded_hook
     if path is None:
         return None
     from ._table import hook_function
@@ -189,8 +267,9 @@ def call(
 ) -> Any:
     """Run ``hook`` for ``entry``; on a failure of dynscalar's, compile the frame as stock
     torch does (see module docstring)."""
-    if is_off():
-        fallback = _fallback(entry)
+    failed = _failed()
+    if failed is not None:
+        fallback = _fallback(entry, failed)
         if fallback is None:
             return wrapped(*args, **kwargs)
         return fallback(wrapped, instance, args, kwargs)
@@ -205,17 +284,18 @@ def call(
         deliberate = dynscalar_error_in(error)
         if deliberate is not None:
             raise deliberate from None
-        message = _fail(entry, error)
+        failed = _failure(entry.name, error, entry.hooks)
         current = _compile()
         if current is None or entry.phase != "dynamo":
             # Not tracing (the export wrapper), or a backend pass (the float-tensorify pass):
-            # torch's own function, as stock runs it.  A backend pass cannot trace the frame
-            # again without compiling one more graph; the graph it has is what Dynamo traced.
-            return wrapped(*args, **kwargs)
-        _off[current[0]] = (current[1], message)
-        for undo in _abandon:
-            undo()
-        _restart(error)
+            # torch's own function (or the entry's off form), as stock runs it.  A backend
+            # pass cannot trace the frame again without compiling one more graph; the graph
+            # it has is what Dynamo traced.
+            _report(failed)  # nothing is traced again to wait for
+            if entry.off_hook is None:
+                return wrapped(*args, **kwargs)
+            return _fallback(entry)(wrapped, instance, args, kwargs)  # type: ignore[misc]
+        _turn_off(current, failed, error)
 
 
 def restart_frame() -> None:
@@ -264,21 +344,33 @@ def backend_compile_hook(
             or isinstance(cause, DynscalarError)  # a deliberate error of dynscalar's
         ):
             raise torchs_own(error) from error.__cause__
-        message = _fail(_Backend(), cause if isinstance(cause, Exception) else error)
-        _off[current[0]] = (current[1], message)
-        for undo in _abandon:
-            undo()
-        _restart(error)
-        raise  # not reached: _restart raises
+        failed = _failure(_BACKEND, cause if isinstance(cause, Exception) else error)
+        _turn_off(current, failed, error)
+        raise  # not reached: _turn_off raises
 
 
-class _Backend:
-    """The backend compile, named like a table entry in the net's messages."""
+_BACKEND = "the backend's compile (OutputGraph.call_user_compiler)"
 
-    name = "the backend's compile (OutputGraph.call_user_compiler)"
-    phase = "dynamo"
-    degraded_hook = None
-    off_hook = None
+
+def backend_compile_off(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """``OutputGraph.call_user_compiler`` in a compile the net turned off: the stock graph
+    is compiled, then the failure that turned the compile off is reported.  A stock attempt
+    that fails before this point (the user's own error while tracing, a backend failing on
+    the stock graph too) reports nothing of dynscalar's: the error is the program's."""
+    compiled = wrapped(*args, **kwargs)
+    _report_pending()
+    return compiled
+
+
+def _turn_off(context: Any, failed: _Failure, error: Exception) -> None:
+    """Trace the compile again as stock torch does, its failure reported once the stock
+    attempt compiles (:func:`backend_compile_off`)."""
+    _off[context] = failed
+    for undo in _abandon:
+        undo()
+    _restart(error)
 
 
 def _restarting(error: BaseException) -> bool:
@@ -291,9 +383,9 @@ def _restarting(error: BaseException) -> bool:
     return False
 
 
-def _fail(entry: Any, error: Exception) -> str:
-    """Warn (or, for a strict mark, raise) about a failure in ``entry``'s hook; returns the
-    message (a strict mark met later in the frame raises it, ``_wrap.wrap_off``)."""
+def _failure(entry: str, error: Exception, hooks: tuple[str, ...] = ()) -> _Failure:
+    """What is known of a failure in ``entry``'s hook: the message (not reported yet) and
+    whether a ``strict=True`` mark is involved in the compile."""
     try:
         labels, strict = _marks_in_compile()
     except Exception:  # noqa: BLE001 - the report must not fail in turn
@@ -301,19 +393,10 @@ def _fail(entry: Any, error: Exception) -> str:
     values = ", ".join(labels) if labels else "the marked values"
     what = f"{type(error).__name__}: {error}".splitlines()[0][:300]
     message = (
-        f"dynscalar: an internal error in its hook on {entry.name} ({what}) while "
+        f"dynscalar: an internal error in its hook on {entry} ({what}) while "
         f"compiling {values}; this frame is compiled as stock torch.compile compiles the "
         "plain values instead (results are eager's; a changing value may recompile). "
         "Please report this with your torch version."
     )
     log.info("%s", message, exc_info=error)
-    refuse(
-        message,
-        strict,
-        once=("safety", entry.name, type(error).__name__, values),
-        error=BridgeError,
-        why=STRICT_INVOLVED,
-        category=DynscalarWarning,
-        cause=error,
-    )
-    return message
+    return _Failure(entry, message, error, strict, hooks)

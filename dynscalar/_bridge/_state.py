@@ -1,5 +1,9 @@
 """State shared by the bridge modules: the install lock and what one compile has marked.
 
+The hook on ``torch._dynamo.reset()`` (which ``torch.compiler.reset()`` calls) resets
+dynscalar's module-level caches (``dynscalar._caches``) with torch's own state, so nothing
+dynscalar remembers of an earlier compile outlives the compiled code it was about.
+
 Per-compile state lives in a table keyed (weakly) by the compile's ``ShapeEnv``, never in
 the ShapeEnv's own attributes: torch can replay a ShapeEnv's recorded events and compare
 its fields (``torch.fx.experimental._config.check_shape_env_recorded_events``), and an
@@ -13,6 +17,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import _caches
 from .._spec import DynamicSpec
 from . import _torch
 
@@ -24,6 +29,7 @@ __all__ = [
     "is_dynamic_value",
     "lock",
     "peek_state",
+    "reset_hook",
     "resolved",
 ]
 
@@ -159,3 +165,13 @@ def resolved(shape_env: Any) -> dict[Any, Any]:
         if cache is None:
             cache = _resolved[shape_env] = {}
         return cache
+
+
+def reset_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Around ``torch._dynamo.reset()``: torch's reset, then dynscalar's
+    (``_caches.reset_caches``: once-per-location warnings, remembered restarts and forced
+    floats, the safety net's turned-off compiles, property reads, ...).  Marks stay."""
+    try:
+        return wrapped(*args, **kwargs)
+    finally:
+        _caches.reset_caches()

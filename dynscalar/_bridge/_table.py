@@ -438,8 +438,10 @@ PRIVATES: tuple[Private, ...] = (
         "torch._dynamo.output_graph:OutputGraph.call_user_compiler",
         ("self", "gm", "example_inputs"),
         hooks=("_safety:backend_compile_hook", "_floats:compile_hook"),
+        off_hook="_safety:backend_compile_off",
         why="a backend that fails on a graph with marked values: traced again as stock; "
-        "a marked float the restarted trace specialized is warned",
+        "a marked float the restarted trace specialized is warned; a failure of dynscalar's "
+        "is reported once the stock attempt compiled (else the error was the program's)",
     ),
     Private(f"{_S}:ShapeEnv.constrain_symbol_range", ("self", "s", "compiler_min", "compiler_max")),
     Private(
@@ -526,11 +528,12 @@ PRIVATES: tuple[Private, ...] = (
         hooks=(
             "_writeback.record:builtin_call_hook",
             "_ops:builtin_call_hook",
-            "_builtins:conversion_hook",
+            "_builtins:python_raises_hook",
         ),
         disabled_hook="_writeback.record:record_call_hook",
         why="write-back records builtin calls; max/min of a marked value (bool, NaN, deep); "
-        "int()/round() of a NaN or infinite float raise Python's error in a marked compile",
+        "int()/round() of a NaN or infinite float and division by zero raise Python's error "
+        "in a marked compile",
     ),
     Private(
         "torch._dynamo.variables.builtin:BuiltinVariable.call_range",
@@ -672,6 +675,36 @@ PRIVATES: tuple[Private, ...] = (
     Private(f"{_SN}:SymNode._mul", ("self", "other"), hooks=("_ieee:mul_hook",), phase="floats"),
     Private(f"{_SN}:SymNode._neg", ("self",), hooks=("_ieee:neg_hook",), phase="floats"),
     Private(
+        f"{_SN}:SymNode._eq",
+        ("self", "other"),
+        hooks=("_ieee:eq_hook",),
+        phase="floats",
+        why="comparisons of marked float expressions decided as Python does (NaN, inf)",
+    ),
+    Private(f"{_SN}:SymNode._ne", ("self", "other"), hooks=("_ieee:ne_hook",), phase="floats"),
+    Private(f"{_SN}:SymNode._lt", ("self", "other"), hooks=("_ieee:lt_hook",), phase="floats"),
+    Private(f"{_SN}:SymNode._le", ("self", "other"), hooks=("_ieee:le_hook",), phase="floats"),
+    Private(f"{_SN}:SymNode._gt", ("self", "other"), hooks=("_ieee:gt_hook",), phase="floats"),
+    Private(f"{_SN}:SymNode._ge", ("self", "other"), hooks=("_ieee:ge_hook",), phase="floats"),
+    Private(
+        f"{_S}:bound_sympy",
+        ("expr", "ranges"),
+        hooks=("_ieee:bound_hook",),
+        off_hook="_ieee:bound_off",
+        phase="floats",
+        why="real-number value ranges never decide a comparison kept as Python's",
+    ),
+    Private("torch.utils._sympy.value_ranges:ValueRanges"),
+    Private(
+        "torch._dynamo.utils:run_node",
+        ("tracer", "node", "args", "kwargs", "nnmodule"),
+        hooks=("_ieee:run_node_hook",),
+        phase="floats",
+        why="the comparisons of the user's program (not torch's own) are kept as Python's",
+    ),
+    Private(f"{_S}:ShapeEnv._create_fx_call_function", ("self", "op", "args")),
+    Private("torch.fx.experimental.proxy_tensor:get_proxy_mode", ()),
+    Private(
         f"{_SN}:SymNode.__init__",
         (
             "self",
@@ -688,6 +721,14 @@ PRIVATES: tuple[Private, ...] = (
     ),
     Private("torch._dynamo.config:specialize_float", phase="floats"),
     Private("torch._dynamo.config:assume_static_by_default", phase="floats"),
+    # ---- a reset of torch's compile state resets dynscalar's caches too (_state)
+    Private(
+        "torch._dynamo:reset",
+        (),
+        hooks=("_state:reset_hook",),
+        degraded_hook="_state:reset_hook",
+        why="torch._dynamo.reset() and torch.compiler.reset() forget dynscalar's caches too",
+    ),
     # ---- read only, through _torch: what the hooks build, test and raise
     Private("torch:_dynamo", alias="dynamo", why="reset(); importing it installs the bridge"),
     Private("torch._dynamo:config", alias="dynamo_config"),
@@ -698,6 +739,7 @@ PRIVATES: tuple[Private, ...] = (
     Private("torch._dynamo.variables.base:VariableTracker"),
     Private("torch._dynamo.variables.base:ValueMutationNew"),
     Private("torch._dynamo.variables.lazy:LazyVariableTracker"),
+    Private("torch._dynamo.variables.misc:NullVariable", why="the NULL of a call on the stack"),
     Private("torch._dynamo.variables.lists:BaseListVariable"),
     Private("torch._dynamo.variables.lists:ListVariable"),
     Private("torch._dynamo.variables.lists:TupleVariable"),

@@ -28,16 +28,10 @@ from typing import Any, NamedTuple
 
 from .._attrs import check_marked_value
 from .._auto import auto_spec
-from .._diagnostics import (
-    BridgeError,
-    BridgeUnavailableWarning,
-    DynscalarError,
-    warn_once,
-)
+from .._diagnostics import BridgeUnavailableWarning, DynscalarError, warn_once
 from .._marks import (
     ARG_MARKS_KEY,
     GROUP_MARKS_KEY,
-    arg_marks_made,
     auto_marked,
     group_holders,
     lookup_arg_mark,
@@ -48,13 +42,13 @@ from .._marks import (
 from .._proxy import DynamicScalar
 from .._spec import INT64_MAX, INT64_MIN, DynamicSpec
 from . import _torch
-from ._callers import caller_mark, guard_caller_mark
+from ._callers import caller_mark, records_made
 from ._floats import wrap_float
 from ._guards import guard_function_marks, guard_mark_state, guard_proxy
 from ._install import ensure_phase, phase_problem
 from ._ints import wrap_int
 from ._properties import note_number_wrapped, property_mark
-from ._reports import STRICT_INVOLVED, instance_path, passthrough, refuse, user_line
+from ._reports import instance_path, passthrough, refuse, user_line
 from ._restarts import restart_reason
 from ._sources import record_for_automatic_dynamic, swapped_source
 from ._state import Origin, compile_state, resolved
@@ -208,18 +202,47 @@ def _find_stored_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
 
 
 def _passed_marked(builder: Any, value: Any, where: str) -> _Found | None:
-    """An argument of the compiled frame that a running caller holds as a marked argument
-    (``_callers``): the caller's mark, with the guard that checks it again on every call."""
-    if type(value) not in (int, float) or not arg_marks_made():
+    """An argument of the compiled frame that its compiled caller handed on, at a graph
+    break, as a marked value (``_callers``: the call's record, by the place in the call
+    the parameter was bound from): the caller's mark.  No guard checks the caller again:
+    the graph is symbolic, correct for any value passed there."""
+    if type(value) not in (int, float) or not records_made():
         return None
-    start = _caller_of_compiled_frame(builder.tx)
-    found = caller_mark(value, start) if start is not None else None
+    tx = builder.tx
+    code: Any = getattr(tx, "f_code", None)
+    place = _place(builder.source, code) if code is not None else None
+    start = _caller_of_compiled_frame(tx) if place is not None else None
+    if place is None or start is None:
+        return None
+    found = caller_mark(code, getattr(tx, "f_locals", {}), place, start)
     if found is None:
         return None
-    guard_caller_mark(builder.source, value, found.spec, found.where)
+    resumed = _resumed(code)
+    if resumed is not code and place[0] == "name":  # a local handed on to a resume function
+        where = f"{getattr(resumed, 'co_qualname', resumed.co_name)}({place[1]})"
     # an unmarked value passed here later compiles as stock torch does: it has seen this one
     record_for_automatic_dynamic(builder, value)
-    return _Found(found.spec, where, f"passed in as {found.where}, marked with mark_dynamic_args")
+    return _Found(found.spec, where, f"passed in as {found.where}, a marked value")
+
+
+def _place(source: Any, code: Any) -> tuple[str, Any] | None:
+    """Where an argument of the frame running ``code`` sits in its call: ``("name", n)``,
+    ``("args", i)`` for ``L['args'][i]``, ``("kwargs", k)`` for ``L['kwargs']['k']``."""
+    kind = type(source)
+    if kind is _torch.LocalSource and source.is_input:
+        return ("name", source.local_name)
+    base: Any = getattr(source, "base", None)
+    if type(base) is not _torch.LocalSource or not base.is_input:
+        return None
+    at = code.co_argcount + code.co_kwonlyargcount
+    varargs = code.co_varnames[at] if code.co_flags & _CO_VARARGS else None
+    varkw_at = at + (1 if varargs else 0)
+    varkw = code.co_varnames[varkw_at] if code.co_flags & _CO_VARKEYWORDS else None
+    if kind is _torch.GetItemSource and base.local_name == varargs:
+        return ("args", source.index) if isinstance(source.index, int) else None
+    if kind is _torch.DictGetItemSource and base.local_name == varkw:
+        return ("kwargs", source.index) if isinstance(source.index, str) else None
+    return None
 
 
 def _caller_of_compiled_frame(tx: Any) -> Any:
@@ -539,17 +562,16 @@ def _remember_proxy(builder: Any, value: DynamicScalar, result: Any) -> None:
 
 def wrap_off(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The hook on ``VariableBuilder._wrap`` in a frame the safety net compiles as stock
-    torch does (``_safety``): :func:`wrap_degraded`, except that a value marked
-    ``strict=True`` (on its module attribute, or a proxy's own spec) raises the failure
-    instead of being compiled unmarked."""
+    torch does (``_safety``): :func:`wrap_degraded`, and a value marked ``strict=True`` (on
+    its module attribute, or a proxy's own spec) makes the failure's report raise instead
+    of warn, once the stock attempt has shown the failure was dynscalar's."""
     value = kwargs["value"]
     if isinstance(value, DynamicScalar | int | float) and not isinstance(value, bool):
         spec = _strict_spec(instance, value)
         if spec is not None and spec.strict:
-            from ._safety import failure
+            from ._safety import note_strict
 
-            message = failure() or "dynscalar: an internal error"
-            raise passthrough(BridgeError(f"{message} ({STRICT_INVOLVED})"))
+            note_strict()
     return wrap_degraded(wrapped, instance, args, kwargs)
 
 
@@ -563,6 +585,11 @@ def _strict_spec(builder: Any, value: Any) -> DynamicSpec | None:
             spec = lookup_mark(owner, source.member)
             if spec is not None:
                 return spec
+    parameter = _parameter(builder, source) if _is_argument(source) else None
+    if parameter is not None:  # an argument mark (the instance's, then the function's)
+        spec = lookup_arg_mark(*parameter, _frame_self(builder.tx)[0])
+        if spec is not None:
+            return spec
     return value.spec if isinstance(value, DynamicScalar) else None
 
 

@@ -39,8 +39,11 @@ __all__ = [
     "Assign",
     "Call",
     "Instance",
+    "SHAPES",
     "Mark",
     "Program",
+    "Redefine",
+    "Reset",
     "Spec",
     "Stmt",
     "Unmark",
@@ -297,6 +300,44 @@ _OPS: Templates = [
         {"makes_float": True},
     ),
 ]
+# Python's semantics on the scalars' values (the shapes below add one of each kind, drawn
+# apart from the other statements): comparisons where IEEE and real algebra part (NaN from
+# ``0 * inf``, ``x * nan``, overflow to inf, -0.0), division by zero (caught by the
+# program's own ``except``, and not), and the user's own errors inside a marked frame.
+_IEEE: Templates = [
+    ("v = {a} * math.inf\nif v != v:\n    y = y + 1", {"makes_float": True}),
+    ("if ({a} * math.nan) == ({a} * math.nan):\n    y = y * 3", {"makes_float": True}),
+    ("if {a} * 1e308 * 10 > {k}:\n    y = y - 2", {"makes_float": True}),
+    ("if {a} * -0.0 == 0.0:\n    y = y + 0.5", {"makes_float": True}),
+    ("if {a} + math.nan < {k}:\n    y = y * 2\nelse:\n    y = y / 2", {"makes_float": True}),
+    ("v = {a} * 1e308 * 10\nif v - v >= 0:\n    y = y + 4", {"makes_float": True}),
+    ("y = y + ({a} * math.inf <= {k})", {"makes_float": True}),
+]
+
+
+def _caught(body: str, handler: str) -> str:
+    """``body`` under ``try``, ``handler`` where it divides by zero (the program's own
+    ``except``, which compiled code must reach as eager code does)."""
+    return f"try:\n    {body}\nexcept ZeroDivisionError:\n    {handler}"
+
+
+_DIVIDE: Templates = [
+    (_caught("y = y * (1 / {a})", "y = y - 1"), {"makes_float": True}),
+    (_caught("y = y + {c} // {a}", "y = y + 7"), {}),
+    (_caught("y = y + {a} % ({a} - {k})", "y = y * 0.5"), {}),
+    (_caught("q, r = divmod({c}, {a})\n    y = y + q - r", "y = y + 2"), {}),
+    (_caught("y = y * ({a} ** -1)", "y = -y"), {"makes_float": True}),
+    ("y = y + {a} / ({a} - {k})", {"makes_float": True}),
+]
+_USER_ERRORS: Templates = [
+    ('if {a} == {k}:\n    y = y + "s"', {}),
+    ('if {a} > {k}:\n    raise ValueError("the program\'s own error")', {}),
+]
+# a dict built and stored in one statement (``self.extra = {'k': self.s * 2}``)
+_DICTS: Templates = [
+    ('self.e = {{"k": {a} * 2}}', {}),
+    ('self.e = {{"k": {a} + 1, "n": [{b} - 1]}}', {}),
+]
 _GROUPS = [
     (_READS, 5),
     (_BRANCHES, 3),
@@ -310,9 +351,15 @@ _FUNCTION_GROUPS = [*_GROUPS, (_BREAKS, 3)]
 _MODULE_GROUPS = [*_GROUPS, (_LANDS, 4)]
 
 
-def _stmt(rng: random.Random, attrs: tuple[str, ...], module: bool = False) -> Stmt:
-    groups = _MODULE_GROUPS if module else _FUNCTION_GROUPS
-    group = rng.choices([g for g, _ in groups], weights=[w for _, w in groups])[0]
+def _stmt(
+    rng: random.Random,
+    attrs: tuple[str, ...],
+    module: bool = False,
+    group: Templates | None = None,
+) -> Stmt:
+    if group is None:
+        groups = _MODULE_GROUPS if module else _FUNCTION_GROUPS
+        group = rng.choices([g for g, _ in groups], weights=[w for _, w in groups])[0]
     template, flags = rng.choice(group)
     template = template.replace("{c}", str(rng.randint(2, 4))).replace(
         "{k}", str(rng.randint(-1, 6))
@@ -324,7 +371,7 @@ def _stmt(rng: random.Random, attrs: tuple[str, ...], module: bool = False) -> S
         a=a,
         b=b,
         reads=flags.get("reads", True),
-        writes=group is _WRITES or template.startswith("{a} ="),
+        writes=group is _WRITES or template.startswith("{a} =") or "    {a} =" in template,
         forces=flags.get("forces", False),
         makes_float=flags.get("makes_float", False),
     )
@@ -453,7 +500,18 @@ class Unmark:
     names: tuple[str, ...]
 
 
-Step = Call | Assign | Mark | Unmark
+@dataclass(frozen=True)
+class Reset:
+    """``torch._dynamo.reset()`` between two calls (compiled runs only)."""
+
+
+@dataclass(frozen=True)
+class Redefine:
+    """``f`` defined again from the same source (a re-run notebook cell), marked as the first
+    one was; the first one is dropped and collected."""
+
+
+Step = Call | Assign | Mark | Unmark | Reset | Redefine
 
 
 @dataclass(frozen=True)
@@ -468,6 +526,8 @@ class Program:
     instances: tuple[Instance, ...] = ()
     steps: tuple[Step, ...] = field(default_factory=tuple)
     arg_mark: Spec | None = None  # functions: mark_dynamic_args(f, "n", ...)
+    tags: tuple[str, ...] = ()  # the shapes this program has (SHAPES), for the report
+    prop_marks: tuple[str, ...] = ()  # instances whose property ``r`` is marked
 
     @property
     def calls(self) -> list[Call]:
@@ -488,13 +548,81 @@ class Program:
         return set().union(*(s.uses() for s in self.body)) if self.body else set()
 
 
+#: shape -> (the program kinds it applies to, how often): added to a program from a random
+#: stream of their own, so the programs without them stay what they were
+SHAPES: dict[str, tuple[tuple[str, ...], float]] = {
+    "ieee comparisons": (("module", "function"), 0.2),
+    "division by zero": (("module", "function"), 0.2),
+    "user errors": (("module", "function"), 0.06),
+    "dict written": (("module",), 0.3),
+    "instances churn": (("module",), 0.25),
+    "property mark": (("module",), 0.15),
+    "reset mid-program": (("module", "function"), 0.08),
+    "redefined function": (("function",), 0.3),
+}
+_SHAPE_STATEMENTS = {
+    "ieee comparisons": _IEEE,
+    "division by zero": _DIVIDE,
+    "user errors": _USER_ERRORS,
+    "dict written": _DICTS,
+}
+#: the types an attribute takes in the "instances churn" shape
+_CHURN = {"int": 4, "np.int64": 2, "DynamicInt": 3, "DynamicFloat": 2, "float": 2}
+
+
 def generate(seed: int, index: int, *, calls: int = 6) -> Program:
     """Program ``index`` of ``seed`` (independent of every other index)."""
     rng = random.Random(f"dynscalar-fuzz:{seed}:{index}")
     x = tuple(rng.choice([-2.0, -1.5, -0.5, 0.0, 0.25, 1.0, 2.0, 3.25]) for _ in range(4))
     if rng.random() < 0.2:
-        return _function_program(rng, seed, index, x, calls)
-    return _module_program(rng, seed, index, x, calls)
+        program = _function_program(rng, seed, index, x, calls)
+    else:
+        program = _module_program(rng, seed, index, x, calls)
+    return _with_shapes(program, random.Random(f"dynscalar-fuzz-shapes:{seed}:{index}"))
+
+
+def _with_shapes(p: Program, rng: random.Random) -> Program:
+    """``p`` with the shapes drawn for it (``SHAPES``)."""
+    tags = tuple(
+        n for n, (kinds, share) in SHAPES.items() if rng.random() < share and p.kind in kinds
+    )
+    body = list(p.body)
+    for tag in tags:
+        if tag in _SHAPE_STATEMENTS:
+            stmt = _stmt(rng, p.attrs, module=p.kind == "module", group=_SHAPE_STATEMENTS[tag])
+            body.insert(rng.randint(0, len(body)), stmt)
+    steps = list(p.steps)
+    instances = p.instances
+    prop_marks: tuple[str, ...] = ()
+    if "instances churn" in tags:
+        steps = _churn(rng, p, len(p.calls))
+    if "property mark" in tags:
+        body.insert(rng.randint(0, len(body)), Stmt("y = y * self.r", p.attrs[0], p.attrs[0]))
+        prop_marks = tuple(i.name for i in instances if rng.random() < 0.6) or (instances[0].name,)
+    if "reset mid-program" in tags:
+        steps.insert(rng.randint(1, len(steps) - 1), Reset())
+    if "redefined function" in tags:
+        at = [i for i, step in enumerate(steps) if isinstance(step, Call)][rng.randint(1, 3)]
+        steps.insert(at, Redefine())
+    return replace(p, body=tuple(body), steps=tuple(steps), tags=tags, prop_marks=prop_marks)
+
+
+def _churn(rng: random.Random, p: Program, calls: int) -> list[Step]:
+    """Calls over the instances in turn, the called one's attribute changing type before
+    each (plain int, numpy int, proxy, float), and marked or unmarked now and then."""
+    steps: list[Step] = []
+    weights = list(_CHURN.values())
+    for _ in range(calls):
+        target = rng.choice(p.instances).name
+        attr = rng.choice(p.attrs)
+        steps.append(Assign(target, attr, _value(rng, dict(zip(_CHURN, weights, strict=True)))))
+        if rng.random() < 0.3:
+            if rng.random() < 0.3:
+                steps.append(Unmark(target, (attr,)))
+            else:
+                steps.append(Mark(target, (attr,), Spec()))
+        steps.append(Call(target))
+    return steps
 
 
 def _function_program(
@@ -580,6 +708,7 @@ def render(program: Program, *, marks: bool = True, script: bool = False, backen
     lines = [
         f"# dynscalar fuzz program: seed {p.seed}, index {p.index}"
         + ("" if marks else " (dynscalar marks removed)"),
+        "import gc",
         "import math",
         "import operator",
         "",
@@ -590,6 +719,7 @@ def render(program: Program, *, marks: bool = True, script: bool = False, backen
     if marks:
         lines += ["import dynscalar", "from dynscalar import DynamicFloat, DynamicInt", ""]
     lines.append("")
+    redefined = any(isinstance(step, Redefine) for step in p.steps)
     if p.kind == "function":
         expr = {"n": "n"}
         lines += [
@@ -598,11 +728,26 @@ def render(program: Program, *, marks: bool = True, script: bool = False, backen
             "    return y + n * 2",
             "",
             "",
-            "def f(x, n):",
-            "    y = x.clone()",
         ]
-        lines += [_indent(s.source(expr), 4) for s in p.body]
-        lines += ["    return y", "", ""]
+        f_lines = ["def f(x, n):", "    y = x.clone()"]
+        f_lines += [_indent(s.source(expr), 4) for s in p.body]
+        f_lines += ["    return y"]
+        if redefined:  # defined from source text, as a notebook cell is (and again later)
+            lines += [
+                f"F_SOURCE = {chr(10).join(f_lines) + chr(10)!r}",
+                "",
+                "",
+                "def make_f():",  # a cell run again: the same source, the same globals
+                '    exec(compile(F_SOURCE, "<cell>", "exec"), globals())',
+                '    return globals()["f"]',
+                "",
+                "",
+                "f = make_f()",
+                "",
+                "",
+            ]
+        else:
+            lines += [*f_lines, "", ""]
     else:
         expr = {a: f"self.{a}" for a in p.attrs}
         args = ", ".join(p.attrs)
@@ -619,8 +764,15 @@ def render(program: Program, *, marks: bool = True, script: bool = False, backen
             *[_indent(s.source(expr), 8) for s in p.body],
             "        return y",
             "",
-            "",
         ]
+        if "property mark" in p.tags:
+            lines += [
+                "    @property",
+                "    def r(self):",
+                f"        return self.{p.attrs[0]} * 2",
+                "",
+            ]
+        lines.append("")
         if p.class_mark is not None:
             names, spec = p.class_mark
             if marks:
@@ -628,10 +780,16 @@ def render(program: Program, *, marks: bool = True, script: bool = False, backen
                 lines.append(f"@dynscalar.dynamic_attrs({call})")
             lines += ["class MD(M):", "    pass", "", ""]
 
-    lines += ["def program(fuzz):", f"    x = torch.tensor({list(p.x)!r})"]
+    lines += ["def program(fuzz):"]
+    if redefined:
+        lines.append("    global f")
+    lines.append(f"    x = torch.tensor({list(p.x)!r})")
+    mark_f = ""
     if p.arg_mark is not None and marks:
-        call = ", ".join(["f", '"n"', *filter(None, [p.arg_mark.kwargs()])])
-        lines.append(f"    dynscalar.mark_dynamic_args({call})")
+        mark_f = "dynscalar.mark_dynamic_args({})".format(
+            ", ".join(["f", '"n"', *filter(None, [p.arg_mark.kwargs()])])
+        )
+        lines.append(f"    {mark_f}")
     for inst in p.instances:
         init = ", ".join(v.source(marks) for v in inst.init)
         lines.append(f"    {inst.name} = {inst.cls}({init})")
@@ -641,6 +799,8 @@ def render(program: Program, *, marks: bool = True, script: bool = False, backen
                 [inst.name, *(f'"{n}"' for n in names), *filter(None, [spec.kwargs()])]
             )
             lines.append(f"    dynscalar.mark_dynamic_attr({call})")
+    if marks:
+        lines += [f'    dynscalar.mark_dynamic_attr({name}, "r")' for name in p.prop_marks]
     if p.instances:
         lines.append(f"    fuzz.track({', '.join(f'{i.name}={i.name}' for i in p.instances)})")
     for step in p.steps:
@@ -657,6 +817,15 @@ def render(program: Program, *, marks: bool = True, script: bool = False, backen
         elif marks and isinstance(step, Unmark):
             call = ", ".join([step.target, *(f'"{n}"' for n in step.names)])
             lines += ["    with fuzz.step():", f"        dynscalar.unmark_dynamic_attr({call})"]
+        elif isinstance(step, Reset):
+            lines.append("    fuzz.reset()")
+        elif isinstance(step, Redefine):
+            lines += ["    fuzz.forget(f)", "    f = make_f()"]
+            if mark_f:
+                lines.append(f"    {mark_f}")
+            lines.append("    gc.collect()")
+            if mark_f:
+                lines += ["    with fuzz.step():", '        fuzz.expect_marked(f, "n")']
     source = "\n".join(lines) + "\n"
     if script:
         source += SCRIPT_HARNESS.replace("BACKEND", repr(backend or "aot_eager"))
@@ -683,6 +852,16 @@ if __name__ == "__main__":
 
         def step(self):
             return contextlib.suppress(Exception)
+
+        def reset(self):
+            if self.backend:
+                torch._dynamo.reset()
+
+        def forget(self, fn):
+            self.compiled.pop(id(fn), None)
+
+        def expect_marked(self, fn, name):
+            pass
 
         def call(self, fn, *args):
             if self.backend:

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from .generator import generate, render, without_harness
+from .generator import SHAPES, generate, render, without_harness
 from .runner import ROOT, StockWorker, Verdict, check_program, shrink
 
 __all__ = ["PROFILES", "Profile", "Report", "backend_for", "run_profile"]
@@ -84,6 +84,12 @@ class Report:
                 else:
                     ours += 1
         indices = [v.program.index for v in self.verdicts]
+        shapes: Counter[str] = Counter()
+        shapes_failing: Counter[str] = Counter()
+        for v in self.verdicts:
+            shapes.update(v.program.tags)
+            if v.failure is not None:
+                shapes_failing.update(v.program.tags)
         return {
             "profile": profile,
             "seed": self.seed,
@@ -97,6 +103,9 @@ class Report:
             "calls": sum(v.calls for v in self.verdicts),
             "compiles": sum(v.compiles for v in self.verdicts),
             "programs_without_difference": sum(not v.events for v in self.verdicts),
+            "shapes": {
+                tag: {"programs": shapes[tag], "dynscalar": shapes_failing[tag]} for tag in SHAPES
+            },
             "disagreements": {
                 "dynscalar": ours,
                 "allowed": dict(sorted(allowed.items())),

@@ -35,6 +35,20 @@ def _warnings(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {name}" for name, n in counts.items()) or "none"
 
 
+def _shapes(shapes: dict[str, dict[str, int]]) -> list[str]:
+    if not shapes:
+        return []
+    rows = [f"| {name} | {n['programs']} | {n['dynscalar']} |" for name, n in shapes.items()]
+    return [
+        "### Shapes",
+        "",
+        "| shape | programs | with a dynscalar-caused disagreement |",
+        "|---|---:|---:|",
+        *rows,
+        "",
+    ]
+
+
 def render(data: dict[str, Any], source: str) -> str:
     d = data["disagreements"]
     m = data["machine"]
@@ -69,6 +83,18 @@ def render(data: dict[str, Any], source: str) -> str:
         "graph breaks between its uses and `n` passed to a helper that graph-breaks itself",
         "(a frame of its own).",
         "",
+        "On top of those, each program draws *shapes* from a random stream of its own (so",
+        "the programs without them stay what they were): comparisons where IEEE and real",
+        "algebra part (NaN from `0 * inf` and `x * nan`, overflow to inf, `-0.0`), division",
+        "by zero under the program's own `try`/`except` and not, the user's own errors",
+        "inside a marked frame (a `TypeError`, a `raise`), a dict built and stored",
+        "(`self.e = {'k': self.s * 2}`), calls over the instances in turn with the called",
+        "one's attribute changing type before each (int, `np.int64`, proxy, float; marked",
+        "and unmarked), a marked property, `torch._dynamo.reset()` between two calls, and a",
+        "function defined again from the same source (a re-run notebook cell; its mark must",
+        "survive the first one's collection). Every program of a profile runs in one",
+        "process, with `torch._dynamo.reset()` between programs.",
+        "",
         "Each program runs twice from fresh source: every call through `torch.compile` (a",
         "counting backend), and eagerly (proxies stay proxies: that is their eager behaviour).",
         "After every call the fuzzer compares the outcome (result tensors equal, exactly on",
@@ -85,6 +111,9 @@ def render(data: dict[str, Any], source: str) -> str:
         "  where compiled dynscalar code raised a contract error are left out (stock torch",
         "  gives up on a frame that raised while tracing, which can hide a later torch bug);",
         "- **dynscalar's** otherwise: a bug. The first one ends the program's comparison.",
+        "  So is a call where dynscalar reports an internal error, or raises an error of its",
+        "  own, where eager raised the program's own error, and a mark a function defined",
+        "  again has lost.",
         "",
         "## The contract",
         "",
@@ -114,6 +143,7 @@ def render(data: dict[str, Any], source: str) -> str:
         f"| calls where compiled code raised an error allowed by contract | {allowed_total} |",
         f"| warnings recorded | {_warnings(data['warnings'])} |",
         "",
+        *_shapes(data.get("shapes", {})),
         "### Allowed by contract",
         "",
         "| error | count | programs (index) |",

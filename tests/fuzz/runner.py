@@ -47,7 +47,19 @@ import torch
 
 from ..helpers import CountingBackend
 from .contract import Entry, Scalar, contract_error, rule_for
-from .generator import Assign, Call, Instance, Mark, Program, Spec, Unmark, Value, render
+from .generator import (
+    Assign,
+    Call,
+    Instance,
+    Mark,
+    Program,
+    Redefine,
+    Reset,
+    Spec,
+    Unmark,
+    Value,
+    render,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 PROXY_NAMES = ("DynamicInt", "DynamicFloat")
@@ -77,6 +89,15 @@ class CallRecord:
     outcome: Outcome
     attrs: dict[str, Snap]
     steps: list[str]  # outcome of each fuzz.step() since the previous call: "ok" or class name
+    internal: list[str] = field(default_factory=list)  # dynscalar's internal-error reports
+
+
+class MarkLost(Exception):
+    """A function defined again and marked lost its mark (the first one's finalizer)."""
+
+
+#: how dynscalar's safety net words a failure of its own (never expected in a program)
+INTERNAL_ERROR = "dynscalar: an internal error"
 
 
 @dataclass
@@ -156,9 +177,25 @@ class Harness:
         self.pending: list[str] = []
         self.log = RunLog()
         self.uses = program.body_uses()
+        self.caught: list[warnings.WarningMessage] = []  # the run's warnings, as they come
 
     def track(self, **mods: Any) -> None:
         self.mods = mods
+
+    def reset(self) -> None:
+        """``torch._dynamo.reset()`` between two calls (compiled runs only)."""
+        if self.counter is not None:
+            torch._dynamo.reset()
+
+    def forget(self, fn: Any) -> None:
+        """Drop the compiled wrapper of ``fn`` (it is being defined again): nothing here
+        keeps the old function alive."""
+        self.compiled.pop(id(fn), None)
+
+    def expect_marked(self, fn: Any, name: str) -> None:
+        """``fn``'s parameter ``name`` must still be marked (raises ``MarkLost``)."""
+        if self.arg_mark(fn, name) is None:
+            raise MarkLost(f"{fn.__qualname__}({name})")
 
     @contextlib.contextmanager
     def step(self) -> Iterator[None]:
@@ -223,6 +260,7 @@ class Harness:
         if self.counter is not None:
             run = self.compiled.setdefault(id(fn), (fn, torch.compile(fn, backend=self.counter)))[1]
         outcome = Outcome()
+        reported = len(self.caught)
         try:
             result = run(*args)
             outcome.result = result.detach().clone() if isinstance(result, torch.Tensor) else result
@@ -233,7 +271,15 @@ class Harness:
                 outcome.contract = type(found).__name__
                 rule = rule_for(found)
                 outcome.contract_applies = bool(entry and rule and rule.applies(entry))
-        self.log.calls.append(CallRecord(target, outcome, self.snapshot(), self.pending))
+        internal = [
+            str(w.message)[:300]
+            for w in self.caught[reported:]
+            if str(w.message).startswith(INTERNAL_ERROR)
+        ]
+        if outcome.error and INTERNAL_ERROR in outcome.error:
+            internal.append(outcome.error)
+        record = CallRecord(target, outcome, self.snapshot(), self.pending, internal)
+        self.log.calls.append(record)
         self.pending = []
 
 
@@ -266,6 +312,7 @@ def execute(program: Program, backend: str | None, *, marks: bool = True) -> Run
     namespace: dict[str, Any] = {"__name__": f"fuzz_program_{program.index}"}
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        harness.caught = caught
         try:
             exec(compile(source, str(path), "exec"), namespace)
             namespace["program"](harness)
@@ -350,8 +397,36 @@ def diff_call(i: int, comp: CallRecord, eager: CallRecord, *, exact: bool) -> li
                 f"mark steps before the call: compiled {comp.steps}, eager {eager.steps}",
             )
         )
+    for run, record in (("compiled", comp), ("eager", eager)):
+        if "MarkLost" in record.steps:
+            out.append(
+                Mismatch(
+                    i,
+                    "outcome",
+                    "a function defined again lost its mark",
+                    f"{run}: mark steps before the call {record.steps}",
+                )
+            )
+    if comp.internal and eager.outcome.error is not None:  # the program's own error
+        out.append(
+            Mismatch(
+                i,
+                "outcome",
+                "the program's own error reported as dynscalar's internal error",
+                f"{comp.target}: {comp.internal[0]}",
+            )
+        )
     c, e = comp.outcome, eager.outcome
-    if c.error is not None and e.error is None:
+    if c.error is not None and e.error is not None and c.contract and not c.contract_applies:
+        out.append(
+            Mismatch(
+                i,
+                "outcome",
+                f"compiled raised {c.contract} where eager raised its own error",
+                f"{comp.target}: compiled raised {c.error}; eager raised {e.error}",
+            )
+        )
+    elif c.error is not None and e.error is None:
         out.append(
             Mismatch(
                 i,
@@ -798,8 +873,12 @@ def from_json(d: dict[str, Any]) -> Program:
             steps.append(Assign(s["target"], s["attr"], _value(s["value"])))  # type: ignore[arg-type]
         elif kind == "Mark":
             steps.append(Mark(s["target"], tuple(s["names"]), Spec(**s["spec"])))
-        else:
+        elif kind == "Unmark":
             steps.append(Unmark(s["target"], tuple(s["names"])))
+        elif kind == "Reset":
+            steps.append(Reset())
+        else:
+            steps.append(Redefine())
     return Program(
         seed=d["seed"],
         index=d["index"],
@@ -814,6 +893,8 @@ def from_json(d: dict[str, Any]) -> Program:
         ),
         steps=tuple(steps),
         arg_mark=Spec(**d["arg_mark"]) if d.get("arg_mark") else None,
+        tags=tuple(d.get("tags", ())),
+        prop_marks=tuple(d.get("prop_marks", ())),
     )
 
 

@@ -26,6 +26,7 @@ from ..._diagnostics import DynscalarError
 from ..._proxy import DynamicInt, DynamicScalar, _alloc, _set_wrapped
 from ..._spec import DynamicSpec
 from .. import _torch
+from .._callers import RECORD_LOCAL, record_call
 from .._sources import PLAIN_MEMBER
 from .._state import peek_state
 from . import rebox
@@ -367,6 +368,38 @@ def codegen_suffix_hook(
         return wrapped(*args, **kwargs)
     if getattr(tx, "export", False):
         return wrapped(*args, **kwargs)
+    record = record_call(tx, _marked_value(state))
+    if record is not None and kwargs.get("log_side_effects"):  # the pass whose code is kept
+        result = _hand_on(wrapped, instance, args, kwargs, state)
+        # the call made right after this code: the marked values it hands on (_callers)
+        cg = kwargs["cg"]
+        cg.append_output(cg.create_load_const_unchecked(record))
+        cg.append_output(cg.create_store(instance.new_var(RECORD_LOCAL)))
+        return result
+    return _hand_on(wrapped, instance, args, kwargs, state)
+
+
+def _marked_value(state: Any) -> Any:
+    """``marked(variable)``: (spec, where) of a plain marked value itself (the graph input
+    its mark made), None for anything else (a value computed from it, a proxy)."""
+
+    def marked(variable: Any) -> tuple[DynamicSpec, str] | None:
+        variable = realized(variable)
+        if not isinstance(variable, _torch.SymNodeVariable):
+            return None
+        origin = state.origins.get(variable.as_proxy().node)
+        if origin is None or origin.proxy is not None:
+            return None
+        return origin.spec, origin.where
+
+    return marked
+
+
+def _hand_on(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any], state: Any
+) -> Any:
+    """The stack and locals handed on, as eager Python holds them (see the hook)."""
+    stack = kwargs["stack_values"]
     shadows = Shadows(state)
     replaced: list[tuple[Any, Any, Any]] = []
     seen: set[int] = set()

@@ -1,0 +1,280 @@
+"""Python's semantics on marked values: comparisons where IEEE and real algebra part, and
+division by zero.
+
+A marked float is a sympy symbol while Dynamo traces, and sympy decides relations as real
+algebra: ``Ne(e, e)`` is ``False`` for any expression, a real expression is below ``oo``,
+and ``Lt(e, nan)`` fails.  Python decides them on IEEE floats (``dynscalar/_bridge/_ieee.py``
+keeps them as Python's).  A division by a marked value that is zero raises
+``ZeroDivisionError`` in Python, inside the user's ``try`` (``_bridge/_builtins.py``).
+
+Every compile is compared with eager, and with stock torch's count (``disabled()``, the
+plain values).  "Before" is main at 976cfbe, measured with the same programs.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import torch
+
+import dynscalar as ds
+
+from .helpers import CountingBackend
+
+BACKENDS = ["eager", "aot_eager"]
+
+
+def _nan_branch(x: torch.Tensor, t: float) -> torch.Tensor:
+    v = t * math.inf
+    return x * 2 if v != v else x * 3
+
+
+def _nan_equal(x: torch.Tensor, t: float) -> torch.Tensor:
+    return x * 2 if (t * math.nan) == (t * math.nan) else x * 3
+
+
+def _count(fn: Callable[..., Any], values: list[Any], backend: str, wrap: Any) -> int:
+    """Graphs compiled calling ``fn`` with each value (``wrap``ped), each call compared
+    with eager on the plain value."""
+    counter = CountingBackend(backend)
+    compiled = torch.compile(fn, backend=counter)
+    x = torch.ones(2)
+    for value in values:
+        assert torch.equal(compiled(x, wrap(value)), fn(x, value)), value
+    return counter.frame_count
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(
+    ("fn", "stock", "marked"),
+    [(_nan_branch, {"eager": 2, "aot_eager": 3}, 2), (_nan_equal, None, 1)],
+    ids=["v != v", "nan == nan"],
+)
+def test_a_nan_made_from_a_marked_float_compares_as_in_python(
+    backend: str, fn: Any, stock: Any, marked: int
+) -> None:
+    """``t = DynamicFloat(0.0)``: ``t * inf`` is NaN, ``t * nan`` too.  Before: compiled
+    took the ``else`` of ``v != v`` and the ``if`` of ``nan == nan`` for every value (one
+    graph: sympy settled ``Ne(e, e)`` as False, no guard).  Stock torch compiles 0.0 as a
+    constant, then makes the float dynamic and is wrong the same way on the third call
+    (``v != v``: eager 2s, stock 3s).  Now: one graph per path, eager's numbers."""
+    values = [0.0, 1.0, 0.0, -2.5]
+    if stock is not None:
+        with ds.disabled():
+            counter = CountingBackend(backend)
+            compiled = torch.compile(fn, backend=counter)
+            outs = [compiled(torch.ones(2), v) for v in values]
+        assert counter.frame_count == stock[backend]
+        assert not torch.equal(outs[2], fn(torch.ones(2), values[2]))  # stock's own error
+        torch._dynamo.reset()
+    assert _count(fn, values, backend, ds.DynamicFloat) == marked
+
+
+#: expressions of a marked value that are NaN, infinite or -0.0 for some values
+EXPRESSIONS: dict[str, Callable[[Any], Any]] = {
+    "t * inf": lambda t: t * math.inf,
+    "t + nan": lambda t: t + math.nan,
+    "t * 1e308 * 10": lambda t: t * 1e308 * 10,
+    "(t * 1e308 * 10) - (t * 1e308 * 10)": lambda t: (t * 1e308 * 10) - (t * 1e308 * 10),
+    "t * -0.0": lambda t: t * -0.0,
+}
+OPERATORS = [operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge]
+#: what each expression is compared with: itself, zero, -0.0, inf, nan, the value
+OTHERS: dict[str, Any] = {
+    "itself": None,
+    "0.0": 0.0,
+    "-0.0": -0.0,
+    "inf": math.inf,
+    "nan": math.nan,
+    "t": "t",
+}
+VALUES = [0.0, 1.0, -1.0, -0.0, 2.5, 1e308]
+
+
+def _comparison(expression: Callable[[Any], Any], op: Any, other: Any) -> Callable[..., Any]:
+    def fn(x: torch.Tensor, t: float) -> torch.Tensor:
+        v = expression(t)
+        w = v if other is None else (t if other == "t" else other)
+        return x + 1 if op(v, w) else x - 1
+
+    return fn
+
+
+def _compare_all(
+    backend: str, expressions: list[str], others: list[str], values: list[float] = VALUES
+) -> None:
+    for name in expressions:
+        for op in OPERATORS:
+            for other in others:
+                torch._dynamo.reset()
+                fn = _comparison(EXPRESSIONS[name], op, OTHERS[other])
+                counter = CountingBackend(backend)
+                compiled = torch.compile(fn, backend=counter)
+                outcomes = set()
+                for t in values:
+                    want = fn(torch.zeros(1), t)
+                    got = compiled(torch.zeros(1), ds.DynamicFloat(t))
+                    assert torch.equal(got, want), (name, op.__name__, other, t)
+                    outcomes.add(float(want))
+                # a graph per outcome at most: the comparison is a guarded path
+                assert counter.frame_count <= len(outcomes), (name, op.__name__, other)
+
+
+def test_comparisons_of_nan_inf_and_negative_zero_are_pythons() -> None:
+    """A sample of the matrix below.  Before (the whole matrix, 2016 comparisons on
+    eager): 224 failed (every expression against nan, ``Lt(e, nan)``: TorchRuntimeError
+    or an internal-error fallback) and the NaN self-comparisons took the other branch."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.DynscalarWarning)
+        _compare_all("eager", ["t * inf"], ["itself", "nan", "-0.0"], [0.0, 1.0, -1.0])
+
+
+@pytest.mark.broad
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_every_comparison_of_the_matrix_is_pythons(backend: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.DynscalarWarning)
+        _compare_all(backend, list(EXPRESSIONS), list(OTHERS))
+
+
+def test_a_plain_marked_float_compared_with_a_number_keeps_torchs_guards() -> None:
+    """``t > 0.5`` on the marked symbol itself: torch's relation (a finite float), one
+    graph per path, as before."""
+
+    def fn(x: torch.Tensor, t: float) -> torch.Tensor:
+        return x + 1 if t > 0.5 else x - 1
+
+    assert _count(fn, [0.25, 0.75, 0.3, 0.9], "eager", ds.DynamicFloat) == 2
+
+
+# ----------------------------------------------------------------------------- division
+def _weights(x: torch.Tensor, w: float, w_sum: float) -> torch.Tensor:
+    """schedulefree's RAdam in its first steps: ``w_sum`` is still 0.0."""
+    try:
+        c = w / w_sum
+    except ZeroDivisionError:
+        c = 0
+    return x * c
+
+
+def _floor(x: torch.Tensor, n: int) -> torch.Tensor:
+    try:
+        c = 10 // n
+    except ZeroDivisionError:
+        c = -1
+    return x * c
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_division_by_a_zero_marked_float_is_caught_by_the_users_try(backend: str) -> None:
+    """Before: the first call failed into the safety net (an "internal error" warning,
+    compiled as stock), and once the float was dynamic the compiled graph divided by zero
+    at run time, outside the ``try`` (``ZeroDivisionError`` on the third call).  Stock:
+    the same on eager; on aot_eager its tensorified division returns ``inf`` (eager: 0).
+    Now: two paths, two graphs, eager's numbers."""
+    values = [0.0, 2.0, 0.0, 4.0, -0.0]
+
+    def run(wrap: Any) -> tuple[int, list[Any]]:
+        counter = CountingBackend(backend)
+        compiled = torch.compile(_weights, backend=counter)
+        outs = []
+        for w_sum in values:
+            try:
+                outs.append(compiled(torch.ones(2), 1.5, wrap(w_sum)))
+            except ZeroDivisionError as error:
+                outs.append(error)
+        return counter.frame_count, outs
+
+    with ds.disabled():
+        stock, stock_outs = run(float)
+    assert stock == 2
+    eager = [_weights(torch.ones(2), 1.5, w_sum) for w_sum in values]
+    assert not all(  # torch's own hole: a ZeroDivisionError, or inf where eager has 0
+        isinstance(o, torch.Tensor) and torch.equal(o, e)
+        for o, e in zip(stock_outs, eager, strict=True)
+    )
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.DynscalarWarning)
+        marked, outs = run(ds.DynamicFloat)
+    assert marked == 2
+    for w_sum, out in zip(values, outs, strict=True):
+        assert torch.equal(out, _weights(torch.ones(2), 1.5, w_sum)), w_sum
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_floor_division_by_a_zero_marked_int_is_caught(backend: str) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.DynscalarWarning)
+        assert _count(_floor, [0, 3, 0, 5, -2], backend, ds.DynamicInt) == 2
+
+
+def _divisions(x: torch.Tensor, n: float) -> torch.Tensor:
+    out = x.clone()
+    for op in (operator.truediv, operator.floordiv, operator.mod):
+        try:
+            out = out + op(7, n)
+        except ZeroDivisionError as error:
+            out = out + len(str(error))  # the message is Python's
+    try:
+        out = out * n**-1
+    except ZeroDivisionError:
+        out = -out
+    return out
+
+
+@pytest.mark.parametrize("wrap", [ds.DynamicInt, ds.DynamicFloat], ids=["int", "float"])
+def test_every_division_raises_pythons_error_with_pythons_message(wrap: Any) -> None:
+    # (a negative base's power is torch's to refuse: SymFloat.__pow__ checks the sign)
+    values: list[Any] = [0, 2, 5] if wrap is ds.DynamicInt else [0.0, -0.0, 2.5]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.DynscalarWarning)
+        assert _count(_divisions, values, "eager", wrap) == 2
+
+
+@pytest.mark.parametrize("wrap", [ds.DynamicInt, ds.DynamicFloat], ids=["int", "float"])
+def test_divmod_by_a_zero_marked_value_is_caught(wrap: Any) -> None:
+    """(Dynamo 2.13 cannot trace ``divmod`` of a symbolic value at all: the frame runs
+    eagerly there, marked or not, so only the zero path is compiled here.)"""
+
+    def fn(x: torch.Tensor, n: float) -> torch.Tensor:
+        try:
+            q, r = divmod(7, n)
+        except ZeroDivisionError as error:
+            q, r = len(str(error)), 0
+        return x * q + r
+
+    values: list[Any] = [0, 0] if wrap is ds.DynamicInt else [0.0, -0.0]
+    assert _count(fn, values, "eager", wrap) == 1
+
+
+def test_a_division_by_zero_outside_a_try_raises_as_in_python() -> None:
+    def fn(x: torch.Tensor, t: float) -> torch.Tensor:
+        return x * (1 / t)
+
+    compiled = torch.compile(fn, backend=CountingBackend("eager"))
+    assert torch.equal(compiled(torch.ones(2), ds.DynamicFloat(2.0)), fn(torch.ones(2), 2.0))
+    with pytest.raises(ZeroDivisionError, match="float division by zero"):
+        compiled(torch.ones(2), ds.DynamicFloat(0.0))
+
+
+def test_a_division_by_an_unbacked_zero_is_caught_by_the_users_try() -> None:
+    """An unbacked mark promises no guards: the zero test is asked as the user's own
+    ``if`` would be (Dynamo's data-dependent branch; the frame runs eagerly).  Before: the
+    graph divided at run time, outside the ``try``."""
+
+    def fn(x: torch.Tensor, n: int) -> torch.Tensor:
+        try:
+            return x * (1 / n)
+        except ZeroDivisionError:
+            return x - 1
+
+    compiled = torch.compile(fn, backend=CountingBackend("eager"))
+    for n in (2, 0, 4):
+        got = compiled(torch.ones(2), ds.DynamicInt(n, unbacked=True))
+        assert torch.equal(got, fn(torch.ones(2), n)), n
