@@ -36,6 +36,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--script", action="store_true", help="print the standalone script")
     parser.add_argument("--no-shrink", action="store_true")
     parser.add_argument("--json", type=Path, help="write the summary here")
+    parser.add_argument(
+        "--stop-after",
+        type=float,
+        metavar="SECONDS",
+        help="start no program after SECONDS: the summary covers the programs checked",
+    )
     args = parser.parse_args(argv)
 
     import torch._logging
@@ -87,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         shrink_budget_s=0 if args.no_shrink else profile.shrink_budget_s,
         shrink_each_s=profile.shrink_each_s,
         progress=log,
+        stop_after_s=args.stop_after,
     )
     summary = report.summary(args.profile)
     if args.json:

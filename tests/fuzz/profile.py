@@ -215,8 +215,12 @@ def run_profile(
     shrink_budget_s: float,
     shrink_each_s: float,
     progress: Callable[[str], None] | None = None,
+    stop_after_s: float | None = None,
 ) -> Report:
-    """Check every program; shrink the first failure of each kind within the budget."""
+    """Check every program; shrink the first failure of each kind within the budget.
+
+    With ``stop_after_s``, no program starts after that many seconds: the report covers
+    the programs checked (its summary's ``programs`` and ``command`` say how many)."""
     start = time.perf_counter()
     stock = StockWorker()
     verdicts: list[Verdict] = []
@@ -224,6 +228,10 @@ def run_profile(
     budget_end = None
     try:
         for n, index in enumerate(indices):
+            if stop_after_s is not None and time.perf_counter() - start > stop_after_s:
+                if progress:
+                    progress(f"stopped after {n} programs ({stop_after_s:.0f} s reached)")
+                break
             v = check_program(generate(seed, index), backend(index), stock)
             verdicts.append(v)
             if progress and (n + 1) % 50 == 0:
