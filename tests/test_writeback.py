@@ -308,6 +308,29 @@ def test_a_proxy_returned_from_forward_is_a_proxy(backend: str) -> None:
     assert side_by_side(_a, body, backend, 4) == 1
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("value", [-85, 85, -(2**33) - 1])
+def test_floor_of_a_floor_division_is_eagers_proxy_for_any_sign(backend: str, value: int) -> None:
+    """``math.floor(a // 2)`` hands ``a // 2`` back (an int's floor is the int) and eager
+    stores the proxy ``DynamicInt.__floor__`` makes.  torch 2.13's fake run of
+    ``math.floor`` on a negative ``FloorDiv`` asserts (stock with ``dynamic=True`` raises
+    it): the long fuzzer profile's program 543 met it, the frame fell back to stock and
+    stored a plain int."""
+
+    def init(m: Any) -> None:
+        m.s = DynamicInt(value)
+
+    def body(m: Any, x: torch.Tensor) -> Any:
+        m.s //= 2
+        m.u = math.floor(m.s)
+        m.c = math.ceil(m.s) + math.trunc(m.s)
+        return x + 1
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.DynscalarWarning)  # no safety-net fallback
+        assert side_by_side(init, body, backend, 2) == 1
+
+
 # ----------------------------------------------------------------------------- the table
 @pytest.fixture(scope="module")
 def table() -> list[writeback_table.Row]:
@@ -324,6 +347,7 @@ def test_table_every_row_stores_what_eager_stores(table: list[writeback_table.Ro
     assert not differing
 
 
+@pytest.mark.broad
 def test_table_page_is_current(table: list[writeback_table.Row]) -> None:
     # The page states the exact compile count of every row on every backend, measured on
     # the torch it names; on another release (scripts/compat.sh) the rows are still checked

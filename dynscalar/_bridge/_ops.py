@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import operator
 import threading
 import types
@@ -315,6 +316,15 @@ def _math_call(
         return wrapped(*args, **kwargs)
     if not all(_is_number(v) for v in operands):
         return wrapped(*args, **kwargs)
+    if fn in _INT_IDENTITIES and len(operands) == 1 and _is_int(operands[0]):
+        # Python: an int's floor, ceil and trunc are the int itself. torch 2.13's fake run
+        # of math.floor on a negative FloorDiv (`math.floor(n // 2)`, n < 0) fails with an
+        # AssertionError (stock with dynamic=True raises it too); the value handed back is
+        # the operand, recorded as the call that made it (write-back: eager's
+        # `DynamicInt.__floor__`)
+        from ._writeback.record import handed_back
+
+        return handed_back(tx, operands[0], fn, [call_args[0]])
     hints = [_trace_value(v) for v in operands]
     if all(h is not None for h in hints):
         try:
@@ -336,6 +346,14 @@ def _math_call(
     )
     log.debug("math.%s receives a dynamic value: traced as its form", form.name)
     return _trace(tx, _math.apply, [_torch.UserFunctionVariable(compute), checked, *operands], {})
+
+
+#: ``math`` functions that return an int argument unchanged
+_INT_IDENTITIES = (math.floor, math.ceil, math.trunc)
+
+
+def _is_int(variable: Any) -> bool:
+    return isinstance(variable, _torch.SymNodeVariable) and variable.python_type() is int
 
 
 def _is_number(variable: Any) -> bool:

@@ -101,6 +101,13 @@ def _record(tx: Any, result: Any, fn: Any, args: Any, kwargs: Any, before: int, 
     return result
 
 
+def handed_back(tx: Any, operand: Any, fn: Any, args: list[Any]) -> Any:
+    """``operand`` as the value ``fn(*args)`` made (Python hands the operand back: an
+    int's ``math.floor``), recorded so that write-back replays ``fn`` as eager does."""
+    graph = tx.output.graph
+    return _record(tx, operand, fn, args, {}, len(graph.nodes), graph)
+
+
 def builtin_call_hook(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
