@@ -15,6 +15,10 @@ os.environ.setdefault(
 
 import torch
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # `pytest -n 2` (the README's command): one process per core, one torch thread each
+    torch.set_num_threads(1)
+
 # imported once, at session start, before any test module or doctest
 import dynscalar  # noqa: F401
 

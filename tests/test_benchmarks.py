@@ -338,6 +338,7 @@ def test_missing_matplotlib_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) ->
         import_pyplot()
 
 
+@pytest.mark.broad
 def test_import_time_measures_both_imports_in_one_process() -> None:
     from benchmarks import import_time
 

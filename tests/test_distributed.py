@@ -108,10 +108,9 @@ def rank_main(rank: int, world: int, port: int, out_dir: str, mark: bool) -> Non
         )
 
 
+@pytest.mark.broad
 @pytest.mark.skipif(not dist.is_available(), reason="torch.distributed is not built in")
-@pytest.mark.parametrize(
-    "mark", [True, pytest.param(False, marks=pytest.mark.broad)], ids=["marked", "stock"]
-)
+@pytest.mark.parametrize("mark", [True, False], ids=["marked", "stock"])
 def test_ddp_two_ranks_compile_once_and_match_eager(tmp_path: Path, mark: bool) -> None:
     """Each rank compiles its forward once (stock: once per value), params equal eager's."""
     world = 2

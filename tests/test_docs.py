@@ -294,7 +294,7 @@ class TestInBrowser:
 PASTED_PAGES = [
     pytest.param("README.md", marks=pytest.mark.inductor, id="README"),  # the default backend
     pytest.param("docs/tutorial.md", id="tutorial"),
-    pytest.param("docs/recipes.md", id="recipes"),
+    pytest.param("docs/recipes.md", marks=pytest.mark.broad, id="recipes"),
     pytest.param("docs/faq.md", id="faq"),
 ]
 #: Pages whose blocks compile on aot_eager (quick on a CPU) and whose counts and comparisons

@@ -120,6 +120,7 @@ dynscalar doctor: no recompiles were caused by Python scalars.
 """
 
 
+@pytest.mark.broad
 def test_training_script_both_culprits_in_one_run_and_the_fix_works(tmp_path: Path) -> None:
     # Dynamo's own reasons name only Net.step (the first failing guard of each version);
     # the smaller last batch of each epoch is a shape recompile, not a scalar's.
@@ -365,6 +366,7 @@ Then run the doctor again to check:
 """
 
 
+@pytest.mark.broad
 def test_instances_of_one_class_are_one_culprit_with_one_fix_and_counts_as_torch_logs(
     tmp_path: Path,
 ) -> None:
@@ -471,6 +473,7 @@ def test_function_arguments_get_their_call_rewritten(tmp_path: Path) -> None:
     assert report_of(tmp_path) == FUNCTIONS_REPORT
 
 
+@pytest.mark.broad
 def test_json_report_and_its_fixes_applied_to_the_calls(tmp_path: Path) -> None:
     result = doctor(tmp_path, "functions", "run.py", options=("--json", "-o", "report.json"))
     assert result.returncode == 0, result.stderr
@@ -558,6 +561,7 @@ Then run the doctor again to check:
 """
 
 
+@pytest.mark.broad
 def test_a_crash_is_reported_with_python_s_traceback_and_exit_code(tmp_path: Path) -> None:
     result = doctor(tmp_path, "crash", "main.py", "raise")
     assert result.returncode == 1

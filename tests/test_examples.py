@@ -13,12 +13,14 @@ def run(*args: str) -> str:
     return result.stdout
 
 
+@pytest.mark.broad
 def test_seed_model_example() -> None:
     out = run("examples/seed_model.py")
     assert "stock torch.compile:         8 compiles" in out
     assert "mark_dynamic_attr(m, 'step'): 1 compile; step = 20" in out
 
 
+@pytest.mark.broad
 def test_warmup_training_example() -> None:
     out = run("examples/warmup_training.py", "--steps", "30")
     assert "30 steps, 1 compile(s), step=30, max |loss - eager loss| = 0.00e+00" in out
@@ -98,6 +100,7 @@ def test_training_loop_example_prints_its_recorded_output() -> None:
     assert out == (ROOT / "examples/output/training_loop.txt").read_text()
 
 
+@pytest.mark.broad
 def test_stock_vs_marked_example_prints_its_recorded_output() -> None:
     """docs/faq.md shows examples/output/stock_vs_marked.txt: it must stay true."""
     out = run("examples/stock_vs_marked.py")

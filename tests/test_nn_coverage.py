@@ -56,7 +56,7 @@ def _check(row: Any, result: Any, backend: str) -> None:
 # --------------------------------------------------------------------------- the table's rows
 
 
-@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+@pytest.mark.parametrize("backend", ["eager", pytest.param("aot_eager", marks=pytest.mark.broad)])
 @pytest.mark.parametrize("row", ROWS, ids=lambda row: row.id)
 def test_row(row: Any, backend: str) -> None:
     _check(row, runner.run_row(row, backend), backend)

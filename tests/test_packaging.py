@@ -16,6 +16,7 @@ README = (ROOT / "README.md").read_text()
 RST_MARKUP = re.compile(r"``|:(class|func|meth|mod|attr|exc):`")
 
 
+@pytest.mark.broad
 @pytest.mark.inductor
 def test_readme_first_example_runs_as_shown() -> None:
     """The first ```python block, unchanged, then a count of the graphs it compiled."""
@@ -63,7 +64,13 @@ def test_cli_version() -> None:
 
 @pytest.mark.parametrize(
     "command",
-    [[], ["demo"], ["doctor"], ["specializations"]],
+    [
+        [],
+        *(
+            pytest.param(c, marks=pytest.mark.broad)
+            for c in (["demo"], ["doctor"], ["specializations"])
+        ),
+    ],
     ids=["main", "demo", "doctor", "specializations"],
 )
 def test_cli_help_is_plain_text(command: list[str]) -> None:

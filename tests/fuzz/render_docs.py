@@ -211,9 +211,10 @@ def render(data: dict[str, Any], source: str) -> str:
         f"python -m tests.fuzz --seed {data['seed']} --index 17 --script > p.py && python p.py",
         "```",
         "",
-        "`pytest tests/test_fuzz.py` runs the quick profile (200 programs, `eager` and",
-        "`aot_eager`) and a small `inductor` sample, and fails listing every dynscalar-caused",
-        "disagreement with a minimal program.",
+        "`pytest tests/test_fuzz.py` runs the aot_eager programs of the quick profile's first",
+        "half (about 50); `pytest -m broad tests/test_fuzz.py` the rest of it (200 programs,",
+        "`eager` and `aot_eager`) and a small `inductor` sample. Each fails listing every",
+        "dynscalar-caused disagreement with a minimal program.",
         "",
     ]
     return "\n".join(lines)
