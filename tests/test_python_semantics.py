@@ -278,3 +278,33 @@ def test_a_division_by_an_unbacked_zero_is_caught_by_the_users_try() -> None:
     for n in (2, 0, 4):
         got = compiled(torch.ones(2), ds.DynamicInt(n, unbacked=True))
         assert torch.equal(got, fn(torch.ones(2), n)), n
+
+
+@pytest.mark.parametrize(
+    "backend", ["aot_eager", pytest.param("inductor", marks=pytest.mark.inductor)]
+)
+def test_a_nan_comparison_of_an_unbacked_mark_takes_pythons_branch(backend: str) -> None:
+    """No guard can be made on an unbacked value: Dynamo breaks the graph at the branch and
+    returns the comparison from the graph.  Inductor computes that output as real algebra
+    (``Eq(e, e)`` is ``True``: the long fuzzer profile's program 699 took the ``if``); the
+    frame is compiled as stock compiles the plain values, with one warning saying why.
+    Stock torch with ``mark_unbacked`` takes the wrong branch too."""
+
+    def fn(x: torch.Tensor, n: int) -> torch.Tensor:
+        y = x.clone()
+        if (n * math.nan) == (n * math.nan):
+            y = y * 3
+        return y
+
+    marked = ds.mark_dynamic_args(fn, "n", unbacked=True)
+    compiled = torch.compile(marked, backend=CountingBackend(backend))
+    x = torch.tensor([0.25, -2.0])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in (4, 7):
+            assert torch.equal(compiled(x, n), x), n  # NaN == NaN is False: no `y * 3`
+    messages = [str(w.message) for w in caught if issubclass(w.category, ds.DynscalarWarning)]
+    if backend == "inductor":
+        assert len(messages) == 1 and "leaves the graph as a value" in messages[0], messages
+    else:
+        assert messages == []

@@ -289,6 +289,33 @@ _FX_OPS: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+def comparison_output(gm: Any) -> Any:
+    """The expression of a comparison kept as Python's that ``gm`` returns as a value (the
+    condition of a branch on an unbacked value, where no guard can be made), or None.
+    Inductor computes a graph's symbolic outputs from their sympy expressions, simplified
+    as real algebra: ``(n * nan) == (n * nan)`` came back ``True`` (the long fuzzer
+    profile, program 699)."""
+
+    def leaves(value: Any) -> Any:
+        if isinstance(value, (tuple, list)):
+            for item in value:
+                yield from leaves(item)
+        else:
+            yield value
+
+    for node in gm.graph.find_nodes(op="output"):
+        for value in leaves(node.args):
+            val = (
+                value.meta.get("example_value", value.meta.get("val"))
+                if hasattr(value, "meta")
+                else None
+            )
+            expr = getattr(getattr(val, "node", None), "expr", None)
+            if isinstance(expr, sympy.Basic) and expr.has(*_COMPARISONS):
+                return expr
+    return None
+
+
 def _plain(expr: Any) -> bool:
     """A bare symbol or a finite number: where sympy's answer is IEEE's."""
     if isinstance(expr, sympy.Symbol):

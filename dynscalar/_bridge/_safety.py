@@ -327,12 +327,23 @@ def backend_compile_hook(
     to compile a graph in which dynscalar made values symbolic (an ATen formula that cannot
     take a symbolic float, "NYI log symbolic float") has the frame traced again as stock
     torch does, like a failing hook; a graph without marked values fails as in stock."""
+    from ._ieee import comparison_output
     from ._state import peek_state
 
+    state = peek_state(getattr(instance, "shape_env", None))
+    current = _compile()
+    if state is not None and state.backend != "python" and current is not None:
+        expr = comparison_output(kwargs["gm"])
+        if expr is not None:
+            limit = KnownLimit(
+                f"a comparison Python decides otherwise than algebra ({expr}) leaves the "
+                "graph as a value (a branch on an unbacked mark), and this backend computes "
+                "it as real algebra"
+            )
+            _turn_off(current, _failure(_BACKEND, limit), limit)
     try:
         return wrapped(*args, **kwargs)
     except Exception as error:
-        state = peek_state(getattr(instance, "shape_env", None))
         marked = state is not None and bool(state.backed or state.unbacked or state.floats)
         cause = getattr(error, "inner_exception", None) or error.__cause__ or error
         current = _compile()
@@ -383,6 +394,11 @@ def _restarting(error: BaseException) -> bool:
     return False
 
 
+class KnownLimit(Exception):
+    """A compile dynscalar knows it cannot make exact: the safety net compiles the frame as
+    stock torch compiles the plain values, with the reason (not an internal error)."""
+
+
 def _failure(entry: str, error: Exception, hooks: tuple[str, ...] = ()) -> _Failure:
     """What is known of a failure in ``entry``'s hook: the message (not reported yet) and
     whether a ``strict=True`` mark is involved in the compile."""
@@ -392,6 +408,14 @@ def _failure(entry: str, error: Exception, hooks: tuple[str, ...] = ()) -> _Fail
         labels, strict = [], False
     values = ", ".join(labels) if labels else "the marked values"
     what = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+    if isinstance(error, KnownLimit):
+        message = (
+            f"dynscalar: {error} while compiling {values}; this frame is compiled as stock "
+            "torch.compile compiles the plain values instead (results are eager's; a "
+            "changing value may recompile)."
+        )
+        log.info("%s", message)
+        return _Failure(entry, message, error, strict, hooks)
     message = (
         f"dynscalar: an internal error in its hook on {entry} ({what}) while "
         f"compiling {values}; this frame is compiled as stock torch.compile compiles the "
