@@ -308,3 +308,34 @@ def test_a_nan_comparison_of_an_unbacked_mark_takes_pythons_branch(backend: str)
         assert len(messages) == 1 and "leaves the graph as a value" in messages[0], messages
     else:
         assert messages == []
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_mark_forced_to_its_value_then_compared_with_nan_is_pythons(backend: str) -> None:
+    """``math.log(self.s)`` forces the marked int (a guard replaces its symbol by 4); then
+    ``self.s + math.nan < 5`` compares two numbers, which sympy cannot order ("Invalid NaN
+    comparison": the compile failed with ``TorchRuntimeError`` where eager returns; the long
+    fuzzer profile's program 660).  Two numbers compare as Python compares them."""
+
+    class M(torch.nn.Module):
+        def __init__(self, s: Any) -> None:
+            super().__init__()
+            self.s = s
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = x + math.log(self.s)
+            if self.s + math.nan < 5:
+                return y * 2
+            return y / 2
+
+    model, eager = M(ds.DynamicInt(4)), M(ds.DynamicInt(4))
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    x = torch.tensor([0.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.DynscalarWarning)  # no safety-net fallback
+        warnings.simplefilter("ignore", ds.SpecializationWarning)  # math.log forces s
+        for value in (4, 6):
+            model.s, eager.s = ds.DynamicInt(value), ds.DynamicInt(value)
+            assert torch.equal(compiled(x), eager(x)), value
+    assert counter.frame_count == 2  # forced by math.log: a graph per value

@@ -371,6 +371,20 @@ def run_node_hook(
         _local.depth = depth
 
 
+def _numbers_in_marked_compile(node: Any, other: Any) -> bool:
+    """Both operands numbers, one NaN or infinite, in a compile with marks: a marked value
+    a guard has since replaced by its value (``math.log(self.s)`` forces ``s``, then
+    ``self.s + math.nan < 5``).  sympy cannot order NaN ("Invalid NaN comparison");
+    the predicate of two numbers is Python's answer."""
+    state = peek_state(node.shape_env)
+    return (
+        state is not None
+        and bool(state.floats or state.backed or state.unbacked)
+        and bool(node.expr.is_number)
+        and bool(other.expr.is_number)
+    )
+
+
 def _comparison_hook(comparison: type[_IeeeCompare]) -> Hook:
     def hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         other = kwargs["other"]
@@ -378,7 +392,7 @@ def _comparison_hook(comparison: type[_IeeeCompare]) -> Hook:
             not getattr(_local, "depth", 0)
             or (instance.pytype is not float and other.pytype is not float)
             or (_plain(instance.expr) and _plain(other.expr))
-            or not _ours(instance, other)
+            or not (_ours(instance, other) or _numbers_in_marked_compile(instance, other))
             or _torch.get_proxy_mode() is not None  # dispatched: comes back here outside it
         ):
             return wrapped(*args, **kwargs)
