@@ -104,24 +104,24 @@ def render(data: dict[str, Any]) -> str:
             continue
         lines += [
             f"## {backend}\n",
-            "| optimizer | impl | schedulers | dynamic | graphs: paths | stock | marked "
-            "| distance: stock | marked |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+            "| optimizer | impl | dynamic (of schedulers) | graphs: paths / stock / marked "
+            "| distance: stock / marked |",
+            "|---|---|---:|---:|---:|",
         ]
         groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         for row in found:
             groups[(row["optimizer"], row["impl"])].append(row)
         for (optimizer, impl), group in groups.items():
-            ok: int | str = sum(verdict(r) == "dynamic" for r in group)
+            ok = f"{sum(verdict(r) == 'dynamic' for r in group)} of {len(group)}"
             if all(verdict(r) == NOT_COMPILED for r in group):
-                ok = "not compiled"
+                ok = f"not compiled ({len(group)})"
             lines.append(
-                f"| {optimizer} | {impl} | {len(group)} | {ok} "
-                f"| {_range([r['paths']['graphs'] for r in group])} "
-                f"| {_range([r['stock']['graphs'] for r in group])} "
-                f"| {_range([r['marked']['graphs'] for r in group])} "
-                f"| {_distance(max(r['stock']['distance'] for r in group))} "
-                f"| {_distance(max(r['marked']['distance'] for r in group))} |"
+                f"| {optimizer} | {impl} | {ok} "
+                f"| {_range([r['paths']['graphs'] for r in group])} / "
+                f"{_range([r['stock']['graphs'] for r in group])} / "
+                f"{_range([r['marked']['graphs'] for r in group])} "
+                f"| {_distance(max(r['stock']['distance'] for r in group))} / "
+                f"{_distance(max(r['marked']['distance'] for r in group))} |"
             )
         lines.append("")
         exceptions = [r for r in found if verdict(r) not in ("dynamic", NOT_COMPILED)]
