@@ -295,21 +295,9 @@ def comparison_output(gm: Any) -> Any:
     Inductor computes a graph's symbolic outputs from their sympy expressions, simplified
     as real algebra: ``(n * nan) == (n * nan)`` came back ``True`` (the long fuzzer
     profile, program 699)."""
-
-    def leaves(value: Any) -> Any:
-        if isinstance(value, (tuple, list)):
-            for item in value:
-                yield from leaves(item)
-        else:
-            yield value
-
-    for node in gm.graph.find_nodes(op="output"):
-        for value in leaves(node.args):
-            val = (
-                value.meta.get("example_value", value.meta.get("val"))
-                if hasattr(value, "meta")
-                else None
-            )
+    for output in gm.graph.find_nodes(op="output"):
+        for value in output.all_input_nodes:
+            val = value.meta.get("example_value", value.meta.get("val"))
             expr = getattr(getattr(val, "node", None), "expr", None)
             if isinstance(expr, sympy.Basic) and expr.has(*_COMPARISONS):
                 return expr
@@ -379,7 +367,7 @@ def _numbers_in_marked_compile(node: Any, other: Any) -> bool:
     state = peek_state(node.shape_env)
     return (
         state is not None
-        and bool(state.floats or state.backed or state.unbacked)
+        and state.marked
         and bool(node.expr.is_number)
         and bool(other.expr.is_number)
     )

@@ -326,7 +326,10 @@ def backend_compile_hook(
     """Around ``OutputGraph.call_user_compiler(gm, example_inputs)``: a backend that fails
     to compile a graph in which dynscalar made values symbolic (an ATen formula that cannot
     take a symbolic float, "NYI log symbolic float") has the frame traced again as stock
-    torch does, like a failing hook; a graph without marked values fails as in stock."""
+    torch does, like a failing hook; a graph without marked values fails as in stock.
+    Before a backend that computes symbolic outputs as real algebra (not a ``"python"``
+    one) compiles, a comparison kept as Python's among the graph's outputs turns the
+    compile off the same way (:class:`KnownLimit`)."""
     from ._ieee import comparison_output
     from ._state import peek_state
 
@@ -344,11 +347,10 @@ def backend_compile_hook(
     try:
         return wrapped(*args, **kwargs)
     except Exception as error:
-        marked = state is not None and bool(state.backed or state.unbacked or state.floats)
         cause = getattr(error, "inner_exception", None) or error.__cause__ or error
-        current = _compile()
         if (
-            not marked
+            state is None
+            or not state.marked
             or current is None
             or _restarting(error)
             or isinstance(error, DynscalarError)

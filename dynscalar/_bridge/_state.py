@@ -106,6 +106,11 @@ class CompileState:
     #: the code of the frame being compiled (its root), once a marked value is read
     code: Any = None
 
+    @property
+    def marked(self) -> bool:
+        """Whether a marked value became symbolic in this compile."""
+        return bool(self.backed or self.unbacked or self.floats)
+
 
 _states: weakref.WeakKeyDictionary[Any, CompileState] = weakref.WeakKeyDictionary()
 
