@@ -297,7 +297,8 @@ def test_a_nan_comparison_of_an_unbacked_mark_takes_pythons_branch(backend: str)
         return y
 
     marked = ds.mark_dynamic_args(fn, "n", unbacked=True)
-    compiled = torch.compile(marked, backend=CountingBackend(backend))
+    counter = CountingBackend(backend)
+    compiled = torch.compile(marked, backend=counter)
     x = torch.tensor([0.25, -2.0])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -306,8 +307,10 @@ def test_a_nan_comparison_of_an_unbacked_mark_takes_pythons_branch(backend: str)
     messages = [str(w.message) for w in caught if issubclass(w.category, ds.DynscalarWarning)]
     if backend == "inductor":
         assert len(messages) == 1 and "leaves the graph as a value" in messages[0], messages
+        assert counter.frame_count == 2  # the plain values, as stock compiles them: per value
     else:
         assert messages == []
+        assert counter.frame_count == 1  # the graph before the branch; the rest is empty
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
