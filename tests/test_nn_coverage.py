@@ -94,17 +94,16 @@ def test_published_page_is_rendered_from_the_published_json() -> None:
 
 
 def test_published_table_meets_the_coverage_target() -> None:
-    """>= 90% of rows compile once on aot_eager (61 of 62: RReLU's random slopes in
-    training are specialized), >= 85% on inductor (56 of 62 measured: since the op rules
-    are admitted by the exactness matrix, inductor keeps a value symbolic only through an
-    admitted tensor form, and CELU's alpha, LRN's beta, LPPool's and pairwise_distance's
-    norm, SDPA's scale and RReLU in training have none; they compile as stock inductor
-    does); every row equal to eager."""
+    """All rows but one compile once on aot_eager and on inductor (61 of 62: RReLU's random
+    slopes in training are specialized).  On inductor a value no tensor form keeps
+    symbolic is eager's kernel in a boxed custom op (CELU alpha, LPPool's and
+    pairwise_distance's norm, SDPA's scale); LRN's beta and LPPool's norm_type cross pow's
+    special exponents, one graph per path.  Every row equal to eager."""
     data = _published()
     rows = data["rows"]
-    for backend, share in (("aot_eager", 0.9), ("inductor", 0.85)):
-        once = sum(page.compiled_once(e["backends"][backend]) for e in rows)
-        assert once >= share * len(rows), (backend, once, len(rows))
+    for backend in ("aot_eager", "inductor"):
+        once = [e["id"] for e in rows if page.compiled_once(e["backends"][backend])]
+        assert len(once) >= len(rows) - 1, (backend, len(once), len(rows))
     assert all(e["status"] != "NOT EQUAL" and e["status"] != "error" for e in rows)
 
 

@@ -148,14 +148,39 @@ def test_a_branch_inductor_decomposes_on_never_loads_the_other_branchs_cache_ent
 
 
 @pytest.mark.inductor
-def test_an_op_without_a_form_is_specialized_with_one_warning_naming_it() -> None:
-    """``torch.remainder(x, s)`` (``aten.remainder.Scalar``) has no form: the value is
-    compiled as stock inductor compiles it (a graph per value), with one warning that names
-    the op inside torch and a fix for code as written, not "unmark it"."""
+def test_an_op_without_a_form_is_boxed_after_one_learned_restart() -> None:
+    """``torch.remainder(x, s)`` (``aten.remainder.Scalar``) has no form: the float-tensorify
+    pass would specialize the value.  The first compile learns the call and traces the
+    frame again with it boxed (eager's kernel, the float a 0-d tensor: 2 backend calls),
+    then one graph for every value; no warning.  Before: a graph per value (4 for 3)."""
 
     def wrap(period: Any, x: torch.Tensor) -> torch.Tensor:
         return torch.remainder(x, period)
 
+    torch._dynamo.reset()
+    counter = CountingBackend("inductor")
+    compiled = torch.compile(wrap, backend=counter)
+    x = torch.randn(4, 6, generator=torch.Generator().manual_seed(0))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for period in (0.5, 0.25, 0.75):
+            assert torch.equal(compiled(ds.DynamicFloat(period), x), wrap(period, x))
+    assert [w for w in caught if issubclass(w.category, ds.DynscalarWarning)] == []
+    assert counter.frame_count == 2
+
+
+@pytest.mark.inductor
+def test_an_op_neither_form_nor_box_takes_is_specialized_with_one_warning_naming_it() -> None:
+    """``y.remainder_(s)`` writes its input, which a boxed call may not: the value is
+    compiled as stock inductor compiles it (a graph per value), with one warning that names
+    the op inside torch and a fix for code as written, not "unmark it"."""
+
+    def wrap(period: Any, x: torch.Tensor) -> torch.Tensor:
+        y = x * 1
+        y.remainder_(period)
+        return y
+
+    torch._dynamo.reset()
     counter = CountingBackend("inductor")
     compiled = torch.compile(wrap, backend=counter)
     x = torch.randn(4, 6, generator=torch.Generator().manual_seed(0))

@@ -22,6 +22,7 @@ from . import _torch
 from ._backends import backend_kind
 from ._forced import ForcedFloats, used_float_symbols
 from ._guards import guard_proxy_or_plain
+from ._ops import learn_forcing
 from ._paths import is_library_file
 from ._reports import at_line, passthrough, record_specialized, refuse, remember, user_location
 from ._restarts import (
@@ -31,7 +32,7 @@ from ._restarts import (
     specialize_ints_and_restart,
     unbacked_in_floats,
 )
-from ._safety import on_abandon, torchs_own
+from ._safety import on_abandon, restart_frame, torchs_own
 from ._sources import plain_source, source_name, swapped_source
 from ._state import CompileState, Origin, compile_state, peek_state
 
@@ -427,10 +428,13 @@ def _only_ours(gm: Any, ours: dict[Any, str]) -> bool:
     return True
 
 
-def _unsupported_uses(gm: Any, ours: dict[Any, str], refused: dict[str, str]) -> list[str]:
+def _unsupported_uses(
+    gm: Any, ours: dict[Any, str], refused: dict[str, str], symbols: set[Any] | None = None
+) -> list[str]:
     """Ops that take a SymFloat over our symbols where the pass cannot lower it (a keyword,
     a list, an op it has no rule for): error text only, each with why its scalar form was
-    not used (``refused``) where it has one."""
+    not used (``refused``) where it has one; the symbols they take are added to
+    ``symbols``."""
     import torch
 
     found = set()
@@ -452,6 +456,8 @@ def _unsupported_uses(gm: Any, ours: dict[Any, str], refused: dict[str, str]) ->
                 if lowered and positional and item is value:
                     continue
                 if any(s in ours for s in v.node.expr.free_symbols):
+                    if symbols is not None:
+                        symbols.update(s for s in v.node.expr.free_symbols if s in ours)
                     name = str(node.target)
                     why = refused.get(name)
                     found.add(f"{name} ({why})" if why else name)
@@ -517,7 +523,15 @@ def tensorify_hook(
     _scalar_tensor_prepass(gm, shape_env, fake_mode)
     refused: dict[str, str] = {}
     _scalar_forms_prepass(gm, ours, fake_mode, refused)
-    ops = _unsupported_uses(gm, ours, refused)
+    forced: set[Any] = set()
+    ops = _unsupported_uses(gm, ours, refused, forced)
+    forced |= _not_paths(state, _value_guarded(shape_env, ours, alone=False))
+    if forced and learn_forcing(state, forced):
+        # a torch call traced as Dynamo traces it forced the value (its autograd formula,
+        # an argument the pass cannot lower): trace the frame again with those calls
+        # boxed (eager's kernel in a custom op taking the float as a 0-d tensor)
+        log.info("marked floats forced on inductor; tracing the frame again with calls boxed")
+        restart_frame()
     used = used_float_symbols(gm, shape_env)
     n_guards = len(shape_env.guards)
 

@@ -208,6 +208,11 @@ def _apply(
     if entry is not None:
         log.debug("%s receives a dynamic float: tracing %s", name, entry.__name__)
         return trace(entry)
+    if _kind(tx) == "inductor":
+        boxed, refused = _boxed(tx, name, values, keywords or {})
+        if boxed is not None:
+            return boxed
+        why = f"{why}; {refused}"
     log.info("%s receives a dynamic float, specialized as stock torch does: %s", name, why)
     with specializing(name, why):
         if _kind(tx) == "python":
@@ -474,6 +479,13 @@ def _inductor_form(
     values = [_realized(a) for a in arguments]
     named = {k: _realized(v) for k, v in keywords.items()}
     tensors = [v for v in (*values, *named.values()) if isinstance(v, _torch.TensorVariable)]
+    if name in _forcing_inductor:
+        boxed, refused = _boxed(tx, name, arguments, keywords)
+        if boxed is not None:
+            return boxed
+        with specializing(name, f"it forces the value on inductor; {refused}"):
+            return stock()
+    _watch_inductor(tx, name, arguments, keywords)
     if not tensors or not torch.is_grad_enabled():
         return stock()
     if not any(bool(getattr(_example(t), "requires_grad", False)) for t in tensors):
@@ -497,9 +509,12 @@ def _inductor_form(
         dtype = _example(tensors[0]).dtype
         ok, why = form_admitted(form, dtype, True)
         if not ok:
+            boxed, refused = _boxed(tx, name, arguments, keywords)
+            if boxed is not None:
+                return boxed
             shown = str(dtype).removeprefix("torch.")
             reason = f"its inductor form is not admitted for {shown} with gradients: {why}"
-            with specializing(name, reason):
+            with specializing(name, f"{reason}; {refused}"):
                 return stock()
         names = tuple(a.name for a in schema if a.name in bound)
         leading = [a.name for a in schema if not a.kwarg_only]
@@ -522,6 +537,122 @@ def _inductor_form(
             {},
         )
     return stock()
+
+
+#: callables that forced a marked float on inductor when traced as Dynamo traces them (in
+#: Dynamo's fake call, an autograd formula, or torch's float-tensorify pass): traced as
+#: ``dynscalar::apply_boxed`` from then on (learned per process; the frame is traced again)
+_forcing_inductor: set[str] = set()
+_caches.register(_forcing_inductor.clear)
+
+
+def _watch_inductor(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]) -> None:
+    """Remember that ``name`` received these marked floats, traced as Dynamo traces it,
+    where a template can describe the call: if the compile then forces one of them,
+    :func:`learn_forcing` names the call (where the matrix admits it boxed)."""
+    symbols = set()
+    for variable in [*arguments, *keywords.values()]:
+        variable = _realized(variable)
+        if is_dynamic_float(tx, variable):
+            symbols |= set(variable.sym_num.node.expr.free_symbols)
+    if not symbols or name in _forcing_inductor:
+        return
+    built = _template(tx, name, arguments, keywords)
+    if built is None:
+        return
+    import torch
+
+    from ..ops import _apply
+
+    template, tensors, scalars = built
+    grad = torch.is_grad_enabled() and any(_example(t).requires_grad for t in tensors)
+    call = (_apply.register(template), [_example(t) for t in tensors], [_hint(v) for v in scalars])
+    calls = compile_state(tx.output.shape_env).stock_calls
+    calls.setdefault(name, []).append((symbols, (*call, grad)))
+
+
+def learn_forcing(state: Any, forced: set[Any]) -> list[str]:
+    """The calls of this compile, traced as Dynamo traces them, that received one of the
+    ``forced`` symbols, are not yet traced boxed, and which the exactness matrix admits
+    boxed: from now on they are (the caller traces the frame again).  [] when there is
+    none: the value is specialized as stock."""
+    from ..ops import _apply
+    from ..ops._custom import outside_modes
+
+    names = []
+    for name, calls in state.stock_calls.items():
+        if name in _forcing_inductor:
+            continue
+        for symbols, (key, examples, hints, grad) in calls:
+            if not symbols & forced:
+                continue
+            with outside_modes[0]():  # called inside AOTAutograd's trace: real sample calls
+                ok, _ = _apply.admitted(key, examples, hints, grad, boxed=True)
+            if ok:
+                names.append(name)
+                break
+    _forcing_inductor.update(names)
+    return sorted(names)
+
+
+def _boxable(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]) -> tuple[Any, str]:
+    """(the call's template, key, tensors, scalars, hints and gradient mode, '') where the
+    exactness matrix admits it as ``dynscalar::apply_boxed`` at the traced values; else
+    (None, why not).  A value at which eager's call takes another path (``boxed_paths``)
+    is kept from the boxed graph by a predicate guard, and is itself not boxable."""
+    import torch
+
+    built = _template(tx, name, arguments, keywords)
+    if built is None:
+        return None, "its arguments are not ones a dynscalar::apply call can take"
+    template, tensors, scalars = built
+    grad = torch.is_grad_enabled() and any(_example(t).requires_grad for t in tensors)
+    from ..ops import _apply
+
+    key = _apply.register(template)
+    hints = [_hint(v) for v in scalars]
+    examples = [_example(t) for t in tensors]
+    ok, why = _apply.admitted(key, examples, hints, grad, boxed=True)
+    if not ok:
+        return None, f"eager's kernel as an opaque call is not admitted: {why}"
+    paths = _apply.boxed_paths(key, examples, grad)
+    if paths:
+        (scalar,) = scalars
+        sym = scalar.sym_num
+        for value in paths:
+            if sym == value:  # a predicate guard: this value is a path of its own
+                state = compile_state(tx.output.shape_env)
+                state.paths.update(sym.node.expr.free_symbols)
+                return None, f"eager's call takes another path at {value}"
+    return (template, key, tensors, scalars, hints, examples, grad), ""
+
+
+def _boxed(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]) -> tuple[Any, str]:
+    """On inductor: the call as ``dynscalar::apply_boxed`` (``dynscalar.ops._apply``: eager's
+    kernel, the floats handed over as 0-d float64 tensors) where the exactness matrix admits
+    it, and ''; else (None, why not)."""
+    import torch
+
+    from ..ops import _apply
+
+    found, why = _boxable(tx, name, arguments, keywords)
+    if found is None:
+        return None, why
+    template, key, tensors, scalars, hints, examples, grad = found
+    _apply.remember_hints(key, hints)
+    if grad:
+        _apply.precompute(key, examples, [s.sym_num for s in scalars])
+    log.debug("%s receives a dynamic value on inductor: eager's kernel, boxed", name)
+    boxes = [
+        _trace(
+            tx,
+            torch.scalar_tensor,
+            [s],
+            {"dtype": _torch.ConstantVariable.create(torch.float64)},
+        )
+        for s in scalars
+    ]
+    return _traced_apply(tx, key, template, tensors, boxes, _apply.boxed_op()), ""
 
 
 def _forms_target(op: str) -> Any:
@@ -603,6 +734,8 @@ def _template(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]
 
     from ..ops._apply import Template
 
+    if _writes_inputs(name) or "out" in keywords:
+        return None  # a custom op may not write its inputs: the call stays Dynamo's
     tensors: list[Any] = []
     scalars: list[Any] = []
 
@@ -642,6 +775,14 @@ def _template(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]
     return Template(name, template.args, template.kwargs, out), tensors, scalars
 
 
+def _writes_inputs(name: str) -> bool:
+    """An in-place call: ``Tensor.mul_``, ``torch.relu_``, ``Tensor.__imul__``."""
+    short = name.rpartition(".")[2]
+    if short.startswith("__") and short.endswith("__"):
+        return short.startswith("__i")
+    return short.endswith("_")
+
+
 def _out_kind(tx: Any, template: Any, tensors: list[Any], scalars: list[Any]) -> str | None:
     """What the call returns, from a fake run: ``"tensor"``, ``"tuple"``, ``"list"``, or
     None (anything else: not a template's call)."""
@@ -659,12 +800,14 @@ def _out_kind(tx: Any, template: Any, tensors: list[Any], scalars: list[Any]) ->
     return None
 
 
-def _traced_apply(tx: Any, key: str, template: Any, tensors: list[Any], scalars: list[Any]) -> Any:
+def _traced_apply(
+    tx: Any, key: str, template: Any, tensors: list[Any], scalars: list[Any], op: Any = None
+) -> Any:
     import torch
 
     from ..ops import _apply
 
-    op = _apply.op()
+    op = op or _apply.op()
     result = _torch.VariableTracker.build(tx, op).call_function(
         tx,
         [

@@ -87,6 +87,10 @@ class CompileState:
     replays: dict[int, tuple[Any, Any]] = field(default_factory=dict)
     #: symbols whose specialization by user code was already reported
     reported: set[Any] = field(default_factory=set)
+    #: callable name -> (the float symbols, the call's template key, example tensors,
+    #: values and gradient mode) of each call traced as Dynamo traces it on inductor
+    #: (``_ops``: a call that forces one of them is traced boxed next time)
+    stock_calls: dict[str, list[Any]] = field(default_factory=dict)
     #: symbols a predicate pinned to one value (``if p == 0``, a form's special value):
     #: one path of a dynamic value, not a specialization to report
     paths: set[Any] = field(default_factory=set)

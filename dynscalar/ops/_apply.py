@@ -37,7 +37,16 @@ import torch
 
 from ._custom import define, outside_modes
 
-__all__ = ["Template", "admitted", "op", "precompute", "register"]
+__all__ = [
+    "Template",
+    "admitted",
+    "boxed_op",
+    "boxed_paths",
+    "op",
+    "precompute",
+    "register",
+    "remember_hints",
+]
 
 Tensor = torch.Tensor
 
@@ -120,11 +129,26 @@ def _hint(value: Any) -> float:
 
 
 def _impl(key: str, tensors: list[Tensor], scalars: list[Any]) -> list[Tensor]:
-    return _fresh(_flat(_TEMPLATES[key].call(tensors, _floats(scalars))), tensors)
+    return _fresh(_flat(_TEMPLATES[key].call(tensors, _floats(_unboxed(scalars)))), tensors)
 
 
 def _fake(key: str, tensors: list[Tensor], scalars: list[Any]) -> list[Tensor]:
-    return _fresh(_flat(_TEMPLATES[key].call(tensors, _floats(scalars, _hint))), tensors)
+    if scalars and isinstance(scalars[0], Tensor):  # boxed: the values seen when traced
+        values: list[Any] = list(_boxed_hints.get(key, [0.5] * len(scalars)))
+    else:
+        values = _floats(scalars, _hint)
+    return _fresh(_flat(_TEMPLATES[key].call(tensors, values)), tensors)
+
+
+def _unboxed(scalars: Sequence[Any]) -> list[Any]:
+    """The numbers, where :func:`boxed_op` hands them over as 0-d float64 tensors: their
+    ``.item()`` is the Python float itself (a float64 holds every double exactly)."""
+    return [s.item() if isinstance(s, Tensor) else s for s in scalars]
+
+
+#: key -> the scalars' values when the boxed call was traced (its fake call's values: the
+#: output's shape, dtype and strides never depend on them, or the call is no template)
+_boxed_hints: dict[str, list[float]] = {}
 
 
 def _positions(key: str, tensors: Sequence[Any], scalars: Sequence[Any]) -> list[int]:
@@ -194,7 +218,7 @@ def _vjp_impl(
     with torch.enable_grad():
         for i in positions:
             inputs[i].requires_grad_(True)
-        outs = _flat(_TEMPLATES[key].call(inputs, _floats(scalars)))
+        outs = _flat(_TEMPLATES[key].call(inputs, _floats(_unboxed(scalars))))
         pairs = [(o, g) for o, g in zip(outs, grads, strict=True) if o.requires_grad]
         found = torch.autograd.grad(
             [o for o, _ in pairs],
@@ -206,6 +230,24 @@ def _vjp_impl(
         torch.zeros_like(inputs[i]) if g is None else g
         for i, g in zip(positions, found, strict=True)
     ]
+
+
+def _boxed_vjp_impl(
+    key: str, grads: list[Tensor], tensors: list[Tensor], scalars: list[Any]
+) -> list[Tensor]:
+    positions = _positions(key, tensors, scalars)
+    found = _vjp_impl(key, grads, tensors, scalars)
+    return [_laid_out_like(g, tensors[i]) for i, g in zip(positions, found, strict=True)]
+
+
+def _laid_out_like(gradient: Tensor, like: Tensor) -> Tensor:
+    """``gradient`` with the strides its fake implementation promises (``empty_like``):
+    inductor asserts them (a flash-attention backward returns transposed gradients); the
+    values are copied unchanged."""
+    laid_out = torch.empty_like(like)
+    if laid_out.stride() == gradient.stride():
+        return gradient
+    return laid_out.copy_(gradient)
 
 
 def _vjp_fake(
@@ -257,6 +299,71 @@ def op() -> Any:
     )
 
 
+def _boxed_backward(ctx: Any, grads: Any) -> tuple[Any, ...]:
+    tensors = list(ctx.saved_tensors)
+    boxes = tensors[ctx.n :]
+    tensors = tensors[: ctx.n]
+    positions = _positions(ctx.key, tensors, ctx.hints)
+    upstream = [
+        torch.zeros(shape, dtype=dtype, device=device) if g is None else g
+        for g, (shape, dtype, device) in zip(grads, ctx.outputs, strict=True)
+    ]
+    found = iter(_boxed_vjp()(ctx.key, upstream, tensors, boxes))
+    out: list[Any] = [None] * len(tensors)
+    for i in positions:
+        out[i] = next(found)
+    return None, out, [None] * len(boxes)
+
+
+def _boxed_setup(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+    key, tensors, scalars = inputs
+    ctx.key, ctx.n = key, len(tensors)
+    ctx.hints = list(_boxed_hints.get(key, [0.5] * len(scalars)))
+    ctx.outputs = [(o.shape, o.dtype, o.device) for o in output]
+    ctx.save_for_backward(*tensors, *scalars)
+
+
+def _boxed_vjp_fake(
+    key: str, grads: list[Tensor], tensors: list[Tensor], scalars: list[Any]
+) -> list[Tensor]:
+    hints = _boxed_hints.get(key, [0.5] * len(scalars))
+    return [torch.empty_like(tensors[i]) for i in _positions(key, tensors, hints)]
+
+
+def _boxed_vjp() -> Any:
+    return define(
+        "apply_boxed_vjp",
+        "(str key, Tensor[] grads, Tensor[] tensors, Tensor[] scalars) -> Tensor[]",
+        _boxed_vjp_impl,
+        _boxed_vjp_fake,
+    )
+
+
+def boxed_op() -> Any:
+    """``torch.ops.dynscalar.apply_boxed.default``: :func:`op` with each number a 0-d
+    float64 tensor, for inductor.  Inductor lowers a custom op as a call of its eager
+    implementation (a fallback kernel) and a float it hands a custom op as a ``Scalar`` is
+    specialized by its float-tensorify pass; a float made a 0-d tensor
+    (``scalar_tensor(f, dtype=float64)``) is one of that pass's tensors.  The
+    implementation reads the Python float back with ``.item()`` and makes the call
+    :func:`op` makes: eager's kernel, bit for bit, at every value."""
+    _boxed_vjp()
+    return define(
+        "apply_boxed",
+        "(str key, Tensor[] tensors, Tensor[] scalars) -> Tensor[]",
+        _impl,
+        _fake,
+        _boxed_backward,
+        _boxed_setup,
+    )
+
+
+def remember_hints(key: str, values: Sequence[float]) -> None:
+    """The values a boxed call was traced with (its fake implementation's numbers)."""
+    with _lock:
+        _boxed_hints[key] = list(values)
+
+
 # ----------------------------------------------------------------------------- matrix
 _SPECIAL = (0.0, -0.0, 1.0, 0.5, math.nan, math.inf)
 
@@ -292,18 +399,22 @@ _memo: dict[tuple[Any, ...], tuple[bool, str]] = {}
 
 
 def admitted(
-    key: str, tensors: Sequence[Any], values: Sequence[float], grad: bool
+    key: str, tensors: Sequence[Any], values: Sequence[float], grad: bool, *, boxed: bool = False
 ) -> tuple[bool, str]:
-    """Whether the call ``key`` is exact as :func:`op` for tensors like ``tensors`` (fake
-    tensors: their dtype, strides and shapes are used) and floats like ``values``."""
+    """Whether the call ``key`` is exact as :func:`op` (``boxed``: as :func:`boxed_op`, whose
+    gradients are laid out as their inputs, values compared bit for bit) for tensors like
+    ``tensors`` (fake tensors: their dtype, strides and shapes are used) and floats like
+    ``values``."""
     small = sum(math.prod(int(d) for d in t.shape) for t in tensors) <= 4096
-    memo_key = (key, tuple((t.dtype, t.dim(), t.is_contiguous()) for t in tensors), grad, small)
+    layouts = tuple((t.dtype, t.dim(), t.is_contiguous()) for t in tensors)
+    memo_key = (key, layouts, grad, small, boxed)
     found = _memo.get(memo_key)
     if found is not None:
         return found
     template = _TEMPLATES[key]
     evidence = False
     why = ""
+    paths: list[float] = []
     with torch.random.fork_rng(devices=[]), torch.enable_grad():
         generator = torch.Generator().manual_seed(0)
         base = [_sample(t, generator, small) for t in tensors]
@@ -320,6 +431,10 @@ def admitted(
                 try:
                     if side == "torch":
                         out = template.call(inputs, case)
+                    elif boxed:
+                        boxes = [torch.tensor(v, dtype=torch.float64) for v in case]
+                        out = boxed_op()(key, inputs, boxes)
+                        out = out[0] if template.out == "tensor" else type_of(template)(out)
                     else:
                         out = op()(key, inputs, case)
                         out = out[0] if template.out == "tensor" else type_of(template)(out)
@@ -332,31 +447,57 @@ def admitted(
                         gradients = list(
                             torch.autograd.grad(needing, leaves, upstream, allow_unused=True)
                         )
+                        if boxed:
+                            gradients = [
+                                g if g is None else _laid_out_like(g, leaf)
+                                for g, leaf in zip(gradients, leaves, strict=True)
+                            ]
                     results.append((flat, gradients, torch.get_rng_state(), None))
                 except Exception as error:  # noqa: BLE001 - eager's error is compared
                     results.append((None, None, None, type(error)))
             (t_out, t_grad, t_rng, t_err), (r_out, r_grad, r_rng, r_err) = results
+            differs = ""
             if t_err is not None or r_err is not None:
                 if t_err is None or r_err is None:
                     eager, rule = ("raises" if e else "returns" for e in (t_err, r_err))
-                    why = f"eager {eager}, the custom op {rule}"
-                    break
+                    differs = f"eager {eager}, the custom op {rule}"
+            else:
+                evidence = True
+                if not _same(r_out, t_out):
+                    differs = f"outputs differ (values {case})"
+                elif grad and not _same(r_grad, t_grad):
+                    differs = f"gradients differ (values {case})"
+                elif not torch.equal(r_rng, t_rng):
+                    differs = "the random state afterwards differs (a random op)"
+            if not differs:
                 continue
-            evidence = True
-            if not _same(r_out, t_out):
-                why = f"outputs differ (values {case})"
-                break
-            if grad and not _same(r_grad, t_grad):
-                why = f"gradients differ (values {case})"
-                break
-            if not torch.equal(r_rng, t_rng):
-                why = "the random state afterwards differs (a random op)"
-                break
+            special = case is not cases[0] and len(case) == 1 and math.isfinite(case[0])
+            if boxed and special and case[0] not in values:
+                # eager's call takes another path there (a norm of order 0 has no gradient):
+                # a path of its own, kept from the boxed graph by a predicate guard
+                paths.append(case[0])
+                continue
+            why = differs
+            break
     if not why and not evidence:
         why = "eager refuses every sample call"
     found = (not why, why)
     _memo[memo_key] = found
+    _paths[memo_key] = tuple(paths) if found[0] else ()
     return found
+
+
+#: the memo keys of :func:`admitted` -> the sampled special values at which a boxed call
+#: differs from eager's (each a path the graph must not take)
+_paths: dict[tuple[Any, ...], tuple[float, ...]] = {}
+
+
+def boxed_paths(key: str, tensors: Sequence[Any], grad: bool) -> tuple[float, ...]:
+    """After :func:`admitted` (``boxed=True``) said yes: the values the boxed graph must be
+    kept from by a predicate guard (``p != 0``), each compiled as stock compiles it."""
+    small = sum(math.prod(int(d) for d in t.shape) for t in tensors) <= 4096
+    layouts = tuple((t.dtype, t.dim(), t.is_contiguous()) for t in tensors)
+    return _paths.get((key, layouts, grad, small, True), ())
 
 
 def type_of(template: Template) -> Any:

@@ -20,7 +20,9 @@ different things:
   (``torch.ops.dynscalar.*``, made by ``_custom`` from the ATen schema with ``float`` read
   as ``Scalar``) whose implementation is the ATen op itself, called with the Python float;
   on inductor the rule's tensor form (``_tensor``, a decomposition in plain torch ops) where
-  the matrix admits it, else the value is specialized as stock torch specializes it.
+  the matrix admits it, else the call boxed (``_apply.boxed_op``: eager's kernel, the
+  float handed over as a 0-d tensor) where the matrix admits that, else the value is
+  specialized as stock torch specializes it.
 
 Whatever no rule covers, or a rule does not admit for a case (a dtype, a layout, a value),
 is compiled as stock torch compiles it, with one ``SpecializationWarning`` naming the op
@@ -207,6 +209,9 @@ _RULE_LIST: tuple[Rule, ...] = (
         ("torch.pairwise_distance",),
         ("p", "eps"),
         inductor="pairwise_distance",
+        # the norm's order is linalg.vector_norm's Scalar `ord`, which the tensorify pass
+        # cannot lower: a marked p is eager's kernel taking it as a 0-d tensor (boxed)
+        inductor_scalars=("eps",),
         why=_RECOMPUTE,
     ),
     Rule(
@@ -216,7 +221,8 @@ _RULE_LIST: tuple[Rule, ...] = (
         python="scaled_dot_product_attention",
         inductor="scaled_dot_product_attention",
         # at dropout_p == 0 the form is ATen's own op (CPU: the flash kernel), which no
-        # tensor form matches bit for bit: a marked scale stays stock's on inductor
+        # tensor form matches bit for bit: a marked scale is eager's kernel taking it as a
+        # 0-d tensor on inductor (boxed)
         inductor_scalars=("dropout_p",),
         random=True,
         why="eager's kernel in a custom op that keeps the generator state it started from; "

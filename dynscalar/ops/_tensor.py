@@ -418,9 +418,9 @@ def pairwise_distance(
     x1: Tensor, x2: Tensor, p: Any = 2.0, eps: Any = 1e-6, keepdim: bool = False
 ) -> Tensor:
     # aten/src/ATen/native/Distance.cpp, pairwise_distance: norm(x1 - x2 + eps, p) over the
-    # innermost dimension of the broadcast result (at::norm is linalg_vector_norm). A marked
-    # p still specializes: linalg_vector_norm's `ord` is a Scalar the tensorify pass cannot
-    # lower.
+    # innermost dimension of the broadcast result (at::norm is linalg_vector_norm). Only
+    # eps is kept symbolic here (Rule.inductor_scalars): linalg_vector_norm's `ord` is a
+    # Scalar the tensorify pass cannot lower, so a marked p is traced boxed instead.
     innermost = max(x1.dim(), x2.dim()) - 1
     distance: Tensor = torch.linalg.vector_norm(x1 - x2 + eps, p, dim=innermost, keepdim=keepdim)
     return distance
@@ -465,7 +465,7 @@ def scaled_dot_product_attention(
     # dropout its math fallback, which draws.  So dropout_p == 0 is a path: there the op
     # itself with the constant 0.0, stock inductor's own graph; otherwise the math
     # fallback with the value an operand of dropout (Rule.inductor_scalars: only
-    # dropout_p is marked here, a marked scale is specialized as stock does).
+    # dropout_p is marked here, a marked scale is traced boxed instead).
     if dropout_p == 0:
         out: Tensor = torch.ops.aten.scaled_dot_product_attention.default(
             query, key, value, attn_mask, 0.0, is_causal, scale=scale, enable_gqa=enable_gqa

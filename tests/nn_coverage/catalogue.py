@@ -42,6 +42,16 @@ class Row:
     # backends on which a backward compiled later guards the value (no restart): one graph
     # per value, warned
     late: tuple[str, ...] = ()
+    # backends on which the first compile traces a torch call as Dynamo does, sees it force
+    # the value (CELU's derivative formula computes 1 / alpha as a C++ double), and traces
+    # the frame again with the call as eager's kernel in a custom op (one more graph, first
+    # call; learned for the process)
+    learned: tuple[str, ...] = ()
+    # the values at which the op's inductor form takes another path, as ATen's kernel does
+    # (pow's special exponents: 2 squares, 0.5 takes the square root): each a path of its
+    # own on inductor, compiled once, its first compile restarting to drop the float the
+    # pinned path no longer reads
+    special: tuple[float, ...] = ()
     note: str = ""
 
     @property
@@ -59,7 +69,23 @@ class Row:
             # the first value tried symbolically, then restarted; torch remembers the forced
             # float, so each later value compiles once
             return len(self.values) + restart
-        return self.compiles + (self.unused and restart)
+        if backend == "inductor" and self.special:
+            pinned = {v for v in self.values if v in self.special}
+            general = any(v not in self.special for v in self.values)
+            return len(pinned) * 2 + general
+        return self.compiles + (self.unused and restart) + (backend in self.learned)
+
+    def new_paths(self, backend: str) -> list[bool]:
+        """For each value, whether it is the first of its path on ``backend``."""
+        if backend != "inductor" or not self.special:
+            return [i == 0 for i in range(len(self.values))]
+        seen: set[Any] = set()
+        first = []
+        for value in self.values:
+            path = value if value in self.special else "general"
+            first.append(path not in seen)
+            seen.add(path)
+        return first
 
 
 def _randn(g: torch.Generator, *shape: int, scale: float = 1.0) -> Tensor:
@@ -181,6 +207,8 @@ EPS = (1e-5, 1e-3, 0.1, 1.0)
 MARGIN = (0.1, 0.3, 0.5, 1.0)
 SMOOTHING = (0.05, 0.1, 0.2, 0.4)
 TRANSFORMER_ATTRS = ("self_attn.dropout", "dropout.p", "dropout1.p", "dropout2.p")
+#: pow's exponents ATen's kernel computes otherwise (dynscalar.ops._forms)
+POW_SPECIAL = (0.0, 1.0, 2.0, 3.0, 0.5, -0.5, -1.0, -2.0)
 ACT = lambda g: (_randn(g, 16, 33, scale=3.0),)  # noqa: E731
 LRN = lambda g: (_randn(g, 2, 6, 5, 5),)  # noqa: E731
 
@@ -217,7 +245,10 @@ def catalogue() -> list[Row]:
             "again, so the value is specialized on eager and aot_eager"),
         Row("elu", "nn.ELU", ("alpha",), (0.5, 1.0, 1.5, 2.0), lambda: nn.ELU(1.0), ACT, op="elu"),
         Row("celu", "nn.CELU", ("alpha",), (0.5, 1.0, 1.5, 2.0), lambda: nn.CELU(1.0), ACT,
-            op="celu", late=("inductor",)),
+            op="celu", learned=("inductor",),
+            note="on inductor `celu`'s derivative formula forces alpha (1 / alpha as a C++ "
+            "double): learned on the first compile, then eager's kernel in a custom op taking "
+            "alpha as a 0-d tensor"),
         Row("softplus-beta", "nn.Softplus", ("beta",), (0.5, 1.0, 2.0, 3.0),
             lambda: nn.Softplus(1.0, 5.0), ACT, op="softplus"),
         Row("softplus-threshold", "nn.Softplus", ("threshold",), (1.0, 2.0, 5.0, 20.0),
@@ -258,9 +289,10 @@ def catalogue() -> list[Row]:
             lambda: nn.LocalResponseNorm(3), LRN,
             note="no decomposition needed: F.local_response_norm adds k"),
         Row("localresponsenorm-beta", "nn.LocalResponseNorm", ("beta",), (0.5, 0.75, 1.0, 1.5),
-            lambda: nn.LocalResponseNorm(3), LRN, op="pow", specialized=("inductor",),
-            note="`div.pow(beta)`: eager's `pow` on eager and aot_eager; on inductor no tensor "
-            "form is admitted (specialized)"),
+            lambda: nn.LocalResponseNorm(3), LRN, op="pow", special=POW_SPECIAL,
+            note="`div.pow(beta)`: eager's `pow` on eager and aot_eager; on inductor `pow` with "
+            "the exponent a 0-d tensor, the exponents ATen's kernel computes otherwise (0.5, "
+            "1.0 here) a path each"),
     ]
     for cls, shape in ((nn.BatchNorm1d, (16, 6, 5)), (nn.BatchNorm2d, (8, 6, 4, 4))):
         name = cls.__name__.lower()
@@ -298,7 +330,8 @@ def catalogue() -> list[Row]:
             note="the wrapper passes 0.0 in eval: Dynamo never reads `dropout_p`"),
         Row("sdpa-scale", "F.scaled_dot_product_attention", ("scale",), (0.1, 0.3, 0.5, 1.0),
             lambda: SDPA(scale=0.3), _qkv, grad=(0, 1, 2), op="scaled_dot_product_attention",
-            specialized=("inductor",)),
+            note="on inductor eager's kernel (CPU: the flash kernel) in a custom op taking the "
+            "scale as a 0-d tensor"),
         # ------------------------------------------------------------------ losses
         Row("crossentropy-ignore", "nn.CrossEntropyLoss (indices, ignore_index)",
             ("label_smoothing",), SMOOTHING, _ce(ignore_index=-1), _ce_indices,
@@ -343,14 +376,15 @@ def catalogue() -> list[Row]:
             nn.PairwiseDistance, lambda g: (_randn(g, 16, 8), _randn(g, 16, 8)), grad=(0, 1)),
         Row("pairwisedistance-norm", "nn.PairwiseDistance", ("norm",), (1.0, 1.5, 2.0, 3.0),
             nn.PairwiseDistance, lambda g: (_randn(g, 16, 8), _randn(g, 16, 8)), grad=(0, 1),
-            specialized=("inductor",),
             note="`pairwise_distance`'s `p` is a Python float: eager's kernel in a dynscalar "
-            "custom op on eager and aot_eager; on inductor the order of `linalg.vector_norm` "
-            "is a Scalar the tensorify pass cannot lower"),
+            "custom op (on inductor taking `p` as a 0-d tensor: `linalg.vector_norm`'s order "
+            "is a Scalar the tensorify pass cannot lower)"),
         Row("lppool-norm", "nn.LPPool1d", ("norm_type",), (1.5, 2.0, 3.0, 4.0),
             lambda: nn.LPPool1d(2.0, 2), lambda g: (_randn(g, 2, 3, 8).abs() + 0.1,), op="pow",
-            specialized=("inductor",),
-            note="`pow(norm_type)` with a gradient: eager's `pow` in a dynscalar custom op"),
+            special=POW_SPECIAL,
+            note="`pow(norm_type)` with a gradient: eager's `pow` in a dynscalar custom op on "
+            "eager and aot_eager; on inductor `pow` with the exponent a 0-d tensor, the "
+            "exponents ATen's kernel computes otherwise (2.0, 3.0 here) a path each"),
     ]
     return rows
 # fmt: on

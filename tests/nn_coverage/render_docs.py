@@ -28,9 +28,16 @@ WRONG = 1e-3
 
 
 def compiled_once(result: dict[str, Any]) -> bool:
-    """No graph compiled after the first value (a restart within the first call is one compile)."""
+    """No graph compiled after the first value of each path (a restart within a call is one
+    compile; a path is one of the values at which the op's kernel computes otherwise, such
+    as pow's special exponents on inductor, or all the others)."""
     calls = result["per_call"]
-    return not result["error"] and bool(calls) and calls[-1] == calls[0]
+    first = result.get("new_path") or [i == 0 for i in range(len(calls))]
+    return (
+        not result["error"]
+        and bool(calls)
+        and all(first[i] or calls[i] == calls[i - 1] for i in range(1, len(calls)))
+    )
 
 
 def _fmt(x: float | None) -> str:
@@ -60,8 +67,10 @@ def _compiles(entry: dict[str, Any], where: str, backend: str) -> str:
     if r["error"]:
         return "error"
     text = str(r["compiles"])
+    calls = r["per_call"]
     if r["compiles"] > 1 and compiled_once(r):
-        text += "*"  # all on the first call: a restart, not a recompile
+        # all on the first call: a restart, not a recompile; else one path after another
+        text += "*" if calls[-1] == calls[0] else "†"
     return text + ("" if r["equal"] else " (**≠**)")
 
 
@@ -105,10 +114,22 @@ def render(data: dict[str, Any], source: str = "") -> str:
         *template("nn-coverage-head", source=source, m=m),
         *template("nn-coverage-summary", n=n, values=len(rows[0]["values"]) if rows else 4),
     ]
+
+    def per_path(backend: str) -> str:
+        found = sum(
+            1
+            for e in rows
+            if backend in e["backends"]
+            and compiled_once(e["backends"][backend])
+            and sum(e["backends"][backend].get("new_path") or [True]) > 1
+        )
+        return f" ({found} of them once per path: `†` below)" if found else ""
+
     for backend in backends:
         share = f" ({100 * once('backends', backend) / n:.0f}%)" if n else ""
         lines.append(
             f"- **{backend}**: {once('backends', backend)} of {n} rows compile once{share}"
+            + per_path(backend)
             + (
                 f"; stock torch, unmarked: {once('stock', backend)} of {n}."
                 if any(backend in e["stock"] for e in rows)

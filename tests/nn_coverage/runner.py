@@ -62,6 +62,8 @@ class Result:
     marked: bool
     compiles: int = 0
     per_call: list[int] = field(default_factory=list)  # graphs compiled so far, after each value
+    # for each value: the first of its path (Row.special: pow's special exponents on inductor)
+    new_path: list[bool] = field(default_factory=list)
     rtol: float = 0.0
     atol: float = 0.0
     max_abs: dict[str, float] = field(
@@ -298,7 +300,7 @@ def run_row(
     if tolerance is None:
         tolerance = eager_tolerance(row) if backend != "inductor" else FLOAT32_DEFAULT
     rtol, atol = tolerance
-    result = Result(backend, marked, rtol=rtol, atol=atol)
+    result = Result(backend, marked, rtol=rtol, atol=atol, new_path=row.new_paths(backend))
     start = time.perf_counter()
     torch._dynamo.reset()
     try:
