@@ -187,3 +187,26 @@ print(c.frame_count)
         counts.append(int(done.stdout.split()[-1]))
     stock, imported = counts
     assert imported == stock
+
+
+def test_a_call_that_writes_its_inputs_is_never_boxed() -> None:
+    """A custom op may not write its inputs (the graph would keep their old values):
+    ``torch.batch_norm`` in training updates its running statistics, so the matrix refuses
+    it as a boxed call (and as the generic rule's), whatever its outputs."""
+    template = _apply.Template(
+        "torch.batch_norm",
+        (
+            *(("tensor", i) for i in range(5)),
+            ("constant", True),
+            ("scalar", 0),
+            ("constant", 1e-5),
+            ("constant", False),
+        ),
+        (),
+        "tensor",
+    )
+    key = _apply.register(template)
+    tensors = [torch.randn(4, 3), torch.zeros(3), torch.ones(3), torch.ones(3), torch.zeros(3)]
+    for boxed in (False, True):
+        ok, why = _apply.admitted(key, tensors, [0.1], False, boxed=boxed)
+        assert not ok and why == "the call writes its inputs"

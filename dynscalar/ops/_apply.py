@@ -415,6 +415,7 @@ def admitted(
     evidence = False
     why = ""
     paths: list[float] = []
+    writes = False
     with torch.random.fork_rng(devices=[]), torch.enable_grad():
         generator = torch.Generator().manual_seed(0)
         base = [_sample(t, generator, small) for t in tensors]
@@ -453,10 +454,17 @@ def admitted(
                                 for g, leaf in zip(gradients, leaves, strict=True)
                             ]
                     results.append((flat, gradients, torch.get_rng_state(), None))
+                    if side == "torch" and not _same(list(inputs), base):
+                        writes = True  # batch_norm's running statistics, an out= tensor
                 except Exception as error:  # noqa: BLE001 - eager's error is compared
                     results.append((None, None, None, type(error)))
             (t_out, t_grad, t_rng, t_err), (r_out, r_grad, r_rng, r_err) = results
             differs = ""
+            if writes:
+                # a custom op may not write its inputs (its schema says it does not, and
+                # the graph would keep the old values): the call stays Dynamo's
+                why = "the call writes its inputs"
+                break
             if t_err is not None or r_err is not None:
                 if t_err is None or r_err is None:
                     eager, rule = ("raises" if e else "returns" for e in (t_err, r_err))
