@@ -93,31 +93,33 @@ class ObjectKeyed(Generic[K, V]):
         (True, 'first', None)
     """
 
-    __slots__ = ("_items",)
+    __slots__ = ("held",)
 
     def __init__(self) -> None:
-        self._items: dict[int, tuple[weakref.ref[K], V]] = {}
+        #: id -> (weak reference, value); public so that a hot path can test it for
+        #: emptiness without a call (``if cache.held:``)
+        self.held: dict[int, tuple[weakref.ref[K], V]] = {}
 
     def get(self, obj: K, default: V | None = None) -> V | None:
         """The value kept for ``obj`` (``default``: none)."""
-        item = self._items.get(id(obj))
+        item = self.held.get(id(obj))
         if item is None or item[0]() is not obj:
             return default
         return item[1]
 
     def __getitem__(self, obj: K) -> V:
-        item = self._items.get(id(obj))
+        item = self.held.get(id(obj))
         if item is None or item[0]() is not obj:
             raise KeyError(obj)
         return item[1]
 
     def __contains__(self, obj: object) -> bool:
-        item = self._items.get(id(obj))
+        item = self.held.get(id(obj))
         return item is not None and item[0]() is obj
 
     def __setitem__(self, obj: K, value: V) -> None:
         key = id(obj)
-        items = self._items
+        items = self.held
 
         def drop(ref: weakref.ref[K]) -> None:  # the object is being collected
             current = items.get(key)
@@ -128,7 +130,7 @@ class ObjectKeyed(Generic[K, V]):
 
     def setdefault(self, obj: K, value: V) -> V:
         """The value kept for ``obj``, after keeping ``value`` for it if there was none."""
-        item = self._items.get(id(obj))
+        item = self.held.get(id(obj))
         if item is not None and item[0]() is obj:
             return item[1]
         self[obj] = value
@@ -136,22 +138,22 @@ class ObjectKeyed(Generic[K, V]):
 
     def pop(self, obj: K, default: V | None = None) -> V | None:
         """Remove ``obj``'s entry; its value (``default``: none)."""
-        item = self._items.get(id(obj))
+        item = self.held.get(id(obj))
         if item is None or item[0]() is not obj:
             return default
-        del self._items[id(obj)]
+        del self.held[id(obj)]
         return item[1]
 
     def values(self) -> Iterator[V]:
         """The values of the live entries."""
-        return iter([value for ref, value in list(self._items.values()) if ref() is not None])
+        return iter([value for ref, value in list(self.held.values()) if ref() is not None])
 
     def clear(self) -> None:
         """Drop every entry."""
-        self._items.clear()
+        self.held.clear()
 
     def __len__(self) -> int:
-        return sum(ref() is not None for ref, _ in list(self._items.values()))
+        return sum(ref() is not None for ref, _ in list(self.held.values()))
 
     def __bool__(self) -> bool:
-        return bool(self._items)
+        return bool(self.held)

@@ -1,6 +1,7 @@
 """The safety net: a failure inside dynscalar never reaches the user as a Dynamo crash.
 
-Every hook of the table (``_table.hook_of``) runs through :func:`call`.  When a hook
+Every hook of the table runs under the net: the table's wrapper (``_table.hook_of``) runs
+the hook and hands its failure to :func:`handle` (one frame per hook call).  When a hook
 raises and the exception is not one Dynamo itself uses for control flow (a graph break,
 a restart, a traced user exception) nor one of dynscalar's own deliberate errors
 (``DynscalarError``: a bad value, a strict specialization), the failure is dynscalar's.
@@ -60,9 +61,10 @@ log = logging.getLogger("dynscalar")
 
 __all__ = [
     "backend_compile_off",
-    "call",
+    "handle",
     "is_control_flow",
     "is_off",
+    "off_call",
     "note_strict",
     "on_abandon",
     "restart_frame",
@@ -102,6 +104,8 @@ class _Failure:
 #: the compile (its CompileContext) traced with dynscalar's handling off -> the failure
 _off: ObjectKeyed[Any, _Failure] = ObjectKeyed()
 _caches.register(_off.clear)
+#: the compiles turned off, for the table's wrappers: ``if OFF.held:`` costs no call
+OFF = _off
 
 
 def _tracer() -> Any:
@@ -257,45 +261,57 @@ def _fallback(entry: Any, failed: _Failure | None = None) -> Hook | None:
     return hook_function(path)
 
 
-def call(
+def off_call(
+    entry: Any, wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """A call of ``entry``'s wrapper while some compile is turned off: in that compile the
+    entry's off form (or torch's function); elsewhere :data:`NOT_OFF` (the caller runs
+    the hook)."""
+    failed = _failed()
+    if failed is None:
+        return NOT_OFF
+    fallback = _fallback(entry, failed)
+    if fallback is None:
+        return wrapped(*args, **kwargs)
+    return fallback(wrapped, instance, args, kwargs)
+
+
+#: :func:`off_call`'s answer where the running compile is not turned off
+NOT_OFF = object()
+
+
+def handle(
     entry: Any,
-    hook: Hook,
+    error: Exception,
     wrapped: Any,
     instance: Any,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
 ) -> Any:
-    """Run ``hook`` for ``entry``; on a failure of dynscalar's, compile the frame as stock
-    torch does (see module docstring)."""
-    failed = _failed()
-    if failed is not None:
-        fallback = _fallback(entry, failed)
-        if fallback is None:
+    """A hook of ``entry`` raised ``error``: re-raise what is not a failure of dynscalar's
+    (control flow, a deliberate dynscalar error, a refusal), else run the call as stock
+    torch does or turn the frame off (it is traced again as stock)."""
+    refusal = _refusal_observed(error)
+    if refusal is not None:
+        raise refusal from None
+    if is_control_flow(error):
+        raise error
+    deliberate = dynscalar_error_in(error)
+    if deliberate is not None:
+        raise deliberate from None
+    failed = _failure(entry.name, error, entry.hooks)
+    current = _compile()
+    if current is None or entry.phase != "dynamo":
+        # Not tracing (the export wrapper), or a backend pass (the float-tensorify pass):
+        # torch's own function (or the entry's off form), as stock runs it.  A backend
+        # pass cannot trace the frame again without compiling one more graph; the graph
+        # it has is what Dynamo traced.
+        _report(failed)  # nothing is traced again to wait for
+        if entry.off_hook is None:
             return wrapped(*args, **kwargs)
-        return fallback(wrapped, instance, args, kwargs)
-    try:
-        return hook(wrapped, instance, args, kwargs)
-    except Exception as error:
-        refusal = _refusal_observed(error)
-        if refusal is not None:
-            raise refusal from None
-        if is_control_flow(error):
-            raise
-        deliberate = dynscalar_error_in(error)
-        if deliberate is not None:
-            raise deliberate from None
-        failed = _failure(entry.name, error, entry.hooks)
-        current = _compile()
-        if current is None or entry.phase != "dynamo":
-            # Not tracing (the export wrapper), or a backend pass (the float-tensorify pass):
-            # torch's own function (or the entry's off form), as stock runs it.  A backend
-            # pass cannot trace the frame again without compiling one more graph; the graph
-            # it has is what Dynamo traced.
-            _report(failed)  # nothing is traced again to wait for
-            if entry.off_hook is None:
-                return wrapped(*args, **kwargs)
-            return _fallback(entry)(wrapped, instance, args, kwargs)  # type: ignore[misc]
-        _turn_off(current, failed, error)
+        return _fallback(entry)(wrapped, instance, args, kwargs)  # type: ignore[misc]
+    _turn_off(current, failed, error)
+    raise AssertionError("unreachable: _turn_off raises")  # pragma: no cover
 
 
 def restart_frame() -> None:

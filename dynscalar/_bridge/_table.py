@@ -52,7 +52,6 @@ __all__ = [
     "by_name",
     "by_phase",
     "check",
-    "enabled_of",
     "find",
     "hook_function",
     "hook_of",
@@ -276,11 +275,25 @@ def hook_function(path: str) -> Hook:
     return getattr(importlib.import_module(f"{__package__}.{module}"), name)  # type: ignore[no-any-return]
 
 
-def _lazy(path: str) -> Hook:
-    def hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        return hook_function(path)(wrapped, instance, args, kwargs)
+class _Resolved:
+    """A hook path's module, imported once (at install, or at the first call where the
+    phase is applied lazily); its function is read from the module at each call, one
+    attribute lookup, so the function a module holds now is the one that runs."""
 
-    return hook
+    __slots__ = ("module", "name", "path")
+
+    def __init__(self, path: str, lazy: bool) -> None:
+        self.path = path
+        self.module: Any = None
+        self.name = path.partition(":")[2]
+        if not lazy:
+            self.function()  # a missing hook fails here, at install
+
+    def function(self) -> Hook:
+        if self.module is None:
+            module = self.path.partition(":")[0]
+            self.module = importlib.import_module(f"{__package__}.{module}")
+        return getattr(self.module, self.name)  # type: ignore[no-any-return]
 
 
 def by_name(entry: Private, hook: Hook) -> Hook:
@@ -298,30 +311,6 @@ def by_name(entry: Private, hook: Hook) -> Hook:
     return named
 
 
-def _chained(outer: Hook, inner: Hook) -> Hook:
-    """One wrapper doing ``outer`` around ``inner``: a function is wrapped once."""
-
-    def chained(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        def call_inner(*a: Any, **k: Any) -> Any:
-            return inner(wrapped, instance, a, k)
-
-        return outer(call_inner, instance, args, kwargs)
-
-    return chained
-
-
-def _safe(entry: Private, hook: Hook) -> Hook:
-    """``hook`` inside the safety net (``_safety``): a failure of dynscalar's compiles the
-    frame as stock torch does."""
-
-    def safe(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        from . import _safety
-
-        return _safety.call(entry, hook, wrapped, instance, args, kwargs)
-
-    return safe
-
-
 def running(entry: Private) -> tuple[str, ...]:
     """The hooks a call of ``entry``'s wrapper runs now: its own, or inside ``disabled()``
     the one it has for that case (none: torch's function alone, as if never wrapped)."""
@@ -332,47 +321,74 @@ def running(entry: Private) -> tuple[str, ...]:
 
 
 def hook_of(entry: Private, lazy: bool = False) -> Hook:
-    """The wrapper function for ``entry``: its hooks chained inside the safety net, or what
-    :func:`running` says inside ``disabled()``.  Each hook is looked up by name at every
-    call (``lazy`` also imports its module then, instead of now), so the function a module
-    holds now is the one that runs."""
-    if not lazy:
-        for path in entry.hooks:
-            hook_function(path)  # import the modules now: a missing hook fails here
-    hooks = [by_name(entry, _lazy(path)) for path in entry.hooks]
-    full = hooks[-1]
-    for outer in reversed(hooks[:-1]):
-        full = _chained(outer, full)
-    full = by_name(entry, _safe(entry, full))  # the net's fallbacks read names too
-    inside = entry.disabled_hook or entry.degraded_hook
-    if inside is None:
-        return full  # off inside disabled(): see enabled_of
-    inside_hook = by_name(entry, _lazy(inside))
+    """The wrapper function for ``entry``: one frame per call.  It binds the call's
+    arguments by the entry's parameter names, runs what :func:`running` says - inside
+    ``disabled()`` the entry's hook for that case or torch's function alone, else its hooks
+    (outermost first, each calling the next as ``wrapped``) inside the safety net
+    (``_safety.off_call`` where some compile is turned off, ``_safety.handle`` for a
+    failure).  Hook modules are imported once (``lazy``: at the first call)."""
+    hooks = [_Resolved(path, lazy) for path in entry.hooks]
+    inside_path = entry.disabled_hook or entry.degraded_hook
+    inside = _Resolved(inside_path, lazy) if inside_path else None
+    starred = any(name.startswith("*") for name in entry.params or ())
+    names = tuple(entry.params or ())
+    if names[:1] == ("self",):
+        names = names[1:]
+    net: list[Any] = []  # the safety net's module, imported at the first call
 
-    def by_mode(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if DISABLED[0] and inside is None:
+            return wrapped(*args, **kwargs)  # torch's function alone, as if never wrapped
+        if args and not starred:
+            if len(args) > len(names):
+                raise TypeError(f"{entry.name} takes {len(names)} arguments, {len(args)} given")
+            kwargs = {**dict(zip(names, args, strict=False)), **kwargs}
+            args = ()
         if DISABLED[0]:
-            return inside_hook(wrapped, instance, args, kwargs)
-        return full(wrapped, instance, args, kwargs)
+            assert inside is not None
+            return inside.function()(wrapped, instance, args, kwargs)
+        if not net:
+            from . import _safety
 
-    return by_mode
+            net.append(_safety)
+        safety = net[0]
+        if safety.OFF.held:  # some compile is turned off: this one, perhaps
+            done = safety.off_call(entry, wrapped, instance, args, kwargs)
+            if done is not safety.NOT_OFF:
+                return done
+        first = hooks[0]
+        hook = getattr(first.module, first.name) if first.module is not None else first.function()
+        inner: Any = wrapped
+        for resolved in reversed(hooks[1:]):  # several hooks: each one's ``wrapped`` runs
+            layer = (  # the next, its arguments by name too
+                getattr(resolved.module, resolved.name)
+                if resolved.module is not None
+                else resolved.function()
+            )
+
+            # the defaults hold this layer's hook and the next (a closure per layer)
+            def inner(*a: Any, _hook: Any = layer, _next: Any = inner, **k: Any) -> Any:
+                if a and not starred:
+                    k = {**dict(zip(names, a, strict=False)), **k}
+                    a = ()
+                return _hook(_next, instance, a, k)
+
+        try:
+            return hook(inner, instance, args, kwargs)
+        except Exception as error:  # noqa: BLE001 - the net decides (it re-raises the rest)
+            return safety.handle(entry, error, wrapped, instance, args, kwargs)
+
+    return wrapper
 
 
-def enabled_of(entry: Private) -> Callable[[], bool] | None:
-    """wrapt's ``enabled`` for ``entry``'s wrapper: off inside ``disabled()`` where the entry
-    has no hook for that case (the call then costs wrapt's check only)."""
-    if entry.disabled_hook or entry.degraded_hook:
-        return None
-    return lambda: not DISABLED[0]
-
-
-def wrap(entry: Private, hook: Hook, enabled: Callable[[], bool] | None = None) -> Patch:
-    """Replace ``entry``'s function with a ``wrapt.FunctionWrapper`` calling ``hook`` (while
-    ``enabled()``, where given: else torch's function directly)."""
+def wrap(entry: Private, hook: Hook) -> Patch:
+    """Replace ``entry``'s function with a ``wrapt.FunctionWrapper`` calling ``hook`` (which
+    decides itself what runs inside ``disabled()``: one on/off mechanism)."""
     import wrapt
 
     owner, attribute = entry.resolve()
     original = vars(owner)[attribute]
-    wrapper = wrapt.FunctionWrapper(original, hook, enabled=enabled)
+    wrapper = wrapt.FunctionWrapper(original, hook)
     setattr(owner, attribute, wrapper)
     return Patch(entry, owner, attribute, original, wrapper)
 
@@ -390,7 +406,7 @@ def apply(entries: list[Private], lazy: bool = False) -> list[Patch]:
     done: list[Patch] = []
     try:
         for entry in entries:
-            done.append(wrap(entry, hook_of(entry, lazy), enabled_of(entry)))
+            done.append(wrap(entry, hook_of(entry, lazy)))
     except BaseException:
         for patch in reversed(done):
             unwrap(patch)
