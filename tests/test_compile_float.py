@@ -367,15 +367,26 @@ def test_a_float_starting_at_zero_stays_dynamic_after_the_unused_float_restart(
 @pytest.mark.inductor
 @pytest.mark.broad
 def test_a_value_the_backward_guards_is_never_loaded_from_the_cache_for_another() -> None:
-    """nn.CELU's ``alpha`` on inductor with gradients: the backward, compiled at the first
-    ``backward()``, guards the value.  AOTAutograd's cache entry cannot hold that guard (its
-    guard expression covers SymInt inputs), so no entry is saved for such a compile: every
-    value gets its own graph, as stock inductor compiles them, and eager's numbers, also
-    after ``torch._dynamo.reset()`` with the same cache directory."""
+    """In-place ``celu_`` with a marked ``alpha`` on inductor with gradients: the backward,
+    compiled at the first ``backward()``, guards the value (``celu``'s derivative formula
+    computes ``1 / alpha`` as a C++ double; the out-of-place call is boxed instead, but a
+    call that writes its input never is).  AOTAutograd's cache entry cannot hold that guard
+    (its guard expression covers SymInt inputs), so no entry is saved for such a compile:
+    every value gets its own graph, as stock inductor compiles them, and eager's numbers,
+    also after ``torch._dynamo.reset()`` with the same cache directory."""
+
+    class InPlaceCELU(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.alpha = 0.5
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.nn.functional.celu(x * 1, self.alpha, inplace=True)
+
     x0 = torch.linspace(-3.0, 3.0, 24)
     for attempt in range(2):
         torch._dynamo.reset()
-        model = ds.mark_dynamic_attr(torch.nn.CELU(0.5), "alpha")
+        model = ds.mark_dynamic_attr(InPlaceCELU(), "alpha")
         counter = CountingBackend("inductor")
         compiled = torch.compile(model, backend=counter)
         with warnings.catch_warnings():
