@@ -342,3 +342,66 @@ def test_a_mark_forced_to_its_value_then_compared_with_nan_is_pythons(backend: s
             model.s, eager.s = ds.DynamicInt(value), ds.DynamicInt(value)
             assert torch.equal(compiled(x), eager(x)), value
     assert counter.frame_count == 2  # forced by math.log: a graph per value
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_arithmetic_on_a_forced_mark_overflows_as_in_python(backend: str) -> None:
+    """``math.log(self.t)`` forces the marked float (a guard replaces its symbol by 0.5);
+    then ``v = self.t * 1e308 * 10`` is ``inf`` in Python, and ``v - v >= 0`` is False
+    (NaN).  sympy multiplied its numbers with arbitrary precision (5e308, finite) and
+    decided ``v - v`` as 0: the compiled forward took the branch (the long fuzzer profile,
+    program 4369: wrong numbers on aot_eager).  Before: 4.0 too much on both backends."""
+
+    class M(torch.nn.Module):
+        def __init__(self, t: Any) -> None:
+            super().__init__()
+            self.t = t
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = x + math.log(self.t)
+            v = self.t * 1e308 * 10
+            if v - v >= 0:
+                y = y + 4
+            return y
+
+    model, eager = M(0.5), M(0.5)
+    ds.mark_dynamic_attr(model, "t")
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    x = torch.tensor([0.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.DynscalarWarning)  # no safety-net fallback
+        warnings.simplefilter("ignore", ds.SpecializationWarning)  # math.log forces t
+        for value in (0.5, 1e-300):  # inf (NaN branch), then finite (v - v == 0)
+            model.t = eager.t = value
+            assert torch.equal(compiled(x), eager(x)), value
+    assert counter.frame_count == 2  # forced by math.log: a graph per value, as stock
+
+
+def _floor_divisions(x: torch.Tensor, n: float) -> torch.Tensor:
+    try:
+        y = x + 4 // n
+    except ZeroDivisionError:
+        y = x + 7
+    q, r = divmod(n, 0.3)
+    return y + q + r + (n // 0.1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_float_floor_division_of_a_mark_is_pythons(backend: str) -> None:
+    """torch computes ``a // b`` on a symbolic float as ``floor(a / b)``: ``4 // 0.1`` was
+    40.0 compiled, 39.0 in Python (the long fuzzer profile, programs 965 and 3059: wrong
+    numbers on aot_eager).  Python's algorithm has no exact symbolic form: the operands are
+    specialized (a guard on the value, as stock compiles every float), with the warning
+    that says so."""
+    counter = CountingBackend(backend)
+    fn = ds.dynamic_args("n")(_floor_divisions)
+    compiled = torch.compile(fn, backend=counter)
+    x = torch.tensor([0.0, 2.0])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for value in (0.1, 0.7, 0.1):
+            assert torch.equal(compiled(x, value), _floor_divisions(x, value)), value
+    forced = [w for w in caught if issubclass(w.category, ds.SpecializationWarning)]
+    assert forced, "a specialization is announced"
+    assert counter.frame_count == 2  # one per value, as stock torch compiles floats

@@ -24,6 +24,13 @@ expression of values no mark made is left to torch, exactly as without dynscalar
 The hook sits on ``SymNode``'s ``_add``/``_sub``/``_mul``/``_neg``, the one place every
 symbolic arithmetic goes through (Dynamo's trace and AOTAutograd's).
 
+**Forced values.**  A guard can replace a marked symbol by its value (``math.log(self.t)``
+forces ``t``), and the expressions computed from it afterwards are sympy numbers: sympy
+multiplies its floats with arbitrary precision, so ``0.5 * 1e308 * 10`` stayed finite
+(Python: ``inf``) and ``v - v >= 0`` was decided ``True`` where ``inf - inf`` is NaN
+(the long fuzzer profile, program 4369).  In a compile with marks, float arithmetic on two
+numbers is built through the same functions, which compute Python's float operation.
+
 **Comparisons.**  sympy decides relations as real algebra too: ``Ne(e, e)`` is ``False``
 for any expression ``e`` and ``Eq(e, e)`` ``True``, a real expression is below ``oo``, and
 ``Lt(e, nan)`` fails (sympy cannot order NaN).  IEEE decides otherwise where ``e`` is NaN
@@ -149,7 +156,9 @@ def _binary(
 ) -> tuple[Any, Any]:
     result = wrapped(*args, **kwargs)
     other = kwargs["other"]
-    if result.pytype is not float or not _ours(instance, other):
+    if result.pytype is not float or not (
+        _ours(instance, other) or _numbers_in_marked_compile(instance, other)
+    ):
         return result, None
     return result, other
 
@@ -181,7 +190,9 @@ def mul_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[st
 def neg_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Around ``SymNode._neg()``: ``-1 * a``, the same IEEE operation."""
     result = wrapped(*args, **kwargs)
-    if result.pytype is not float or not _ours(instance):
+    if result.pytype is not float or not (
+        _ours(instance) or _numbers_in_marked_compile(instance, instance)
+    ):
         return result
     return _faithful(result, IeeeMul(-1, instance.expr))
 
