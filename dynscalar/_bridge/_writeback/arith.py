@@ -80,6 +80,16 @@ def negative_float_power(tx: Any, fn: Any, operands: Any) -> list[Any] | None:
         fixed[1] = constant(exponent)
     elif isinstance(base, symbolic) and float_symbol(exponent) and negative(base):
         fixed[0] = constant(base)
+    elif (
+        negative(base)
+        and negative(exponent)
+        and (isinstance(base, symbolic) or isinstance(exponent, symbolic))
+    ):
+        # an int to a negative int power is a float: the same refusal (``t ** -1`` with a
+        # negative marked int ``t``; the long fuzzer profile, programs 2617, 3106, 3621)
+        for i, variable in ((0, base), (1, exponent)):
+            if isinstance(variable, symbolic):
+                fixed[i] = constant(variable)
     else:
         return None
     return fixed
