@@ -405,3 +405,53 @@ def test_float_floor_division_of_a_mark_is_pythons(backend: str) -> None:
     forced = [w for w in caught if issubclass(w.category, ds.SpecializationWarning)]
     assert forced, "a specialization is announced"
     assert counter.frame_count == 2  # one per value, as stock torch compiles floats
+
+
+def test_torchs_own_nan_comparison_error_is_not_reported_as_dynscalars() -> None:
+    """Once a marked float has installed the comparison hooks in the process, an unmarked
+    float (of a class another instance of which is marked) that is NaN and then 2.5 (``self.s + math.nan < 2``) fails in torch's own
+    comparison ("Invalid NaN comparison") exactly as without dynscalar; the hook passes it
+    on.  Before: "dynscalar: an internal error in its hook on SymNode._lt ... Please report
+    this" (the long fuzzer profile, program 1721, after program 1720 in the same process).
+    Stock and dynscalar both raise on calls 3 and 4 (eager raises too: ``range`` of a
+    float), and compile the same number of graphs."""
+
+    class M(torch.nn.Module):
+        def __init__(self, s: Any) -> None:
+            super().__init__()
+            self.s = s
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = x + self.s % 3
+            if self.s + math.nan < 2:
+                y = y * 2
+            for _ in range(self.s % 3):  # eager raises: a float
+                y = y + 1
+            return y
+
+    torch.compile(lambda x, t: x * t, backend="aot_eager")(torch.ones(2), ds.DynamicFloat(0.5))
+    torch._dynamo.reset()
+
+    def run() -> tuple[list[str], int]:
+        counter = CountingBackend("aot_eager")
+        ds.mark_dynamic_attr(M(5), "s", max=11)  # another instance: the class is marked
+        model = M(math.nan)
+        compiled = torch.compile(model, backend=counter)
+        outcomes = []
+        for value in (math.nan, math.nan, 2.5, 2.5):
+            model.s = value
+            try:
+                outcomes.append(str(compiled(torch.ones(2)).tolist()))
+            except Exception as error:  # noqa: BLE001 - torch's own, as stock raises it
+                outcomes.append(type(error).__name__)
+        torch._dynamo.reset()
+        return outcomes, counter.frame_count
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ours = run()
+    internal = [str(w.message) for w in caught if "internal error" in str(w.message)]
+    assert internal == []
+    with ds.disabled():
+        stock = run()
+    assert ours == stock

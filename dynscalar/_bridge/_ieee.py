@@ -384,6 +384,20 @@ def _numbers_in_marked_compile(node: Any, other: Any) -> bool:
     )
 
 
+def _as_torch(wrapped: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """torch's comparison, called as torch calls it: an error it raises is torch's own,
+    not a failure of the hook (``Lt(2.5, nan)``, "Invalid NaN comparison", on values no
+    mark made, in a process where an earlier program installed the hooks: the long fuzzer
+    profile, program 1721, reported as dynscalar's internal error)."""
+    from ._safety import torchs_own
+
+    try:
+        return wrapped(*args, **kwargs)
+    except Exception as error:
+        torchs_own(error)
+        raise
+
+
 def _comparison_hook(comparison: type[_IeeeCompare]) -> Hook:
     def hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         other = kwargs["other"]
@@ -394,7 +408,7 @@ def _comparison_hook(comparison: type[_IeeeCompare]) -> Hook:
             or not (_ours(instance, other) or _numbers_in_marked_compile(instance, other))
             or _torch.get_proxy_mode() is not None  # dispatched: comes back here outside it
         ):
-            return wrapped(*args, **kwargs)
+            return _as_torch(wrapped, args, kwargs)
         return _predicate(instance, other, comparison)
 
     hook.__doc__ = f"Around ``SymNode._{comparison.__name__[4:].lower()}(other)``."
