@@ -409,12 +409,13 @@ def test_float_floor_division_of_a_mark_is_pythons(backend: str) -> None:
 
 def test_torchs_own_nan_comparison_error_is_not_reported_as_dynscalars() -> None:
     """Once a marked float has installed the comparison hooks in the process, an unmarked
-    float (of a class another instance of which is marked) that is NaN and then 2.5 (``self.s + math.nan < 2``) fails in torch's own
-    comparison ("Invalid NaN comparison") exactly as without dynscalar; the hook passes it
-    on.  Before: "dynscalar: an internal error in its hook on SymNode._lt ... Please report
-    this" (the long fuzzer profile, program 1721, after program 1720 in the same process).
-    Stock and dynscalar both raise on calls 3 and 4 (eager raises too: ``range`` of a
-    float), and compile the same number of graphs."""
+    float (another instance of its class is marked) that is NaN and then 2.5
+    (``self.s + math.nan < 2``) fails in torch's own comparison ("Invalid NaN comparison")
+    exactly as without dynscalar; the hook passes it on.  Before: "dynscalar: an internal
+    error in its hook on SymNode._lt ... Please report this" (the long fuzzer profile,
+    program 1721, after program 1720 in the same process).  Stock and dynscalar both
+    raise on calls 3 and 4 (eager raises too: ``range`` of a float), and compile the
+    same number of graphs."""
 
     class M(torch.nn.Module):
         def __init__(self, s: Any) -> None:
