@@ -231,10 +231,13 @@ def _divisions(x: torch.Tensor, n: float) -> torch.Tensor:
 @pytest.mark.parametrize("wrap", [ds.DynamicInt, ds.DynamicFloat], ids=["int", "float"])
 def test_every_division_raises_pythons_error_with_pythons_message(wrap: Any) -> None:
     # (a negative base's power is torch's to refuse: SymFloat.__pow__ checks the sign)
-    values: list[Any] = [0, 2, 5] if wrap is ds.DynamicInt else [0.0, -0.0, 2.5]
+    values: list[Any] = [0, 2, 5] if wrap is ds.DynamicInt else [0.0, -0.0, 2.5, 3.5]
     with warnings.catch_warnings():
         warnings.simplefilter("error", ds.DynscalarWarning)
-        assert _count(_divisions, values, "eager", wrap) == 2
+        if wrap is ds.DynamicFloat:  # a float ``//`` specializes (see the floor test below)
+            warnings.simplefilter("ignore", ds.SpecializationWarning)
+        graphs = _count(_divisions, values, "eager", wrap)
+    assert graphs == (2 if wrap is ds.DynamicInt else 3)  # floats: zero, then per value
 
 
 @pytest.mark.parametrize("wrap", [ds.DynamicInt, ds.DynamicFloat], ids=["int", "float"])
@@ -456,3 +459,76 @@ def test_torchs_own_nan_comparison_error_is_not_reported_as_dynscalars() -> None
     with ds.disabled():
         stock = run()
     assert ours == stock
+
+
+def _reciprocal(x: torch.Tensor, n: Any) -> torch.Tensor:
+    y = x.clone()
+    try:
+        y = y * (1 / n)
+    except ZeroDivisionError:
+        y = y - 1
+    return y
+
+
+def test_a_plain_zero_after_a_marked_divisor_is_caught_by_the_users_try() -> None:
+    """A marked divisor's graph guards ``n != 0``; a plain 0 then compiles as a symbolic
+    int (automatic dynamic: the value changed) that torch divides while tracing, and the
+    compile failed (``TorchRuntimeError``) where eager takes the ``except`` (the long fuzzer
+    profile, program 1666).  A symbolic divisor that is 0 asks Python's question too:
+    torch would fail there anyway."""
+    counter = CountingBackend("eager")
+    compiled = torch.compile(_reciprocal, backend=counter)
+    x = torch.tensor([0.0, 2.0])
+    for value in (6442450944, ds.DynamicInt(6), 0):
+        assert torch.equal(compiled(x, value), _reciprocal(x, int(value))), value
+    assert counter.frame_count == 3
+
+
+def test_a_plain_float_that_became_symbolic_compares_with_nan_as_python() -> None:
+    """After a ``DynamicFloat`` at the same attribute, a plain float is symbolic
+    (automatic dynamic); ``self.s + math.nan < 6`` is then a comparison of numbers that
+    sympy cannot order, and the compile failed ("Invalid NaN comparison",
+    ``TorchRuntimeError``) where eager returns (the long fuzzer profile, program 1290)."""
+
+    class M(torch.nn.Module):
+        def __init__(self, s: Any) -> None:
+            super().__init__()
+            self.s = s
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            y = x * 2 if self.s + math.nan < 6 else x / 2
+            self.u = math.prod([self.s, 2])
+            return y
+
+    model, eager = M(-0.0), M(-0.0)
+    counter = CountingBackend("eager")
+    compiled = torch.compile(model, backend=counter)
+    x = torch.tensor([0.0, 2.0])
+    for value in (ds.DynamicFloat(1e10), 5, 1e10):
+        model.s, eager.s = value, value
+        assert torch.equal(compiled(x), eager(x)), value
+        assert type(model.u) is type(eager.u) and model.u == eager.u, value
+    assert counter.frame_count == 3
+
+
+def test_torchs_assertion_on_a_marked_int_expression_specializes_it() -> None:
+    """``math.floor((s // 2) * 0.5)`` with ``s == -1``: torch's ``Mod`` asserts a
+    non-negative dividend (``AssertionError(-1)``; stock torch with ``dynamic=True`` fails
+    the same), and the compile fell into the safety net ("internal error", with a strict
+    mark ``BridgeError``; the long fuzzer profile, program 1796).  The marked int is
+    specialized instead (a restart; one ``SpecializationWarning``)."""
+
+    def fn(x: torch.Tensor, s: int) -> torch.Tensor:
+        return x + math.floor((s // 2) * 0.5)
+
+    counter = CountingBackend("eager")
+    compiled = torch.compile(fn, backend=counter)
+    x = torch.tensor([0.0, 2.0])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for value in (-1, -1, 6):
+            assert torch.equal(compiled(x, ds.DynamicInt(value)), fn(x, value)), value
+    messages = [str(w.message) for w in caught if issubclass(w.category, ds.DynscalarWarning)]
+    assert not any("internal error" in m for m in messages), messages
+    assert any("assertion of torch's own" in m for m in messages), messages
+    assert counter.frame_count == 2  # -1 specialized; 6 symbolic

@@ -364,10 +364,42 @@ def run_node_hook(
     try:
         return wrapped(*args, **kwargs)
     except Exception as error:  # the program's own operation failed: torch's to report
+        cause = error if isinstance(error, AssertionError) else error.__cause__
+        if isinstance(cause, AssertionError):  # torch's own, on a marked int's expression
+            _specialize_if_marked(kwargs, cause)
         torchs_own(error)
         raise
     finally:
         _local.depth = depth
+
+
+def _specialize_if_marked(kwargs: dict[str, Any], error: AssertionError) -> None:
+    """An assertion of torch's own, failing while it runs an operation on a marked int's
+    symbolic expression: restart with those ints specialized (exact, as stock compiles a
+    plain int; a strict mark refuses).  torch's ``Mod`` on numbers asserts a non-negative
+    dividend, and ``math.floor((s // 2) * 0.5)`` with ``s == -1`` fails that way
+    (``AssertionError(-1)``; stock torch with ``dynamic=True`` fails the same; the long
+    fuzzer profile, program 1796).  A user's own error is never an ``AssertionError`` of
+    torch's making here; one that is passes on as before."""
+    import torch
+
+    from ._restarts import ask_restart
+
+    values = [*kwargs.get("args", ()), *dict(kwargs.get("kwargs") or {}).values()]
+    for value in values:
+        if not isinstance(value, torch.SymInt | torch.SymFloat):
+            continue
+        state = peek_state(value.node.shape_env)
+        if state is None:
+            continue
+        symbols = value.node.expr.free_symbols & set(state.backed)
+        if symbols:
+            ask_restart(
+                value.node.shape_env,
+                state,
+                symbols,
+                f"meets an assertion of torch's own on its symbolic expression ({error!r})",
+            )
 
 
 def _numbers_in_marked_compile(node: Any, other: Any) -> bool:
@@ -398,6 +430,19 @@ def _as_torch(wrapped: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
         raise
 
 
+def _nan_numbers(node: Any, other: Any) -> bool:
+    """Both operands numbers, one NaN: sympy cannot order it and torch's comparison fails
+    ("Invalid NaN comparison", a failed compile), marks or not, so Python's answer changes
+    no program stock torch compiles.  Met with an unmarked float that automatic dynamic made
+    symbolic after a marked one at the same source: ``self.s + math.nan < 6`` (the long
+    fuzzer profile, program 1290)."""
+    return (
+        bool(node.expr.is_number)
+        and bool(other.expr.is_number)
+        and (node.expr is sympy.nan or other.expr is sympy.nan)
+    )
+
+
 def _comparison_hook(comparison: type[_IeeeCompare]) -> Hook:
     def hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         other = kwargs["other"]
@@ -405,7 +450,11 @@ def _comparison_hook(comparison: type[_IeeeCompare]) -> Hook:
             not getattr(_local, "depth", 0)
             or (instance.pytype is not float and other.pytype is not float)
             or (_plain(instance.expr) and _plain(other.expr))
-            or not (_ours(instance, other) or _numbers_in_marked_compile(instance, other))
+            or not (
+                _ours(instance, other)
+                or _numbers_in_marked_compile(instance, other)
+                or _nan_numbers(instance, other)
+            )
             or _torch.get_proxy_mode() is not None  # dispatched: comes back here outside it
         ):
             return _as_torch(wrapped, args, kwargs)

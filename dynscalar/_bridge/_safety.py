@@ -276,6 +276,10 @@ def call(
     try:
         return hook(wrapped, instance, args, kwargs)
     except Exception as error:
+        from ._restarts import take_restart
+
+        if not getattr(error, _TORCHS, False):  # not on its way out of torch's run_node
+            take_restart()  # a restart asked for where torch wraps exceptions (``_ieee``)
         refusal = _refusal_observed(error)
         if refusal is not None:
             raise refusal from None
