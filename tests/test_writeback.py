@@ -430,6 +430,28 @@ def test_a_negative_marked_int_to_a_negative_power_compiles(backend: str) -> Non
     assert graphs == 1
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_float_floor_division_of_a_proxy_stays_a_proxy(backend: str) -> None:
+    """A float ``//`` of a marked value is specialized (torch's symbolic ``floor(a / b)`` is
+    not Python's); the constants stand for the proxies eager holds, so ``self.t //= 2`` and
+    ``7 // self.t`` stay ``DynamicFloat`` (the first form of the fix wrote plain floats back:
+    the long profile's run at adf4bb5)."""
+
+    def init(m: Any) -> None:
+        m.t = DynamicFloat(7.5)
+
+    def body(m: Any, x: torch.Tensor) -> torch.Tensor:
+        m.t //= 2
+        m.u = 7 // m.t if m.t else 0.0
+        return x * m.t
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.DynscalarWarning)  # no safety-net fallback
+        warnings.simplefilter("ignore", ds.SpecializationWarning)  # // specializes t
+        graphs = side_by_side(init, body, backend, 3)
+    assert graphs == 3  # 7.5, 3.0, 1.0: one graph per value, as stock compiles a float
+
+
 # ----------------------------------------------------------------------------- auto_dynamic
 class Counter(torch.nn.Module):
     def __init__(self) -> None:

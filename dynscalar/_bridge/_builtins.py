@@ -26,14 +26,8 @@ the user's own ``if`` (one graph per path), and where it holds raises Python's e
 Python's message, inside the traced program, where the user's ``except`` catches it.  An
 unbacked divisor has no value to ask about (its mark promises no guards): left to torch.
 
-Float floor division: torch defines ``a // b`` on a symbolic float as ``floor(a / b)``
-(``SymFloat.__floordiv__``), which is not Python's: ``4 // 0.1`` is ``39.0`` in Python (the
-remainder is computed first, ``fmod``) and ``floor(4 / 0.1)`` is ``40.0``.  Dynamo's trace and
-AOTAutograd's graph both compute torch's form (the long fuzzer profile, programs 965 and
-3059: wrong numbers on aot_eager).  Python's algorithm has no exact symbolic form, so a
-float ``//`` (and ``divmod``) with a marked operand specializes its symbolic operands first
-(a guard on each value, what stock torch does with every float): the result is Python's,
-computed on constants.
+Float floor division of a marked value is specialized before it gets here
+(``_writeback/arith.py``, ``float_floor_division``: torch's symbolic form is not Python's).
 """
 
 from __future__ import annotations
@@ -228,33 +222,4 @@ def python_raises_hook(
                 _raise_conversion(tx, value)
     elif (fn in _DIVISIONS or fn in _POWERS) and not kwargs["kwargs"]:
         _zero_division(kwargs["tx"], fn, kwargs["args"])
-        if fn in _FLOOR_DIVISIONS:
-            kwargs["args"] = _float_floordiv_operands(kwargs["tx"], kwargs["args"])
     return wrapped(*args, **kwargs)
-
-
-#: builtins whose float form torch computes as ``floor(a / b)`` (see the module docstring)
-_FLOOR_DIVISIONS = frozenset({operator.floordiv, operator.ifloordiv, divmod})
-
-
-def _float_floordiv_operands(tx: Any, call_args: Any) -> Any:
-    """The operands of a float ``//``/``divmod`` with a marked operand, each symbolic one
-    specialized to its value (a guard, as stock torch compiles a float); else unchanged."""
-    from ._writeback.calls import realized
-
-    if len(call_args) != 2:
-        return call_args
-    operands = [realized(a) for a in call_args]
-    if not any(_marked(tx, v) for v in operands):
-        return call_args
-    numbers = [_number(v) for v in operands]
-    if any(n is None for n in numbers) or not any(type(n[1]) is float for n in numbers if n):
-        return call_args
-    if any(_unbacked(v) for v in operands):
-        return call_args  # no value to specialize to: left to torch
-    out = []
-    for variable in operands:
-        if isinstance(variable, _torch.SymNodeVariable):
-            variable = _torch.ConstantVariable.create(variable.evaluate_expr(tx.output))
-        out.append(variable)
-    return type(call_args)(out) if isinstance(call_args, tuple | list) else out

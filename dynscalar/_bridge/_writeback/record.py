@@ -119,6 +119,8 @@ def builtin_call_hook(
     graph = tx.output.graph
     before = len(graph.nodes)
     fixed = arith.negative_float_power(tx, instance.fn, call_args)
+    if fixed is None:
+        fixed = arith.float_floor_division(tx, instance.fn, call_args)
     if fixed is not None:
         call_args = fixed
         args, kwargs = (tx, fixed, call_kwargs), {}
