@@ -145,6 +145,7 @@ def test_every_patch_is_off_inside_and_back_after() -> None:
         assert {name for name, hooks in running.items() if hooks} == {
             "_dynamo.reset",
             "BuiltinVariable.call_function",
+            "ConstantVariable.call_method",
             "OutputGraph.codegen_suffix",
             "PolyfilledFunctionVariable.call_function",
             "SideEffects.codegen_update_mutated",

@@ -325,6 +325,43 @@ def test_a_torch_bug_behind_a_refused_call_is_torchs_own() -> None:
     assert "without the calls refused by the contract" in (verdict.events[0].torch_kind or "")
 
 
+def test_torchs_numpy_zero_d_results_are_taken_out_only_inside_the_check() -> None:
+    """Stock torch returns a numpy scalar computed in a compiled frame as a 0-d ndarray
+    (``tensor * ndarray`` is then float64 where eager has float32: the long profile's
+    programs 584, 1578, 1982, 2628, 3644, 4076, where dynscalar's graphs reach a frame that
+    stock compiled to nothing).  The classifier compiles the program again with that
+    conversion taken out; outside the check torch is untouched."""
+    import numpy as np
+    import torch
+
+    def double(s: Any) -> Any:
+        return s * 2
+
+    torch._dynamo.reset()
+    assert type(torch.compile(double, backend="eager")(np.float64(0.5))) is np.ndarray
+    torch._dynamo.reset()
+    with runner._numpy_scalars_kept():
+        assert type(torch.compile(double, backend="eager")(np.float64(0.5))) is np.float64
+    torch._dynamo.reset()
+    assert type(torch.compile(double, backend="eager")(np.float64(0.5))) is np.ndarray
+    torch._dynamo.reset()
+
+
+@pytest.mark.broad
+def test_a_numpy_zero_d_result_dynscalar_lets_torch_compile_is_torchs_own() -> None:
+    """The long profile's program 584 (seed 0, eager): a marked property compiled in a frame
+    of its own returns ``np.int64(8) * 2`` as a 0-d array; stock torch's re-run gave up on
+    the frame earlier and does not show it.  Classified as torch's, by the re-run with
+    torch's conversion taken out."""
+    worker = runner.StockWorker()
+    try:
+        verdict = runner.check_program(generate(0, 584), "eager", worker)
+    finally:
+        worker.close()
+    assert [e.cause for e in verdict.events] == ["torch"], verdict.events
+    assert "0-d arrays" in (verdict.events[0].torch_kind or "")
+
+
 @pytest.mark.broad
 def test_the_shrinker_keeps_only_what_the_failure_needs(monkeypatch: pytest.MonkeyPatch) -> None:
     """A fault injected into the compiled run: a wrong result whenever ``s`` ends at 8.

@@ -383,6 +383,75 @@ def test_a_value_leaving_int64_after_a_restart_stays_a_proxy(backend: str) -> No
     assert graphs == (1 if backend == "eager" else 2)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_dunder_call_on_a_proxy_compiled_as_a_constant_stays_a_proxy(backend: str) -> None:
+    """``m.s * 2`` leaves int64, so ``s`` is compiled as a constant (a restart); Dynamo runs
+    ``m.s.__rsub__(4)`` on the constant itself (``ConstantVariable.call_method``), and the
+    value came back a plain ``int`` where eager keeps a ``DynamicInt`` (the long fuzzer
+    profile, program 2617)."""
+
+    def init(m: Any) -> None:
+        m.s = DynamicInt(2**62)
+
+    def body(m: Any, x: torch.Tensor) -> torch.Tensor:
+        m.u = m.s.__rsub__(4)
+        m.v = m.s.__sub__(4)
+        return x + m.s * 2
+
+    with pytest.warns(ds.SpecializationWarning) if backend != "eager" else _nothing():
+        graphs = side_by_side(init, body, backend, 3)
+    assert graphs == (1 if backend == "eager" else 2)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_negative_marked_int_to_a_negative_power_compiles(backend: str) -> None:
+    """``t ** -1`` with a marked negative int ``t`` is a float power of a negative base,
+    which torch refuses symbolically: the compile failed, the safety net compiled the frame
+    as stock, and a proxy written in it came back plain (the long fuzzer profile, programs
+    3106 and 3621).  The base is specialized instead (exact; a value guard)."""
+
+    def init(m: Any) -> None:
+        m.s = DynamicInt(5)
+        m.t = -3
+        ds.mark_dynamic_attr(m, "t")
+
+    def body(m: Any, x: torch.Tensor) -> torch.Tensor:
+        try:
+            y = x * (m.t**-1)
+        except ZeroDivisionError:
+            y = -x
+        m.u = m.s.__rsub__(3)
+        return y
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.DynscalarWarning)  # no safety-net fallback
+        warnings.simplefilter("ignore", ds.SpecializationWarning)  # t ** -1 forces t
+        graphs = side_by_side(init, body, backend, 3)
+    assert graphs == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_float_floor_division_of_a_proxy_stays_a_proxy(backend: str) -> None:
+    """A float ``//`` of a marked value is specialized (torch's symbolic ``floor(a / b)`` is
+    not Python's); the constants stand for the proxies eager holds, so ``self.t //= 2`` and
+    ``7 // self.t`` stay ``DynamicFloat`` (the first form of the fix wrote plain floats back:
+    the long profile's run at adf4bb5)."""
+
+    def init(m: Any) -> None:
+        m.t = DynamicFloat(7.5)
+
+    def body(m: Any, x: torch.Tensor) -> torch.Tensor:
+        m.t //= 2
+        m.u = 7 // m.t if m.t else 0.0
+        return x * m.t
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.DynscalarWarning)  # no safety-net fallback
+        warnings.simplefilter("ignore", ds.SpecializationWarning)  # // specializes t
+        graphs = side_by_side(init, body, backend, 3)
+    assert graphs == 3  # 7.5, 3.0, 1.0: one graph per value, as stock compiles a float
+
+
 # ----------------------------------------------------------------------------- auto_dynamic
 class Counter(torch.nn.Module):
     def __init__(self) -> None:

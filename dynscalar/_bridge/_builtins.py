@@ -25,6 +25,9 @@ the question Python asks, on the symbolic divisor (``w_sum == 0``): a guarded pr
 the user's own ``if`` (one graph per path), and where it holds raises Python's exception, with
 Python's message, inside the traced program, where the user's ``except`` catches it.  An
 unbacked divisor has no value to ask about (its mark promises no guards): left to torch.
+
+Float floor division of a marked value is specialized before it gets here
+(``_writeback/arith.py``, ``float_floor_division``: torch's symbolic form is not Python's).
 """
 
 from __future__ import annotations
@@ -135,6 +138,21 @@ def _marked(tx: Any, variable: Any) -> bool:
     return any(symbol in table for symbol in made for table in tables)
 
 
+def _symbolic_zero(fn: Any, divisor: Any) -> bool:
+    """An unmarked symbolic divisor that is 0 now, in a process where dynscalar traces: torch
+    divides the fake values and the compile fails (``TorchRuntimeError``: "Dynamo failed to
+    run FX node ... ZeroDivisionError": its hint is computed by dividing), so asking
+    Python's question instead changes no program stock torch compiles.  Met where a marked
+    value's graph guards ``n != 0`` and a plain 0 then compiles with automatic dynamic (the
+    long fuzzer profile, program 1666)."""
+    import torch
+
+    if fn in _POWERS or not isinstance(divisor, _torch.SymNodeVariable) or _unbacked(divisor):
+        return False
+    sym = divisor.sym_num
+    return isinstance(sym, torch.SymInt | torch.SymFloat) and sym.node.hint == 0
+
+
 def _unbacked(variable: Any) -> bool:
     """A symbolic value with an unbacked symbol in it (no value to guard on)."""
     if not isinstance(variable, _torch.SymNodeVariable):
@@ -152,7 +170,7 @@ def _zero_division(tx: Any, fn: Any, call_args: Any) -> None:
     if len(call_args) != 2:
         return
     left, right = (realized(a) for a in call_args)
-    if not (_marked(tx, left) or _marked(tx, right)):
+    if not (_marked(tx, left) or _marked(tx, right) or _symbolic_zero(fn, right)):
         return
     divisor = left if fn in _POWERS else right
     if _unbacked(divisor):

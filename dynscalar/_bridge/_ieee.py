@@ -24,6 +24,13 @@ expression of values no mark made is left to torch, exactly as without dynscalar
 The hook sits on ``SymNode``'s ``_add``/``_sub``/``_mul``/``_neg``, the one place every
 symbolic arithmetic goes through (Dynamo's trace and AOTAutograd's).
 
+**Forced values.**  A guard can replace a marked symbol by its value (``math.log(self.t)``
+forces ``t``), and the expressions computed from it afterwards are sympy numbers: sympy
+multiplies its floats with arbitrary precision, so ``0.5 * 1e308 * 10`` stayed finite
+(Python: ``inf``) and ``v - v >= 0`` was decided ``True`` where ``inf - inf`` is NaN
+(the long fuzzer profile, program 4369).  In a compile with marks, float arithmetic on two
+numbers is built through the same functions, which compute Python's float operation.
+
 **Comparisons.**  sympy decides relations as real algebra too: ``Ne(e, e)`` is ``False``
 for any expression ``e`` and ``Eq(e, e)`` ``True``, a real expression is below ``oo``, and
 ``Lt(e, nan)`` fails (sympy cannot order NaN).  IEEE decides otherwise where ``e`` is NaN
@@ -149,7 +156,9 @@ def _binary(
 ) -> tuple[Any, Any]:
     result = wrapped(*args, **kwargs)
     other = kwargs["other"]
-    if result.pytype is not float or not _ours(instance, other):
+    if result.pytype is not float or not (
+        _ours(instance, other) or _numbers_in_marked_compile(instance, other)
+    ):
         return result, None
     return result, other
 
@@ -181,7 +190,9 @@ def mul_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[st
 def neg_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """Around ``SymNode._neg()``: ``-1 * a``, the same IEEE operation."""
     result = wrapped(*args, **kwargs)
-    if result.pytype is not float or not _ours(instance):
+    if result.pytype is not float or not (
+        _ours(instance) or _numbers_in_marked_compile(instance, instance)
+    ):
         return result
     return _faithful(result, IeeeMul(-1, instance.expr))
 
@@ -353,10 +364,42 @@ def run_node_hook(
     try:
         return wrapped(*args, **kwargs)
     except Exception as error:  # the program's own operation failed: torch's to report
+        cause = error if isinstance(error, AssertionError) else error.__cause__
+        if isinstance(cause, AssertionError):  # torch's own, on a marked int's expression
+            _specialize_if_marked(kwargs, cause)
         torchs_own(error)
         raise
     finally:
         _local.depth = depth
+
+
+def _specialize_if_marked(kwargs: dict[str, Any], error: AssertionError) -> None:
+    """An assertion of torch's own, failing while it runs an operation on a marked int's
+    symbolic expression: restart with those ints specialized (exact, as stock compiles a
+    plain int; a strict mark refuses).  torch's ``Mod`` on numbers asserts a non-negative
+    dividend, and ``math.floor((s // 2) * 0.5)`` with ``s == -1`` fails that way
+    (``AssertionError(-1)``; stock torch with ``dynamic=True`` fails the same; the long
+    fuzzer profile, program 1796).  A user's own error is never an ``AssertionError`` of
+    torch's making here; one that is passes on as before."""
+    import torch
+
+    from ._restarts import ask_restart
+
+    values = [*kwargs.get("args", ()), *dict(kwargs.get("kwargs") or {}).values()]
+    for value in values:
+        if not isinstance(value, torch.SymInt | torch.SymFloat):
+            continue
+        state = peek_state(value.node.shape_env)
+        if state is None:
+            continue
+        symbols = value.node.expr.free_symbols & set(state.backed)
+        if symbols:
+            ask_restart(
+                value.node.shape_env,
+                state,
+                symbols,
+                f"meets an assertion of torch's own on its symbolic expression ({error!r})",
+            )
 
 
 def _numbers_in_marked_compile(node: Any, other: Any) -> bool:
@@ -373,6 +416,33 @@ def _numbers_in_marked_compile(node: Any, other: Any) -> bool:
     )
 
 
+def _as_torch(wrapped: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """torch's comparison, called as torch calls it: an error it raises is torch's own,
+    not a failure of the hook (``Lt(2.5, nan)``, "Invalid NaN comparison", on values no
+    mark made, in a process where an earlier program installed the hooks: the long fuzzer
+    profile, program 1721, reported as dynscalar's internal error)."""
+    from ._safety import torchs_own
+
+    try:
+        return wrapped(*args, **kwargs)
+    except Exception as error:
+        torchs_own(error)
+        raise
+
+
+def _nan_numbers(node: Any, other: Any) -> bool:
+    """Both operands numbers, one NaN: sympy cannot order it and torch's comparison fails
+    ("Invalid NaN comparison", a failed compile), marks or not, so Python's answer changes
+    no program stock torch compiles.  Met with an unmarked float that automatic dynamic made
+    symbolic after a marked one at the same source: ``self.s + math.nan < 6`` (the long
+    fuzzer profile, program 1290)."""
+    return (
+        bool(node.expr.is_number)
+        and bool(other.expr.is_number)
+        and (node.expr is sympy.nan or other.expr is sympy.nan)
+    )
+
+
 def _comparison_hook(comparison: type[_IeeeCompare]) -> Hook:
     def hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         other = kwargs["other"]
@@ -380,10 +450,14 @@ def _comparison_hook(comparison: type[_IeeeCompare]) -> Hook:
             not getattr(_local, "depth", 0)
             or (instance.pytype is not float and other.pytype is not float)
             or (_plain(instance.expr) and _plain(other.expr))
-            or not (_ours(instance, other) or _numbers_in_marked_compile(instance, other))
+            or not (
+                _ours(instance, other)
+                or _numbers_in_marked_compile(instance, other)
+                or _nan_numbers(instance, other)
+            )
             or _torch.get_proxy_mode() is not None  # dispatched: comes back here outside it
         ):
-            return wrapped(*args, **kwargs)
+            return _as_torch(wrapped, args, kwargs)
         return _predicate(instance, other, comparison)
 
     hook.__doc__ = f"Around ``SymNode._{comparison.__name__[4:].lower()}(other)``."

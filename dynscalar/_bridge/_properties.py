@@ -49,14 +49,13 @@ from types import CodeType
 from typing import Any
 
 from .. import _caches
-from .._attrs import check_marked_value, record_property_reads
-from .._diagnostics import DynscalarError
+from .._attrs import record_property_reads
 from .._marks import lookup_mark
 from .._proxy import DynamicScalar
 from .._spec import DynamicSpec
 from . import _torch
 from ._guards import guard_mark_state
-from ._reports import passthrough, refuse, user_line
+from ._reports import refuse, user_line
 from ._restarts import clear_speculation_log, symbol_source_names
 from ._state import compile_state
 
@@ -228,13 +227,23 @@ def _settle(scope: _Scope, result: Any, spec: DynamicSpec) -> None:
         if not isinstance(realized, _torch.ConstantVariable):
             return
         value = realized.value
-    if not _is_number(value):  # a bool, str or None: the same clear error as an attribute
+    if not _is_number(value):  # a bool, str or None: the mark cannot take effect
         if not isinstance(value, (bool, str, type(None))):
             return  # an object, module, tensor...: not ours to judge here
-        try:
-            check_marked_value(value, spec, f"{scope.where} (a property)")
-        except DynscalarError as exc:
-            raise passthrough(exc) from None
+        # A getter computes its value at every call: what it returns now is the program's
+        # business, and eager code goes on with it (``y * self.flag``) or raises its own
+        # error (``y * '33'``).  So the trace goes on as stock torch traces it, and the
+        # user's error stays the user's (the long fuzzer profile, programs 944, 1703,
+        # 3618, where this raised DynscalarTypeError); the mark says once that it did
+        # nothing here.
+        refuse(
+            f"dynscalar: {scope.where} (a property) is marked dynamic but its getter "
+            f"returned a {type(value).__name__} ({value!r}), not an int or float; the mark "
+            "has no effect on it, and torch.compile treats it as stock torch does.",
+            False,
+            once=("property-not-a-number", scope.where, type(value)),
+            location=user_line(),
+        )
         return
     if scope.constant_reads:
         return  # told at the read (builder_call_hook)

@@ -42,12 +42,14 @@ from ._state import CompileState, lock, peek_state
 log = logging.getLogger("dynscalar")
 
 __all__ = [
+    "ask_restart",
     "clear_speculation_log",
     "forget_restarts",
     "guard_int64",
     "restart_reason",
     "specialize_ints_and_restart",
     "symbol_source_names",
+    "take_restart",
 ]
 
 #: the compile (its CompileContext, which the restarted attempts share) -> source name
@@ -73,6 +75,7 @@ def forget_restarts() -> None:
     """Drop every restart remembered for a next trace."""
     with lock:
         _specialize_next.clear()
+        _restart_asked.clear()
 
 
 def _hints(shape_env: Any) -> Any:
@@ -102,6 +105,14 @@ def specialize_ints_and_restart(
 ) -> NoReturn:
     """Restart the analysis with the marked ints ``symbols`` compiled as constants."""
 
+    _specialize_next_trace(shape_env, state, symbols, reason)
+    clear_speculation_log()
+    raise _torch.TensorifyScalarRestartAnalysis
+
+
+def _specialize_next_trace(
+    shape_env: Any, state: CompileState, symbols: Iterable[Any], reason: str
+) -> None:
     context = _torch.CompileContext.try_get()
     with lock:
         pending = _specialize_next.setdefault(context, {}) if context is not None else {}
@@ -109,8 +120,34 @@ def specialize_ints_and_restart(
             for name in symbol_source_names(shape_env, symbol):
                 pending[name] = reason
             log.info("%s %s; specializing it", state.backed[symbol][0], reason)
-    clear_speculation_log()
-    raise _torch.TensorifyScalarRestartAnalysis
+
+
+#: the compile whose trace asked for a restart from where torch wraps every exception
+#: (an operation run on fake values): the safety net raises it where Dynamo sees it
+_restart_asked: list[Any] = []
+
+
+def ask_restart(shape_env: Any, state: CompileState, symbols: Iterable[Any], reason: str) -> None:
+    """:func:`specialize_ints_and_restart`, from inside torch's ``run_node``, which wraps
+    any exception in a ``RuntimeError`` (a restart would become a failed compile): the
+    specialization is remembered, and :func:`take_restart` raises the restart where the
+    failure reaches the safety net."""
+    _specialize_next_trace(shape_env, state, symbols, reason)
+    with lock:
+        _restart_asked[:] = [_torch.CompileContext.try_get()]
+
+
+def take_restart() -> None:
+    """Raise the restart :func:`ask_restart` asked for in this compile, if any."""
+    if not _restart_asked:
+        return
+    with lock:
+        asked = _restart_asked[:]
+        _restart_asked.clear()
+    context = _torch.CompileContext.try_get()
+    if context is not None and asked and asked[0] is context:
+        clear_speculation_log()
+        raise _torch.TensorifyScalarRestartAnalysis
 
 
 def clear_speculation_log() -> None:

@@ -291,6 +291,10 @@ def handle(
     """A hook of ``entry`` raised ``error``: re-raise what is not a failure of dynscalar's
     (control flow, a deliberate dynscalar error, a refusal), else run the call as stock
     torch does or turn the frame off (it is traced again as stock)."""
+    from ._restarts import take_restart
+
+    if not getattr(error, _TORCHS, False):  # not on its way out of torch's run_node
+        take_restart()  # a restart asked for where torch wraps exceptions (``_ieee``)
     refusal = _refusal_observed(error)
     if refusal is not None:
         raise refusal from None

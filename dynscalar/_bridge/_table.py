@@ -601,6 +601,13 @@ PRIVATES: tuple[Private, ...] = (
         why="write-back records methods called on symbolic values",
     ),
     Private(
+        "torch._dynamo.variables.constant:ConstantVariable.call_method",
+        ("self", "tx", "name", "args", "kwargs"),
+        hooks=("_writeback.record:constant_method_hook",),
+        disabled_hook="_writeback.record:constant_method_hook",
+        why="write-back records dunder calls on a proxy compiled as a constant",
+    ),
+    Private(
         f"{_F}:PolyfilledFunctionVariable.call_function",
         ("self", "tx", "args", "kwargs"),
         hooks=("_writeback.record:record_call_hook",),

@@ -698,6 +698,68 @@ def _explain_without_refused_calls(
     return f"{kind} (stock torch, without the calls refused by the contract)", None
 
 
+@contextlib.contextmanager
+def _numpy_scalars_kept() -> Iterator[None]:
+    """Stock torch with its numpy 0-d bug taken out: a compiled frame hands a numpy value
+    back through ``torch._dynamo.utils.to_numpy_helper``, which turns a numpy *scalar*
+    (``np.float64(0.5) * 2``) into a 0-d ``ndarray``; eager code then computes
+    ``tensor * ndarray`` in float64 where eager had a float32 result (stock torch shows it
+    with any frame that compiles such a value: ``torch.compile(lambda s: s * 2)(np.float64(
+    0.5))`` returns an ``ndarray``).  Here a 0-d result becomes the numpy scalar eager
+    has.  The compiled code loads the helper when it is generated, so the whole run is
+    compiled again inside this context."""
+    import numpy as np
+    import torch._dynamo.utils as dynamo_utils
+
+    original = dynamo_utils.to_numpy_helper
+
+    @torch._dynamo.disable  # called from compiled code: not a frame to trace
+    def helper(value: Any) -> Any:
+        out = original(value)
+        if isinstance(out, np.ndarray) and out.ndim == 0:
+            return out[()]
+        return out
+
+    dynamo_utils.to_numpy_helper = helper
+    try:
+        yield
+    finally:
+        dynamo_utils.to_numpy_helper = original
+
+
+def _explain_by_numpy_zero_d(
+    program: Program, ours: list[Mismatch], backend: str
+) -> tuple[str, None] | None:
+    """Torch's own when the same program, compiled with dynscalar, agrees with eager at
+    the failing call once torch's numpy 0-d conversion is taken out (and with it, only
+    that): torch's bug, which dynscalar's graphs reach where stock's did not (a frame
+    stock compiled to nothing, or gave up on).  Any other difference stays dynscalar's."""
+    if not any("numpy" in m.key or "dtype" in m.key for m in ours):
+        return None
+    prefix = program.truncated(ours[0].call + 1)
+    torch._dynamo.reset()
+    with _numpy_scalars_kept():
+        comp = execute(prefix, backend)
+    torch._dynamo.reset()
+    eager = execute(prefix, None)
+    torch._dynamo.reset()
+    diffs = diff_runs(comp, eager, exact=backend != "inductor")
+    found = [m for call in diffs for m in call if m.call <= ours[0].call]
+    if any(not _allowed_difference(comp, m) for m in found):
+        return None
+    return (
+        f"{ours[0].key} (torch returns numpy scalars from compiled frames as 0-d arrays)",
+        None,
+    )
+
+
+def _allowed_difference(comp: RunLog, mismatch: Mismatch) -> bool:
+    """A difference at a call where compiled code raised an error the contract allows."""
+    i = mismatch.call
+    outcome = comp.calls[i].outcome if i < len(comp.calls) else None
+    return bool(outcome and outcome.contract and outcome.contract_applies)
+
+
 def check_program(program: Program, backend: str, stock: StockWorker | None) -> Verdict:
     """Run ``program`` compiled and eagerly and classify every difference."""
     start = time.perf_counter()
@@ -717,6 +779,11 @@ def check_program(program: Program, backend: str, stock: StockWorker | None) -> 
             kind, unexplained = _explain_without_refused_calls(
                 program, ours, refused, backend, stock
             ) or (kind, unexplained)
+        if unexplained is not None:
+            kind, unexplained = _explain_by_numpy_zero_d(program, ours, backend) or (
+                kind,
+                unexplained,
+            )
         if unexplained is None:
             events.append(Event("torch", ours[0], torch_kind=kind))
         else:

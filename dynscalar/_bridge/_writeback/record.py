@@ -3,7 +3,8 @@
 The hooks on ``BuiltinVariable.call_function`` (:func:`builtin_call_hook`),
 ``PolyfilledFunctionVariable.call_function`` (:func:`record_call_hook`: Dynamo replaces
 ``sum`` and ``math.prod`` by polyfills) and ``SymNodeVariable.call_method``
-(:func:`symnode_method_hook`) remember, for each symbolic value a call makes, the callable
+(:func:`symnode_method_hook`; ``ConstantVariable.call_method``, :func:`constant_method_hook`,
+for a proxy compiled as a constant) remember, for each symbolic value a call makes, the callable
 the user's code called and its arguments: ``max`` and not the ``torch.sym_max`` node torch
 lowers it to, ``operator.iadd`` and not the ``operator.add`` node Dynamo desugars ``+=``
 into.  The shadows (``shadows``) run those calls again.  Inside ``dynscalar.disabled()``
@@ -23,6 +24,7 @@ from .calls import SELECTING, Call, MethodCall, realized
 
 __all__ = [
     "builtin_call_hook",
+    "constant_method_hook",
     "record_call_hook",
     "symnode_method_hook",
     "symnode_record_hook",
@@ -117,6 +119,8 @@ def builtin_call_hook(
     graph = tx.output.graph
     before = len(graph.nodes)
     fixed = arith.negative_float_power(tx, instance.fn, call_args)
+    if fixed is None:
+        fixed = arith.float_floor_division(tx, instance.fn, call_args)
     if fixed is not None:
         call_args = fixed
         args, kwargs = (tx, fixed, call_kwargs), {}
@@ -166,3 +170,22 @@ def symnode_record_hook(
     before = len(graph.nodes)
     result = wrapped(*args, **kwargs)
     return _record(tx, result, MethodCall(name), [instance, *call_args], call_kwargs, before, graph)
+
+
+def constant_method_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Around ``ConstantVariable.call_method(tx, name, args, kwargs)``: record dunder calls
+    on a constant that stands for a proxy (a marked value compiled as a constant: an int
+    whose arithmetic leaves int64, a restart), as :func:`symnode_method_hook` does for a
+    symbolic one: ``self.u = self.s.__rsub__(4)`` leaves a ``DynamicInt`` in eager (the
+    long fuzzer profile, program 2617)."""
+    result = wrapped(*args, **kwargs)
+    name = kwargs["name"]
+    if not (name.startswith("__") and name.endswith("__")):
+        return result
+    tx, call_args, call_kwargs = kwargs["tx"], kwargs["args"], kwargs["kwargs"]
+    graph = tx.output.graph
+    return _record(
+        tx, result, MethodCall(name), [instance, *call_args], call_kwargs, len(graph.nodes), graph
+    )
