@@ -97,6 +97,13 @@ class Sized(Scaled):
         return x[: int(self.scale * 4) + 1] * round(self.scale * 4)
 
 
+class Dunder(Step):
+    """A dunder call on a constant (``ConstantVariable.call_method``) in a marked compile."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.step * (3).__rsub__(5)
+
+
 class Property(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -177,6 +184,7 @@ PROGRAMS: dict[str, Callable[[], Outcome]] = {
     "_writeback.codegen:codegen_suffix_hook": lambda: _run(Returns, ("step",), [1, 2, 3]),
     "_writeback.record:symnode_method_hook": lambda: _run(Sums, ("step",), [1, 2, 3]),
     "_writeback.record:record_call_hook": lambda: _run(Sums, ("step",), [1, 2, 3]),
+    "_writeback.record:constant_method_hook": lambda: _run(Dunder, ("step",), [1, 2, 3]),
     "_floats:tensorify_hook": lambda: _run(Scaled, ("scale",), [0.5, 0.25, 0.75]),
     "_ieee:add_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
     "_ieee:sub_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
