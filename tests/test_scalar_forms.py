@@ -147,6 +147,20 @@ def test_a_branch_inductor_decomposes_on_never_loads_the_other_branchs_cache_ent
     _assert_identical(marked, stock)
 
 
+def _three_periods(wrap: Callable[..., torch.Tensor]) -> tuple[int, list[Any]]:
+    """``wrap(DynamicFloat(period), x)`` compiled on inductor for 3 periods, each equal to
+    eager: (graphs, the warnings caught)."""
+    torch._dynamo.reset()
+    counter = CountingBackend("inductor")
+    compiled = torch.compile(wrap, backend=counter)
+    x = torch.randn(4, 6, generator=torch.Generator().manual_seed(0))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for period in (0.5, 0.25, 0.75):
+            assert torch.equal(compiled(ds.DynamicFloat(period), x), wrap(period, x))
+    return counter.frame_count, list(caught)
+
+
 @pytest.mark.inductor
 def test_an_op_without_a_form_is_boxed_after_one_learned_restart() -> None:
     """``torch.remainder(x, s)`` (``aten.remainder.Scalar``) has no form: the float-tensorify
@@ -157,16 +171,9 @@ def test_an_op_without_a_form_is_boxed_after_one_learned_restart() -> None:
     def wrap(period: Any, x: torch.Tensor) -> torch.Tensor:
         return torch.remainder(x, period)
 
-    torch._dynamo.reset()
-    counter = CountingBackend("inductor")
-    compiled = torch.compile(wrap, backend=counter)
-    x = torch.randn(4, 6, generator=torch.Generator().manual_seed(0))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for period in (0.5, 0.25, 0.75):
-            assert torch.equal(compiled(ds.DynamicFloat(period), x), wrap(period, x))
+    graphs, caught = _three_periods(wrap)
     assert [w for w in caught if issubclass(w.category, ds.DynscalarWarning)] == []
-    assert counter.frame_count == 2
+    assert graphs == 2
 
 
 @pytest.mark.inductor
@@ -180,21 +187,14 @@ def test_an_op_neither_form_nor_box_takes_is_specialized_with_one_warning_naming
         y.remainder_(period)
         return y
 
-    torch._dynamo.reset()
-    counter = CountingBackend("inductor")
-    compiled = torch.compile(wrap, backend=counter)
-    x = torch.randn(4, 6, generator=torch.Generator().manual_seed(0))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for period in (0.5, 0.25, 0.75):
-            assert torch.equal(compiled(ds.DynamicFloat(period), x), wrap(period, x))
+    graphs, caught = _three_periods(wrap)
     messages = [str(w.message) for w in caught if issubclass(w.category, ds.SpecializationWarning)]
     assert len(messages) == 1, messages
     assert "aten.remainder.Scalar" in messages[0] and "Unmark" not in messages[0]
     assert "0-d tensor" in messages[0]
     # the first value is tried symbolically, the pass specializes it and the analysis
     # restarts (2 graphs); torch remembers the float as forced: one graph per later value
-    assert counter.frame_count == 4
+    assert graphs == 4
 
 
 @pytest.mark.inductor
