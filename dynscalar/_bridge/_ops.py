@@ -36,7 +36,7 @@ import operator
 import threading
 import types
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import _caches, ops
 from . import _torch
@@ -435,33 +435,57 @@ def _generic(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any],
     value - inside AOTAutograd (a derivative formula, with a tensor that requires grad) or
     in Dynamo's own fake call (learned the first time: the frame is traced again) - and
     the exactness matrix admits it; the call as Dynamo makes it otherwise."""
-    import torch
 
     kind = _kind(tx)
     if kind == "inductor":
         return _inductor_form(tx, name, arguments, keywords, stock)
     if kind != "python":
         return stock()
-    built = _template(tx, name, arguments, keywords)
-    if built is None:
+    call = _described(tx, name, arguments, keywords)
+    if call is None:
         return stock()
-    template, tensors, scalars = built
-    grad = torch.is_grad_enabled() and any(_example(t).requires_grad for t in tensors)
-    if not grad and name not in _forcing:
+    if not call.grad and name not in _forcing:
         return _watching(tx, name, stock)
     from ..ops import _apply
 
-    key = _apply.register(template)
-    hints = [_hint(v) for v in scalars]
-    examples = [_example(t) for t in tensors]
-    ok, why = _apply.admitted(key, examples, hints, grad)
-    if ok and grad:
-        _apply.precompute(key, examples, [s.sym_num for s in scalars])
+    ok, why = _apply.admitted(call.key, call.examples, call.hints, call.grad)
+    if ok and call.grad:
+        _apply.precompute(call.key, call.examples, [s.sym_num for s in call.scalars])
     if not ok:
         log.info("%s receives a dynamic value, kept as Dynamo traces it: %s", name, why)
         with specializing(name, why):
             return stock()
-    return _traced_apply(tx, key, template, tensors, scalars)
+    return _traced_apply(tx, call.key, call.template, call.tensors, call.scalars)
+
+
+class _Call(NamedTuple):
+    """A torch call with a marked value as a template (``dynscalar.ops._apply``): what the
+    generic and boxed custom ops, and their admission, need of it."""
+
+    template: Any
+    key: str  # the template's key, registered
+    tensors: list[Any]  # the traced tensor arguments
+    scalars: list[Any]  # the traced marked values
+    hints: list[float]  # their values when traced
+    examples: list[Any]  # the tensors' example (fake) values
+    grad: bool  # a tensor needs a gradient, grad mode on
+
+
+def _described(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]) -> Any:
+    """The call as a :class:`_Call`, its template registered; None where no template can
+    describe it (an argument a template cannot hold, an in-place call)."""
+    import torch
+
+    from ..ops import _apply
+
+    built = _template(tx, name, arguments, keywords)
+    if built is None:
+        return None
+    template, tensors, scalars = built
+    examples = [_example(t) for t in tensors]
+    grad = torch.is_grad_enabled() and any(e.requires_grad for e in examples)
+    hints = [_hint(v) for v in scalars]
+    return _Call(template, _apply.register(template), tensors, scalars, hints, examples, grad)
 
 
 def _inductor_form(
@@ -557,18 +581,10 @@ def _watch_inductor(tx: Any, name: str, arguments: list[Any], keywords: dict[str
             symbols |= set(variable.sym_num.node.expr.free_symbols)
     if not symbols or name in _forcing_inductor:
         return
-    built = _template(tx, name, arguments, keywords)
-    if built is None:
-        return
-    import torch
-
-    from ..ops import _apply
-
-    template, tensors, scalars = built
-    grad = torch.is_grad_enabled() and any(_example(t).requires_grad for t in tensors)
-    call = (_apply.register(template), [_example(t) for t in tensors], [_hint(v) for v in scalars])
-    calls = compile_state(tx.output.shape_env).stock_calls
-    calls.setdefault(name, []).append((symbols, (*call, grad)))
+    call = _described(tx, name, arguments, keywords)
+    if call is not None:
+        calls = compile_state(tx.output.shape_env).stock_calls
+        calls.setdefault(name, []).append((symbols, call))
 
 
 def learn_forcing(state: Any, forced: set[Any]) -> list[str]:
@@ -583,11 +599,11 @@ def learn_forcing(state: Any, forced: set[Any]) -> list[str]:
     for name, calls in state.stock_calls.items():
         if name in _forcing_inductor:
             continue
-        for symbols, (key, examples, hints, grad) in calls:
+        for symbols, call in calls:
             if not symbols & forced:
                 continue
             with outside_modes[0]():  # called inside AOTAutograd's trace: real sample calls
-                ok, _ = _apply.admitted(key, examples, hints, grad, boxed=True)
+                ok, _ = _apply.admitted(call.key, call.examples, call.hints, call.grad, boxed=True)
             if ok:
                 names.append(name)
                 break
@@ -596,35 +612,28 @@ def learn_forcing(state: Any, forced: set[Any]) -> list[str]:
 
 
 def _boxable(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]) -> tuple[Any, str]:
-    """(the call's template, key, tensors, scalars, hints and gradient mode, '') where the
-    exactness matrix admits it as ``dynscalar::apply_boxed`` at the traced values; else
-    (None, why not).  A value at which eager's call takes another path (``boxed_paths``)
-    is kept from the boxed graph by a predicate guard, and is itself not boxable."""
-    import torch
-
-    built = _template(tx, name, arguments, keywords)
-    if built is None:
-        return None, "its arguments are not ones a dynscalar::apply call can take"
-    template, tensors, scalars = built
-    grad = torch.is_grad_enabled() and any(_example(t).requires_grad for t in tensors)
+    """(the :class:`_Call`, '') where the exactness matrix admits it as
+    ``dynscalar::apply_boxed`` at the traced values; else (None, why not).  A value at
+    which eager's call takes another path (``boxed_paths``) is kept from the boxed graph by
+    a predicate guard, and is itself not boxable."""
     from ..ops import _apply
 
-    key = _apply.register(template)
-    hints = [_hint(v) for v in scalars]
-    examples = [_example(t) for t in tensors]
-    ok, why = _apply.admitted(key, examples, hints, grad, boxed=True)
+    call = _described(tx, name, arguments, keywords)
+    if call is None:
+        return None, "its arguments are not ones a dynscalar::apply call can take"
+    ok, why = _apply.admitted(call.key, call.examples, call.hints, call.grad, boxed=True)
     if not ok:
         return None, f"eager's kernel as an opaque call is not admitted: {why}"
-    paths = _apply.boxed_paths(key, examples, grad)
+    paths = _apply.boxed_paths(call.key, call.examples, call.grad)
     if paths:
-        (scalar,) = scalars
+        (scalar,) = call.scalars
         sym = scalar.sym_num
         for value in paths:
             if sym == value:  # a predicate guard: this value is a path of its own
                 state = compile_state(tx.output.shape_env)
                 state.paths.update(sym.node.expr.free_symbols)
                 return None, f"eager's call takes another path at {value}"
-    return (template, key, tensors, scalars, hints, examples, grad), ""
+    return call, ""
 
 
 def _boxed(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]) -> tuple[Any, str]:
@@ -635,13 +644,12 @@ def _boxed(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]) -
 
     from ..ops import _apply
 
-    found, why = _boxable(tx, name, arguments, keywords)
-    if found is None:
+    call, why = _boxable(tx, name, arguments, keywords)
+    if call is None:
         return None, why
-    template, key, tensors, scalars, hints, examples, grad = found
-    _apply.remember_hints(key, hints)
-    if grad:
-        _apply.precompute(key, examples, [s.sym_num for s in scalars])
+    _apply.remember_hints(call.key, call.hints)
+    if call.grad:
+        _apply.precompute(call.key, call.examples, [s.sym_num for s in call.scalars])
     log.debug("%s receives a dynamic value on inductor: eager's kernel, boxed", name)
     boxes = [
         _trace(
@@ -650,9 +658,9 @@ def _boxed(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]) -
             [s],
             {"dtype": _torch.ConstantVariable.create(torch.float64)},
         )
-        for s in scalars
+        for s in call.scalars
     ]
-    return _traced_apply(tx, key, template, tensors, boxes, _apply.boxed_op()), ""
+    return _traced_apply(tx, call.key, call.template, call.tensors, boxes, _apply.boxed_op()), ""
 
 
 def _forms_target(op: str) -> Any:

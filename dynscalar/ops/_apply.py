@@ -134,7 +134,7 @@ def _impl(key: str, tensors: list[Tensor], scalars: list[Any]) -> list[Tensor]:
 
 def _fake(key: str, tensors: list[Tensor], scalars: list[Any]) -> list[Tensor]:
     if scalars and isinstance(scalars[0], Tensor):  # boxed: the values seen when traced
-        values: list[Any] = list(_boxed_hints.get(key, [0.5] * len(scalars)))
+        values: list[Any] = _traced_values(key, len(scalars))
     else:
         values = _floats(scalars, _hint)
     return _fresh(_flat(_TEMPLATES[key].call(tensors, values)), tensors)
@@ -149,6 +149,11 @@ def _unboxed(scalars: Sequence[Any]) -> list[Any]:
 #: key -> the scalars' values when the boxed call was traced (its fake call's values: the
 #: output's shape, dtype and strides never depend on them, or the call is no template)
 _boxed_hints: dict[str, list[float]] = {}
+
+
+def _traced_values(key: str, count: int) -> list[float]:
+    """The values a boxed call ``key`` was traced with (:func:`remember_hints`)."""
+    return list(_boxed_hints.get(key, [0.5] * count))
 
 
 def _positions(key: str, tensors: Sequence[Any], scalars: Sequence[Any]) -> list[int]:
@@ -263,18 +268,25 @@ def _setup(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
     ctx.save_for_backward(*tensors)
 
 
-def _backward(ctx: Any, grads: Any) -> tuple[Any, ...]:
-    tensors = list(ctx.saved_tensors)
-    positions = _positions(ctx.key, tensors, ctx.scalars)
+def _input_gradients(
+    ctx: Any, grads: Any, tensors: list[Tensor], hints: Sequence[Any], vjp: Any, scalars: Any
+) -> list[Any]:
+    """The gradient of each of ``tensors`` (None where eager gives none) from ``vjp`` (the
+    op's ``_vjp`` custom op), ``grads`` of the outputs filled with zeros where missing."""
     upstream = [
         torch.zeros(shape, dtype=dtype, device=device) if g is None else g
         for g, (shape, dtype, device) in zip(grads, ctx.outputs, strict=True)
     ]
-    found = iter(_vjp()(ctx.key, upstream, tensors, ctx.scalars))
+    found = iter(vjp(ctx.key, upstream, tensors, scalars))
     out: list[Any] = [None] * len(tensors)
-    for i in positions:
+    for i in _positions(ctx.key, tensors, hints):
         out[i] = next(found)
-    return None, out, None
+    return out
+
+
+def _backward(ctx: Any, grads: Any) -> tuple[Any, ...]:
+    tensors = list(ctx.saved_tensors)
+    return None, _input_gradients(ctx, grads, tensors, ctx.scalars, _vjp(), ctx.scalars), None
 
 
 def _vjp() -> Any:
@@ -300,25 +312,16 @@ def op() -> Any:
 
 
 def _boxed_backward(ctx: Any, grads: Any) -> tuple[Any, ...]:
-    tensors = list(ctx.saved_tensors)
-    boxes = tensors[ctx.n :]
-    tensors = tensors[: ctx.n]
-    positions = _positions(ctx.key, tensors, ctx.hints)
-    upstream = [
-        torch.zeros(shape, dtype=dtype, device=device) if g is None else g
-        for g, (shape, dtype, device) in zip(grads, ctx.outputs, strict=True)
-    ]
-    found = iter(_boxed_vjp()(ctx.key, upstream, tensors, boxes))
-    out: list[Any] = [None] * len(tensors)
-    for i in positions:
-        out[i] = next(found)
+    saved = list(ctx.saved_tensors)
+    tensors, boxes = saved[: ctx.n], saved[ctx.n :]
+    out = _input_gradients(ctx, grads, tensors, ctx.hints, _boxed_vjp(), boxes)
     return None, out, [None] * len(boxes)
 
 
 def _boxed_setup(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
     key, tensors, scalars = inputs
     ctx.key, ctx.n = key, len(tensors)
-    ctx.hints = list(_boxed_hints.get(key, [0.5] * len(scalars)))
+    ctx.hints = _traced_values(key, len(scalars))
     ctx.outputs = [(o.shape, o.dtype, o.device) for o in output]
     ctx.save_for_backward(*tensors, *scalars)
 
@@ -326,7 +329,7 @@ def _boxed_setup(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
 def _boxed_vjp_fake(
     key: str, grads: list[Tensor], tensors: list[Tensor], scalars: list[Any]
 ) -> list[Tensor]:
-    hints = _boxed_hints.get(key, [0.5] * len(scalars))
+    hints = _traced_values(key, len(scalars))
     return [torch.empty_like(tensors[i]) for i in _positions(key, tensors, hints)]
 
 
@@ -405,9 +408,8 @@ def admitted(
     gradients are laid out as their inputs, values compared bit for bit) for tensors like
     ``tensors`` (fake tensors: their dtype, strides and shapes are used) and floats like
     ``values``."""
-    small = sum(math.prod(int(d) for d in t.shape) for t in tensors) <= 4096
-    layouts = tuple((t.dtype, t.dim(), t.is_contiguous()) for t in tensors)
-    memo_key = (key, layouts, grad, small, boxed)
+    memo_key = _memo_key(key, tensors, grad, boxed)
+    small = memo_key[3]
     found = _memo.get(memo_key)
     if found is not None:
         return found
@@ -432,12 +434,12 @@ def admitted(
                 try:
                     if side == "torch":
                         out = template.call(inputs, case)
-                    elif boxed:
-                        boxes = [torch.tensor(v, dtype=torch.float64) for v in case]
-                        out = boxed_op()(key, inputs, boxes)
-                        out = out[0] if template.out == "tensor" else type_of(template)(out)
                     else:
-                        out = op()(key, inputs, case)
+                        if boxed:
+                            boxes = [torch.tensor(v, dtype=torch.float64) for v in case]
+                            out = boxed_op()(key, inputs, boxes)
+                        else:
+                            out = op()(key, inputs, case)
                         out = out[0] if template.out == "tensor" else type_of(template)(out)
                     gradients: Any = None
                     flat = _flat(out)
@@ -503,9 +505,16 @@ _paths: dict[tuple[Any, ...], tuple[float, ...]] = {}
 def boxed_paths(key: str, tensors: Sequence[Any], grad: bool) -> tuple[float, ...]:
     """After :func:`admitted` (``boxed=True``) said yes: the values the boxed graph must be
     kept from by a predicate guard (``p != 0``), each compiled as stock compiles it."""
+    return _paths.get(_memo_key(key, tensors, grad, True), ())
+
+
+def _memo_key(key: str, tensors: Sequence[Any], grad: bool, boxed: bool) -> tuple[Any, ...]:
+    """What :func:`admitted`'s answer depends on: the call, its tensors' dtypes, ranks and
+    contiguity, the gradient mode, whether the samples keep the tensors' sizes (``small``:
+    up to 4096 elements in all) and the op checked."""
     small = sum(math.prod(int(d) for d in t.shape) for t in tensors) <= 4096
     layouts = tuple((t.dtype, t.dim(), t.is_contiguous()) for t in tensors)
-    return _paths.get((key, layouts, grad, small, True), ())
+    return (key, layouts, grad, small, boxed)
 
 
 def type_of(template: Template) -> Any:
