@@ -410,6 +410,36 @@ def test_float_floor_division_of_a_mark_is_pythons(backend: str) -> None:
     assert counter.frame_count == 2  # one per value, as stock torch compiles floats
 
 
+class _Divmod(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.f = ds.DynamicFloat(7.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.r = divmod(self.f, 3)
+        return x * self.r[0] + self.r[1]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_float_divmod_of_a_mark_stores_the_proxies_eager_holds(backend: str) -> None:
+    """A float ``divmod`` of a mark is specialized (Python's numbers, above), and the tuple
+    it stores holds ``DynamicFloat``s, as eager's does (after the first fix it held plain
+    floats: the write-back table's two ``divmod(f, 3)`` rows)."""
+    model, eager = _Divmod(), _Divmod()
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    x = torch.tensor([1.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.SpecializationWarning)
+        for value in (7.5, 4.25):
+            model.f = ds.DynamicFloat(value)
+            eager.f = ds.DynamicFloat(value)
+            assert torch.equal(compiled(x), eager(x)), value
+            assert model.r == eager.r
+            assert [type(v) for v in model.r] == [ds.DynamicFloat, ds.DynamicFloat]
+    assert counter.frame_count == 2  # specialized: one graph per value, as stock
+
+
 def test_torchs_own_nan_comparison_error_is_not_reported_as_dynscalars() -> None:
     """Once a marked float has installed the comparison hooks in the process, an unmarked
     float (another instance of its class is marked) that is NaN and then 2.5

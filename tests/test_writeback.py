@@ -337,32 +337,14 @@ def table() -> list[writeback_table.Row]:
     return writeback_table.measure(writeback_table.BACKENDS)
 
 
-#: Rows known to differ, each with its reason (issue 38, open): a float ``divmod`` of a
-#: marked value is specialized so that its numbers are Python's (torch computes
-#: ``floor(a / b)``: wrong numbers before, fuzz programs 965 and 3059); ``//`` keeps the
-#: proxies eager holds, but the tuple ``divmod`` returns is stored as plain floats (with a
-#: SpecializationWarning) where eager stores DynamicFloats.  Values are equal.
-KNOWN_DIFFERENCES = {
-    "r = divmod(f, 3)": "issue 38: float divmod specialized, its tuple stored as plain floats",
-    "r = f.__divmod__(3)": "issue 38: float divmod specialized, its tuple stored as plain floats",
-}
-
-
 @pytest.mark.broad
 def test_table_every_row_stores_what_eager_stores(table: list[writeback_table.Row]) -> None:
     differing = [
         (row.statement, row.eager.stored, {b: r.stored for b, r in row.compiled.items()})
         for row in table
-        if not row.equal and row.statement not in KNOWN_DIFFERENCES
+        if not row.equal
     ]
     assert not differing
-    known = {row.statement: row for row in table if row.statement in KNOWN_DIFFERENCES}
-    assert set(known) == set(KNOWN_DIFFERENCES)
-    for statement, row in known.items():  # still differing: remove the entry once fixed
-        assert not row.equal, f"{statement} stores what eager stores now: drop it"
-        for result in row.compiled.values():
-            as_proxies = tuple(s.replace("float(", "DynamicFloat(") for s in result.stored)
-            assert as_proxies == row.eager.stored
 
 
 @pytest.mark.broad

@@ -2,9 +2,11 @@
 made a traced value, and the traced values themselves as Dynamo hands them over.
 
 Examples:
-    >>> from dynscalar._bridge._writeback.calls import MethodCall
+    >>> from dynscalar._bridge._writeback.calls import ItemOf, MethodCall
     >>> MethodCall("__radd__")(2, 1)
     3
+    >>> ItemOf(divmod, 1)(7, 2)
+    1
 """
 
 from __future__ import annotations
@@ -15,7 +17,15 @@ import torch
 
 from .. import _torch
 
-__all__ = ["SELECTING", "SYMBOLIC", "Call", "MethodCall", "realized", "sequence_items"]
+__all__ = [
+    "SELECTING",
+    "SYMBOLIC",
+    "Call",
+    "ItemOf",
+    "MethodCall",
+    "realized",
+    "sequence_items",
+]
 
 
 class Call:
@@ -43,6 +53,24 @@ class MethodCall:
 
     def __repr__(self) -> str:
         return f"<method {self.name}>"
+
+
+class ItemOf:
+    """``fn(*args)[index]`` as a callable: one item of a tuple a call made (``divmod`` of a
+    proxy compiled as a constant hands back a tuple of constants, each replayed by its own
+    item of eager's call)."""
+
+    __slots__ = ("fn", "index")
+
+    def __init__(self, fn: Any, index: int) -> None:
+        self.fn = fn
+        self.index = index
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)[self.index]
+
+    def __repr__(self) -> str:
+        return f"<item {self.index} of {self.fn!r}>"
 
 
 #: max/min return one of their arguments: which one is known only at run time.

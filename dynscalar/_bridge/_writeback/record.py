@@ -20,7 +20,7 @@ from typing import Any
 from .. import _torch
 from .._state import peek_state
 from . import arith
-from .calls import SELECTING, Call, MethodCall, realized
+from .calls import SELECTING, Call, ItemOf, MethodCall, realized, sequence_items
 
 __all__ = [
     "builtin_call_hook",
@@ -82,6 +82,17 @@ def _record(tx: Any, result: Any, fn: Any, args: Any, kwargs: Any, before: int, 
         if any(_from_constant(state, operand) for operand in operands):
             result = _copy_of(result)
             state.variable_calls[id(result)] = (result, Call(fn, list(args), dict(kwargs)))
+        return result
+    items = sequence_items(result) if state.constants else None
+    if items and all(isinstance(realized(i), _torch.ConstantVariable) for i in items):
+        # a tuple of constants (``divmod`` of a specialized float): each item replays its
+        # own item of eager's call, which holds proxies
+        if any(_from_constant(state, operand) for operand in operands):
+            copies = [_copy_of(realized(item)) for item in items]
+            for index, copy in enumerate(copies):
+                call = Call(ItemOf(fn, index), list(args), dict(kwargs))
+                state.variable_calls[id(copy)] = (copy, call)
+            result = result.clone(items=copies)
         return result
     if not isinstance(result, _torch.SymNodeVariable) or not any(_symbolic(o) for o in operands):
         return result
