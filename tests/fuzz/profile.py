@@ -234,6 +234,8 @@ def run_profile(
                 break
             v = check_program(generate(seed, index), backend(index), stock)
             verdicts.append(v)
+            if progress and v.failure is not None:  # triage can start during a long run
+                progress(f"program {index} ({v.backend}): {v.failure.mismatch.key}")
             if progress and (n + 1) % 50 == 0:
                 bad = sum(x.failure is not None for x in verdicts)
                 progress(
