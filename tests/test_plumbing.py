@@ -78,3 +78,70 @@ def test_the_table_and_the_net_are_a_small_share_of_a_compile() -> None:
     assert total > 0
     assert plumbing / total <= 0.25, (plumbing, total, files.most_common(5))
     assert importlib_frames <= 0.05 * total, importlib_frames
+
+
+_PHASE_SPY = """
+import json, torch, dynscalar
+import torch._dynamo
+from dynscalar._bridge import _table
+seen = []
+original = _table.apply
+def spy(entries, lazy=False):
+    tracing = torch._guards.TracingContext.try_get() is not None
+    seen.append([sorted({e.phase for e in entries}), tracing])
+    return original(entries, lazy)
+_table.apply = spy
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.t = dynscalar.DynamicFloat(0.5)
+    def forward(self, x):
+        return x * self.t
+m = M()
+out = torch.compile(m, backend="aot_eager")(torch.ones(2))
+assert torch.equal(out, torch.full((2,), 0.5))
+print(json.dumps(seen))
+"""
+
+
+def test_the_float_phase_goes_in_before_the_first_frame_compiles() -> None:
+    """Its patches go in once, where the first frame is about to compile: never from
+    inside a trace hook (before, the first marked float applied them mid-trace)."""
+    import json
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", _PHASE_SPY], capture_output=True, text=True, check=True
+    )
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [[["floats"], False]]
+
+
+def test_int_arithmetic_in_a_compile_never_enters_the_float_hooks(
+    monkeypatch: Any,
+) -> None:
+    """The hooks on ``SymNode`` arithmetic and comparisons act on floats only: their gate
+    sends a dynamic-shape compile's int arithmetic to torch's code before any binding
+    (before, every SymInt ``+``, ``*``, ``-`` and comparison passed the hook: about
+    15-26 us each)."""
+    from dynscalar._bridge import _ieee
+
+    calls: collections.Counter[str] = collections.Counter()
+    for name in ("add_hook", "sub_hook", "mul_hook", "eq_hook", "lt_hook", "ge_hook"):
+        hook = getattr(_ieee, name)
+
+        def counted(*args: Any, _hook: Any = hook, _name: str = name, **kwargs: Any) -> Any:
+            calls[_name] += 1
+            return _hook(*args, **kwargs)
+
+        monkeypatch.setattr(_ieee, name, counted)
+
+    def shapes(x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[0]
+        return x.reshape(n // 2, 2).sum(0) * (n - 1) if n * 3 >= 6 else x
+
+    torch._dynamo.reset()
+    compiled = torch.compile(shapes, backend="eager", dynamic=True)
+    for n in (4, 6, 8):
+        x = torch.arange(float(n))
+        assert torch.equal(compiled(x), shapes(x))
+    assert not calls, dict(calls)

@@ -206,7 +206,7 @@ INDUCTOR_ONLY = {
     "_floats:check_cacheable_hook",
 }
 #: hooks that run outside any compile (their failure calls torch's function directly)
-OUTSIDE_COMPILE = {"_export:export_hook", "_state:reset_hook"}
+OUTSIDE_COMPILE = {"_export:export_hook", "_install:compile_start_hook", "_state:reset_hook"}
 
 
 def _hooks() -> list[str]:

@@ -87,6 +87,8 @@ __all__ = [
     "mul_hook",
     "ne_hook",
     "neg_hook",
+    "float_gate",
+    "run_node_gate",
     "run_node_hook",
     "sub_hook",
 ]
@@ -345,6 +347,27 @@ _local = threading.local()
 _USER_COMPARISONS = frozenset(
     {operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge}
 )
+
+
+def float_gate(node: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether the hooks on ``SymNode`` arithmetic and comparisons run: only with a float
+    operand (they act on float results alone), so int (shape) arithmetic runs torch's
+    code after this one check."""
+    if node.pytype is float:
+        return True
+    other = args[0] if args else kwargs.get("other")
+    return getattr(other, "pytype", None) is float
+
+
+def run_node_gate(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """Whether :func:`run_node_hook` runs: for a comparison of the user's program, or in
+    a compile that holds a mark (its assertion handling); Dynamo passes its
+    ``OutputGraph`` as the tracer."""
+    node = args[1] if len(args) > 1 else kwargs.get("node")
+    if getattr(node, "target", None) in _USER_COMPARISONS:
+        return True
+    tracer = args[0] if args else kwargs.get("tracer")
+    return peek_state(getattr(tracer, "shape_env", None)) is not None
 
 
 def run_node_hook(

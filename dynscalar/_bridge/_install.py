@@ -1,5 +1,5 @@
-"""When the table's patches go in and out: at ``import torch._dynamo``, at the first
-marked float, in degraded mode, and around ``dynscalar.disabled()``.
+"""When the table's patches go in and out: at ``import torch._dynamo``, before the first
+frame compiles, in degraded mode, and around ``dynscalar.disabled()``.
 
 A phase is checked whole before any of it is applied, and applied whole or not at all
 (``_table.apply``).  Whatever goes wrong at ``import torch._dynamo``, dynscalar degrades
@@ -24,8 +24,10 @@ log = logging.getLogger("dynscalar")
 
 __all__ = [
     "applied_patches",
+    "compile_start_hook",
     "disabled",
     "ensure_phase",
+    "floats_pending",
     "install",
     "install_fallback",
     "is_installed",
@@ -99,10 +101,27 @@ def _never_merged(packet: Any) -> None:
 
 
 def ensure_phase(phase: Phase) -> bool:
-    """Check and apply ``phase`` once (the float path, at the first marked float); False
-    when its internals moved (:func:`phase_problem` says why)."""
+    """Check and apply ``phase`` once; False when its internals moved
+    (:func:`phase_problem` says why)."""
     with lock:
         return _table.apply_phase(phase)
+
+
+def floats_pending(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """The gate of :func:`compile_start_hook`: only until the float phase is checked."""
+    return "floats" not in _table.PHASES
+
+
+def compile_start_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Around ``ConvertFrameAssert.__call__`` (a frame about to compile), until the float
+    phase is checked: check and apply it here, before any trace starts (its modules import
+    ``torch._inductor``, still initializing when ``torch._dynamo`` is imported), so no
+    patch ever goes in from inside a trace hook.  Its hooks on torch's symbolic arithmetic
+    pass a gate first (``Private.gate``): a compile without a mark runs torch's code."""
+    ensure_phase("floats")
+    return wrapped(*args, **kwargs)
 
 
 def phase_problem(phase: Phase) -> str | None:

@@ -14,8 +14,10 @@ name.  Below the entries' type is the one patch mechanism, used by the installer
 When an entry is checked and applied (``phase``):
 
 * ``"dynamo"``: when ``torch._dynamo`` is imported (the bridge's post-import hook);
-* ``"floats"``: at the first marked float Dynamo meets (these modules import
-  ``torch._inductor``, which is still initializing when ``torch._dynamo`` is imported);
+* ``"floats"``: when the first frame compiles (these modules import ``torch._inductor``,
+  which is still initializing when ``torch._dynamo`` is imported); its hooks on
+  ``SymNode`` and ``run_node`` pass a ``gate`` first and run only in a compile that
+  holds a mark;
 * ``"export"``: at ``import dynscalar`` (``torch.export.export`` is public; wrapping it
   early lets the user's first export be seen);
 * ``"doctor"``: while ``python -m dynscalar doctor`` watches recompiles (its hooks are
@@ -93,6 +95,11 @@ class Private:
     #: only in a compile that read a proxy, so that the objects it stores stay what eager
     #: stores; a compile that reads none is stock torch's.
     disabled_hook: str | None = None
+    #: A predicate (``"_module:function"``, called with the call's ``instance``, ``args``
+    #: and ``kwargs`` as passed) deciding whether the hooks run at all: False, torch's
+    #: function alone, before any binding (hooks that matter only in a compile that holds
+    #: a mark cost a dynamic-shape compile without one a single check).
+    gate: str | None = None
     #: Why the bridge needs it, in a few words.
     why: str = ""
     #: The short name ``_torch`` gives its root object, where the first part of the
@@ -335,9 +342,12 @@ def hook_of(entry: Private, lazy: bool = False) -> Hook:
     if names[:1] == ("self",):
         names = names[1:]
     net: list[Any] = []  # the safety net's module, imported at the first call
+    gate = _Resolved(entry.gate, lazy).function() if entry.gate else None
 
     def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if DISABLED[0] and inside is None:
+        if (DISABLED[0] and inside is None) or (
+            gate is not None and not gate(instance, args, kwargs)
+        ):
             return wrapped(*args, **kwargs)  # torch's function alone, as if never wrapped
         if args and not starred:
             if len(args) > len(names):
@@ -437,6 +447,8 @@ _C = "torch._dynamo.codegen"
 _BT = "torch._dynamo.bytecode_transformation"
 _AC = "torch._functorch._aot_autograd.autograd_cache"
 _SN = "torch.fx.experimental.sym_node"
+#: a SymNode hook runs only with a float operand (``_ieee.float_gate``)
+_SNG = "_ieee:float_gate"
 
 PRIVATES: tuple[Private, ...] = (
     # ---- tracing: which values become symbolic graph inputs (_wrap, _ints)
@@ -458,6 +470,14 @@ PRIVATES: tuple[Private, ...] = (
         why="a backend that fails on a graph with marked values: traced again as stock; "
         "a marked float the restarted trace specialized is warned; a failure of dynscalar's "
         "is reported once the stock attempt compiled (else the error was the program's)",
+    ),
+    Private(
+        "torch._dynamo.convert_frame:ConvertFrameAssert.__call__",
+        ("self", "frame", "cache_entry", "hooks", "frame_state", "skip"),
+        hooks=("_install:compile_start_hook",),
+        gate="_install:floats_pending",
+        why="the float path's patches go in before the first frame compiles, never from "
+        "inside a trace",
     ),
     Private(f"{_S}:ShapeEnv.constrain_symbol_range", ("self", "s", "compiler_min", "compiler_max")),
     Private(
@@ -643,7 +663,7 @@ PRIVATES: tuple[Private, ...] = (
         why="the random ops AOTAutograd's common-subexpression pass never merges (by list, "
         "not by tag): dynscalar's random custom ops are added to it",
     ),
-    # ---- the float path (_floats, _forced), at the first marked float
+    # ---- the float path (_floats, _forced), before the first frame compiles
     Private(f"{_B}:VariableBuilder.wrap_symfloat", ("self", "value"), phase="floats"),
     Private(f"{_B}:VariableBuilder.install_guards", ("self", "*guards"), phase="floats"),
     Private(
@@ -691,24 +711,48 @@ PRIVATES: tuple[Private, ...] = (
         f"{_SN}:SymNode._add",
         ("self", "other"),
         hooks=("_ieee:add_hook",),
+        gate=_SNG,
         phase="floats",
         why="float arithmetic of marked values in Python's order, not sympy's (guards)",
     ),
-    Private(f"{_SN}:SymNode._sub", ("self", "other"), hooks=("_ieee:sub_hook",), phase="floats"),
-    Private(f"{_SN}:SymNode._mul", ("self", "other"), hooks=("_ieee:mul_hook",), phase="floats"),
-    Private(f"{_SN}:SymNode._neg", ("self",), hooks=("_ieee:neg_hook",), phase="floats"),
+    Private(
+        f"{_SN}:SymNode._sub",
+        ("self", "other"),
+        hooks=("_ieee:sub_hook",),
+        gate=_SNG,
+        phase="floats",
+    ),
+    Private(
+        f"{_SN}:SymNode._mul",
+        ("self", "other"),
+        hooks=("_ieee:mul_hook",),
+        gate=_SNG,
+        phase="floats",
+    ),
+    Private(f"{_SN}:SymNode._neg", ("self",), hooks=("_ieee:neg_hook",), gate=_SNG, phase="floats"),
     Private(
         f"{_SN}:SymNode._eq",
         ("self", "other"),
         hooks=("_ieee:eq_hook",),
+        gate=_SNG,
         phase="floats",
         why="comparisons of marked float expressions decided as Python does (NaN, inf)",
     ),
-    Private(f"{_SN}:SymNode._ne", ("self", "other"), hooks=("_ieee:ne_hook",), phase="floats"),
-    Private(f"{_SN}:SymNode._lt", ("self", "other"), hooks=("_ieee:lt_hook",), phase="floats"),
-    Private(f"{_SN}:SymNode._le", ("self", "other"), hooks=("_ieee:le_hook",), phase="floats"),
-    Private(f"{_SN}:SymNode._gt", ("self", "other"), hooks=("_ieee:gt_hook",), phase="floats"),
-    Private(f"{_SN}:SymNode._ge", ("self", "other"), hooks=("_ieee:ge_hook",), phase="floats"),
+    Private(
+        f"{_SN}:SymNode._ne", ("self", "other"), hooks=("_ieee:ne_hook",), gate=_SNG, phase="floats"
+    ),
+    Private(
+        f"{_SN}:SymNode._lt", ("self", "other"), hooks=("_ieee:lt_hook",), gate=_SNG, phase="floats"
+    ),
+    Private(
+        f"{_SN}:SymNode._le", ("self", "other"), hooks=("_ieee:le_hook",), gate=_SNG, phase="floats"
+    ),
+    Private(
+        f"{_SN}:SymNode._gt", ("self", "other"), hooks=("_ieee:gt_hook",), gate=_SNG, phase="floats"
+    ),
+    Private(
+        f"{_SN}:SymNode._ge", ("self", "other"), hooks=("_ieee:ge_hook",), gate=_SNG, phase="floats"
+    ),
     Private(
         f"{_S}:bound_sympy",
         ("expr", "ranges"),
@@ -722,6 +766,7 @@ PRIVATES: tuple[Private, ...] = (
         "torch._dynamo.utils:run_node",
         ("tracer", "node", "args", "kwargs", "nnmodule"),
         hooks=("_ieee:run_node_hook",),
+        gate="_ieee:run_node_gate",
         phase="floats",
         why="the comparisons of the user's program (not torch's own) are kept as Python's",
     ),
