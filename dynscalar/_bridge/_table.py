@@ -342,7 +342,7 @@ def hook_of(entry: Private, lazy: bool = False) -> Hook:
     if names[:1] == ("self",):
         names = names[1:]
     net: list[Any] = []  # the safety net's module, imported at the first call
-    gate = _Resolved(entry.gate, lazy).function() if entry.gate else None
+    gate: Any = _Resolved(entry.gate, lazy).function() if entry.gate else None
 
     def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if (DISABLED[0] and inside is None) or (
