@@ -440,6 +440,39 @@ def test_float_divmod_of_a_mark_stores_the_proxies_eager_holds(backend: str) -> 
     assert counter.frame_count == 2  # specialized: one graph per value, as stock
 
 
+class _FloorOfSpecialized(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.s = ds.DynamicFloat(-1.25)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.s //= 2  # specialized (Python's float //): a constant standing for the proxy
+        self.s = self.s + 1
+        self.u = math.floor(self.s)
+        return x * self.u
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_math_function_of_a_specialized_mark_stores_what_eager_stores(backend: str) -> None:
+    """``math.floor`` of a proxy compiled as a constant is folded by Dynamo (a torch C
+    binding, ``TorchInGraphFunctionVariable``), and write-back stored a plain ``int`` where
+    eager's ``DynamicFloat.__floor__`` gives a ``DynamicInt`` (the long fuzzer profile,
+    program 543): the folded result is recorded as the call that made it."""
+    model, eager = _FloorOfSpecialized(), _FloorOfSpecialized()
+    counter = CountingBackend(backend)
+    compiled = torch.compile(model, backend=counter)
+    x = torch.tensor([1.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ds.SpecializationWarning)
+        for value in (-1.25, 6.5):
+            model.s = ds.DynamicFloat(value)
+            eager.s = ds.DynamicFloat(value)
+            assert torch.equal(compiled(x), eager(x)), value
+            assert type(model.u) is type(eager.u) is ds.DynamicInt and model.u == eager.u
+            assert type(model.s) is type(eager.s) and model.s == eager.s
+    assert counter.frame_count == 2  # specialized: one graph per value, as stock
+
+
 def test_torchs_own_nan_comparison_error_is_not_reported_as_dynscalars() -> None:
     """Once a marked float has installed the comparison hooks in the process, an unmarked
     float (another instance of its class is marked) that is NaN and then 2.5

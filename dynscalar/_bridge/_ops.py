@@ -237,7 +237,10 @@ def in_graph_call_hook(
     tx, call_args, call_kwargs = kwargs["tx"], kwargs["args"], kwargs["kwargs"]
     fn = instance.value
     if _is_math(fn):
-        return _math_call(tx, fn, list(call_args), dict(call_kwargs), wrapped, args, kwargs)
+        from ._writeback.record import folded
+
+        result = _math_call(tx, fn, list(call_args), dict(call_kwargs), wrapped, args, kwargs)
+        return folded(tx, result, fn, list(call_args), dict(call_kwargs))
     factory = _factory(fn)
     if factory is not None and call_args and _holds_dynamic(tx, call_args[0]):
         log.debug("%s of a dynamic value: traced as torch.scalar_tensor", fn.__name__)

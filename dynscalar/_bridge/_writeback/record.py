@@ -25,6 +25,8 @@ from .calls import SELECTING, Call, ItemOf, MethodCall, realized, sequence_items
 __all__ = [
     "builtin_call_hook",
     "constant_method_hook",
+    "folded",
+    "handed_back",
     "record_call_hook",
     "symnode_method_hook",
     "symnode_record_hook",
@@ -112,6 +114,19 @@ def _record(tx: Any, result: Any, fn: Any, args: Any, kwargs: Any, before: int, 
     result = _copy_of(result)
     state.variable_calls[id(result)] = (result, call)
     return result
+
+
+def folded(tx: Any, result: Any, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """``result`` of ``fn(*args, **kwargs)`` that Dynamo folded to constants (a ``math``
+    function of a proxy compiled as a constant), recorded so that write-back replays
+    ``fn`` on what eager holds (``math.floor`` of a ``DynamicFloat`` is a ``DynamicInt``);
+    anything else is handed back as it is."""
+    items = sequence_items(result)
+    constants = [result] if items is None else [realized(i) for i in items]
+    if not constants or not all(isinstance(c, _torch.ConstantVariable) for c in constants):
+        return result
+    graph = tx.output.graph
+    return _record(tx, result, fn, args, kwargs, len(graph.nodes), graph)
 
 
 def handed_back(tx: Any, operand: Any, fn: Any, args: list[Any]) -> Any:
