@@ -255,6 +255,8 @@ def render(
     source: str,
     imports: dict[str, Any] | None = None,
     imports_source: str = "",
+    compile_time: dict[str, Any] | None = None,
+    compile_time_source: str = "",
 ) -> str:
     lines = template(
         "overhead-head",
@@ -264,6 +266,15 @@ def render(
         command=_command(data["config"]),
     )
     lines += _percall(data) + _eager(data) + _compile(data) + _warm(data)
+    if compile_time:  # first compiles against stock, a fresh process each
+        from benchmarks.compile_time import render as compile_time_table
+
+        lines += template(
+            "overhead-compile-time",
+            rounds=compile_time["machine"].get("rounds"),
+            table=compile_time_table(compile_time),
+            source=compile_time_source,
+        )
     if imports:  # ``import dynscalar`` against ``import torch``, one process each
         from benchmarks.import_time import table as import_table
 
@@ -403,6 +414,16 @@ def write(path: Path, docs: Path, readme: Path, plots: bool = True) -> list[Path
     data, source = read_json(path), source_name(path)
     imports_path = path.parent / "import.json"
     imports = read_json(imports_path) if imports_path.exists() else None
-    (docs / "overhead.md").write_text(render(data, source, imports, source_name(imports_path)))
+    compile_path = path.parent / "compile_time.json"
+    compile_time = read_json(compile_path) if compile_path.exists() else None
+    page = render(
+        data,
+        source,
+        imports,
+        source_name(imports_path),
+        compile_time,
+        source_name(compile_path),
+    )
+    (docs / "overhead.md").write_text(page)
     readme.write_text(replace_block(readme.read_text(), goals_block(data, source)))
     return [docs / "overhead.md", readme, *(write_plots(data, docs / "img") if plots else [])]

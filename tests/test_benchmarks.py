@@ -363,3 +363,22 @@ def test_callers_times_stock_and_marked_after_every_value_compiled() -> None:
     assert row["graphs"] == {"stock": 5, "marked": 3}
     assert set(row["us_per_call"]) == {"stock", "marked"}
     assert row["marked_over_stock"]["median"] > 0
+
+
+@pytest.mark.broad
+def test_compile_time_runs_each_configuration_in_its_own_process() -> None:
+    """``benchmarks.compile_time``: stock and torch's knobs never import dynscalar, every
+    configuration compiles one graph, and the table gives both ratios against stock."""
+    from benchmarks import compile_time
+
+    result = compile_time.measure(rounds=1, backends=["eager"], depths={"eager": 1})
+    runs = result["runs"]
+    assert sorted(r["config"] for r in runs) == sorted(compile_time.CONFIGS)
+    for run in runs:
+        assert run["graphs"] == 1, run
+        assert run["dynscalar_imported"] == (run["config"] in ("imported", "marked")), run
+        assert run["first_call_s"] > 0
+    ratios = result["backends"]["eager"]["ratio_to_stock"]
+    assert set(ratios) == {"imported", "marked"}
+    table = compile_time.render(result)
+    assert "| eager (1 block) |" in table and "goal <= 1.03x" in table
