@@ -22,8 +22,8 @@ import pytest
 import torch
 
 from dynscalar.__main__ import main
-from dynscalar._bridge import _recompiles
 from dynscalar._diagnostics import BridgeError
+from dynscalar.tools.doctor import watcher as _recompiles
 from dynscalar.tools.doctor.analysis import Collector
 from dynscalar.tools.doctor.call_sites import read_call
 from dynscalar.tools.doctor.fixes import argument_fix, fix_blocks
@@ -869,9 +869,9 @@ def test_report_without_culprits_after_a_crash() -> None:
 
 def _collect(run: Any) -> Any:
     """Run ``run()`` under the doctor's watcher; the report the doctor would print from."""
-    from dynscalar._bridge._recompiles import RecompileWatcher
     from dynscalar.tools.doctor.analysis import Collector
     from dynscalar.tools.doctor.records import DoctorReport
+    from dynscalar.tools.doctor.watcher import RecompileWatcher
 
     report = DoctorReport(script="<test>", args=[])
     collector = Collector(report)

@@ -4,7 +4,7 @@ Why it exists: a torch release moves private names, and the bridge must notice b
 patches anything.  Each :class:`Private` entry says where the name lives, the parameters
 (or dataclass fields) it must have, the hook the bridge wraps it with (if any), and when
 that happens.  The checks, the installer and its undo (``_install``), the doctor's
-recompile watcher (``_recompiles``) and the benchmarks all read this table, so adding or
+recompile watcher (``tools.doctor.watcher``) and the benchmarks all read this table, so adding or
 retiring a patch is one entry here plus its hook function; the bridge's other modules
 read the entries without hooks through ``_torch``, the only module spelling a private
 name.  Below the entries' type is the one patch mechanism, used by the installer,
@@ -847,7 +847,7 @@ PRIVATES: tuple[Private, ...] = (
         optional=True,
         why="marks read by an export are specialized with a warning",
     ),
-    # ---- the doctor's recompile watcher (_recompiles); its wrappers are the watcher's
+    # ---- the doctor's recompile watcher (tools/doctor/watcher); its wrappers are the watcher's
     Private(
         "torch._dynamo.convert_frame:get_and_maybe_log_recompilation_reasons",
         ("cache_entries", "frame", "backend", "skip_logging"),

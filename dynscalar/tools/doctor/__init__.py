@@ -2,7 +2,7 @@
 
 The doctor runs the user's script exactly as ``python SCRIPT ARGS...`` would (its folder
 first on ``sys.path``, ``__name__ == "__main__"``, its own ``sys.argv``, an absolute
-``__file__``) while :class:`dynscalar._bridge._recompiles.RecompileWatcher` hands over every
+``__file__``) while :class:`dynscalar.tools.doctor.watcher.RecompileWatcher` hands over every
 recompile, and every call past a recompile limit that missed the cache, with *all* the
 scalar guards that failed (Dynamo itself reports only the first failing guard of each
 compiled version, and nothing past the limit).  A scalar counts for a recompile when it

@@ -16,7 +16,7 @@ from .fixes import argument_fix, code_string, step_expression
 from .records import ArgumentSite, Culprit, DoctorReport, PathTaken
 
 if TYPE_CHECKING:
-    from ..._bridge._recompiles import Recompile, ScalarGuardFailure, SourcePath
+    from .watcher import Recompile, ScalarGuardFailure, SourcePath
 
 __all__ = ["Collector"]
 

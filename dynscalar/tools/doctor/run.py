@@ -112,8 +112,8 @@ def run_doctor(
     """
     import dynscalar  # noqa: F401  (bridge hook in place before the script imports torch)
 
-    from ..._bridge._recompiles import RecompileWatcher
     from ..._diagnostics import BridgeError
+    from .watcher import RecompileWatcher
 
     path = os.path.abspath(script)
     if not os.path.exists(path):  # what python says, with the doctor's name

@@ -70,9 +70,9 @@ from dataclasses import dataclass, field
 from types import CodeType, FrameType
 from typing import Any
 
-from .._diagnostics import BridgeError
-from . import _table, _torch
-from ._paths import call_site_frame, innermost_user, parse_source
+from ..._bridge import _table, _torch
+from ..._bridge._paths import call_site_frame, innermost_user, parse_source
+from ..._diagnostics import BridgeError
 
 __all__ = [
     "PathStep",
@@ -469,7 +469,7 @@ def _through(
     code: CodeType, source: str, global_scope: dict[str, Any], scope: dict[str, Any]
 ) -> tuple[int, str, str] | None:
     """The module property the compiled code read ``source`` through (``_properties``)."""
-    from ._properties import read_through_property
+    from ..._bridge._properties import read_through_property
 
     read = read_through_property(code, source)
     if read is None:
