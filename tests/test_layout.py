@@ -51,3 +51,17 @@ print([n for n in sys.modules if n.startswith(outside)])
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "[]"
+
+
+def test_the_path_of_one_marked_value_is_a_traced_compile() -> None:
+    """docs/how-it-works.md lists the modules and functions one marked int passes, as a
+    traced compile enters them (``scripts/render_value_path.py``)."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "render_value_path.py"), "--check"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
