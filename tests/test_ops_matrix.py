@@ -207,6 +207,15 @@ def test_a_torch_release_the_file_does_not_hold_is_not_admitted(
     assert not ok and why.startswith("not measured for torch 2.99 on cpu: python cells"), why
 
 
+def test_a_rule_without_a_gradient_is_decided_by_its_cell_without_one() -> None:
+    """Inputs that require grad reach a rule with no gradient (``bernoulli``) as the
+    matrix measures it: the cases are the same, none of its inputs requires grad."""
+    rule = ops.RULES["bernoulli_p"]
+    assert not rule.differentiable
+    found = _admission.admitted(rule, "torch.bernoulli", torch.float32, True, "python")
+    assert found == (True, "")
+
+
 def test_a_tensor_on_another_device_is_not_decided_by_cpu_cells() -> None:
     """The file holds CPU cells; a meta (or CUDA) tensor's call is specialized as stock
     torch specializes it, the warning saying the device was not measured."""

@@ -103,6 +103,8 @@ def admitted(
     rule: Rule, callable_name: str, dtype: Any, grad: bool, backend: str, device: str = "cpu"
 ) -> tuple[bool, str]:
     """(whether ``backend``'s entry for the rule is exact for this call, why not)."""
+    if backend == "python" and not rule.differentiable:
+        grad = False  # measured without gradients: the same cases (no input requires grad)
     return _cell(backend, device, key(rule, callable_name, dtype, grad), dtype, grad)
 
 
