@@ -20,7 +20,7 @@ import pytest
 import torch
 
 import dynscalar as ds
-from dynscalar.ops import FORMS, _forms, _inductor
+from dynscalar.ops import FORMS, _admission, _forms
 
 from .helpers import CountingBackend
 from .ops_matrix.forms import (
@@ -76,17 +76,21 @@ def test_every_form_computes_what_its_op_computes_eagerly() -> None:
 
 
 def test_the_inductor_column_holds_every_form_cell() -> None:
-    """``dynscalar/ops/inductor.json`` has a measured cell for every form, dtype and
-    gradient mode the matrix plans (``python -m tests.ops_matrix --forms --inductor-only``)."""
-    cells = json.loads(_inductor.PATH.read_text())["cells"]
-    for form in FORMS.values():
-        plan = [(d, False) for d in NOGRAD_DTYPES]
-        if differentiable(form):
-            plan += [(d, True) for d in GRAD_DTYPES]
-        for dtype, grad in plan:
-            key = _inductor.form_key(form, dtype, grad)
-            assert key in cells, key
-            assert cells[key]["cases"] > 0 or not cells[key]["admitted"], key
+    """Each inductor column of ``dynscalar/ops/admitted.json`` has a measured cell for every
+    form, dtype and gradient mode the matrix plans (``python -m tests.ops_matrix --forms
+    --inductor-only``)."""
+    columns = json.loads(_admission.PATH.read_text())["columns"]
+    inductor = [c["cells"] for name, c in columns.items() if name.startswith("inductor ")]
+    assert inductor
+    for cells in inductor:
+        for form in FORMS.values():
+            plan = [(d, False) for d in NOGRAD_DTYPES]
+            if differentiable(form):
+                plan += [(d, True) for d in GRAD_DTYPES]
+            for dtype, grad in plan:
+                key = _admission.form_key(form, dtype, grad)
+                assert key in cells, key
+                assert cells[key]["cases"] > 0 or not cells[key]["admitted"], key
 
 
 def _stock_and_marked(

@@ -294,8 +294,8 @@ def _scalar_forms_prepass(
 
     import torch
 
+    from ..ops._admission import form_admitted
     from ..ops._forms import computation_dtype, form_for, slots, with_tensors
-    from ..ops._inductor import form_admitted
 
     state = peek_state(fake_mode.shape_env)
     assert state is not None  # `ours` came from it
@@ -313,7 +313,7 @@ def _scalar_forms_prepass(
         out = _first_tensor(node.meta.get("val"))
         if not moved or out is None or not out.dtype.is_floating_point:
             continue
-        admitted, why = form_admitted(form, out.dtype, grad)
+        admitted, why = form_admitted(form, out.dtype, grad, out.device.type)
         if not admitted:
             dtype = str(out.dtype).removeprefix("torch.")
             mode = "with gradients" if grad else "without gradients"
@@ -753,7 +753,7 @@ def _cache_key_component() -> str:
         # the bridge, and the op rules and forms with their admitted cells: what decides
         # the graph an entry holds
         files = [*package.glob("_bridge/*.py"), *package.glob("ops/*.py")]
-        for path in sorted([*files, package / "ops" / "inductor.json"]):
+        for path in sorted([*files, package / "ops" / "admitted.json"]):
             if path.exists():
                 digest.update(path.read_bytes())
         _key_component = f"-dynscalar-floats-{digest.hexdigest()[:20]}"

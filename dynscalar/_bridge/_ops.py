@@ -141,20 +141,20 @@ def _entry(
     """(what to trace for ``name``, '') or (None, why the value is specialized)."""
     import torch
 
-    from ..ops._matrix import admitted
+    from ..ops._admission import admitted
 
     kind = _kind(tx)
     keywords = keywords or {}
     example = _first_tensor([*values, *keywords.values()])
     if example is None:
         return None, "none of its arguments is a tensor"
-    dtype = example.dtype
+    dtype, device = example.dtype, example.device.type
     grad = torch.is_grad_enabled() and any(  # grad mode as traced (no_grad: no gradient)
         bool(getattr(_example_or_none(v), "requires_grad", False))
         for v in [*values, *keywords.values()]
     )
     if kind == "python":
-        ok, why = admitted(rule, name, dtype, grad)
+        ok, why = admitted(rule, name, dtype, grad, "python", device)
         if ok and grad and not _precomputed(rule, values, keywords):  # rules with a generic op
             ok, why = False, "its arguments could not be read before AOTAutograd traces them"
         return (ops.python_entry(rule, name), "") if ok else (None, why)
@@ -165,7 +165,7 @@ def _entry(
         others = _marked_outside(rule, tx, values, keywords)
         if others:
             return None, f"its tensor form for inductor keeps only {', '.join(others)} symbolic"
-        ok, why = _inductor_admitted(rule, name, dtype, grad)
+        ok, why = admitted(rule, name, dtype, grad, "inductor", device)
         return (entry, "") if ok else (None, why)
     return None, "the backend is neither inductor nor one that runs the graph as Python code"
 
@@ -187,12 +187,6 @@ def _marked_outside(
     ):
         return tuple(rule.inductor_scalars)
     return ()
-
-
-def _inductor_admitted(rule: Any, name: str, dtype: Any, grad: bool) -> tuple[bool, str]:
-    from ..ops._inductor import admitted
-
-    return admitted(rule, name, dtype, grad)
 
 
 def _apply(
@@ -501,7 +495,7 @@ def _inductor_form(
     import torch
 
     from ..ops import _forms
-    from ..ops._inductor import form_admitted
+    from ..ops._admission import form_admitted
 
     values = [_realized(a) for a in arguments]
     named = {k: _realized(v) for k, v in keywords.items()}
@@ -533,8 +527,9 @@ def _inductor_form(
         schema = target._schema.arguments
         if not moved or not _tensors_where_expected(schema, bound):
             continue
-        dtype = _example(tensors[0]).dtype
-        ok, why = form_admitted(form, dtype, True)
+        example = _example(tensors[0])
+        dtype = example.dtype
+        ok, why = form_admitted(form, dtype, True, example.device.type)
         if not ok:
             boxed, refused = _boxed(tx, name, arguments, keywords)
             if boxed is not None:

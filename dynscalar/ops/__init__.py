@@ -6,7 +6,9 @@
 * ``_custom``: dynscalar's custom ops, the ATen op with ``float`` read as ``Scalar``;
 * ``_kernels``: what a ``"python"`` backend traces for ops with value-dependent paths;
 * ``_tensor``: what inductor traces (plain torch ops, the float an operand);
-* ``_matrix``: the exactness matrix that admits a rule case by case;
+* ``_admission``: where each rule and form is exact, read from ``admitted.json`` (the
+  exactness harness in ``tests/ops_matrix`` measures it);
+* ``_apply``: any other torch call as one custom op, checked when it is traced (``_compare``);
 * ``_math``: the Python float arithmetic a ``math`` function on a marked value is traced as.
 
 Plain torch only (public API and ``torch.library``); the bridge (``dynscalar._bridge``)
@@ -35,15 +37,26 @@ __all__ = [
     "ScalarForm",
     "inductor_entry",
     "python_entry",
+    "resolve_callable",
     "rule_for",
     "rule_for_method",
 ]
 
 
+def resolve_callable(name: str) -> Any:
+    """``"torch.dropout"`` -> the function; ``"Tensor.bernoulli_"`` -> the method name."""
+    if name.startswith("Tensor."):
+        return name.removeprefix("Tensor.")
+    import torch
+
+    owner: Any = torch
+    for part in name.split(".")[1:]:
+        owner = getattr(owner, part)
+    return owner
+
+
 @functools.cache
 def _callables() -> tuple[dict[Any, tuple[Rule, str]], dict[str, tuple[Rule, str]]]:
-    from ._matrix import resolve_callable
-
     functions: dict[Any, tuple[Rule, str]] = {}
     methods: dict[str, tuple[Rule, str]] = {}
     for rule in RULES.values():
@@ -69,10 +82,17 @@ def rule_for_method(name: str) -> tuple[Rule, str] | None:
 
 
 def python_entry(rule: Rule, callable_name: str) -> Callable[..., Any]:
-    """What a ``"python"`` backend traces in place of ``callable_name``."""
-    from ._matrix import python_entry as entry
+    """What a ``"python"`` backend traces in place of ``callable_name``: the rule's custom
+    op, or its function in ``_kernels`` (an in-place callable's own, where it has one)."""
+    from . import _custom, _kernels
 
-    return entry(rule, callable_name)
+    if rule.python == "custom":
+        return _custom.entry_for(rule)
+    _kernels.prepare()
+    short = callable_name.rpartition(".")[2]
+    if short.endswith("_") and hasattr(_kernels, short):
+        return getattr(_kernels, short)  # type: ignore[no-any-return]
+    return getattr(_kernels, rule.python)  # type: ignore[no-any-return]
 
 
 def inductor_entry(rule: Rule, callable_name: str) -> Callable[..., Any] | None:

@@ -11,10 +11,13 @@ each tensor and float goes among constants) with the Python floats, eagerly; its
 gradient, ``dynscalar::apply_vjp``, runs the call again under autograd and returns ATen's
 own gradients.  So the numbers are eager's, by construction, for deterministic calls.
 
-Whether a call is admitted is the exactness matrix's answer for it (:func:`admitted`):
-the call is run both ways on tensors like the traced ones (their dtype and strides; their
-shapes too when small, else each size capped at 3), with the traced value and special
-ones, comparing outputs, gradients and the random state afterwards.  A random op whose
+Whether a call is admitted is checked when Dynamo traces it (:func:`admitted`): the only
+check dynscalar runs in a user's process, since the call is any torch call and no file
+can list them ahead (the op rules' cells are data, ``_admission``).  The call is run both
+ways, once per process for each kind of call, on CPU tensors like the traced ones (their
+dtype and strides; their shapes too when small, else each size capped at 3), with the
+traced value and special ones, comparing outputs, gradients and the random state
+afterwards (``_compare``).  A random op whose
 gradient needs its draws (a recompute draws again) fails that check and keeps stock's
 path; so does a call eager refuses in every case (no evidence).
 
@@ -35,6 +38,7 @@ from typing import Any
 
 import torch
 
+from ._compare import fill, same
 from ._custom import define, outside_modes
 
 __all__ = [
@@ -367,7 +371,7 @@ def remember_hints(key: str, values: Sequence[float]) -> None:
         _boxed_hints[key] = list(values)
 
 
-# ----------------------------------------------------------------------------- matrix
+# ----------------------------------------------------------------------------- check
 _SPECIAL = (0.0, -0.0, 1.0, 0.5, math.nan, math.inf)
 
 
@@ -375,13 +379,11 @@ def _sample(like: Tensor, generator: torch.Generator, small: bool) -> Tensor:
     """A real tensor like the traced ``like``: random floats (with ±0.0, NaN and ±inf among
     them), and zeros for integer and bool tensors (targets, indices and masks then stay
     valid whatever their sizes)."""
-    from ._matrix import _fill
-
     shape = tuple(_int(d) for d in like.shape)
     if not small:
         shape = tuple(min(d, 3) for d in shape)
     if like.is_floating_point():
-        data = _fill(shape, like.dtype, generator)
+        data = fill(shape, like.dtype, generator)
     else:
         data = torch.zeros(shape, dtype=like.dtype)
     if like.dim() >= 2 and not like.is_contiguous():  # the traced tensor's layout: permuted
@@ -393,8 +395,6 @@ def _sample(like: Tensor, generator: torch.Generator, small: bool) -> Tensor:
 
 
 def _same(got: Any, want: Any) -> bool:
-    from ._matrix import _same as same
-
     return not same(got, want)
 
 

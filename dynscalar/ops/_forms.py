@@ -23,7 +23,7 @@ marked float, and a plain number beside it, ``clamp(x, min=s, max=1.0)``).  Wher
 takes another path for some values (``pow(x, 2.0)`` squares), the form compiles those
 values as stock does, a predicate guard making each one more path (``special``).
 Whether inductor may use a form for a dtype and ``requires_grad`` is the inductor column
-of the exactness matrix (``_inductor``): the form no further from eager than stock
+of the exactness matrix (``_admission``): the form no further from eager than stock
 inductor with the value as a constant, on every sampled value.  Everything else is
 specialized as stock inductor specializes it.
 

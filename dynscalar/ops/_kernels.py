@@ -25,7 +25,8 @@ where AOTAutograd recomputes one for the backward (activation checkpointing), it
 the forward's draws from the saved generator state (``docs/how-it-works.md``).
 
 Run eagerly (``python -m tests.ops_matrix``, tests), every function computes what the
-op it stands for computes; the exactness matrix (``_matrix``) compares them case by case.
+op it stands for computes; the exactness matrix (``tests/ops_matrix``) compares them case
+by case.
 """
 
 # ruff: noqa: A002 - the signatures mirror torch's bindings, whose first parameter is `input`

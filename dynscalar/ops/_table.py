@@ -26,8 +26,9 @@ different things:
 
 Whatever no rule covers, or a rule does not admit for a case (a dtype, a layout, a value),
 is compiled as stock torch compiles it, with one ``SpecializationWarning`` naming the op
-and the reason (``strict=True`` marks raise).  The exactness matrix (``_matrix``) admits
-rules per case; ``python -m tests.ops_matrix`` runs it whole and writes the coverage page.
+and the reason (``strict=True`` marks raise).  The exactness matrix (``python -m
+tests.ops_matrix``, in the tests) admits rules per case and writes the cells the library
+reads (``_admission``) and the coverage page.
 
 Examples:
     >>> from dynscalar.ops import RULES

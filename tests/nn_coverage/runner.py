@@ -102,7 +102,7 @@ class Result:
 
 def eager_tolerance(row: Row) -> tuple[float, float]:
     """Exact: on eager and aot_eager a rule is used only where it is bit-identical to
-    eager's kernel (``dynscalar.ops._matrix``), stock torch's specialization elsewhere."""
+    eager's kernel (``dynscalar/ops/admitted.json``), stock torch's specialization elsewhere."""
     return 0.0, 0.0
 
 

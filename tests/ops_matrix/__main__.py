@@ -1,4 +1,8 @@
-"""``python -m tests.ops_matrix``: run the exactness matrix, write the JSON and the page.
+"""``python -m tests.ops_matrix``: run the exactness matrix, write the admitted cells and the page.
+
+Every measured column goes into ``dynscalar/ops/admitted.json`` (the library's only source
+of admission), under the installed torch's release and the device measured (cpu); the
+``python`` column's cases also into ``published/ops-matrix.json``, for the page.
 
 python -m tests.ops_matrix                      # the eager/aot_eager column (~2 min)
 python -m tests.ops_matrix --inductor           # also measure inductor (~an hour)
@@ -14,12 +18,37 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch._inductor.inductor_prims
 
-from .render_docs import INDUCTOR_PATH, JSON_PATH, PAGE_PATH, render
+from dynscalar.ops import _admission
+
+from .harness import verdicts
+from .render_docs import ADMITTED_PATH, JSON_PATH, PAGE_PATH, render
 from .run import DTYPES, dtype_name, inductor_column, python_column
+
+
+def write_column(path: Path, backend: str, cells: dict[str, Any], merge: bool) -> None:
+    """``cells`` as the installed torch's cpu column of ``backend`` in ``path`` (``merge``:
+    over the cells the column holds); the other columns as they are."""
+    # read now (a measurement takes minutes): another run may have written meanwhile
+    data = json.loads(path.read_text()) if path.exists() else {}
+    columns = data.get("columns", {})
+    name = _admission.column(backend, "cpu")
+    if merge:
+        cells = {**columns.get(name, {}).get("cells", {}), **cells}
+    columns[name] = {"torch": torch.__version__, "cells": dict(sorted(cells.items()))}
+    data = {"about": ABOUT, "columns": dict(sorted(columns.items()))}
+    path.write_text(json.dumps(data, indent=1) + "\n")
+
+
+ABOUT = (
+    "Admitted cells of dynscalar's op rules and scalar forms, one column per backend, torch "
+    "release and device; written by python -m tests.ops_matrix, read by "
+    "dynscalar.ops._admission. A cell not here is not admitted. Do not edit by hand."
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -28,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=JSON_PATH)
     parser.add_argument("--page", type=Path, default=PAGE_PATH)
     parser.add_argument("--inductor", action="store_true", help="also measure inductor")
-    parser.add_argument("--inductor-out", type=Path, default=INDUCTOR_PATH)
+    parser.add_argument("--admitted", type=Path, default=ADMITTED_PATH)
     parser.add_argument(
         "--forms",
         nargs="?",
@@ -40,13 +69,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--inductor-only",
         action="store_true",
-        help="measure the inductor column only (merged into --inductor-out), keep --out",
+        help="measure the inductor column only (merged into --admitted), keep --out",
     )
     parser.add_argument("--render", action="store_true", help="only render the page")
     args = parser.parse_args(argv)
     if args.render:
-        measured = json.loads(args.inductor_out.read_text()) if args.inductor_out.exists() else {}
-        args.page.write_text(render(json.loads(args.out.read_text()), measured))
+        args.page.write_text(render(json.loads(args.out.read_text()), _read(args.admitted)))
         print(f"wrote {args.page}")
         return 0
     rules = [r for r in args.rules.split(",") if r] or None
@@ -62,6 +90,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(data, indent=1) + "\n")
+        write_column(args.admitted, "python", verdicts(entries), merge=rules is not None)
     if args.inductor or args.inductor_only:
         if args.forms:
             from .forms import form_column
@@ -70,17 +99,19 @@ def main(argv: list[str] | None = None) -> int:
             measured_now = form_column(chosen)
         else:
             measured_now = inductor_column(rules)
-        # read after measuring (an hour): another run may have written cells meanwhile
-        old = json.loads(args.inductor_out.read_text()) if args.inductor_out.exists() else {}
-        cells = {**old.get("cells", {}), **measured_now}
-        inductor = {"torch": torch.__version__, "cells": dict(sorted(cells.items()))}
-        args.inductor_out.write_text(json.dumps(inductor, indent=1) + "\n")
-    measured = json.loads(args.inductor_out.read_text()) if args.inductor_out.exists() else {}
+        write_column(args.admitted, "inductor", measured_now, merge=True)
     data = json.loads(args.out.read_text())  # as it is now (another run may have written it)
-    args.page.write_text(render(data, measured))
+    args.page.write_text(render(data, _read(args.admitted)))
     admitted = sum(e["admitted"] for e in data["entries"])
-    print(f"{len(data['entries'])} cells, {admitted} admitted; wrote {args.out} and {args.page}")
+    print(
+        f"{len(data['entries'])} cells, {admitted} admitted; "
+        f"wrote {args.out}, {args.admitted} and {args.page}"
+    )
     return 0
+
+
+def _read(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 if __name__ == "__main__":

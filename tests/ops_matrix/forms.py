@@ -26,8 +26,9 @@ from torch._dynamo.testing import CompileCounterWithBackend
 
 import dynscalar
 from dynscalar._caches import reset_caches
-from dynscalar.ops import _forms, _inductor, _matrix
+from dynscalar.ops import _admission, _forms
 
+from . import harness
 from .run import _distance
 
 #: the values each call is sampled with (finite: NaN and inf are graph constants)
@@ -54,7 +55,7 @@ VALUE = _Value()
 
 
 def _t(shape: tuple[int, ...], dtype: torch.dtype, layout: str, g: torch.Generator) -> Tensor:
-    made = _matrix.make(shape, dtype, layout, g)
+    made = harness.make(shape, dtype, layout, g)
     assert made is not None
     return made
 
@@ -252,7 +253,7 @@ def form_cell(form: _forms.ScalarForm, dtype: torch.dtype, grad: bool) -> dict[s
     """One cell: admitted where the form is never further from eager than stock inductor."""
     worst = ""
     cases = 0
-    admit = mock.patch.object(_inductor, "form_admitted", lambda *a: (True, ""))
+    admit = mock.patch.object(_admission, "form_admitted", lambda *a, **k: (True, ""))
     # forms admitted by force here: no AOTAutograd cache entry may outlive the measurement
     no_cache = torch._functorch.config.patch(enable_autograd_cache=False)
     with torch.random.fork_rng(devices=[]), admit, no_cache:
@@ -295,7 +296,7 @@ def form_column(ops: list[str] | None = None) -> dict[str, Any]:
             start = time.perf_counter()
             result = form_cell(form, dtype, grad)
             result["seconds"] = round(time.perf_counter() - start, 1)
-            key = _inductor.form_key(form, dtype, grad)
+            key = _admission.form_key(form, dtype, grad)
             cells[key] = result
             print(key, result, flush=True)
     return cells

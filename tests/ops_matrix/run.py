@@ -1,9 +1,9 @@
 """Running the exactness matrix: every cell of the ``"python"`` column, and the inductor column.
 
-The ``"python"`` column is what the bridge computes lazily at trace time
-(``dynscalar.ops._matrix.cell``); here every cell is computed, and each case kept, for
-the page.  The inductor column cannot be measured at trace time (an inductor compile per
-case): :func:`inductor_cell` compiles the rule's tensor form (``dynscalar.ops._tensor``)
+The ``"python"`` column runs every cell of the harness (``harness.cell``) and keeps each
+case for the page; its verdicts go to ``dynscalar/ops/admitted.json``, which the library
+reads.  The inductor column (an inductor compile per case, about an hour):
+:func:`inductor_cell` compiles the rule's tensor form (``dynscalar.ops._tensor``)
 and the op itself with the value as a constant (stock inductor) beside eager, and admits
 the cell where the tensor form is, in every case, no further from eager than stock.
 """
@@ -18,7 +18,9 @@ from typing import Any
 import torch
 
 from dynscalar import ops
-from dynscalar.ops import _inductor, _matrix
+from dynscalar.ops import _admission
+
+from . import harness
 
 #: the dtypes of the ``"python"`` column (every dtype the matrix is measured on)
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int64, torch.bool)
@@ -41,7 +43,7 @@ def dtype_name(dtype: torch.dtype) -> str:
 def _variants(rule: ops.Rule) -> list[tuple[bool, bool]]:
     """(requires_grad, checkpointed) of a rule's cells, in the page's order."""
     grads = (False, True) if rule.differentiable else (False,)
-    return [(g, c) for c in _matrix.checkpointed_cells(rule) for g in grads]
+    return [(g, c) for c in harness.checkpointed_cells(rule) for g in grads]
 
 
 def python_column(
@@ -49,35 +51,12 @@ def python_column(
 ) -> list[dict[str, Any]]:
     """Every ``"python"`` cell (of ``dtypes``): its cases, how many agree, the first that
     does not."""
-    entries = []
-    for rule, callable_name in cells(rules):
-        for dtype in dtypes:
-            for grad, checkpointed in _variants(rule):
-                start = time.perf_counter()
-                outcomes = _matrix.cell(rule, callable_name, dtype, grad, checkpointed)
-                bad = [o for o in outcomes if not o.agrees]
-                entries.append(
-                    {
-                        "rule": rule.name,
-                        "callable": callable_name,
-                        "dtype": dtype_name(dtype),
-                        "grad": grad,
-                        "checkpointed": checkpointed,
-                        "cases": len(outcomes),
-                        "agree": len(outcomes) - len(bad),
-                        "admitted": not bad,
-                        "layouts": sorted({o.layout for o in outcomes}),
-                        "first_disagreement": None
-                        if not bad
-                        else {
-                            "layout": bad[0].layout,
-                            "values": [repr(v) for v in bad[0].values],
-                            "detail": bad[0].detail,
-                        },
-                        "seconds": round(time.perf_counter() - start, 3),
-                    }
-                )
-    return entries
+    return [
+        harness.entry(rule, callable_name, dtype, grad, checkpointed)
+        for rule, callable_name in cells(rules)
+        for dtype in dtypes
+        for grad, checkpointed in _variants(rule)
+    ]
 
 
 # ----------------------------------------------------------------------------- inductor
@@ -137,24 +116,24 @@ def inductor_cell(
     symbolic), outputs and gradients; admitted where the rule is never further."""
     from unittest import mock
 
-    if ops.inductor_entry(rule, callable_name) is None or rule.name not in _matrix.SAMPLES:
+    if ops.inductor_entry(rule, callable_name) is None or rule.name not in harness.SAMPLES:
         return {"admitted": False, "why": "no tensor form", "cases": 0}
-    shape, samples = _matrix.SAMPLES[rule.name]
+    shape, samples = harness.SAMPLES[rule.name]
     random = rule.random
     worst = ""
     cases = 0
 
     def call(*args: Any, **kwargs: Any) -> Any:
-        return _matrix._call_torch(callable_name, args, kwargs)
+        return harness._call_torch(callable_name, args, kwargs)
 
     with (
         torch.random.fork_rng(devices=[]),
-        mock.patch.object(_inductor, "admitted", lambda *a: (True, "")),
+        mock.patch.object(_admission, "admitted", lambda *a, **k: (True, "")),
         # rules admitted by force here: no AOTAutograd cache entry may outlive it
         torch._functorch.config.patch(enable_autograd_cache=False),
     ):
         generator = torch.Generator().manual_seed(0)
-        x = _matrix.make(shape, dtype, "contiguous", generator)
+        x = harness.make(shape, dtype, "contiguous", generator)
         assert x is not None
         for args, kwargs in samples(x, generator):
             floats = _marked_floats(rule, args, kwargs)
@@ -167,8 +146,8 @@ def inductor_cell(
             for side in ("stock", "rule"):
                 torch._dynamo.reset()
                 compiled = torch.compile(call, backend="inductor")
-                inputs = _matrix._leaves(rule, args, grad)
-                eager_inputs = _matrix._leaves(rule, args, grad)
+                inputs = harness._leaves(rule, args, grad)
+                eager_inputs = harness._leaves(rule, args, grad)
                 marked = _marked(rule, inputs, kwargs) if side == "rule" else (inputs, kwargs)
                 try:
                     want = call(*eager_inputs, **kwargs)
@@ -214,6 +193,6 @@ def inductor_column(rules: list[str] | None = None) -> dict[str, Any]:
                 start = time.perf_counter()
                 result = inductor_cell(rule, callable_name, dtype, grad)
                 result["seconds"] = round(time.perf_counter() - start, 1)
-                cells_[_inductor.key(rule, callable_name, dtype, grad)] = result
-                print(_inductor.key(rule, callable_name, dtype, grad), result, flush=True)
+                cells_[_admission.key(rule, callable_name, dtype, grad)] = result
+                print(_admission.key(rule, callable_name, dtype, grad), result, flush=True)
     return cells_

@@ -22,38 +22,43 @@ backward leaves the generator where eager's does: what torch's own replay needs 
 AOTAutograd replays each tagged random op from its saved state; ``tests/test_replay.py``
 compiles it).  A random rule is admitted only where its checkpointed cell agrees too.
 
-A cell is admitted only if every case agrees.  Where one does not, the bridge compiles
-the value as stock torch does (specialized, one ``SpecializationWarning`` with the reason
-:func:`admitted` returns).  Cells are computed on first use, once per process, on small
-tensors (milliseconds), with the user's random state saved and restored around them.
-``python -m tests.ops_matrix`` computes every cell and writes the coverage page.
+A cell is admitted only if every case agrees.  ``python -m tests.ops_matrix`` measures
+every cell and writes the verdicts (:func:`verdict`) into ``dynscalar/ops/admitted.json``,
+which is all the library reads (``dynscalar.ops._admission``): nothing here runs in a
+user's process.  Where a cell is not admitted, the bridge compiles the value as stock
+torch does (specialized, one ``SpecializationWarning`` with the reason).
 
 Examples:
     >>> import torch
     >>> from dynscalar.ops import RULES
-    >>> admitted(RULES["layer_norm"], "torch.layer_norm", torch.float32, False)
+    >>> verdict(RULES["layer_norm"], "torch.layer_norm", torch.float32, False)
     (True, '')
 """
 
 from __future__ import annotations
 
 import math
-import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from ._table import Rule
+from dynscalar.ops import RULES, Rule, _admission, python_entry, resolve_callable
+from dynscalar.ops._compare import fill as _fill
+from dynscalar.ops._compare import same as _same
 
 __all__ = [
     "LAYOUTS",
+    "SAMPLES",
     "Outcome",
-    "admitted",
     "cell",
-    "python_entry",
-    "resolve_callable",
+    "checkpointed_cells",
+    "entry",
+    "make",
+    "verdict",
+    "verdicts",
 ]
 
 Tensor = torch.Tensor
@@ -74,29 +79,6 @@ class Outcome:
 
 
 # ----------------------------------------------------------------------------- callables
-def resolve_callable(name: str) -> Any:
-    """``"torch.dropout"`` -> the function; ``"Tensor.bernoulli_"`` -> the method name."""
-    if name.startswith("Tensor."):
-        return name.removeprefix("Tensor.")
-    owner: Any = torch
-    for part in name.split(".")[1:]:
-        owner = getattr(owner, part)
-    return owner
-
-
-def python_entry(rule: Rule, callable_name: str) -> Callable[..., Any]:
-    """What a ``"python"`` backend traces for ``callable_name`` under ``rule``."""
-    from . import _custom, _kernels
-
-    short = callable_name.rpartition(".")[2]
-    if rule.python == "custom":
-        return _custom.entry_for(rule)
-    _kernels.prepare()
-    if short.endswith("_") and hasattr(_kernels, short):
-        return getattr(_kernels, short)  # type: ignore[no-any-return]
-    return getattr(_kernels, rule.python)  # type: ignore[no-any-return]
-
-
 def _call_torch(callable_name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     target = resolve_callable(callable_name)
     if isinstance(target, str):
@@ -105,19 +87,6 @@ def _call_torch(callable_name: str, args: tuple[Any, ...], kwargs: dict[str, Any
 
 
 # ----------------------------------------------------------------------------- samples
-def _fill(shape: tuple[int, ...], dtype: torch.dtype, generator: torch.Generator) -> Tensor:
-    if dtype == torch.bool:
-        return torch.rand(shape, generator=generator) > 0.5
-    if dtype == torch.int64:
-        return torch.randint(-5, 6, shape, generator=generator)
-    data = torch.randn(shape, generator=generator, dtype=torch.float64)
-    flat = data.view(-1)
-    for index, special in enumerate((0.0, -0.0, math.nan, math.inf, -math.inf)):
-        if flat.numel() > 8 * (index + 1):
-            flat[8 * (index + 1) - 1] = special
-    return data.to(dtype)
-
-
 def make(
     shape: tuple[int, ...], dtype: torch.dtype, layout: str, generator: torch.Generator
 ) -> Tensor | None:
@@ -346,33 +315,6 @@ SAMPLES: dict[str, tuple[tuple[int, ...], Samples]] = {
 
 
 # ----------------------------------------------------------------------------- comparing
-def _same(got: Any, want: Any) -> str:
-    """'' if ``got`` is ``want`` bit for bit (NaN payloads aside), else what differs."""
-    if isinstance(want, (tuple, list)):
-        if not isinstance(got, (tuple, list)) or len(got) != len(want):
-            return f"{type(got).__name__} instead of {type(want).__name__}"
-        return next((d for g, w in zip(got, want, strict=True) if (d := _same(g, w))), "")
-    if not isinstance(want, Tensor) or not isinstance(got, Tensor):
-        if isinstance(want, Tensor) or isinstance(got, Tensor) or type(got) is not type(want):
-            return f"{type(got).__name__} instead of {type(want).__name__}"
-        return "" if got == want or (got != got and want != want) else f"{got!r} != {want!r}"
-    if not isinstance(got, Tensor):
-        return f"{type(got).__name__} instead of a tensor"
-    if got.dtype != want.dtype or got.shape != want.shape:
-        return f"{got.dtype}{tuple(got.shape)} instead of {want.dtype}{tuple(want.shape)}"
-    if got.numel() > 1 and got.stride() != want.stride():
-        return f"strides {got.stride()} instead of {want.stride()}"
-    if not want.is_floating_point():
-        return "" if torch.equal(got, want) else "values differ"
-    g, w = got.detach().double(), want.detach().double()
-    nan = g.isnan() & w.isnan()
-    same = (g == w) & (g.signbit() == w.signbit())
-    if bool((same | nan).all()):
-        return ""
-    diff = (g - w).abs().nan_to_num(math.inf)
-    return f"values differ (max |Δ| {float(diff.max()):.3g})"
-
-
 def _run(fn: Callable[[], Any]) -> tuple[Any, BaseException | None]:
     try:
         return fn(), None
@@ -393,7 +335,7 @@ def _clone(value: Any) -> Any:
 def _leaves(rule: Rule, args: tuple[Any, ...], grad: bool) -> tuple[Any, ...]:
     """Copies of ``args``; with ``grad``, the floating-point tensors the op does not write
     require grad."""
-    from ._custom import aten_overload
+    from dynscalar.ops._custom import aten_overload
 
     copied = _clone(args)
     if not grad or not rule.differentiable:
@@ -504,37 +446,58 @@ def checkpointed_cells(rule: Rule) -> tuple[bool, ...]:
     return (False, True) if rule.random else (False,)
 
 
-_memo: dict[tuple[str, str, torch.dtype, bool], tuple[bool, str]] = {}
-_memo_lock = threading.Lock()
+def entry(
+    rule: Rule, callable_name: str, dtype: torch.dtype, grad: bool, checkpointed: bool
+) -> dict[str, Any]:
+    """One cell measured, as the published JSON keeps it: its cases, how many agree, the
+    first that does not."""
+    start = time.perf_counter()
+    outcomes = cell(rule, callable_name, dtype, grad, checkpointed)
+    bad = [o for o in outcomes if not o.agrees]
+    return {
+        "rule": rule.name,
+        "callable": callable_name,
+        "dtype": str(dtype).removeprefix("torch."),
+        "grad": grad,
+        "checkpointed": checkpointed,
+        "cases": len(outcomes),
+        "agree": len(outcomes) - len(bad),
+        "admitted": not bad,
+        "layouts": sorted({o.layout for o in outcomes}),
+        "first_disagreement": None
+        if not bad
+        else {
+            "layout": bad[0].layout,
+            "values": [repr(v) for v in bad[0].values],
+            "detail": bad[0].detail,
+        },
+        "seconds": round(time.perf_counter() - start, 3),
+    }
 
 
-def admitted(rule: Rule, callable_name: str, dtype: torch.dtype, grad: bool) -> tuple[bool, str]:
-    """(whether the rule's python entry is exact for ``callable_name`` on tensors of
-    ``dtype``, checkpointed or not, the first disagreement if not); computed once per
-    process."""
-    key = (rule.name, callable_name, dtype, grad)
-    found = _memo.get(key)
-    if found is not None:
-        return found
-    with _memo_lock:
-        found = _memo.get(key)
-        if found is None:
-            found = _admitted(rule, callable_name, dtype, grad)
-            _memo[key] = found
-    return found
-
-
-def _admitted(rule: Rule, callable_name: str, dtype: torch.dtype, grad: bool) -> tuple[bool, str]:
-    if rule.name not in SAMPLES:
-        return False, "no samples in the exactness matrix"
-    for checkpointed in checkpointed_cells(rule):
-        outcomes = cell(rule, callable_name, dtype, grad, checkpointed)
-        bad = next((o for o in outcomes if not o.agrees), None)
-        if bad is not None:
-            where = " inside an activation checkpoint" if checkpointed else ""
-            return (
-                False,
-                f"{bad.detail}{where} ({bad.layout} {str(dtype).removeprefix('torch.')} input, "
-                f"values {', '.join(repr(v) for v in bad.values)})",
+def verdicts(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The ``python`` column's cells from measured entries: a cell (rule, callable, dtype,
+    grad) is admitted where every case agrees, checkpointed or not; else the reason is the
+    first case that does not (the unchecked entry's first)."""
+    cells: dict[str, dict[str, Any]] = {}
+    for e in sorted(entries, key=lambda e: e["checkpointed"]):
+        rule = RULES[e["rule"]]
+        name = _admission.key(rule, e["callable"], e["dtype"], e["grad"])
+        found = cells.setdefault(name, {"admitted": True, "why": ""})
+        bad = e["first_disagreement"]
+        if found["admitted"] and bad is not None:
+            where = " inside an activation checkpoint" if e["checkpointed"] else ""
+            found["admitted"] = False
+            found["why"] = (
+                f"{bad['detail']}{where} ({bad['layout']} {e['dtype']} input, "
+                f"values {', '.join(bad['values'])})"
             )
-    return True, ""
+    return cells
+
+
+def verdict(rule: Rule, callable_name: str, dtype: torch.dtype, grad: bool) -> tuple[bool, str]:
+    """(whether the rule's python entry is exact for ``callable_name`` on tensors of
+    ``dtype``, checkpointed or not, the first disagreement if not)."""
+    measured = [entry(rule, callable_name, dtype, grad, c) for c in checkpointed_cells(rule)]
+    (found,) = verdicts(measured).values()
+    return found["admitted"], found["why"]

@@ -1,0 +1,115 @@
+"""Where each op rule and scalar form is exact: the measured cells in ``admitted.json``.
+
+A rule (``_table``) or a scalar form (``_forms``) is used for a call only where the
+exactness harness (``python -m tests.ops_matrix``, in the test suite, never run by the
+library) measured that it computes what eager computes.  ``admitted.json`` holds one
+column per backend, torch release (``major.minor``) and device:
+
+* ``python``: eager and ``aot_eager``; a cell is (rule, callable, dtype, grad), admitted
+  where the rule's python entry is bit for bit eager's on every case (a random rule's
+  inside an activation checkpoint too);
+* ``inductor``: a rule's tensor form (``_tensor``), or a scalar form, admitted where
+  inductor's code for it is no further from eager than stock inductor's with the value a
+  constant.
+
+A cell the file does not hold is not admitted: another dtype, another torch release, or
+another device (a CUDA tensor is not decided by CPU kernels: ATen takes other paths there,
+dropout draws through a fused kernel), so the value is specialized as stock torch
+specializes it, with a ``SpecializationWarning`` that says which measurement is missing.
+
+Examples:
+    >>> import torch
+    >>> from dynscalar.ops import RULES
+    >>> rule = RULES["layer_norm"]
+    >>> admitted(rule, "torch.layer_norm", torch.complex64, False, "python")
+    ... # doctest: +ELLIPSIS
+    (False, 'not measured ...')
+    >>> admitted(rule, "torch.layer_norm", torch.float32, False, "python", "cuda")
+    ... # doctest: +ELLIPSIS
+    (False, 'not measured for torch ... on cuda: python cells measured for torch ... on cpu...')
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import pathlib
+from typing import Any
+
+from ._forms import ScalarForm
+from ._table import Rule
+
+__all__ = ["PATH", "admitted", "column", "form_admitted", "form_key", "key"]
+
+#: the measured columns (written by ``python -m tests.ops_matrix``)
+PATH = pathlib.Path(__file__).with_name("admitted.json")
+
+
+def column(backend: str, device: str, version: str | None = None) -> str:
+    """A column's name: ``"python torch-2.13 cpu"`` (``version``: the installed torch's)."""
+    if version is None:
+        import torch
+
+        version = torch.__version__
+    release = ".".join(version.split("+")[0].split(".")[:2])
+    return f"{backend} torch-{release} {device}"
+
+
+def key(rule: Rule, callable_name: str, dtype: Any, grad: bool) -> str:
+    """A rule's cell: ``"dropout torch.dropout float32 grad"``."""
+    name = str(dtype).removeprefix("torch.")
+    return f"{rule.name} {callable_name} {name} {'grad' if grad else 'nograd'}"
+
+
+def form_key(form: ScalarForm, dtype: Any, grad: bool) -> str:
+    """A scalar form's cell: ``"aten::add.Tensor float32 grad"``."""
+    name = str(dtype).removeprefix("torch.")
+    return f"{form.op} {name} {'grad' if grad else 'nograd'}"
+
+
+@functools.cache
+def _columns() -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = json.loads(PATH.read_text())
+    except FileNotFoundError:
+        return {}
+    return data.get("columns", {})  # type: ignore[no-any-return]
+
+
+def _cell(backend: str, device: str, cell: str, dtype: Any, grad: bool) -> tuple[bool, str]:
+    columns = _columns()
+    cells = columns.get(column(backend, device))
+    if cells is None:
+        measured = [_shown(c) for c in columns if c.startswith(backend + " ")]
+        held = f"measured for {', '.join(measured)}" if measured else "not measured"
+        return False, f"not measured for {_shown(column(backend, device))}: {backend} cells {held}"
+    found = cells["cells"].get(cell)
+    if found is None:
+        name = str(dtype).removeprefix("torch.")
+        mode = "with gradients" if grad else "without gradients"
+        return False, f"not measured for {name} {mode} on {backend}"
+    if found.get("admitted"):
+        return True, ""
+    return False, str(found.get("why") or "not exact")
+
+
+def _shown(name: str) -> str:
+    """``"python torch-2.13 cpu"`` -> ``"torch 2.13 on cpu"``."""
+    _, release, device = name.split(" ")
+    return f"{release.replace('-', ' ')} on {device}"
+
+
+def admitted(
+    rule: Rule, callable_name: str, dtype: Any, grad: bool, backend: str, device: str = "cpu"
+) -> tuple[bool, str]:
+    """(whether ``backend``'s entry for the rule is exact for this call, why not)."""
+    if backend == "python" and not rule.differentiable:
+        grad = False  # measured without gradients: the same cases (no input requires grad)
+    return _cell(backend, device, key(rule, callable_name, dtype, grad), dtype, grad)
+
+
+def form_admitted(
+    form: ScalarForm, dtype: Any, grad: bool, device: str = "cpu"
+) -> tuple[bool, str]:
+    """(whether inductor may trace ``form`` for an op of ``dtype``, why not)."""
+    return _cell("inductor", device, form_key(form, dtype, grad), dtype, grad)
