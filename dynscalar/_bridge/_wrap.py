@@ -247,11 +247,15 @@ def _place(source: Any, code: Any) -> tuple[str, Any] | None:
 
 def _caller_of_compiled_frame(tx: Any) -> Any:
     """The Python frame that called the frame Dynamo is compiling: the first frame out of
-    Dynamo's frame callback (``convert_frame``'s ``__call__``), past the compiled frame
-    itself where CPython links it already."""
+    Dynamo's frame callback (``convert_frame``'s ``__call__``, and the table's wrapper
+    around it), past the compiled frame itself where CPython links it already."""
     import sys
 
+    from . import _table
+
     callback = _torch.convert_frame.__file__
+    # the table's wrapper on ``ConvertFrameAssert.__call__`` sits between Dynamo's callbacks
+    callbacks = (callback, _table.__file__)
     frame: Any = sys._getframe(2)
     inner = None
     while frame is not None:
@@ -259,7 +263,7 @@ def _caller_of_compiled_frame(tx: Any) -> Any:
             inner is not None
             and inner.f_code.co_filename == callback
             and inner.f_code.co_name == "__call__"
-            and frame.f_code.co_filename != callback
+            and frame.f_code.co_filename not in callbacks
         ):
             break
         inner, frame = frame, frame.f_back
