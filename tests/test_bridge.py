@@ -119,7 +119,8 @@ def test_import_is_lazy() -> None:
         with Record():
             import dynscalar
         bridge = sorted(m for m in sys.modules if m.startswith("dynscalar._bridge"))
-        names = ("", "._table", "._torch")  # the bridge, its table and the namespace
+        # the bridge, its patch mechanism, its table and the namespace
+        names = ("", "._patch", "._table", "._torch")
         assert bridge == [f"dynscalar._bridge{name}" for name in names], bridge
         assert not ops, ops
         assert "torch._dynamo" not in sys.modules

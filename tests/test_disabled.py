@@ -11,7 +11,7 @@ import torch
 import wrapt
 
 import dynscalar
-from dynscalar._bridge import _install, _table
+from dynscalar._bridge import _install, _patch
 
 from .helpers import CountingBackend, run_python
 
@@ -129,20 +129,21 @@ def test_every_patch_is_off_inside_and_back_after() -> None:
     torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1))  # the bridge is installed
     assert _install.ensure_phase("floats")
     before = {(id(owner), name): vars(owner)[name] for owner, name in _install.applied_patches()}
-    patched = {p.entry.name for p in _table.APPLIED}
+    patched = {p.entry.name for p in _patch.APPLIED}
     assert {"VariableBuilder._wrap", "graph_compile.tensorify_python_scalars"} <= patched
     assert "export.export" in patched
-    export_entry = next(p.entry for p in _table.APPLIED if p.entry.name == "export.export")
+    export_entry = next(p.entry for p in _patch.APPLIED if p.entry.name == "export.export")
     # the wrapper the table makes for it, around a probe standing for torch's function
-    probe = wrapt.FunctionWrapper(lambda: "torch", _table.hook_of(export_entry))
+    probe = wrapt.FunctionWrapper(lambda: "torch", _patch.hook_of(export_entry))
+    # the hook each wrapper runs inside disabled() (None: torch's function itself)
+    inside = {p.entry.name: p.entry.inside_disabled for p in _patch.APPLIED}
 
     with dynscalar.disabled():
         # proxies, which stock Dynamo cannot trace, are read as their plain value, and
         # write-back records and rebuilds what compiles reading one store; a reset of
         # torch's state resets dynscalar's caches too; every other wrapper calls torch's
         # function itself
-        running = {p.entry.name: _table.running(p.entry) for p in _table.APPLIED}
-        assert {name for name, hooks in running.items() if hooks} == {
+        assert {name for name, hook in inside.items() if hook} == {
             "_dynamo.reset",
             "BuiltinVariable.call_function",
             "ConstantVariable.call_method",
@@ -152,14 +153,12 @@ def test_every_patch_is_off_inside_and_back_after() -> None:
             "SymNodeVariable.call_method",
             "VariableBuilder._wrap",
         }
-        assert running["VariableBuilder._wrap"] == ("_wrap:wrap_degraded",)
+        assert inside["VariableBuilder._wrap"] == "_wrap:wrap_degraded"
         assert probe() == "torch"  # torch's function alone: the export hook is not called
         with dynscalar.disabled():  # nested: still off
-            assert not _table.running(export_entry)
             assert probe() == "torch"
-        assert not _table.running(export_entry)
+        assert probe() == "torch"
 
-    assert all(_table.running(p.entry) == p.entry.hooks for p in _table.APPLIED)
     after = {(id(owner), name): vars(owner)[name] for owner, name in _install.applied_patches()}
     assert after == before  # the same wrappers, never taken out
 

@@ -65,3 +65,133 @@ def test_the_path_of_one_marked_value_is_a_traced_compile() -> None:
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# ----------------------------------------------------------------------------- import graph
+#: the one cycle left in the package: ``dynscalar.explain``'s records render through the
+#: tool (``_explain.Records.__str__``) and the tool reads the records' types
+_KNOWN_CYCLE = frozenset({"dynscalar._explain", "dynscalar.tools.explain"})
+
+
+def _import_graph() -> dict[str, dict[str, list[str]]]:
+    """module -> imported module -> where (``line N in function``), for every module of
+    the package: module-level and function-level imports, relative and absolute; an
+    import of a package's submodule (``from . import _torch``) is an edge to it."""
+    import ast
+
+    root = ROOT / "dynscalar"
+    paths = {
+        ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in root.rglob("*.py")
+    }
+    graph: dict[str, dict[str, list[str]]] = {name: {} for name in paths}
+    for name, path in paths.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        tree = ast.parse(path.read_text(), str(path))
+        scopes: list[tuple[ast.AST, str]] = [(tree, "module level")]
+        while scopes:
+            node, scope = scopes.pop()
+            for child in ast.iter_child_nodes(node):
+                inner = scope
+                if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                    inner = f"in {child.name}"
+                scopes.append((child, inner))
+                targets: list[str] = []
+                if isinstance(child, ast.Import):
+                    targets = [alias.name for alias in child.names]
+                elif isinstance(child, ast.ImportFrom):
+                    if child.level:
+                        parts = package.split(".")
+                        base = ".".join(parts[: len(parts) - (child.level - 1)])
+                        base = f"{base}.{child.module}" if child.module else base
+                    else:
+                        base = child.module or ""
+                    subs = [f"{base}.{a.name}" for a in child.names if f"{base}.{a.name}" in paths]
+                    targets = subs or [base]
+                for target in targets:
+                    if target in paths and target != name:
+                        where = f"line {child.lineno} {scope}"
+                        graph[name].setdefault(target, []).append(where)
+    return graph
+
+
+def _cycles(graph: dict[str, dict[str, list[str]]]) -> list[set[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            for target in edges:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(graph[target]))))
+                    break
+                if target in on_stack:
+                    low[node] = min(low[node], index[target])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = set()
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.add(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(component)
+    return found
+
+
+def _describe(graph: dict[str, dict[str, list[str]]], component: set[str]) -> str:
+    edges = [
+        f"  {source} -> {target} ({', '.join(where)})"
+        for source in sorted(component)
+        for target, where in sorted(graph[source].items())
+        if target in component
+    ]
+    return f"{len(component)} modules: {', '.join(sorted(component))}\n" + "\n".join(edges)
+
+
+def test_the_import_graph_finds_function_level_and_relative_imports() -> None:
+    graph = _import_graph()
+    # module level, relative: the namespace reads the table
+    assert "dynscalar._bridge._table" in graph["dynscalar._bridge._torch"]
+    # function level: the installer is imported when torch._dynamo is
+    where = graph["dynscalar._bridge"]["dynscalar._bridge._install"]
+    assert any("in _on_dynamo_import" in w for w in where), where
+    # a cycle is found, with its edges
+    toy = {"a": {"b": ["line 1 module level"]}, "b": {"a": ["line 2 in f"]}, "c": {}}
+    assert _cycles(toy) == [{"a", "b"}]
+    assert "b -> a (line 2 in f)" in _describe(toy, {"a", "b"})
+
+
+def test_no_import_cycle_in_the_bridge_or_through_it() -> None:
+    """The bridge is layered: no module of ``dynscalar._bridge`` imports, at module level
+    or inside a function, one that leads back to it, and no bridge module reaches back up
+    to the package's public layer in a way that closes a cycle."""
+    graph = _import_graph()
+    through = [c for c in _cycles(graph) if any(m.startswith("dynscalar._bridge") for m in c)]
+    assert not through, "import cycles through the bridge:\n" + "\n".join(
+        _describe(graph, c) for c in through
+    )
+
+
+def test_no_import_cycle_in_the_package() -> None:
+    graph = _import_graph()
+    cycles = [c for c in _cycles(graph) if c != _KNOWN_CYCLE]
+    assert not cycles, "import cycles:\n" + "\n".join(_describe(graph, c) for c in cycles)

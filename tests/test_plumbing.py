@@ -74,7 +74,7 @@ def _frames_of_one_compile() -> tuple[collections.Counter[str], int]:
 def test_the_table_and_the_net_are_a_small_share_of_a_compile() -> None:
     files, importlib_frames = _frames_of_one_compile()
     total = sum(files.values())
-    plumbing = files["_bridge/_table.py"] + files["_bridge/_safety.py"]
+    plumbing = files["_bridge/_patch.py"] + files["_bridge/_safety.py"]
     assert total > 0
     assert plumbing / total <= 0.25, (plumbing, total, files.most_common(5))
     assert importlib_frames <= 0.05 * total, importlib_frames
@@ -83,14 +83,14 @@ def test_the_table_and_the_net_are_a_small_share_of_a_compile() -> None:
 _PHASE_SPY = """
 import json, torch, dynscalar
 import torch._dynamo
-from dynscalar._bridge import _table
+from dynscalar._bridge import _patch
 seen = []
-original = _table.apply
+original = _patch.apply
 def spy(entries, lazy=False):
     tracing = torch._guards.TracingContext.try_get() is not None
     seen.append([sorted({e.phase for e in entries}), tracing])
     return original(entries, lazy)
-_table.apply = spy
+_patch.apply = spy
 class M(torch.nn.Module):
     def __init__(self):
         super().__init__()

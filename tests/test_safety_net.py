@@ -168,7 +168,7 @@ def _dropout() -> Outcome:
 
 PROGRAMS: dict[str, Callable[[], Outcome]] = {
     "_wrap:wrap_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
-    "_reports:evaluate_sym_node_hook": lambda: _run(Ranged, ("step",), [1, 2, 3]),
+    "_forcing:evaluate_sym_node_hook": lambda: _run(Ranged, ("step",), [1, 2, 3]),
     "_ints:unbacked_branch_hook": lambda: _run(Branch, ("step",), [1, 2, 3]),
     "_ints:data_dependent_hook": lambda: _run(
         Unbacked, ("step",), [1, 2, 3], spec={"unbacked": True}

@@ -1,10 +1,11 @@
 """The bridge: the only package that touches ``torch._dynamo`` and other private torch internals.
 
-``import dynscalar`` imports this module, the table of private names (``_table``) and the
-namespace that reads them (``_torch``) only: it registers the ``dynscalar`` log name with
-torch, wraps the public ``torch.export.export`` (its hook module is imported at the first
-export), and asks to be called when ``torch._dynamo`` is imported; the rest of the bridge
-is imported then.  Nothing here imports ``torch._dynamo`` or runs a kernel.
+``import dynscalar`` imports this module, the table of private names (``_table``), the
+namespace that reads them (``_torch``) and the patch mechanism (``_patch``) only: it
+registers the ``dynscalar`` log name with torch, wraps the public ``torch.export.export``
+(its hook module is imported at the first export), and asks to be called when
+``torch._dynamo`` is imported; the rest of the bridge is imported then.  Nothing here
+imports ``torch._dynamo`` or runs a kernel.
 
 The map of the bridge's modules, one concern each, is in docs/how-it-works.md ("The bridge,
 module by module"); every private torch name it relies on is one entry of ``_table``.
@@ -16,7 +17,7 @@ import logging
 import os
 
 from .._diagnostics import BridgeError
-from . import _table, _torch
+from . import _patch, _table, _torch
 
 __all__ = ["LOG_NAME", "named_in_torch_logs", "on_import", "register_torch_log"]
 
@@ -44,7 +45,7 @@ def _on_export_import(_module: object) -> None:
     """Wrap ``torch.export.export`` (already imported by ``import torch``) so that a user's
     first export is seen too.  Never raises: where it moved, export keeps torch's behaviour."""
     try:
-        _table.apply_phase("export", lazy=True)
+        _patch.apply_phase("export", lazy=True)
     except Exception as exc:  # noqa: BLE001 - export then behaves as in stock torch
         log.info("torch.export not wrapped: %s", exc)
 

@@ -41,7 +41,7 @@ from typing import Any, NamedTuple
 from .._spec import DynamicSpec
 from . import _torch
 
-__all__ = ["CallRecord", "CallerMark", "caller_mark", "record_call", "records_made"]
+__all__ = ["CallRecord", "CallerMark", "caller_mark", "record_call", "records_made", "resumed_code"]
 
 #: the local a compiled frame's code stores its call record in (``OutputGraph.new_var``
 #: adds a number)
@@ -275,10 +275,20 @@ def _through(child: _Incoming, index: int, args: tuple[Any, ...]) -> int | None:
 def _resumes(code: types.CodeType) -> bool:
     """Whether ``code`` (or the code Dynamo compiled it into) is a resume function: the
     rest of a frame after a graph break, whose parameters are that frame's live locals."""
-    from ._wrap import _resumed
-
     original = _torch.orig_code_map.get(code) or code
-    return _resumed(original) is not original
+    return resumed_code(original) is not original
+
+
+def resumed_code(code: Any) -> Any:
+    """The code a Dynamo resume function (``torch_dynamo_resume_in_f_at_N``) continues,
+    else ``code``.
+
+    After a graph break, Dynamo compiles the rest of the frame as a new function whose
+    parameters are the live locals under their own names: a marked argument keeps its mark
+    there (the mark is on the original code)."""
+
+    meta = _torch.ContinueExecutionCache.generated_code_metadata.get(code)
+    return getattr(meta, "code", None) or code
 
 
 def caller_mark(

@@ -29,12 +29,14 @@ from ._restarts import (
     forget_restarts,
     guard_int64,
     ints_in_floats,
+    restart_frame,
     specialize_ints_and_restart,
     unbacked_in_floats,
 )
-from ._safety import on_abandon, restart_frame, torchs_own
+from ._safety import on_abandon
 from ._sources import plain_source, source_name, swapped_source
 from ._state import CompileState, Origin, compile_state, peek_state
+from ._torchs_own import torchs_own
 
 log = logging.getLogger("dynscalar")
 

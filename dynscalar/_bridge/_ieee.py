@@ -379,7 +379,7 @@ def run_node_hook(
     Python's.  torch compares symbolic floats for its own bookkeeping too
     (``SymNodeVariable.create`` checks a new value against its example value, ``e != e``),
     and there sympy's answer is the one it means."""
-    from ._safety import torchs_own
+    from ._torchs_own import torchs_own
 
     comparison = getattr(kwargs.get("node"), "target", None) in _USER_COMPARISONS
     depth = getattr(_local, "depth", 0)
@@ -444,7 +444,7 @@ def _as_torch(wrapped: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> An
     not a failure of the hook (``Lt(2.5, nan)``, "Invalid NaN comparison", on values no
     mark made, in a process where an earlier program installed the hooks: the long fuzzer
     profile, program 1721, reported as dynscalar's internal error)."""
-    from ._safety import torchs_own
+    from ._torchs_own import torchs_own
 
     try:
         return wrapped(*args, **kwargs)

@@ -2,7 +2,7 @@
 frame compiles, in degraded mode, and around ``dynscalar.disabled()``.
 
 A phase is checked whole before any of it is applied, and applied whole or not at all
-(``_table.apply``).  Whatever goes wrong at ``import torch._dynamo``, dynscalar degrades
+(``_patch.apply``).  Whatever goes wrong at ``import torch._dynamo``, dynscalar degrades
 to specializing its marks (exact results, one compile per value) with one
 :class:`~dynscalar.BridgeUnavailableWarning`, and the import itself never fails.
 """
@@ -16,9 +16,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .._diagnostics import BridgeError, BridgeUnavailableWarning, warn_once
-from . import _table, _torch
+from . import _patch, _table, _torch
+from ._patch import Patch
 from ._state import lock
-from ._table import Patch, Phase
+from ._table import Phase
 
 log = logging.getLogger("dynscalar")
 
@@ -41,7 +42,7 @@ _degraded_by_disabled = False  # whether disabled() put them there (and takes th
 
 def is_installed() -> bool:
     """True once the bridge is installed into Dynamo in this process (even while disabled)."""
-    return _table.PHASES.get("dynamo") is True
+    return _patch.PHASES.get("dynamo") is True
 
 
 def applied_patches() -> list[tuple[Any, str]]:
@@ -50,7 +51,7 @@ def applied_patches() -> list[tuple[Any, str]]:
     with lock:
         return [
             (p.owner, p.attribute)
-            for p in _table.APPLIED + _degraded
+            for p in _patch.APPLIED + _degraded
             if vars(p.owner).get(p.attribute) is p.wrapper
         ]
 
@@ -64,15 +65,15 @@ def install() -> None:
     with lock:
         if is_installed():
             return
-        patches = _table.apply(_table.check("dynamo"))
+        patches = _patch.apply(_table.check("dynamo"))
         try:
             _skip_proxy_frames()
         except BaseException:
             for patch in reversed(patches):
-                _table.unwrap(patch)
+                _patch.unwrap(patch)
             raise
-        _table.APPLIED.extend(patches)
-        _table.PHASES["dynamo"] = True
+        _patch.APPLIED.extend(patches)
+        _patch.PHASES["dynamo"] = True
         _lend_torch_helpers()
         from .._compat import TORCH_VERSION
 
@@ -104,12 +105,12 @@ def ensure_phase(phase: Phase) -> bool:
     """Check and apply ``phase`` once; False when its internals moved
     (:func:`phase_problem` says why)."""
     with lock:
-        return _table.apply_phase(phase)
+        return _patch.apply_phase(phase)
 
 
 def floats_pending(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
     """The gate of :func:`compile_start_hook`: only until the float phase is checked."""
-    return "floats" not in _table.PHASES
+    return "floats" not in _patch.PHASES
 
 
 def compile_start_hook(
@@ -126,7 +127,7 @@ def compile_start_hook(
 
 def phase_problem(phase: Phase) -> str | None:
     """Why ``phase`` could not be applied (None: it is)."""
-    return None if ensure_phase(phase) else str(_table.PHASES[phase])
+    return None if ensure_phase(phase) else str(_patch.PHASES[phase])
 
 
 def install_fallback() -> bool:
@@ -150,24 +151,18 @@ def _apply_degraded(inside_disabled: bool = False) -> list[Patch]:
     """Wrap the entries that have a degraded hook (``inside_disabled``: also those with a
     hook of their own for ``disabled()``, which then takes the place of the degraded one)."""
 
-    def hook(entry: _table.Private) -> str | None:
-        return (entry.disabled_hook if inside_disabled else None) or entry.degraded_hook
+    def path(entry: _table.Private) -> str | None:
+        return entry.inside_disabled if inside_disabled else entry.degraded_hook
 
-    entries = [e for e in _table.by_phase("dynamo") if hook(e) is not None]
+    entries = [e for e in _table.by_phase("dynamo") if path(e) is not None]
     for entry in entries:
         if entry.params is not None and entry.found_params() != entry.params:
             raise BridgeError(f"{entry.name} moved")
-    done: list[Patch] = []
-    try:
-        for entry in entries:
-            path = hook(entry)
-            assert path is not None
-            done.append(_table.wrap(entry, _table.by_name(entry, _table.hook_function(path))))
-    except BaseException:
-        for patch in reversed(done):
-            _table.unwrap(patch)
-        raise
-    return done
+
+    def hook(entry: _table.Private) -> _patch.Hook:
+        return _patch.by_name(entry, _patch.hook_function(path(entry) or ""))
+
+    return _patch.apply(entries, hook=hook)
 
 
 def _skip_proxy_frames() -> None:
@@ -243,8 +238,8 @@ def on_dynamo_import(_module: object) -> None:
 def disabled() -> Iterator[None]:
     """Run torch.compile as if dynscalar were not installed (``dynscalar.disabled``).
 
-    Every wrapper calls torch's function itself (wrapt's ``enabled``), except two kinds
-    (``_table.running``): the degraded hook on ``VariableBuilder._wrap`` (a proxy is read
+    Every wrapper calls torch's function itself, except two kinds
+    (``Private.inside_disabled``): the degraded hook on ``VariableBuilder._wrap`` (a proxy is read
     as its plain value, and remembered as a proxy) and write-back's recording and codegen
     hooks (``Private.disabled_hook``), which act only in compiles that read a proxy: what
     such a compile stores is what eager stores."""
@@ -252,8 +247,8 @@ def disabled() -> Iterator[None]:
     dynamo = _torch.dynamo  # the bridge installs itself first if Dynamo was not imported yet
 
     with lock:
-        _table.DISABLED[0] += 1
-        if _table.DISABLED[0] == 1:
+        _patch.DISABLED[0] += 1
+        if _patch.DISABLED[0] == 1:
             dynamo.reset()
             if not is_installed() and not _degraded:
                 with contextlib.suppress(Exception):  # proxies then fail as in stock torch
@@ -263,11 +258,11 @@ def disabled() -> Iterator[None]:
         yield
     finally:
         with lock:
-            _table.DISABLED[0] -= 1
-            if _table.DISABLED[0] == 0:
+            _patch.DISABLED[0] -= 1
+            if _patch.DISABLED[0] == 0:
                 if _degraded_by_disabled:
                     for patch in reversed(_degraded):
-                        _table.unwrap(patch)
+                        _patch.unwrap(patch)
                     _degraded.clear()
                     _degraded_by_disabled = False
                 dynamo.reset()

@@ -29,44 +29,26 @@ domain; otherwise as Dynamo traces it.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import operator
 import threading
 import types
-from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from .. import _caches, ops
 from . import _torch
 from ._backends import backend_kind
 from ._maxmin import max_min_operands
+from ._reports import specializing
+from ._restarts import restart_frame
 from ._state import compile_state, is_dynamic_float, is_dynamic_value
 
 log = logging.getLogger("dynscalar")
 
-__all__ = ["builtin_call_hook", "in_graph_call_hook", "specializing", "tensor_method_hook"]
+__all__ = ["builtin_call_hook", "in_graph_call_hook", "tensor_method_hook", "watching_forced"]
 
 _local = threading.local()
-
-
-@contextlib.contextmanager
-def specializing(op: str, reason: str) -> Iterator[None]:
-    """While Dynamo traces ``op`` with a marked float it will force: the reason a
-    specialization report gives (``_reports``)."""
-    previous = getattr(_local, "op", None)
-    _local.op = (op, reason)
-    try:
-        yield
-    finally:
-        _local.op = previous
-
-
-def current_specialization() -> tuple[str, str] | None:
-    """(op, reason) of the op being traced with a value the bridge lets torch force."""
-    found: tuple[str, str] | None = getattr(_local, "op", None)
-    return found
 
 
 def _realize_floats(tx: Any, values: Any) -> bool:
@@ -701,8 +683,6 @@ def _watching(tx: Any, name: str, stock: Any) -> Any:
     if forced:
         _forcing.add(name)
         log.info("%s forces a dynamic value in its fake call; tracing the frame again", name)
-        from ._safety import restart_frame
-
         restart_frame()
     return result
 

@@ -269,13 +269,13 @@ def user_path(
 
 # ----------------------------------------------------------------------------- call sites
 def _library_dirs() -> tuple[str, ...]:
+    """torch's package folder and dynscalar's (this file's grandparent folder)."""
     import torch
 
-    import dynscalar
-
+    dynscalar_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     return tuple(
-        os.path.normcase(os.path.dirname(os.path.abspath(str(m.__file__)))) + os.sep
-        for m in (torch, dynscalar)
+        os.path.normcase(folder) + os.sep
+        for folder in (os.path.dirname(os.path.abspath(str(torch.__file__))), dynscalar_dir)
     )
 
 

@@ -9,11 +9,14 @@ inside torch (an op that takes a Python float and has no decomposition).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
+import threading
 import warnings
 import weakref
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from .. import _caches
@@ -21,24 +24,47 @@ from .._diagnostics import DynscalarError, SpecializationError, SpecializationWa
 from .._spec import DynamicSpec
 from . import _torch
 from ._paths import call_site_frame, innermost_user, user_path
-from ._state import compile_state, peek_state
+from ._state import compile_state
 
 log = logging.getLogger("dynscalar")
 
 __all__ = [
     "Location",
     "at_line",
-    "evaluate_sym_node_hook",
     "instance_path",
     "passthrough",
     "record_specialized",
+    "current_specialization",
     "refuse",
     "remember",
+    "report_specialization",
+    "specializing",
     "specialized_because",
     "traced_location",
     "user_line",
     "user_location",
 ]
+
+
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def specializing(op: str, reason: str) -> Iterator[None]:
+    """While Dynamo traces ``op`` with a marked float it will force (``_ops``): the reason a
+    specialization report gives."""
+    previous = getattr(_local, "op", None)
+    _local.op = (op, reason)
+    try:
+        yield
+    finally:
+        _local.op = previous
+
+
+def current_specialization() -> tuple[str, str] | None:
+    """(op, reason) of the op being traced with a value the bridge lets torch force."""
+    found: tuple[str, str] | None = getattr(_local, "op", None)
+    return found
 
 
 def remember(
@@ -125,84 +151,6 @@ def instance_path(source_name: str) -> str:
 def at_line(filename: str, lineno: int, line: str) -> str:
     """``model.py:9: `x * s` ``, or ``<stdin>:3`` where no source line is available."""
     return f"{filename}:{lineno}: `{line}`" if line else f"{filename}:{lineno}"
-
-
-def evaluate_sym_node_hook(
-    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Any:
-    """Detect code that forces a marked scalar to one concrete value.
-
-    ``int(sym)``, ``range(sym)``, list indexing and string formatting all end in
-    ``SymNode.guard_int``/``guard_float`` -> ``ShapeEnv.evaluate_sym_node`` on an int/float
-    expression; the result is a guard fixing the symbol to its current value.  Control flow
-    (``if step % 2 == 0``) evaluates a *bool* expression: a guard on a predicate, not a
-    specialization, so it is ignored here.
-    """
-    if not _bridge_frames_hidden:
-        _hide_bridge_frames()
-    state = peek_state(instance)
-    if state is not None and state.backed:
-        sym_node = kwargs["sym_node"]
-        expr = sym_node.expr
-        if sym_node.pytype is bool:
-            result = wrapped(*args, **kwargs)
-            if _pins_one_symbol(expr, bool(result)):  # `p == 0` held: that path's pin
-                state.paths.update(s for s in expr.free_symbols if s in state.backed)
-            return result
-        if not getattr(expr, "is_number", True):
-            ours = [s for s in expr.free_symbols if s in state.backed]
-            from ._ops import watching_forced
-
-            if ours and watching_forced(ours):  # the frame is traced again without it
-                return wrapped(*args, **kwargs)
-            if ours and state.via_property:
-                from ._properties import restart_if_forced_in_getter
-
-                restart_if_forced_in_getter(instance, ours)  # raises to restart the trace
-            reported = ours and _report_specialization(
-                [(state.labels.get(s, state.backed[s][0]), state.backed[s][1]) for s in ours],
-                sym_node.hint,
-            )
-            if reported:
-                state.reported.update(ours)
-                record_specialized(state, ours, reported)
-    return wrapped(*args, **kwargs)
-
-
-def _pins_one_symbol(expr: Any, result: bool) -> bool:
-    """A predicate whose outcome leaves its one symbol a single value: ``Eq(s, 0.5)``
-    that held, or ``Ne(s, 1.0)`` that did not (``_refs.sub``'s ``alpha != 1``)."""
-    import sympy
-
-    pins = sympy.Eq if result else sympy.Ne
-    return (
-        isinstance(expr, pins)
-        and len(expr.free_symbols) == 1
-        and any(side.is_number for side in expr.args)
-    )
-
-
-_bridge_frames_hidden = False
-
-
-def _hide_bridge_frames() -> None:
-    """Leave the bridge's files out of the location torch gives a guard.
-
-    ShapeEnv attributes a guard to the innermost frame whose file is not in
-    ``symbolic_shapes.uninteresting_files()``; without this, a guard made under this hook
-    is attributed to the hook itself, and torch's recompile-limit warning ends with
-    "_bridge/_reports.py:<line> in evaluate_sym_node_hook". That function returns one cached
-    set; adding the bridge's files to it makes torch skip them as it skips its own. Done at
-    the first call (Dynamo is fully imported then), not at install time.
-    """
-    global _bridge_frames_hidden
-    _bridge_frames_hidden = True
-    bridge = os.path.dirname(os.path.abspath(__file__))
-    files = {os.path.join(bridge, name) for name in os.listdir(bridge) if name.endswith(".py")}
-    try:
-        _torch.uninteresting_files().update(files)
-    except Exception:  # cosmetic: a torch without it names our frame
-        log.debug("could not hide the bridge's frames from guard locations", exc_info=True)
 
 
 class Location(NamedTuple):
@@ -294,7 +242,7 @@ def refuse(
         warn_once(once, message, category, stacklevel=stacklevel + 1, location=location)
 
 
-def _report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -> str | None:
+def report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -> str | None:
     """Warn (or raise, for strict marks) at the user's line; returns why the value is
     forced, and what to do (None when no user code runs)."""
     user, innermost = traced_location()
@@ -305,8 +253,6 @@ def _report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) -
     at = user or innermost
     names = sorted({label for label, _ in hits})
     code = f" (`{at.line}`)" if at.line else ""
-    from ._ops import current_specialization
-
     op = current_specialization()
     if op is not None:
         # an op with a rule that does not apply here: stock torch's specialization

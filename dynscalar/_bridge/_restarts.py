@@ -46,10 +46,12 @@ __all__ = [
     "clear_speculation_log",
     "forget_restarts",
     "guard_int64",
+    "restart_frame",
     "restart_reason",
     "specialize_ints_and_restart",
     "symbol_source_names",
     "take_restart",
+    "tracer",
 ]
 
 #: the compile (its CompileContext, which the restarted attempts share) -> source name
@@ -164,6 +166,31 @@ def clear_speculation_log() -> None:
     speculation_log = getattr(tx, "speculation_log", None)
     if speculation_log is not None and hasattr(speculation_log, "clear"):
         speculation_log.clear()
+
+
+def tracer() -> Any:
+    """The tracer of the frame Dynamo is compiling now (the root of any inlined calls)."""
+
+    try:
+        tx = _torch.InstructionTranslator.current_tx()
+    except (AssertionError, AttributeError, IndexError):  # not tracing
+        return None
+    return getattr(getattr(tx, "output", None), "root_tx", None) or tx
+
+
+def restart_frame(cause: BaseException | None = None) -> NoReturn:
+    """Trace the frame Dynamo is compiling again from its first instruction: for a reason
+    of the bridge's own, or (``cause``) for the safety net.  torch's float pass restarts
+    with ``TensorifyScalarRestartAnalysis``, which keeps torch's memory of forced floats
+    (other restarts clear it); the speculation log, which replays an earlier attempt's
+    graph-break decisions, is cleared, since this attempt takes other paths."""
+
+    log_ = getattr(tracer(), "speculation_log", None)
+    if log_ is not None:
+        log_.clear()
+    if cause is None:
+        raise _torch.TensorifyScalarRestartAnalysis
+    raise _torch.TensorifyScalarRestartAnalysis from cause
 
 
 def guard_int64(gm: Any, shape_env: Any, state: CompileState) -> None:

@@ -1,7 +1,8 @@
 """The safety net: a failure inside dynscalar never reaches the user as a Dynamo crash.
 
-Every hook of the table runs under the net: the table's wrapper (``_table.hook_of``) runs
-the hook and hands its failure to :func:`handle` (one frame per hook call).  When a hook
+Every hook of the table runs under the net: the table's wrapper (``_patch.hook_of``) runs
+the hook and hands its failure to :func:`handle` (one frame per hook call), which says
+what runs instead (the net names a hook by its path; the wrapper runs it).  When a hook
 raises and the exception is not one Dynamo itself uses for control flow (a graph break,
 a restart, a traced user exception) nor one of dynscalar's own deliberate errors
 (``DynscalarError``: a bad value, a strict specialization), the failure is dynscalar's.
@@ -55,7 +56,11 @@ from .. import _caches
 from .._caches import ObjectKeyed
 from .._diagnostics import BridgeError, DynscalarError, DynscalarWarning
 from . import _torch
+from ._ieee import comparison_output
 from ._reports import STRICT_INVOLVED, dynscalar_error_in, refuse
+from ._restarts import restart_frame, take_restart, tracer
+from ._state import peek_state
+from ._torchs_own import is_torchs_own, torchs_own
 
 log = logging.getLogger("dynscalar")
 
@@ -64,14 +69,10 @@ __all__ = [
     "handle",
     "is_control_flow",
     "is_off",
-    "off_call",
     "note_strict",
+    "off_path",
     "on_abandon",
-    "restart_frame",
-    "torchs_own",
 ]
-
-Hook = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
 
 #: what to undo when a compile attempt is given up (state the bridge changed in torch)
 _abandon: list[Callable[[], None]] = []
@@ -108,20 +109,10 @@ _caches.register(_off.clear)
 OFF = _off
 
 
-def _tracer() -> Any:
-    """The tracer of the frame Dynamo is compiling now (the root of any inlined calls)."""
-
-    try:
-        tx = _torch.InstructionTranslator.current_tx()
-    except (AssertionError, AttributeError, IndexError):  # not tracing
-        return None
-    return getattr(getattr(tx, "output", None), "root_tx", None) or tx
-
-
 def _compile() -> Any:
     """The compile running now (its ``CompileContext``); None outside a compile."""
 
-    if getattr(_tracer(), "f_code", None) is None:
+    if getattr(tracer(), "f_code", None) is None:
         return None
     return _torch.CompileContext.try_get()
 
@@ -189,23 +180,13 @@ def _control_flow_types() -> tuple[type[BaseException], ...]:
     )
 
 
-_TORCHS = "_dynscalar_torchs_own"
-
-
-def torchs_own(error: BaseException) -> BaseException:
-    """Mark ``error`` as torch's own (raised by torch's function, passed on unchanged by a
-    hook): the net lets it through.  Returns ``error``."""
-    setattr(error, _TORCHS, True)
-    return error
-
-
 def is_control_flow(error: BaseException) -> bool:
     """True for exceptions that are not failures: Dynamo's control flow (graph breaks,
     restarts, traced user exceptions), dynscalar's deliberate errors, and torch's own
     errors a hook passes on (:func:`torchs_own`)."""
     if not isinstance(error, Exception) or isinstance(error, DynscalarError):
         return True
-    if getattr(error, _TORCHS, False):
+    if is_torchs_own(error):
         return True
     if isinstance(error, RecursionError | MemoryError):
         return False
@@ -234,9 +215,7 @@ def _refusal_observed(error: BaseException) -> BaseException | None:
 
 def _marks_in_compile() -> tuple[list[str], bool]:
     """The marked values the current compile made symbolic, and whether one is strict."""
-    from ._state import peek_state
-
-    output = getattr(_tracer(), "output", None)
+    output = getattr(tracer(), "output", None)
     state = peek_state(getattr(output, "shape_env", None))
     if state is None:
         return [], False
@@ -245,55 +224,39 @@ def _marks_in_compile() -> tuple[list[str], bool]:
     return labels, strict
 
 
-def _fallback(entry: Any, failed: _Failure | None = None) -> Hook | None:
+def _fallback(entry: Any, failed: _Failure | None = None) -> str | None:
     """The hook ``entry`` runs in a compile traced as stock: its off form, else the form it
     has inside ``disabled()`` (write-back's recording and codegen: what eager stores, a
     proxy included, in a compile that reads proxies as plain values), else its degraded
-    form.  A ``disabled()`` form that is one of the hooks that failed is not run."""
-    path = entry.off_hook
+    form (None: torch's function alone).  A ``disabled()`` form that is one of the hooks
+    that failed is not run."""
+    path: str | None = entry.off_hook
     if path is None and not (failed is not None and entry.disabled_hook in failed.hooks):
         path = entry.disabled_hook
-    path = path or entry.degraded_hook
-    if path is None:
-        return None
-    from ._table import hook_function
-
-    return hook_function(path)
+    return path or entry.degraded_hook
 
 
-def off_call(
-    entry: Any, wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Any:
-    """A call of ``entry``'s wrapper while some compile is turned off: in that compile the
-    entry's off form (or torch's function); elsewhere :data:`NOT_OFF` (the caller runs
-    the hook)."""
+def off_path(entry: Any) -> Any:
+    """What a call of ``entry``'s wrapper runs while some compile is turned off: in that
+    compile the path of the entry's off form (None: torch's function); elsewhere
+    :data:`NOT_OFF` (the caller runs the hook)."""
     failed = _failed()
     if failed is None:
         return NOT_OFF
-    fallback = _fallback(entry, failed)
-    if fallback is None:
-        return wrapped(*args, **kwargs)
-    return fallback(wrapped, instance, args, kwargs)
+    return _fallback(entry, failed)
 
 
-#: :func:`off_call`'s answer where the running compile is not turned off
+#: :func:`off_path`'s answer where the running compile is not turned off
 NOT_OFF = object()
 
 
-def handle(
-    entry: Any,
-    error: Exception,
-    wrapped: Any,
-    instance: Any,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-) -> Any:
+def handle(entry: Any, error: Exception) -> str | None:
     """A hook of ``entry`` raised ``error``: re-raise what is not a failure of dynscalar's
-    (control flow, a deliberate dynscalar error, a refusal), else run the call as stock
-    torch does or turn the frame off (it is traced again as stock)."""
-    from ._restarts import take_restart
-
-    if not getattr(error, _TORCHS, False):  # not on its way out of torch's run_node
+    (control flow, a deliberate dynscalar error, a refusal), else turn the frame off (it is
+    traced again as stock: this raises), or, where it cannot be traced again, return what
+    runs the call as stock torch does: the path of the entry's off form (None: torch's
+    function)."""
+    if not is_torchs_own(error):  # not on its way out of torch's run_node
         take_restart()  # a restart asked for where torch wraps exceptions (``_ieee``)
     refusal = _refusal_observed(error)
     if refusal is not None:
@@ -311,33 +274,14 @@ def handle(
         # pass cannot trace the frame again without compiling one more graph; the graph
         # it has is what Dynamo traced.
         _report(failed)  # nothing is traced again to wait for
-        if entry.off_hook is None:
-            return wrapped(*args, **kwargs)
-        return _fallback(entry)(wrapped, instance, args, kwargs)  # type: ignore[misc]
+        return entry.off_hook  # type: ignore[no-any-return]
     _turn_off(current, failed, error)
     raise AssertionError("unreachable: _turn_off raises")  # pragma: no cover
 
 
-def restart_frame() -> None:
-    """Trace the frame Dynamo is compiling again from its first instruction (see
-    :func:`_restart`), for a reason of the bridge's own (not a failure)."""
-
-    log_ = getattr(_tracer(), "speculation_log", None)
-    if log_ is not None:
-        log_.clear()
-    raise _torch.TensorifyScalarRestartAnalysis
-
-
 def _restart(error: Exception) -> None:
-    """Trace the frame again from its first instruction.  torch's float pass restarts
-    with ``TensorifyScalarRestartAnalysis``, which keeps torch's memory of forced floats
-    (other restarts clear it); the speculation log, which replays an earlier attempt's
-    graph-break decisions, is cleared, since this attempt takes other paths."""
-
-    log_ = getattr(_tracer(), "speculation_log", None)
-    if log_ is not None:
-        log_.clear()
-    raise _torch.TensorifyScalarRestartAnalysis from error
+    """Trace the frame again from its first instruction (``_restarts.restart_frame``)."""
+    restart_frame(error)
 
 
 def backend_compile_hook(
@@ -350,9 +294,6 @@ def backend_compile_hook(
     Before a backend that computes symbolic outputs as real algebra (not a ``"python"``
     one) compiles, a comparison kept as Python's among the graph's outputs turns the
     compile off the same way (:class:`KnownLimit`)."""
-    from ._ieee import comparison_output
-    from ._state import peek_state
-
     state = peek_state(getattr(instance, "shape_env", None))
     current = _compile()
     if state is not None and state.backend != "python" and current is not None:

@@ -7,9 +7,9 @@ that happens.  The checks, the installer and its undo (``_install``), the doctor
 recompile watcher (``tools.doctor.watcher``) and the benchmarks all read this table, so adding or
 retiring a patch is one entry here plus its hook function; the bridge's other modules
 read the entries without hooks through ``_torch``, the only module spelling a private
-name.  Below the entries' type is the one patch mechanism, used by the installer,
-``disabled()``, the degraded mode and the doctor's watcher: check, wrap (a
-``wrapt.FunctionWrapper``, whose ``enabled`` turns it off inside ``disabled()``), unwrap.
+name.  Below the entries' type is :func:`check`, which compares every entry of a phase
+with the installed torch; the patch mechanism that wraps the entries with their hooks is
+``_patch``.  The table is data: it names hooks by module and function and imports none.
 
 When an entry is checked and applied (``phase``):
 
@@ -37,30 +37,17 @@ from __future__ import annotations
 import contextlib
 import importlib
 import inspect
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 __all__ = [
-    "APPLIED",
-    "DISABLED",
-    "PHASES",
     "PRIVATES",
-    "Patch",
     "Phase",
     "Private",
-    "apply",
-    "apply_phase",
-    "by_name",
     "by_phase",
     "check",
     "find",
-    "hook_function",
-    "hook_of",
     "named",
-    "running",
-    "unwrap",
-    "wrap",
 ]
 
 Phase = Literal["dynamo", "floats", "export", "doctor", "logs"]
@@ -111,6 +98,12 @@ class Private:
         """The short name used in messages: ``Class.attribute`` or ``module.function``."""
         module, _, qualname = self.target.partition(":")
         return qualname if "." in qualname else f"{module.rpartition('.')[2]}.{qualname}"
+
+    @property
+    def inside_disabled(self) -> str | None:
+        """The hook a call runs inside ``disabled()``: the entry's hook for that case, else
+        its degraded hook (None: torch's function alone, as if never wrapped)."""
+        return self.disabled_hook or self.degraded_hook
 
     @property
     def short(self) -> str:
@@ -208,30 +201,7 @@ def by_phase(phase: Phase) -> tuple[Private, ...]:
     return tuple(p for p in PRIVATES if p.phase == phase)
 
 
-# ----------------------------------------------------------------------------- mechanism
-Hook = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
-
-
-@dataclass
-class Patch:
-    """One applied wrapper: where it sits, torch's original and the wrapper itself."""
-
-    entry: Private
-    owner: Any
-    attribute: str
-    original: Any
-    wrapper: Any
-
-
-#: Every full-bridge patch applied in this process, in order (they stay in place).
-APPLIED: list[Patch] = []
-#: phase -> True (checked and applied) or the BridgeError saying why not.
-PHASES: dict[str, Any] = {}
-#: While > 0 (inside ``disabled()``), a full-bridge wrapper calls torch's function itself,
-#: or the entry's hook for that case (``disabled_hook``, else ``degraded_hook``).
-DISABLED = [0]
-
-
+# ----------------------------------------------------------------------------- check
 def check(phase: Phase, who: str = "dynscalar", what: str = "the bridge") -> list[Private]:
     """Raise ``BridgeError`` unless every entry of ``phase`` has the expected shape
     (messages start with ``who`` and say that ``what`` was written for another shape).
@@ -274,168 +244,6 @@ def check(phase: Phase, who: str = "dynscalar", what: str = "the bridge") -> lis
         and entry.target not in skipped
         and (entry.instead_of is None or entry.instead_of in skipped)
     ]
-
-
-def hook_function(path: str) -> Hook:
-    """The hook ``"_module:function"`` of ``dynscalar._bridge`` (imports that module)."""
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(f"{__package__}.{module}"), name)  # type: ignore[no-any-return]
-
-
-class _Resolved:
-    """A hook path's module, imported once (at install, or at the first call where the
-    phase is applied lazily); its function is read from the module at each call, one
-    attribute lookup, so the function a module holds now is the one that runs."""
-
-    __slots__ = ("module", "name", "path")
-
-    def __init__(self, path: str, lazy: bool) -> None:
-        self.path = path
-        self.module: Any = None
-        self.name = path.partition(":")[2]
-        if not lazy:
-            self.function()  # a missing hook fails here, at install
-
-    def function(self) -> Hook:
-        if self.module is None:
-            module = self.path.partition(":")[0]
-            self.module = importlib.import_module(f"{__package__}.{module}")
-        return getattr(self.module, self.name)  # type: ignore[no-any-return]
-
-
-def by_name(entry: Private, hook: Hook) -> Hook:
-    """``hook`` receiving every argument of the call by ``entry``'s parameter names (in
-    ``kwargs``; ``args`` is empty), so a hook reads ``kwargs["tx"]``, calls
-    ``wrapped(**kwargs)``, and a torch signature that changes is one edit: the entry's."""
-
-    def named(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if args:
-            kwargs = entry.bind(args, kwargs)
-        return hook(wrapped, instance, (), kwargs)
-
-    if any(name.startswith("*") for name in entry.params or ()):
-        return hook  # ``*args``: its values have no names; the hook reads them as passed
-    return named
-
-
-def running(entry: Private) -> tuple[str, ...]:
-    """The hooks a call of ``entry``'s wrapper runs now: its own, or inside ``disabled()``
-    the one it has for that case (none: torch's function alone, as if never wrapped)."""
-    if not DISABLED[0]:
-        return entry.hooks
-    inside = entry.disabled_hook or entry.degraded_hook
-    return (inside,) if inside else ()
-
-
-def hook_of(entry: Private, lazy: bool = False) -> Hook:
-    """The wrapper function for ``entry``: one frame per call.  It binds the call's
-    arguments by the entry's parameter names, runs what :func:`running` says - inside
-    ``disabled()`` the entry's hook for that case or torch's function alone, else its hooks
-    (outermost first, each calling the next as ``wrapped``) inside the safety net
-    (``_safety.off_call`` where some compile is turned off, ``_safety.handle`` for a
-    failure).  Hook modules are imported once (``lazy``: at the first call)."""
-    hooks = [_Resolved(path, lazy) for path in entry.hooks]
-    inside_path = entry.disabled_hook or entry.degraded_hook
-    inside = _Resolved(inside_path, lazy) if inside_path else None
-    starred = any(name.startswith("*") for name in entry.params or ())
-    names = tuple(entry.params or ())
-    if names[:1] == ("self",):
-        names = names[1:]
-    net: list[Any] = []  # the safety net's module, imported at the first call
-    gate: Any = _Resolved(entry.gate, lazy).function() if entry.gate else None
-
-    def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if (DISABLED[0] and inside is None) or (
-            gate is not None and not gate(instance, args, kwargs)
-        ):
-            return wrapped(*args, **kwargs)  # torch's function alone, as if never wrapped
-        if args and not starred:
-            if len(args) > len(names):
-                raise TypeError(f"{entry.name} takes {len(names)} arguments, {len(args)} given")
-            kwargs = {**dict(zip(names, args, strict=False)), **kwargs}
-            args = ()
-        if DISABLED[0]:
-            assert inside is not None
-            return inside.function()(wrapped, instance, args, kwargs)
-        if not net:
-            from . import _safety
-
-            net.append(_safety)
-        safety = net[0]
-        if safety.OFF.held:  # some compile is turned off: this one, perhaps
-            done = safety.off_call(entry, wrapped, instance, args, kwargs)
-            if done is not safety.NOT_OFF:
-                return done
-        first = hooks[0]
-        hook = getattr(first.module, first.name) if first.module is not None else first.function()
-        inner: Any = wrapped
-        for resolved in reversed(hooks[1:]):  # several hooks: each one's ``wrapped`` runs
-            layer = (  # the next, its arguments by name too
-                getattr(resolved.module, resolved.name)
-                if resolved.module is not None
-                else resolved.function()
-            )
-
-            # the defaults hold this layer's hook and the next (a closure per layer)
-            def inner(*a: Any, _hook: Any = layer, _next: Any = inner, **k: Any) -> Any:
-                if a and not starred:
-                    k = {**dict(zip(names, a, strict=False)), **k}
-                    a = ()
-                return _hook(_next, instance, a, k)
-
-        try:
-            return hook(inner, instance, args, kwargs)
-        except Exception as error:  # noqa: BLE001 - the net decides (it re-raises the rest)
-            return safety.handle(entry, error, wrapped, instance, args, kwargs)
-
-    return wrapper
-
-
-def wrap(entry: Private, hook: Hook) -> Patch:
-    """Replace ``entry``'s function with a ``wrapt.FunctionWrapper`` calling ``hook`` (which
-    decides itself what runs inside ``disabled()``: one on/off mechanism)."""
-    import wrapt
-
-    owner, attribute = entry.resolve()
-    original = vars(owner)[attribute]
-    wrapper = wrapt.FunctionWrapper(original, hook)
-    setattr(owner, attribute, wrapper)
-    return Patch(entry, owner, attribute, original, wrapper)
-
-
-def unwrap(patch: Patch) -> bool:
-    """Put torch's original back; False (left alone) if someone replaced the wrapper since."""
-    if vars(patch.owner).get(patch.attribute) is not patch.wrapper:
-        return False
-    setattr(patch.owner, patch.attribute, patch.original)
-    return True
-
-
-def apply(entries: list[Private], lazy: bool = False) -> list[Patch]:
-    """Wrap every entry, or none: a failure half-way undoes the ones already wrapped."""
-    done: list[Patch] = []
-    try:
-        for entry in entries:
-            done.append(wrap(entry, hook_of(entry, lazy)))
-    except BaseException:
-        for patch in reversed(done):
-            unwrap(patch)
-        raise
-    return done
-
-
-def apply_phase(phase: Phase, lazy: bool = False) -> bool:
-    """Check and apply ``phase`` once; False (``PHASES[phase]`` says why) when it moved."""
-    from .._diagnostics import BridgeError
-
-    if phase not in PHASES:
-        try:
-            APPLIED.extend(apply(check(phase), lazy))
-        except BridgeError as exc:
-            PHASES[phase] = exc
-        else:
-            PHASES[phase] = True
-    return PHASES[phase] is True
 
 
 _B = "torch._dynamo.variables.builder"
@@ -531,7 +339,7 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         f"{_S}:ShapeEnv.evaluate_sym_node",
         ("self", "sym_node", "size_oblivious", "fallback_value"),
-        hooks=("_reports:evaluate_sym_node_hook",),
+        hooks=("_forcing:evaluate_sym_node_hook",),
         why="specialization warnings at the user's line",
     ),
     Private(

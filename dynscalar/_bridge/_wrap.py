@@ -41,8 +41,8 @@ from .._marks import (
 )
 from .._proxy import DynamicScalar
 from .._spec import INT64_MAX, INT64_MIN, DynamicSpec
-from . import _torch
-from ._callers import caller_mark, records_made
+from . import _patch, _torch
+from ._callers import caller_mark, records_made, resumed_code
 from ._floats import wrap_float
 from ._guards import guard_function_marks, guard_mark_state, guard_proxy
 from ._install import ensure_phase, phase_problem
@@ -217,7 +217,7 @@ def _passed_marked(builder: Any, value: Any, where: str) -> _Found | None:
     found = caller_mark(code, getattr(tx, "f_locals", {}), place, start)
     if found is None:
         return None
-    resumed = _resumed(code)
+    resumed = resumed_code(code)
     if resumed is not code and place[0] == "name":  # a local handed on to a resume function
         where = f"{getattr(resumed, 'co_qualname', resumed.co_name)}({place[1]})"
     # an unmarked value passed here later compiles as stock torch does: it has seen this one
@@ -248,14 +248,13 @@ def _place(source: Any, code: Any) -> tuple[str, Any] | None:
 def _caller_of_compiled_frame(tx: Any) -> Any:
     """The Python frame that called the frame Dynamo is compiling: the first frame out of
     Dynamo's frame callback (``convert_frame``'s ``__call__``, and the table's wrapper
-    around it), past the compiled frame itself where CPython links it already."""
+    around it, made by ``_patch``), past the compiled frame itself where CPython links it
+    already."""
     import sys
-
-    from . import _table
 
     callback = _torch.convert_frame.__file__
     # the table's wrapper on ``ConvertFrameAssert.__call__`` sits between Dynamo's callbacks
-    callbacks = (callback, _table.__file__)
+    callbacks = (callback, _patch.__file__)
     frame: Any = sys._getframe(2)
     inner = None
     while frame is not None:
@@ -335,7 +334,7 @@ def _parameter(builder: Any, source: Any) -> tuple[Any, str] | None:
     code = getattr(tx, "f_code", None)
     if code is None:
         return None
-    code = _resumed(code)
+    code = resumed_code(code)
     named = code.co_argcount + code.co_kwonlyargcount
     kind = type(source)
     if kind is _torch.LocalSource:
@@ -363,18 +362,6 @@ def _parameter(builder: Any, source: Any) -> tuple[Any, str] | None:
         found = wrapped_parameter(code, keyword=source.index, closure=closure)
         return found if found is not None else (code, source.index)
     return None
-
-
-def _resumed(code: Any) -> Any:
-    """The code a Dynamo resume function (``torch_dynamo_resume_in_f_at_N``) continues,
-    else ``code``.
-
-    After a graph break, Dynamo compiles the rest of the frame as a new function whose
-    parameters are the live locals under their own names: a marked argument keeps its mark
-    there (the mark is on the original code)."""
-
-    meta = _torch.ContinueExecutionCache.generated_code_metadata.get(code)
-    return getattr(meta, "code", None) or code
 
 
 def _is_argument(source: Any) -> bool:

@@ -70,7 +70,7 @@ from dataclasses import dataclass, field
 from types import CodeType, FrameType
 from typing import Any
 
-from ..._bridge import _table, _torch
+from ..._bridge import _patch, _table, _torch
 from ..._bridge._paths import call_site_frame, innermost_user, parse_source
 from ..._diagnostics import BridgeError
 
@@ -203,7 +203,7 @@ class RecompileWatcher:
         self._frames: dict[str, traceback.FrameSummary] = {}  # guard text -> user frame
         self._read_at: dict[str, traceback.FrameSummary] = {}  # source -> user frame
         self._pending = threading.local()  # the event whose compile may still be refused
-        self._patches: list[_table.Patch] = []
+        self._patches: list[_patch.Patch] = []
         self._limit_filter = _OnceAtTheLimit()
         self.errors: list[str] = []
         #: code objects whose calls past the limit could not be read (this torch keeps the
@@ -219,14 +219,14 @@ class RecompileWatcher:
             (":ConvertFrame.__call__", self._convert_hook),
         ):
             entry = _table.find(target)
-            self._patches.append(_table.wrap(entry, functools.partial(hook, entry)))
+            self._patches.append(_patch.wrap(entry, functools.partial(hook, entry)))
         logging.getLogger("torch._dynamo.convert_frame").addFilter(self._limit_filter)
         return self
 
     def __exit__(self, *exc: object) -> None:
         logging.getLogger("torch._dynamo.convert_frame").removeFilter(self._limit_filter)
         for patch in reversed(self._patches):
-            _table.unwrap(patch)  # left alone where someone else patched it since
+            _patch.unwrap(patch)  # left alone where someone else patched it since
         self._patches.clear()
 
     # -- build time: the user frame of each guard
