@@ -123,17 +123,17 @@ def test_int_arithmetic_in_a_compile_never_enters_the_float_hooks(
     sends a dynamic-shape compile's int arithmetic to torch's code before any binding
     (before, every SymInt ``+``, ``*``, ``-`` and comparison passed the hook: about
     15-26 us each)."""
-    from dynscalar._bridge import _ieee
+    from dynscalar._bridge import _python
 
     calls: collections.Counter[str] = collections.Counter()
     for name in ("add_hook", "sub_hook", "mul_hook", "eq_hook", "lt_hook", "ge_hook"):
-        hook = getattr(_ieee, name)
+        hook = getattr(_python, name)
 
         def counted(*args: Any, _hook: Any = hook, _name: str = name, **kwargs: Any) -> Any:
             calls[_name] += 1
             return _hook(*args, **kwargs)
 
-        monkeypatch.setattr(_ieee, name, counted)
+        monkeypatch.setattr(_python, name, counted)
 
     def shapes(x: torch.Tensor) -> torch.Tensor:
         n = x.shape[0]

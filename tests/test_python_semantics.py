@@ -3,9 +3,9 @@ division by zero.
 
 A marked float is a sympy symbol while Dynamo traces, and sympy decides relations as real
 algebra: ``Ne(e, e)`` is ``False`` for any expression, a real expression is below ``oo``,
-and ``Lt(e, nan)`` fails.  Python decides them on IEEE floats (``dynscalar/_bridge/_ieee.py``
+and ``Lt(e, nan)`` fails.  Python decides them on IEEE floats (``dynscalar/_bridge/_python.py``
 keeps them as Python's).  A division by a marked value that is zero raises
-``ZeroDivisionError`` in Python, inside the user's ``try`` (``_bridge/_builtins.py``).
+``ZeroDivisionError`` in Python, inside the user's ``try`` (``_bridge/_python.py`` too).
 
 Every compile is compared with eager, and with stock torch's count (``disabled()``, the
 plain values).  "Before" is main at 976cfbe, measured with the same programs.

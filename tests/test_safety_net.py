@@ -177,7 +177,7 @@ PROGRAMS: dict[str, Callable[[], Outcome]] = {
     "_ops:tensor_method_hook": lambda: _run(Scaled, ("scale",), [0.5, 0.25, 0.75]),
     "_ops:builtin_call_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
     "_writeback.record:builtin_call_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
-    "_builtins:range_hook": lambda: _run(Ranged, ("step",), [1, 2, 3]),
+    "_python:range_hook": lambda: _run(Ranged, ("step",), [1, 2, 3]),
     "_properties:property_get_hook": lambda: _run(Property, ("step",), [1, 2, 3], setter="count"),
     "_properties:builder_call_hook": lambda: _run(Property, ("step",), [1, 2, 3], setter="count"),
     "_writeback.codegen:codegen_update_mutated_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
@@ -186,15 +186,15 @@ PROGRAMS: dict[str, Callable[[], Outcome]] = {
     "_writeback.record:record_call_hook": lambda: _run(Sums, ("step",), [1, 2, 3]),
     "_writeback.record:constant_method_hook": lambda: _run(Dunder, ("step",), [1, 2, 3]),
     "_floats:tensorify_hook": lambda: _run(Scaled, ("scale",), [0.5, 0.25, 0.75]),
-    "_ieee:add_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
-    "_ieee:sub_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
-    "_ieee:mul_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
-    "_ieee:neg_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
+    "_python:add_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
+    "_python:sub_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
+    "_python:mul_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
+    "_python:neg_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
     **{
-        f"_ieee:{op}_hook": lambda: _run(Compared, ("scale",), [0.5, 1.0, 1.5])
+        f"_python:{op}_hook": lambda: _run(Compared, ("scale",), [0.5, 1.0, 1.5])
         for op in ("eq", "ne", "lt", "le", "gt", "ge", "bound", "run_node")
     },
-    "_builtins:python_raises_hook": lambda: _run(Sized, ("scale",), [0.5, 0.25, 0.75]),
+    "_python:python_raises_hook": lambda: _run(Sized, ("scale",), [0.5, 0.25, 0.75]),
     "_safety:backend_compile_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
     "_floats:compile_hook": lambda: _run(Scaled, ("scale",), [0.5, 0.25, 0.75]),
 }
@@ -272,12 +272,19 @@ class Stores(torch.nn.Module):
         return x * self.s + self.t
 
 
+#: the hooks on ``SymNode`` arithmetic and comparisons (IEEE order, ``_python``)
+_FLOAT_PHASE = {
+    f"_python:{op}_hook"
+    for op in ("add", "sub", "mul", "neg", "eq", "ne", "lt", "le", "gt", "ge", "bound", "run_node")
+}
+
 #: hooks whose failure leaves write-back's recording and codegen in place
 _NOT_WRITEBACK = [
     hook
     for hook in sorted(PROGRAMS)
     if not hook.startswith("_writeback.")
-    and not hook.startswith(("_ieee:", "_floats:"))
+    and not hook.startswith("_floats:")
+    and hook not in _FLOAT_PHASE
     and hook != "_safety:backend_compile_hook"
 ]
 

@@ -5,7 +5,7 @@ random masking keeps ``int(seq_length * (1 - mask_ratio))`` patches.  With the f
 marked, torch traces the conversion into a SymInt size and the graph computes it at run
 time, as eager code does.  Its guards are printed from torch's symbolic expression, which
 sympy rewrites as real algebra (``n * (1 - r)`` into ``n - n*r``): dynscalar keeps the
-arithmetic of marked values in Python's order (``dynscalar/_bridge/_ieee.py``), so a guard
+arithmetic of marked values in Python's order (``dynscalar/_bridge/_python.py``), so a guard
 checks the size the graph computes, at every value, rounding edges included.  Every test
 compares each call with eager and asserts stock's count (``dynscalar.disabled()``) and
 dynscalar's.
@@ -23,7 +23,7 @@ import pytest
 import torch
 
 import dynscalar as ds
-from dynscalar._bridge._ieee import IeeeAdd, IeeeMul
+from dynscalar._bridge._python import IeeeAdd, IeeeMul
 
 from .helpers import CountingBackend
 

@@ -534,7 +534,7 @@ def test_strict_export_error_is_catchable_by_the_dynscalar_class() -> None:
 def test_float_arithmetic_of_a_mark_is_computed_in_pythons_order(backend: str) -> None:
     """torch simplifies symbolic float expressions as real-number algebra (sympy):
     `(t + 1e16) - 1e16` becomes `t`.  dynscalar keeps the arithmetic of marked values in
-    Python's order (docs/how-it-works.md, ``_bridge/_ieee.py``): eager's 0.0.  Stock torch,
+    Python's order (docs/how-it-works.md, ``_bridge/_python.py``): eager's 0.0.  Stock torch,
     with the same float dynamic, still simplifies (pinned here with the docs)."""
 
     class Cancels(torch.nn.Module):

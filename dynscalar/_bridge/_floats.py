@@ -109,7 +109,7 @@ def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: s
         )
     elif not math.isfinite(plain):
         # torch compiles a NaN or infinite float as a constant (exact); the compile still
-        # holds a mark, so int()/round() of it raise Python's error (_builtins)
+        # holds a mark, so int()/round() of it raise Python's error (_python)
         compile_state(builder.tx.output.shape_env)
     else:
         log.info("%s (value %r) kept constant by torch", label, plain)

@@ -17,8 +17,8 @@ from a dynscalar mark (``_state.is_dynamic_float``); every other call goes to Dy
 * Ops whose float is a ``Scalar`` need nothing here: Dynamo traces it, and the AOT
   hooks (``_floats``) keep it a Python float on ``"python"`` backends.
 
-``max``/``min`` of a marked value go through ``_maxmin`` (bool and NaN operands, deep
-expressions).
+``max``/``min`` of a marked value follow Python's rules in ``_python`` (bool and NaN
+operands, deep expressions).
 
 A ``math`` function with a marked argument (Dynamo traces them as in-graph functions too)
 follows one rule (:func:`_math_call`, forms in ``dynscalar/ops/_math.py``): raising for the
@@ -39,7 +39,7 @@ from typing import Any, NamedTuple
 from .. import _caches, ops
 from . import _torch
 from ._backends import backend_kind
-from ._maxmin import max_min_operands
+from ._python import max_min_operands
 from ._reports import specializing
 from ._restarts import restart_frame
 from ._state import compile_state, is_dynamic_float, is_dynamic_value

@@ -56,7 +56,7 @@ from .. import _caches
 from .._caches import ObjectKeyed
 from .._diagnostics import BridgeError, DynscalarError, DynscalarWarning
 from . import _torch
-from ._ieee import comparison_output
+from ._python import comparison_output
 from ._reports import STRICT_INVOLVED, dynscalar_error_in, refuse
 from ._restarts import restart_frame, take_restart, tracer
 from ._state import peek_state
@@ -257,7 +257,7 @@ def handle(entry: Any, error: Exception) -> str | None:
     runs the call as stock torch does: the path of the entry's off form (None: torch's
     function)."""
     if not is_torchs_own(error):  # not on its way out of torch's run_node
-        take_restart()  # a restart asked for where torch wraps exceptions (``_ieee``)
+        take_restart()  # a restart asked for where torch wraps exceptions (``_python``)
     refusal = _refusal_observed(error)
     if refusal is not None:
         raise refusal from None

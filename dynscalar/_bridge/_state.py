@@ -71,7 +71,7 @@ class CompileState:
     #: id of a constant made from a proxy the bridge could not make symbolic (an int
     #: outside int64, a restart) -> (variable, origin): write-back
     constants: dict[int, tuple[Any, Origin]] = field(default_factory=dict)
-    #: sympy expression -> its height (``_maxmin``: max/min of deep expressions)
+    #: sympy expression -> its height (``_python``: max/min of deep expressions)
     heights: dict[Any, int] = field(default_factory=dict)
     #: the operand a max/min traced as comparisons handed back (write-back: not replayed)
     selected: Any = None

@@ -255,8 +255,8 @@ _C = "torch._dynamo.codegen"
 _BT = "torch._dynamo.bytecode_transformation"
 _AC = "torch._functorch._aot_autograd.autograd_cache"
 _SN = "torch.fx.experimental.sym_node"
-#: a SymNode hook runs only with a float operand (``_ieee.float_gate``)
-_SNG = "_ieee:float_gate"
+#: a SymNode hook runs only with a float operand (``_python.float_gate``)
+_SNG = "_python:float_gate"
 
 PRIVATES: tuple[Private, ...] = (
     # ---- tracing: which values become symbolic graph inputs (_wrap, _ints)
@@ -372,7 +372,7 @@ PRIVATES: tuple[Private, ...] = (
         hooks=(
             "_writeback.record:builtin_call_hook",
             "_ops:builtin_call_hook",
-            "_builtins:python_raises_hook",
+            "_python:python_raises_hook",
         ),
         disabled_hook="_writeback.record:record_call_hook",
         why="write-back records builtin calls; max/min of a marked value (bool, NaN, deep); "
@@ -382,7 +382,7 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         "torch._dynamo.variables.builtin:BuiltinVariable.call_range",
         ("self", "tx", "*args"),
-        hooks=("_builtins:range_hook",),
+        hooks=("_python:range_hook",),
         optional=True,
         why="torch 2.13 builds range(SymFloat) where Python raises; 2.14 raises itself",
     ),
@@ -518,7 +518,7 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         f"{_SN}:SymNode._add",
         ("self", "other"),
-        hooks=("_ieee:add_hook",),
+        hooks=("_python:add_hook",),
         gate=_SNG,
         phase="floats",
         why="float arithmetic of marked values in Python's order, not sympy's (guards)",
@@ -526,46 +526,68 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         f"{_SN}:SymNode._sub",
         ("self", "other"),
-        hooks=("_ieee:sub_hook",),
+        hooks=("_python:sub_hook",),
         gate=_SNG,
         phase="floats",
     ),
     Private(
         f"{_SN}:SymNode._mul",
         ("self", "other"),
-        hooks=("_ieee:mul_hook",),
+        hooks=("_python:mul_hook",),
         gate=_SNG,
         phase="floats",
     ),
-    Private(f"{_SN}:SymNode._neg", ("self",), hooks=("_ieee:neg_hook",), gate=_SNG, phase="floats"),
+    Private(
+        f"{_SN}:SymNode._neg", ("self",), hooks=("_python:neg_hook",), gate=_SNG, phase="floats"
+    ),
     Private(
         f"{_SN}:SymNode._eq",
         ("self", "other"),
-        hooks=("_ieee:eq_hook",),
+        hooks=("_python:eq_hook",),
         gate=_SNG,
         phase="floats",
         why="comparisons of marked float expressions decided as Python does (NaN, inf)",
     ),
     Private(
-        f"{_SN}:SymNode._ne", ("self", "other"), hooks=("_ieee:ne_hook",), gate=_SNG, phase="floats"
+        f"{_SN}:SymNode._ne",
+        ("self", "other"),
+        hooks=("_python:ne_hook",),
+        gate=_SNG,
+        phase="floats",
     ),
     Private(
-        f"{_SN}:SymNode._lt", ("self", "other"), hooks=("_ieee:lt_hook",), gate=_SNG, phase="floats"
+        f"{_SN}:SymNode._lt",
+        ("self", "other"),
+        hooks=("_python:lt_hook",),
+        gate=_SNG,
+        phase="floats",
     ),
     Private(
-        f"{_SN}:SymNode._le", ("self", "other"), hooks=("_ieee:le_hook",), gate=_SNG, phase="floats"
+        f"{_SN}:SymNode._le",
+        ("self", "other"),
+        hooks=("_python:le_hook",),
+        gate=_SNG,
+        phase="floats",
     ),
     Private(
-        f"{_SN}:SymNode._gt", ("self", "other"), hooks=("_ieee:gt_hook",), gate=_SNG, phase="floats"
+        f"{_SN}:SymNode._gt",
+        ("self", "other"),
+        hooks=("_python:gt_hook",),
+        gate=_SNG,
+        phase="floats",
     ),
     Private(
-        f"{_SN}:SymNode._ge", ("self", "other"), hooks=("_ieee:ge_hook",), gate=_SNG, phase="floats"
+        f"{_SN}:SymNode._ge",
+        ("self", "other"),
+        hooks=("_python:ge_hook",),
+        gate=_SNG,
+        phase="floats",
     ),
     Private(
         f"{_S}:bound_sympy",
         ("expr", "ranges"),
-        hooks=("_ieee:bound_hook",),
-        off_hook="_ieee:bound_off",
+        hooks=("_python:bound_hook",),
+        off_hook="_python:bound_off",
         phase="floats",
         why="real-number value ranges never decide a comparison kept as Python's",
     ),
@@ -573,8 +595,8 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         "torch._dynamo.utils:run_node",
         ("tracer", "node", "args", "kwargs", "nnmodule"),
-        hooks=("_ieee:run_node_hook",),
-        gate="_ieee:run_node_gate",
+        hooks=("_python:run_node_hook",),
+        gate="_python:run_node_gate",
         phase="floats",
         why="the comparisons of the user's program (not torch's own) are kept as Python's",
     ),

@@ -10,7 +10,8 @@ whole story):
 * ``codegen``: the code Dynamo generates after the graph rebuilds those values;
 * ``rebox``: the one helper that generated code calls at run time;
 * ``calls``: the recorded call and the traced values, as every module reads them;
-* ``arith``: Python arithmetic on marked values that Dynamo would trace differently.
+* ``arith``: Python operators on proxies, the part of ``_python``'s rules that needs the
+  shadows.
 
 The table (``_table``) names the hooks by module: ``"_writeback.record:builtin_call_hook"``.
 """
