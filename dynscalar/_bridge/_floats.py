@@ -33,10 +33,10 @@ from ._restarts import (
     specialize_ints_and_restart,
     unbacked_in_floats,
 )
-from ._safety import on_abandon
 from ._sources import plain_source, source_name, swapped_source
 from ._state import CompileState, Origin, compile_state, peek_state
 from ._torchs_own import torchs_own
+from ._turned_off import on_abandon
 
 log = logging.getLogger("dynscalar")
 

@@ -207,9 +207,8 @@ def _install_once(key: Any, build: Callable[[], Any]) -> None:
 def guard_proxy(source: Any) -> None:
     """Guard a proxy's class and (canonical) spec, read through ``source``."""
     _torch.install_guard(source.make_guard(_torch.GuardBuilder.TYPE_MATCH))
-    # added in torch 2.6; AttrSource reads the same slot through the proxy's hook
-    read = getattr(_torch.dynamo_sources, "GenericAttrSource", _torch.AttrSource)
-    _torch.install_guard(read(source, "_self_spec").make_guard(_torch.GuardBuilder.ID_MATCH))
+    read = _torch.GenericAttrSource(source, "_self_spec")
+    _torch.install_guard(read.make_guard(_torch.GuardBuilder.ID_MATCH))
 
 
 def guard_proxy_or_plain(source: Any, cls: type, spec: Any) -> None:

@@ -48,12 +48,8 @@ Examples:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from .. import _caches
-from .._caches import ObjectKeyed
 from .._diagnostics import BridgeError, DynscalarError, DynscalarWarning
 from . import _torch
 from ._python import comparison_output
@@ -61,52 +57,17 @@ from ._reports import STRICT_INVOLVED, dynscalar_error_in, refuse
 from ._restarts import restart_frame, take_restart, tracer
 from ._state import peek_state
 from ._torchs_own import is_torchs_own, torchs_own
+from ._turned_off import OFF, Failure, abandon, failed_here
 
 log = logging.getLogger("dynscalar")
 
 __all__ = [
+    "OFF",
     "backend_compile_off",
     "handle",
     "is_control_flow",
-    "is_off",
-    "note_strict",
     "off_path",
-    "on_abandon",
 ]
-
-#: what to undo when a compile attempt is given up (state the bridge changed in torch)
-_abandon: list[Callable[[], None]] = []
-
-
-def on_abandon(undo: Callable[[], None]) -> Callable[[], None]:
-    """Call ``undo`` whenever the net gives up a compile attempt (before it is traced
-    again as stock torch would): a module that changes torch's global state during a
-    compile registers how to put it back.  Returns ``undo``.
-
-    Examples:
-        >>> undo = on_abandon(lambda: None)
-    """
-    _abandon.append(undo)
-    return undo
-
-
-@dataclass
-class _Failure:
-    """A failure of dynscalar's in one compile, and what is known of it for the report."""
-
-    entry: str  # the hook's entry (its name in messages)
-    message: str
-    error: Exception
-    strict: bool  # a strict=True mark is involved (met when it failed, or in the retrace)
-    hooks: tuple[str, ...] = ()  # the hook functions that ran when it failed: not run again
-    reported: bool = False
-
-
-#: the compile (its CompileContext) traced with dynscalar's handling off -> the failure
-_off: ObjectKeyed[Any, _Failure] = ObjectKeyed()
-_caches.register(_off.clear)
-#: the compiles turned off, for the table's wrappers: ``if OFF.held:`` costs no call
-OFF = _off
 
 
 def _compile() -> Any:
@@ -117,41 +78,15 @@ def _compile() -> Any:
     return _torch.CompileContext.try_get()
 
 
-def _failed() -> _Failure | None:
-    if not _off:
-        return None
-    context = _torch.CompileContext.try_get()
-    return _off.get(context) if context is not None else None
-
-
-def failure() -> str | None:
-    """Why the running compile is compiled as stock torch compiles it (None: it is not)."""
-    found = _failed()
-    return found.message if found is not None else None
-
-
-def is_off() -> bool:
-    """True while the running compile is compiled as stock torch compiles it."""
-    return _failed() is not None
-
-
-def note_strict() -> None:
-    """A value marked ``strict=True`` was met in the compile the net traces as stock: its
-    report raises (:class:`~dynscalar.BridgeError`) instead of warning."""
-    found = _failed()
-    if found is not None:
-        found.strict = True
-
-
 def _report_pending() -> None:
     """The stock attempt of a compile the net turned off got its graph compiled: the
     failure was dynscalar's, so say so now (warn, or raise for a strict mark)."""
-    found = _failed()
+    found = failed_here()
     if found is not None and not found.reported:
         _report(found)
 
 
-def _report(failed: _Failure) -> None:
+def _report(failed: Failure) -> None:
     """Warn about ``failed`` (once per hook and error, wherever in the compile it happens),
     or raise it for a strict mark (``_reports.refuse``, the one strict/warn policy)."""
     failed.reported = True
@@ -224,7 +159,7 @@ def _marks_in_compile() -> tuple[list[str], bool]:
     return labels, strict
 
 
-def _fallback(entry: Any, failed: _Failure | None = None) -> str | None:
+def _fallback(entry: Any, failed: Failure | None = None) -> str | None:
     """The hook ``entry`` runs in a compile traced as stock: its off form, else the form it
     has inside ``disabled()`` (write-back's recording and codegen: what eager stores, a
     proxy included, in a compile that reads proxies as plain values), else its degraded
@@ -240,7 +175,7 @@ def off_path(entry: Any) -> Any:
     """What a call of ``entry``'s wrapper runs while some compile is turned off: in that
     compile the path of the entry's off form (None: torch's function); elsewhere
     :data:`NOT_OFF` (the caller runs the hook)."""
-    failed = _failed()
+    failed = failed_here()
     if failed is None:
         return NOT_OFF
     return _fallback(entry, failed)
@@ -338,12 +273,11 @@ def backend_compile_off(
     return compiled
 
 
-def _turn_off(context: Any, failed: _Failure, error: Exception) -> None:
+def _turn_off(context: Any, failed: Failure, error: Exception) -> None:
     """Trace the compile again as stock torch does, its failure reported once the stock
     attempt compiles (:func:`backend_compile_off`)."""
-    _off[context] = failed
-    for undo in _abandon:
-        undo()
+    OFF[context] = failed
+    abandon()
     _restart(error)
 
 
@@ -362,7 +296,7 @@ class KnownLimit(Exception):
     stock torch compiles the plain values, with the reason (not an internal error)."""
 
 
-def _failure(entry: str, error: Exception, hooks: tuple[str, ...] = ()) -> _Failure:
+def _failure(entry: str, error: Exception, hooks: tuple[str, ...] = ()) -> Failure:
     """What is known of a failure in ``entry``'s hook: the message (not reported yet) and
     whether a ``strict=True`` mark is involved in the compile."""
     try:
@@ -378,7 +312,7 @@ def _failure(entry: str, error: Exception, hooks: tuple[str, ...] = ()) -> _Fail
             "changing value may recompile)."
         )
         log.info("%s", message)
-        return _Failure(entry, message, error, strict, hooks)
+        return Failure(entry, message, error, strict, hooks)
     message = (
         f"dynscalar: an internal error in its hook on {entry} ({what}) while "
         f"compiling {values}; this frame is compiled as stock torch.compile compiles the "
@@ -386,4 +320,4 @@ def _failure(entry: str, error: Exception, hooks: tuple[str, ...] = ()) -> _Fail
         "Please report this with your torch version."
     )
     log.info("%s", message, exc_info=error)
-    return _Failure(entry, message, error, strict, hooks)
+    return Failure(entry, message, error, strict, hooks)

@@ -303,6 +303,15 @@ PRIVATES: tuple[Private, ...] = (
     ),
     Private("torch._dynamo.pgo:FrameStateSizeEntry.make_scalar", ("x",)),
     Private("torch._dynamo.source:AttrSource", ("base", "member")),
+    Private(
+        "torch._dynamo.source:GenericAttrSource",
+        ("base", "member"),
+        why="a proxy's spec read past its attribute hooks (_guards.guard_proxy)",
+    ),
+    # the sources of a module's attributes, where a marked value is found (_wrap)
+    Private("torch._dynamo.source:NNModuleSource", ("base",)),
+    Private("torch._dynamo.source:UnspecializedNNModuleSource", ("base",)),
+    Private("torch._dynamo.source:UnspecializedBuiltinNNModuleSource", ("base",)),
     Private("torch._dynamo.source:DictGetItemSource", ("base", "index")),
     Private("torch._dynamo.source:ImportSource", ("module_name",)),
     Private(
@@ -630,7 +639,6 @@ PRIVATES: tuple[Private, ...] = (
     # ---- read only, through _torch: what the hooks build, test and raise
     Private("torch:_dynamo", alias="dynamo", why="reset(); importing it installs the bridge"),
     Private("torch._dynamo:config", alias="dynamo_config"),
-    Private("torch._dynamo:source", alias="dynamo_sources", why="sources only some torch has"),
     Private("torch._dynamo:convert_frame", why="the frame callback's file"),
     Private("torch._dynamo.source:LocalSource"),
     Private("torch._dynamo.source:GetItemSource"),

@@ -52,6 +52,7 @@ from ._reports import instance_path, passthrough, refuse, user_line
 from ._restarts import restart_reason
 from ._sources import record_for_automatic_dynamic, swapped_source
 from ._state import Origin, compile_state, resolved
+from ._turned_off import note_strict
 
 log = logging.getLogger("dynscalar")
 
@@ -115,11 +116,12 @@ def _value_of(source: Any, cache: dict[Any, Any], output: Any) -> Any:
 
 @functools.cache
 def _module_wrappers() -> frozenset[type]:
-    names = ("NNModuleSource", "UnspecializedNNModuleSource", "UnspecializedBuiltinNNModuleSource")
     return frozenset(
-        getattr(_torch.dynamo_sources, name)
-        for name in names
-        if hasattr(_torch.dynamo_sources, name)
+        {
+            _torch.NNModuleSource,
+            _torch.UnspecializedNNModuleSource,
+            _torch.UnspecializedBuiltinNNModuleSource,
+        }
     )
 
 
@@ -560,8 +562,6 @@ def wrap_off(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[st
     if isinstance(value, DynamicScalar | int | float) and not isinstance(value, bool):
         spec = _strict_spec(instance, value)
         if spec is not None and spec.strict:
-            from ._safety import note_strict
-
             note_strict()
     return wrap_degraded(wrapped, instance, args, kwargs)
 
