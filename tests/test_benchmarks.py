@@ -346,6 +346,7 @@ def test_import_time_measures_both_imports_in_one_process() -> None:
     assert result["torch_ms"]["median"] > result["dynscalar_ms"]["median"] > 0
     assert result["bridge_modules"] == [
         "dynscalar._bridge",
+        "dynscalar._bridge._patch",
         "dynscalar._bridge._table",
         "dynscalar._bridge._torch",
     ]
