@@ -233,12 +233,9 @@ def _returned_only(gm: Any) -> set[Any]:
     exact at any size, so they need no int64 guard - a Python guard function that cost about
     1 us per call (benchmarks/percall.py).  Not under inductor's C++ wrapper
     (``cpp_wrapper``), which computes them as int64, nor while exporting."""
-    import sys
-
     import torch
 
-    inductor_config = sys.modules.get("torch._inductor.config")
-    if getattr(inductor_config, "cpp_wrapper", False) or torch.compiler.is_exporting():
+    if getattr(_torch.inductor_config, "cpp_wrapper", False) or torch.compiler.is_exporting():
         return set()
     found: set[Any] = set()
     for node in reversed(list(gm.graph.nodes)):

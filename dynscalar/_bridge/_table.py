@@ -628,6 +628,12 @@ PRIVATES: tuple[Private, ...] = (
     ),
     Private("torch._dynamo.config:specialize_float", phase="floats"),
     Private("torch._dynamo.config:assume_static_by_default", phase="floats"),
+    Private(
+        "torch._inductor:config",
+        alias="inductor_config",
+        phase="floats",
+        why="cpp_wrapper: inductor's C++ wrapper computes returned ints as int64 (_restarts)",
+    ),
     # ---- a reset of torch's compile state resets dynscalar's caches too (_state)
     Private(
         "torch._dynamo:reset",

@@ -23,8 +23,6 @@ __all__ = [
     "Failure",
     "abandon",
     "failed_here",
-    "failure",
-    "is_off",
     "note_strict",
     "on_abandon",
 ]
@@ -77,17 +75,6 @@ def failed_here() -> Failure | None:
         return None
     context = _torch.CompileContext.try_get()
     return OFF.get(context) if context is not None else None
-
-
-def failure() -> str | None:
-    """Why the running compile is compiled as stock torch compiles it (None: it is not)."""
-    found = failed_here()
-    return found.message if found is not None else None
-
-
-def is_off() -> bool:
-    """True while the running compile is compiled as stock torch compiles it."""
-    return failed_here() is not None
 
 
 def note_strict() -> None:
