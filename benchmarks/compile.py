@@ -9,53 +9,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 
 import dynscalar as ds
+from benchmarks.compile_time import Stack  # the model of the first-compile benchmark
 from benchmarks.harness import CountingBackend, fresh_class, interleaved, paired_ratios, quantiles
-
-
-class Block(torch.nn.Module):
-    """A pre-norm transformer block: attention and MLP, each with a scaled residual."""
-
-    def __init__(self, dim: int, heads: int, hidden: int) -> None:
-        super().__init__()
-        self.norm1 = torch.nn.LayerNorm(dim)
-        self.qkv = torch.nn.Linear(dim, 3 * dim)
-        self.proj = torch.nn.Linear(dim, dim)
-        self.norm2 = torch.nn.LayerNorm(dim)
-        self.fc1 = torch.nn.Linear(dim, hidden)
-        self.act = torch.nn.GELU()
-        self.fc2 = torch.nn.Linear(hidden, dim)
-        self.drop = torch.nn.Dropout(0.1)
-        self.heads = heads
-        self.gamma = 1.0  # residual scale: an unmarked float attribute read in forward
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.norm1(x)).chunk(3, dim=-1)
-        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.gamma * self.drop(self.proj(a.transpose(1, 2).reshape(b, t, d)))
-        return x + self.gamma * self.drop(self.fc2(self.act(self.fc1(self.norm2(x)))))
-
-
-class Stack(torch.nn.Module):
-    """``depth`` transformer blocks, a step counter and a float warm-up factor (both marked
-    in the ``compile`` section: one dynamic int, one dynamic float)."""
-
-    def __init__(self, depth: int, dim: int = 64, heads: int = 4, hidden: int = 128) -> None:
-        super().__init__()
-        self.blocks = torch.nn.ModuleList(Block(dim, heads, hidden) for _ in range(depth))
-        self.head = torch.nn.Linear(dim, dim)
-        self.step = 0
-        self.warm = 0.01
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.step += 1
-        for block in self.blocks:
-            x = block(x)
-        return self.head(x) * self.warm + self.step
 
 
 class HookTimer:

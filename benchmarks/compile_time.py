@@ -79,7 +79,9 @@ class Block(torch.nn.Module):
 
 
 class Stack(torch.nn.Module):
-    """``depth`` transformer blocks, a step counter and a float warm-up factor."""
+    """``depth`` transformer blocks, a step counter and a float warm-up factor (marked in the
+    ``marked`` configuration here and in ``benchmarks.compile``: one dynamic int, one dynamic
+    float)."""
 
     def __init__(self, depth: int, dim: int = 64, heads: int = 4, hidden: int = 128) -> None:
         super().__init__()
