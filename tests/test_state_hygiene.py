@@ -186,6 +186,56 @@ def test_a_value_the_caller_hands_on_is_followed() -> None:
         ds.unmark_dynamic_args(_passes, "n")
 
 
+def _scales(y: torch.Tensor, k: int) -> torch.Tensor:
+    torch._dynamo.graph_break()  # its own frame: k arrives from the caller's compiled code
+    return y * k + k
+
+
+def _positional(x: torch.Tensor, n: int) -> torch.Tensor:
+    return _scales(x * n, n)
+
+
+def _unpacked(x: torch.Tensor, n: int) -> torch.Tensor:
+    return _scales(*(x * n, n))  # CALL_FUNCTION_EX
+
+
+def _keyword(x: torch.Tensor, n: int) -> torch.Tensor:
+    return _scales(x * n, k=n)  # KW_NAMES + CALL (3.11), CALL_KW (3.13)
+
+
+def _unpacked_keywords(x: torch.Tensor, n: int) -> torch.Tensor:
+    return _scales(x * n, **{"k": n})  # CALL_FUNCTION_EX with a dict
+
+
+@pytest.mark.parametrize("caller", [_positional, _unpacked, _keyword, _unpacked_keywords])
+def test_a_value_handed_on_is_followed_however_the_call_passes_it(
+    caller: Callable[[torch.Tensor, int], torch.Tensor],
+) -> None:
+    """Each way of passing the marked ``n`` on to a graph-broken callee: the callee's ``k``
+    is symbolic from its first compile (one graph per frame, where stock compiles each
+    frame twice: a constant, then automatic dynamic)."""
+    values = [2, 3, 4, 5, 6]
+
+    def graphs() -> int:
+        counter = CountingBackend("eager")
+        compiled = torch.compile(caller, backend=counter)
+        for n in values:
+            assert torch.equal(compiled(torch.ones(2), n), caller(torch.ones(2), n))
+        return counter.frame_count
+
+    with ds.disabled():
+        stock = graphs()
+    torch._dynamo.reset()
+    ds.mark_dynamic_args(caller, "n")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            marked = graphs()
+    finally:
+        ds.unmark_dynamic_args(caller, "n")
+    assert (stock, marked) == (4, 2)
+
+
 # ----------------------------------------------------------------------------- user errors
 def _adds(x: torch.Tensor, n: int, s: Any) -> torch.Tensor:
     return x * n + s
