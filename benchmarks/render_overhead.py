@@ -275,7 +275,6 @@ def render(
             table=compile_time_table(compile_time),
             source=compile_time_source,
         )
-        lines.append("")
     if imports:  # ``import dynscalar`` against ``import torch``, one process each
         from benchmarks.import_time import table as import_table
 
@@ -410,10 +409,10 @@ def write_plots(data: dict[str, Any], folder: Path) -> list[Path]:
     return written
 
 
-def page(path: Path) -> str:
-    """The overhead page made of one run's JSON at ``path`` and, beside it, the import and
-    first-compile measurements (``import.json``, ``compile_time.json``) when present."""
-    data = read_json(path)
+def page(data: dict[str, Any], path: Path) -> str:
+    """The overhead page made of one run (``data``, read from ``path``) and, beside it, the
+    import and first-compile measurements (``import.json``, ``compile_time.json``) when
+    present."""
     imports_path = path.parent / "import.json"
     imports = read_json(imports_path) if imports_path.exists() else None
     compile_path = path.parent / "compile_time.json"
@@ -431,6 +430,6 @@ def page(path: Path) -> str:
 def write(path: Path, docs: Path, readme: Path, plots: bool = True) -> list[Path]:
     """docs/overhead.md, the README's goals and (``plots``) the figures from one run."""
     data, source = read_json(path), source_name(path)
-    (docs / "overhead.md").write_text(page(path))
+    (docs / "overhead.md").write_text(page(data, path))
     readme.write_text(replace_block(readme.read_text(), goals_block(data, source)))
     return [docs / "overhead.md", readme, *(write_plots(data, docs / "img") if plots else [])]

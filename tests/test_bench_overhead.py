@@ -68,7 +68,7 @@ def test_quick_overhead_run(tmp_path: Path) -> None:
 def test_published_page_is_rendered_from_the_published_json() -> None:
     """docs/overhead.md is exactly what render_overhead makes of the committed JSON."""
     data = json.loads(PUBLISHED.read_text())
-    page = render_overhead.page(PUBLISHED)
+    page = render_overhead.page(data, PUBLISHED)
     assert "## First compile against stock torch" in page and "## Import" in page
     assert page == PAGE.read_text(), "re-run: python -m benchmarks.render"
     for png in data["plots"]:
