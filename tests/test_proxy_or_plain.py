@@ -193,7 +193,7 @@ def test_a_dunder_call_only_the_proxy_has_guards_the_class(backend: str) -> None
 def test_the_plain_value_is_read_without_the_missing_name_path(value: Any) -> None:
     """Guards and graph inputs read ``<source>.real`` on every compiled call.  It is the
     proxy's own attribute (found by ``object.__getattribute__``, no AttributeError raised
-    and swallowed per call: 2% of a call of the per-call benchmark's model), and it is
+    and swallowed per call: 2-3.5% of a call of the per-call benchmark's model), and it is
     exactly the plain value ``int.real`` / ``float.real`` give."""
     plain = value.__wrapped__
     read = object.__getattribute__(value, "real")
