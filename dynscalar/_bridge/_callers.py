@@ -119,7 +119,7 @@ def _call_operands(tx: Any, stack: list[Any]) -> tuple[Any, list[Any], dict[str,
             return None
         kw_names = tuple(names_vt.as_python_constant())
     else:
-        kw_names = tuple(getattr(getattr(tx, "kw_names", None), "value", None) or ())
+        kw_names = _kw_names(tx, inst)
     if name.startswith("CALL_FUNCTION"):  # 3.10: [fn, args...]
         if len(stack) < argc + 1:
             return None
@@ -289,6 +289,23 @@ def resumed_code(code: Any) -> Any:
 
     meta = _torch.ContinueExecutionCache.generated_code_metadata.get(code)
     return getattr(meta, "code", None) or code
+
+
+def _kw_names(tx: Any, inst: Any) -> tuple[str, ...]:
+    """The keyword names of the ``CALL`` ``inst`` (3.11, 3.12), from the ``KW_NAMES``
+    instruction right before it (``PRECALL`` between them on 3.11), as CPython reads them.
+    Not ``tx.kw_names``: Dynamo clears that when the call raised, which is how a graph break
+    inside an inlined callee reaches the caller's break handling (torch 2.15)."""
+    instructions = getattr(tx, "instructions", None)
+    index = getattr(tx, "indexof", {}).get(inst)
+    if not instructions or index is None:
+        return ()
+    for before in reversed(instructions[max(0, index - 2) : index]):
+        if before.opname == "KW_NAMES":
+            return tuple(tx.code_options["co_consts"][before.arg])
+        if before.opname != "PRECALL":
+            break
+    return ()
 
 
 def caller_mark(
