@@ -2,12 +2,11 @@
 
 Each :class:`Construct` is a construct applied to a marked ``n`` (``int(n / 2)``,
 ``range(n)``, ``values[n]``, ``math.log(n)``): how the docs show it, a regular expression
-that finds it in a source line, the advice, and the code that probes it.  The
-``SpecializationWarning`` names the construct found on the user's line and gives its advice
-(:func:`constructs_in`); ``python -m dynscalar specializations``
-(``dynscalar/tools/specializations.py``) compiles each construct to measure which ones force
-a value on the installed torch, and ``RECORDED`` is that measure on the release the docs
-were built with.
+that finds it in a source line, and the advice.  The ``SpecializationWarning`` names the
+construct found on the user's line and gives its advice (:func:`constructs_in`).  ``python
+-m dynscalar specializations`` (``dynscalar/tools/specializations.py``, which holds each construct's
+probe) compiles each construct to measure which ones force a value on the installed torch;
+``RECORDED`` is that measure on the release the docs were built with.
 
 Examples:
     >>> [c.key for c in constructs_in("for _ in range(self.steps):")]
@@ -18,13 +17,9 @@ Examples:
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-
-import torch
 
 __all__ = [
     "CONSTRUCTS",
@@ -36,11 +31,6 @@ __all__ = [
     "Construct",
     "constructs_in",
 ]
-
-_LIST = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
-
-
-_DICT = {i: float(i) for i in range(10)}
 
 #: what the probe finds for a construct on one kind of value
 SYMBOLIC = "stays symbolic"
@@ -57,9 +47,6 @@ class Construct:
     code: str  # the construct as the docs show it
     pattern: str  # a regular expression that finds it in a source line
     advice: str  # what to write instead, when it forces the value
-    run: Callable[[Any, Any], Any]  # (tensor, n) -> tensor, the probe
-    instead: Callable[[Any, Any], Any] | None = None  # the advice's code, probed too
-    note: str = ""  # shown instead of "nothing to change" where it stays symbolic
 
     @property
     def shown(self) -> str:
@@ -72,31 +59,18 @@ class Construct:
         return f"`{self.code}`{kind}"
 
 
-def _math(
-    name: str,
-    call: Callable[[Any, Any], Any],
-    instead: str,
-    instead_run: Callable[[Any, Any], Any],
-    code: str = "n",
-) -> Construct:
+def _math(name: str, instead: str, code: str = "n") -> Construct:
     return Construct(
         f"math.{name}",
         f"math.{name}({code})",
         rf"\bmath\.{name}\(",
         f"`math.{name}` takes a Python number, so it needs the exact value: compute it "
         f"on a 0-d tensor instead ({instead}).",
-        call,
-        instead_run,
     )
 
 
-def _on_float64(method: str) -> tuple[str, Callable[[Any, Any], Any]]:
-    """What to write instead of ``math.<method>(n)``, and its probe: the tensor method on a
-    0-d float64 tensor holding ``n``."""
-    return (
-        f"`torch.full((), n, dtype=torch.float64).{method}()`",
-        lambda x, n: x * getattr(torch.full((), n, dtype=torch.float64), method)(),
-    )
+def _on_float64(method: str) -> str:
+    return f"`torch.full((), n, dtype=torch.float64).{method}()`"
 
 
 _USE_TENSOR_OPS = (
@@ -105,38 +79,20 @@ _USE_TENSOR_OPS = (
 )
 
 CONSTRUCTS: tuple[Construct, ...] = (
-    Construct("int()", "int(n / 2)", r"\bint\(", _USE_TENSOR_OPS, lambda x, n: x * int(n / 2)),
-    Construct("float()", "float(n)", r"\bfloat\(", _USE_TENSOR_OPS, lambda x, n: x * float(n)),
-    Construct(
-        "min/max",
-        "min(1.0, n / 10), max(n, 2)",
-        r"\b(min|max)\(",
-        _USE_TENSOR_OPS,
-        lambda x, n: x * min(1.0, n / 10) + max(n, 2),
-    ),
-    Construct(
-        "round()", "round(n / 3)", r"\bround\(", _USE_TENSOR_OPS, lambda x, n: x * round(n / 3)
-    ),
-    _math("sqrt", lambda x, n: x * math.sqrt(n), *_on_float64("sqrt")),
-    _math(
-        "floor",
-        lambda x, n: x * math.floor(n / 2),
-        "`n // 2` keeps an int symbolic",
-        lambda x, n: x * (n // 2),
-        code="n / 2",
-    ),
-    _math("log", lambda x, n: x * math.log(n), *_on_float64("log")),
-    _math("exp", lambda x, n: x * math.exp(n), *_on_float64("exp")),
+    Construct("int()", "int(n / 2)", r"\bint\(", _USE_TENSOR_OPS),
+    Construct("float()", "float(n)", r"\bfloat\(", _USE_TENSOR_OPS),
+    Construct("min/max", "min(1.0, n / 10), max(n, 2)", r"\b(min|max)\(", _USE_TENSOR_OPS),
+    Construct("round()", "round(n / 3)", r"\bround\(", _USE_TENSOR_OPS),
+    _math("sqrt", _on_float64("sqrt")),
+    _math("floor", "`n // 2` keeps an int symbolic", code="n / 2"),
+    _math("log", _on_float64("log")),
+    _math("exp", _on_float64("exp")),
     Construct(
         "math.pow",
         "math.pow(n, 2), math.pow(0.9, n)",
         r"\bmath\.pow\(",
         "`math.pow` takes a Python number, so it needs the exact value: write `n ** 2` or "
         "compute it on a 0-d tensor instead.",
-        lambda x, n: x * math.pow(n, 2) * (1.0 - math.pow(0.9, n)),
-        lambda x, n: x * n**2 * (1.0 - 0.9**n),
-        note="Traced as `**` on the `eager` and `aot_eager` backends; `inductor` forces the "
-        "value (its tensor power returns `inf` where `math.pow` raises `OverflowError`).",
     ),
     Construct(
         "as a size",
@@ -146,7 +102,6 @@ CONSTRUCTS: tuple[Construct, ...] = (
         "A size computed from a float cannot be a symbolic size on inductor (it specializes "
         "the float): compute the size from ints (`n * 3 // 4`), or leave that value "
         "unmarked on inductor.",
-        lambda x, n: x * torch.ones(math.ceil(n / 2)).sum(),
     ),
     Construct(
         "range()",
@@ -155,8 +110,6 @@ CONSTRUCTS: tuple[Construct, ...] = (
         "A loop over `range(n)` is unrolled n times, so it compiles for one n: do the work "
         "with a tensor op over `torch.arange(n)` instead of a Python loop, or leave `n` "
         "unmarked if it takes few values.",
-        lambda x, n: x + sum(1.0 for _ in range(n)),
-        lambda x, n: x + torch.ones(n).sum(),
     ),
     Construct(
         "f-string",
@@ -165,7 +118,6 @@ CONSTRUCTS: tuple[Construct, ...] = (
         "Formatting needs the digits: torch.compile either fixes the value or gives up on "
         "the function (it then runs uncompiled). Format the value outside the compiled "
         "code (read `model.step` after the call and log it there).",
-        lambda x, n: x + len(f"step {n}"),
     ),
     Construct(
         "str()",
@@ -173,7 +125,6 @@ CONSTRUCTS: tuple[Construct, ...] = (
         r"\bstr\(|\.format\(|%[ds]",
         "Formatting needs the digits: format the value outside the compiled code (read "
         "`model.step` after the call and log it there).",
-        lambda x, n: x + float(str(n)),
     ),
     Construct(
         "list index",
@@ -182,8 +133,6 @@ CONSTRUCTS: tuple[Construct, ...] = (
         "Indexing a Python list or tuple picks one element while compiling: keep the values "
         "in a tensor built once (`table = torch.tensor(values)`) and index that "
         "(`table[n]`), which stays symbolic.",
-        lambda x, n: x * _LIST[n],
-        lambda x, n: x * torch.tensor(_LIST)[n],
     ),
     Construct(
         "dict key",
@@ -192,8 +141,6 @@ CONSTRUCTS: tuple[Construct, ...] = (
         "A dict lookup needs the exact key, so every new value compiles again by design: "
         "leave a value used as a dict key unmarked, or store the entries in a tensor "
         "indexed by the value.",
-        lambda x, n: x * _DICT[n],
-        lambda x, n: x * torch.tensor([_DICT[i] for i in range(10)])[n],
     ),
 )
 

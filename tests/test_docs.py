@@ -524,18 +524,19 @@ def advice_holds(values: tuple[int, ...] = (3, 4, 5, 6)) -> dict[str, bool]:
 
     from dynscalar import DynamicInt
     from dynscalar._constructs import CONSTRUCTS
-    from dynscalar.tools.specializations import GraphCounter
+    from dynscalar.tools.specializations import PROBES, GraphCounter
 
+    assert [c.key for c in CONSTRUCTS] == list(PROBES), "a construct without a probe"
     checked: dict[str, bool] = {}
-    for construct in CONSTRUCTS:
-        if construct.instead is None:
+    for key, probe in PROBES.items():
+        if probe.instead is None:
             continue
         counter = GraphCounter()
         torch.compiler.reset()
-        compiled = torch.compile(construct.instead, backend=counter)
+        compiled = torch.compile(probe.instead, backend=counter)
         x = torch.ones(2, dtype=torch.float64)
-        same = all(torch.allclose(compiled(x, DynamicInt(v)), construct.run(x, v)) for v in values)
-        checked[construct.key] = same and len(counter.graphs) == 1
+        same = all(torch.allclose(compiled(x, DynamicInt(v)), probe.run(x, v)) for v in values)
+        checked[key] = same and len(counter.graphs) == 1
     torch.compiler.reset()
     return checked
 
