@@ -93,11 +93,13 @@ def _derive(result: Any, spec: DynamicSpec, same_variable: bool = False) -> Any:
 # Operators inline ``_derive``'s common case (an int or float result) and read the proxy
 # with plain attribute syntax (fast, see above): each Python call saved is a measurable
 # share of the cost (benchmarks/eager.py).
-def _binary(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+def _binary(op: Callable[[Any, Any], Any], reflected: bool = False) -> Callable[[Any, Any], Any]:
+    """``self <op> other`` (``other <op> self`` where ``reflected``) as a proxy."""
+
     def method(self: DynamicScalar, other: Any) -> Any:
         if type(other) in _PROXY_TYPES:
             other = other.__wrapped__
-        result = op(self.__wrapped__, other)
+        result = op(other, self.__wrapped__) if reflected else op(self.__wrapped__, other)
         kind = type(result)
         obj: DynamicScalar
         if kind is int:
@@ -116,34 +118,7 @@ def _binary(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
         obj._self_spec = spec
         return obj
 
-    method.__name__ = f"__{op.__name__.strip('_')}__"
-    return method
-
-
-def _reflected(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    def method(self: DynamicScalar, other: Any) -> Any:
-        if type(other) in _PROXY_TYPES:
-            other = other.__wrapped__
-        result = op(other, self.__wrapped__)
-        kind = type(result)
-        obj: DynamicScalar
-        if kind is int:
-            spec = self._self_spec
-            if spec.min is not None or spec.max is not None:
-                spec = spec.without_range()
-            obj = _alloc(DynamicInt)
-        elif kind is float:
-            spec = self._self_spec
-            if spec.unbacked or spec.min is not None or spec.max is not None:
-                spec = spec.for_float()
-            obj = _alloc(DynamicFloat)
-        else:
-            return _derive(result, self._self_spec)
-        _set_wrapped(obj, result)
-        obj._self_spec = spec
-        return obj
-
-    method.__name__ = f"__r{op.__name__.strip('_')}__"
+    method.__name__ = f"__{'r' if reflected else ''}{op.__name__.strip('_')}__"
     return method
 
 
@@ -235,18 +210,18 @@ class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[type-arg]
     __xor__ = _binary(operator.xor)
     __or__ = _binary(operator.or_)
 
-    __radd__ = _reflected(operator.add)
-    __rsub__ = _reflected(operator.sub)
-    __rmul__ = _reflected(operator.mul)
-    __rtruediv__ = _reflected(operator.truediv)
-    __rfloordiv__ = _reflected(operator.floordiv)
-    __rmod__ = _reflected(operator.mod)
-    __rdivmod__ = _reflected(divmod)
-    __rlshift__ = _reflected(operator.lshift)
-    __rrshift__ = _reflected(operator.rshift)
-    __rand__ = _reflected(operator.and_)
-    __rxor__ = _reflected(operator.xor)
-    __ror__ = _reflected(operator.or_)
+    __radd__ = _binary(operator.add, reflected=True)
+    __rsub__ = _binary(operator.sub, reflected=True)
+    __rmul__ = _binary(operator.mul, reflected=True)
+    __rtruediv__ = _binary(operator.truediv, reflected=True)
+    __rfloordiv__ = _binary(operator.floordiv, reflected=True)
+    __rmod__ = _binary(operator.mod, reflected=True)
+    __rdivmod__ = _binary(divmod, reflected=True)
+    __rlshift__ = _binary(operator.lshift, reflected=True)
+    __rrshift__ = _binary(operator.rshift, reflected=True)
+    __rand__ = _binary(operator.and_, reflected=True)
+    __rxor__ = _binary(operator.xor, reflected=True)
+    __ror__ = _binary(operator.or_, reflected=True)
 
     __iadd__ = _inplace(operator.add)
     __isub__ = _inplace(operator.sub)
