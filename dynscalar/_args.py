@@ -127,22 +127,15 @@ def unmark_dynamic_args(fn_or_module: Target, *names: str) -> Target:
         True
     """
     checked = check_names(names, "unmark_dynamic_args")
-    if isinstance(fn_or_module, torch.nn.Module):
-        module = compiled_original(fn_or_module)
 
-        def unmark(marks: dict[str, DynamicSpec | None]) -> None:
-            for name in checked:
-                marks.pop(name, None)
-
-        edit_marks(module.__dict__, unmark, key=ARG_MARKS_KEY)
-        return fn_or_module
-    function = _function_of(fn_or_module, "unmark_dynamic_args")
-
-    def unmark_function(marks: dict[str, DynamicSpec]) -> None:
+    def unmark(marks: dict[str, Any]) -> None:
         for name in checked:
             marks.pop(name, None)
 
-    edit_function_marks(function.__code__, unmark_function)
+    if isinstance(fn_or_module, torch.nn.Module):
+        edit_marks(compiled_original(fn_or_module).__dict__, unmark, key=ARG_MARKS_KEY)
+    else:
+        edit_function_marks(_function_of(fn_or_module, "unmark_dynamic_args").__code__, unmark)
     return fn_or_module
 
 
