@@ -312,15 +312,16 @@ class _IeeeCompare(Application, Boolean):  # type: ignore[misc]  # sympy is unty
     """
 
     is_Relational = True  # sympy's Not, And, Or: negate and compare as relations do
-    _op: Callable[[Any, Any], bool]
-    _fx_op: Callable[[Any, Any], Any]
+    _op: Callable[[Any, Any], Any]  # the operator (torch records it for the FX node)
+    _negated: bool  # ``not (a <op> b)``: with a NaN operand, true for every order comparison
     _symbol: str
     _negation: str  # the class name of the negation
 
     @classmethod
     def eval(cls, a: Any, b: Any) -> Any:
         if isinstance(a, sympy.Number) and isinstance(b, sympy.Number):
-            return sympy.true if cls._op(_python_number(a), _python_number(b)) else sympy.false
+            holds = bool(cls._op(_python_number(a), _python_number(b)))
+            return sympy.true if holds != cls._negated else sympy.false
         return None
 
     @property
@@ -333,15 +334,8 @@ class _IeeeCompare(Application, Boolean):  # type: ignore[misc]  # sympy is unty
 
     def _torch_sympystr(self, printer: Any) -> str:
         a, b = self.args
-        return f"({printer._print(a)} {self._symbol} {printer._print(b)})"
-
-
-class _IeeeNot(_IeeeCompare):
-    """``not (a <op> b)``: with a NaN operand, true for every order comparison."""
-
-    def _torch_sympystr(self, printer: Any) -> str:
-        a, b = self.args
-        return f"(not ({printer._print(a)} {self._symbol} {printer._print(b)}))"
+        text = f"({printer._print(a)} {self._symbol} {printer._print(b)})"
+        return f"(not {text})" if self._negated else text
 
 
 _BY_NAME: dict[str, type[_IeeeCompare]] = {}
@@ -350,22 +344,17 @@ _BY_NAME: dict[str, type[_IeeeCompare]] = {}
 def _comparison(
     name: str, op: Callable[[Any, Any], bool], symbol: str, negation: str, negated: bool = False
 ) -> type[_IeeeCompare]:
-    """The class of one comparison (``negated``: of ``not (a <symbol> b)``); ``_fx_op`` is
-    the operator torch records for its FX node."""
-
-    def test(a: Any, b: Any) -> bool:
-        return not op(a, b) if negated else op(a, b)
-
+    """The class of one comparison (``negated``: of ``not (a <symbol> b)``)."""
     text = f"not (a {symbol} b)" if negated else f"a {symbol} b"
     namespace = {
-        "_op": staticmethod(test),
-        "_fx_op": staticmethod(op),
+        "_op": staticmethod(op),
+        "_negated": negated,
         "_symbol": symbol,
         "_negation": negation,
         "__doc__": f"``{text}`` on Python numbers.",
         "__module__": __name__,
     }
-    made = _BY_NAME[name] = type(name, (_IeeeNot if negated else _IeeeCompare,), namespace)
+    made = _BY_NAME[name] = type(name, (_IeeeCompare,), namespace)
     return made
 
 
@@ -412,16 +401,14 @@ def _predicate(node: Any, other: Any, comparison: type[_IeeeCompare]) -> Any:
     hint = None
     if node.hint is not None and other.hint is not None:
         hint = bool(op(node.hint, other.hint))
-    fx_node, _ = node.shape_env._create_fx_call_function(
-        comparison._fx_op, (node.fx_node, other.fx_node)
-    )
+    fx_node, _ = node.shape_env._create_fx_call_function(op, (node.fx_node, other.fx_node))
     return type(node)(
         comparison(node.expr, other.expr), node.shape_env, bool, hint, fx_node=fx_node
     )
 
 
 _local = threading.local()
-_USER_COMPARISONS = frozenset(c._fx_op for c in _COMPARISONS)
+_USER_COMPARISONS = frozenset(c._op for c in _COMPARISONS)
 
 
 def float_gate(node: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
@@ -827,9 +814,7 @@ def _select(tx: Any, fn: Any, items: list[Any]) -> Any:
 
 
 def _is_nan_constant(variable: Any) -> bool:
-    value = (
-        getattr(variable, "value", None) if isinstance(variable, _torch.ConstantVariable) else None
-    )
+    value = variable.value if isinstance(variable, _torch.ConstantVariable) else None
     return type(value) is float and value != value
 
 
