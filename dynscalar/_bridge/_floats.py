@@ -406,7 +406,7 @@ def _only_ours(gm: Any, ours: dict[Any, str]) -> bool:
 
 
 def _unsupported_uses(
-    gm: Any, ours: dict[Any, str], refused: dict[str, str], symbols: set[Any] | None = None
+    gm: Any, ours: dict[Any, str], refused: dict[str, str], symbols: set[Any]
 ) -> list[str]:
     """Ops that take a SymFloat over our symbols where the pass cannot lower it (a keyword,
     a list, an op it has no rule for): error text only, each with why its scalar form was
@@ -433,8 +433,7 @@ def _unsupported_uses(
                 if lowered and positional and item is value:
                     continue
                 if any(s in ours for s in v.node.expr.free_symbols):
-                    if symbols is not None:
-                        symbols.update(s for s in v.node.expr.free_symbols if s in ours)
+                    symbols.update(s for s in v.node.expr.free_symbols if s in ours)
                     name = str(node.target)
                     why = refused.get(name)
                     found.add(f"{name} ({why})" if why else name)
