@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import logging
 import math
+import operator
 import pathlib
 from collections.abc import Iterator
 from typing import Any
@@ -126,7 +128,7 @@ def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: s
     return var
 
 
-def _scalar_tensor_prepass(gm: Any, shape_env: Any, fake_mode: Any) -> int:
+def _scalar_tensor_prepass(gm: Any, ours: dict[Any, str], fake_mode: Any) -> int:
     """``scalar_tensor(f(s))`` -> ``mul.Tensor(scalar_tensor(1.0), f(s))`` for our float symbols.
 
     Dynamo returns a float computed in the graph (``self.scale = self.scale * 0.9``) as
@@ -134,14 +136,10 @@ def _scalar_tensor_prepass(gm: Any, shape_env: Any, fake_mode: Any) -> int:
     on a float ``SymNodeVariable``).  The tensorify pass has no rule for ``scalar_tensor``, so
     the final sweep of ``tensorify_python_scalars`` burns the value in with ``guard_scalar``.
     ``mul.Tensor`` with a SymFloat operand is lowered by the pass, and ``x * 1.0 == x``
-    exactly (NaN, inf, -0.0).
+    exactly (NaN, inf, -0.0).  Returns the number of rewrites.
     """
     import torch
 
-    state = peek_state(shape_env)
-    ours = state.floats if state is not None else None
-    if not ours:
-        return 0
     aten = torch.ops.aten
     graph = gm.graph
     count = 0
@@ -163,7 +161,7 @@ def _scalar_tensor_prepass(gm: Any, shape_env: Any, fake_mode: Any) -> int:
         node.replace_all_uses_with(prod)
         graph.erase_node(node)
         count += 1
-    return _finished(gm, count)
+    return count
 
 
 def _float_as_tensor(graph: Any, fake_mode: Any, value: Any, kwargs: dict[str, Any]) -> Any:
@@ -179,14 +177,6 @@ def _float_as_tensor(graph: Any, fake_mode: Any, value: Any, kwargs: dict[str, A
         one.meta["val"] = aten.scalar_tensor.default(1.0, **kwargs)
         product.meta["val"] = aten.scalar_tensor.default(1.0, **kwargs)
     return product
-
-
-def _finished(gm: Any, count: int) -> int:
-    """Check and regenerate ``gm`` after ``count`` rewrites (none: untouched)."""
-    if count:
-        gm.graph.lint()
-        gm.recompile()
-    return count
 
 
 class _GraphOps:
@@ -206,29 +196,22 @@ class _GraphOps:
         target: Any = torch.ops
         for part in self._path:
             target = getattr(target, part)
-        return _emit(self._graph, self._fake_mode, target, args, kwargs)
 
+        def val(a: Any) -> Any:
+            return a.meta["val"]
 
-def _emit(graph: Any, fake_mode: Any, target: Any, args: Any, kwargs: Any) -> Any:
-    import operator
-
-    import torch
-
-    def val(a: Any) -> Any:
-        return a.meta["val"]
-
-    node = graph.call_function(target, tuple(args), dict(kwargs))
-    with fake_mode:
-        out = target(*torch.fx.node.map_arg(args, val), **torch.fx.node.map_arg(kwargs, val))
-    node.meta["val"] = out
-    if not isinstance(out, (list, tuple)):
-        return node
-    items = []
-    for i, item in enumerate(out):
-        getitem = graph.call_function(operator.getitem, (node, i))
-        getitem.meta["val"] = item
-        items.append(getitem)
-    return items
+        node = self._graph.call_function(target, args, kwargs)
+        with self._fake_mode:
+            out = target(*torch.fx.node.map_arg(args, val), **torch.fx.node.map_arg(kwargs, val))
+        node.meta["val"] = out
+        if not isinstance(out, (list, tuple)):
+            return node
+        items = []
+        for i, item in enumerate(out):
+            getitem = self._graph.call_function(operator.getitem, (node, i))
+            getitem.meta["val"] = item
+            items.append(getitem)
+        return items
 
 
 def _marked_argument(value: Any, ours: dict[Any, str]) -> bool:
@@ -291,9 +274,7 @@ def _scalar_forms_prepass(
     the op's computation dtype: the pass lowers it to the float in ``C`` (the value ATen's
     kernels compute with); a plain number the form also takes as a tensor is
     ``scalar_tensor(v, dtype=C)``.  Other such ops are left to the pass, which specializes
-    the float as it does for stock torch."""
-    import operator
-
+    the float as it does for stock torch.  Returns the number of rewrites."""
     import torch
 
     from ..ops._admission import form_admitted
@@ -333,13 +314,7 @@ def _scalar_forms_prepass(
         def as_tensor(value: Any, dtype: Any = compute, device: Any = out.device) -> Any:
             if not isinstance(value, torch.fx.Node):  # a plain number beside the float
                 return ops.aten.scalar_tensor.default(value, dtype=dtype, device=device)
-            one = ops.aten.scalar_tensor.default(1.0, dtype=dtype, device=device)
-            tensor = graph.call_function(torch.ops.aten.mul.Tensor, (one, value))
-            with fake_mode:
-                tensor.meta["val"] = torch.ops.aten.scalar_tensor.default(
-                    1.0, dtype=dtype, device=device
-                )
-            return tensor
+            return _float_as_tensor(graph, fake_mode, value, {"dtype": dtype, "device": device})
 
         def is_scalar(value: Any) -> bool:
             if isinstance(value, torch.fx.Node):
@@ -362,7 +337,7 @@ def _scalar_forms_prepass(
             node.replace_all_uses_with(result)
         graph.erase_node(node)
         count += 1
-    return _finished(gm, count)
+    return count
 
 
 def _dynscalar_item(tensor: Any) -> Any:
@@ -431,7 +406,7 @@ def _only_ours(gm: Any, ours: dict[Any, str]) -> bool:
 
 
 def _unsupported_uses(
-    gm: Any, ours: dict[Any, str], refused: dict[str, str], symbols: set[Any] | None = None
+    gm: Any, ours: dict[Any, str], refused: dict[str, str], symbols: set[Any]
 ) -> list[str]:
     """Ops that take a SymFloat over our symbols where the pass cannot lower it (a keyword,
     a list, an op it has no rule for): error text only, each with why its scalar form was
@@ -458,8 +433,7 @@ def _unsupported_uses(
                 if lowered and positional and item is value:
                     continue
                 if any(s in ours for s in v.node.expr.free_symbols):
-                    if symbols is not None:
-                        symbols.update(s for s in v.node.expr.free_symbols if s in ours)
+                    symbols.update(s for s in v.node.expr.free_symbols if s in ours)
                     name = str(node.target)
                     why = refused.get(name)
                     found.add(f"{name} ({why})" if why else name)
@@ -522,9 +496,12 @@ def tensorify_hook(
         return result
 
     assert state is not None  # `ours` came from it
-    _scalar_tensor_prepass(gm, shape_env, fake_mode)
     refused: dict[str, str] = {}
-    _scalar_forms_prepass(gm, ours, fake_mode, refused)
+    if _scalar_tensor_prepass(gm, ours, fake_mode) + _scalar_forms_prepass(
+        gm, ours, fake_mode, refused
+    ):
+        gm.graph.lint()
+        gm.recompile()
     forced: set[Any] = set()
     ops = _unsupported_uses(gm, ours, refused, forced)
     forced |= _not_paths(state, _value_guarded(shape_env, ours, alone=False))
@@ -745,24 +722,19 @@ def _advice(label: str, filename: str) -> str:
 # cache instead (``check_cacheable_hook``; the safe fallback: a cold AOT compile).
 
 
+@functools.cache
 def _cache_key_component() -> str:
-    global _key_component
-    if _key_component is None:
-        from .. import __version__
+    from .. import __version__
 
-        digest = hashlib.sha256(__version__.encode())
-        package = pathlib.Path(__file__).parents[1]
-        # the bridge, and the op rules and forms with their admitted cells: what decides
-        # the graph an entry holds
-        files = [*package.glob("_bridge/*.py"), *package.glob("ops/*.py")]
-        for path in sorted([*files, package / "ops" / "admitted.json"]):
-            if path.exists():
-                digest.update(path.read_bytes())
-        _key_component = f"-dynscalar-floats-{digest.hexdigest()[:20]}"
-    return _key_component
-
-
-_key_component: str | None = None
+    digest = hashlib.sha256(__version__.encode())
+    package = pathlib.Path(__file__).parents[1]
+    # the bridge, and the op rules and forms with their admitted cells: what decides
+    # the graph an entry holds
+    files = [*package.glob("_bridge/*.py"), *package.glob("ops/*.py")]
+    for path in sorted([*files, package / "ops" / "admitted.json"]):
+        if path.exists():
+            digest.update(path.read_bytes())
+    return f"-dynscalar-floats-{digest.hexdigest()[:20]}"
 
 
 def _has_dynamic_float_input(gm: Any) -> bool:

@@ -173,6 +173,7 @@ __all__ = [
 #: builtins that raise ZeroDivisionError for a zero base and a negative exponent, and that
 #: torch refuses for a negative symbolic float base
 _POWERS = frozenset({operator.pow, operator.ipow, pow})
+Hook = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
 
 
 def _state_of(tx: Any) -> Any:
@@ -262,57 +263,36 @@ def _ours(node: Any, *others: Any) -> bool:
     )
 
 
-def _faithful(result: Any, expr: Any) -> Any:
-    result._expr = expr
-    result._expr_cache = None
-    result._expr_ver = -1
-    return result
+def _arithmetic_hook(build: Callable[[Any, Any], Any], doc: str) -> Hook:
+    """The hook around one ``SymNode`` arithmetic method: a float result computed from a
+    value the bridge made gets the expression ``build(a, b)`` of the operands' expressions
+    (``_neg`` has no ``other``: ``b`` is ``a``)."""
 
-
-def _binary(
-    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[Any, Any]:
-    result = wrapped(*args, **kwargs)
-    other = kwargs["other"]
-    if result.pytype is not float or not (
-        _ours(instance, other) or _numbers_in_marked_compile(instance, other)
-    ):
-        return result, None
-    return result, other
-
-
-def add_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Around ``SymNode._add(other)``."""
-    result, other = _binary(wrapped, instance, args, kwargs)
-    if other is None:
+    def hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        result = wrapped(*args, **kwargs)
+        other = kwargs.get("other", instance)
+        if result.pytype is not float or not (
+            _ours(instance, other) or _numbers_in_marked_compile(instance, other)
+        ):
+            return result
+        result._expr = build(instance.expr, other.expr)
+        result._expr_cache = None
+        result._expr_ver = -1
         return result
-    return _faithful(result, IeeeAdd(instance.expr, other.expr))
+
+    hook.__doc__ = doc
+    return hook
 
 
-def sub_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Around ``SymNode._sub(other)``: ``a + (-1 * b)``, the same IEEE operation."""
-    result, other = _binary(wrapped, instance, args, kwargs)
-    if other is None:
-        return result
-    return _faithful(result, IeeeAdd(instance.expr, IeeeMul(-1, other.expr)))
-
-
-def mul_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Around ``SymNode._mul(other)``."""
-    result, other = _binary(wrapped, instance, args, kwargs)
-    if other is None:
-        return result
-    return _faithful(result, IeeeMul(instance.expr, other.expr))
-
-
-def neg_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Around ``SymNode._neg()``: ``-1 * a``, the same IEEE operation."""
-    result = wrapped(*args, **kwargs)
-    if result.pytype is not float or not (
-        _ours(instance) or _numbers_in_marked_compile(instance, instance)
-    ):
-        return result
-    return _faithful(result, IeeeMul(-1, instance.expr))
+add_hook = _arithmetic_hook(IeeeAdd, "Around ``SymNode._add(other)``.")
+sub_hook = _arithmetic_hook(
+    lambda a, b: IeeeAdd(a, IeeeMul(-1, b)),
+    "Around ``SymNode._sub(other)``: ``a + (-1 * b)``, the same IEEE operation.",
+)
+mul_hook = _arithmetic_hook(IeeeMul, "Around ``SymNode._mul(other)``.")
+neg_hook = _arithmetic_hook(
+    lambda a, _: IeeeMul(-1, a), "Around ``SymNode._neg()``: ``-1 * a``, the same IEEE operation."
+)
 
 
 # -------------------------------------------------------------------------------------- comparisons
@@ -332,14 +312,16 @@ class _IeeeCompare(Application, Boolean):  # type: ignore[misc]  # sympy is unty
     """
 
     is_Relational = True  # sympy's Not, And, Or: negate and compare as relations do
-    _op: Callable[[Any, Any], bool]
+    _op: Callable[[Any, Any], Any]  # the operator (torch records it for the FX node)
+    _negated: bool  # ``not (a <op> b)``: with a NaN operand, true for every order comparison
     _symbol: str
     _negation: str  # the class name of the negation
 
     @classmethod
     def eval(cls, a: Any, b: Any) -> Any:
         if isinstance(a, sympy.Number) and isinstance(b, sympy.Number):
-            return sympy.true if cls._op(_python_number(a), _python_number(b)) else sympy.false
+            holds = bool(cls._op(_python_number(a), _python_number(b)))
+            return sympy.true if holds != cls._negated else sympy.false
         return None
 
     @property
@@ -352,34 +334,28 @@ class _IeeeCompare(Application, Boolean):  # type: ignore[misc]  # sympy is unty
 
     def _torch_sympystr(self, printer: Any) -> str:
         a, b = self.args
-        return f"({printer._print(a)} {self._symbol} {printer._print(b)})"
+        text = f"({printer._print(a)} {self._symbol} {printer._print(b)})"
+        return f"(not {text})" if self._negated else text
 
 
-class _IeeeNot(_IeeeCompare):
-    """``not (a <op> b)``: with a NaN operand, true for every order comparison."""
-
-    def _torch_sympystr(self, printer: Any) -> str:
-        a, b = self.args
-        return f"(not ({printer._print(a)} {self._symbol} {printer._print(b)}))"
+_BY_NAME: dict[str, type[_IeeeCompare]] = {}
 
 
 def _comparison(
     name: str, op: Callable[[Any, Any], bool], symbol: str, negation: str, negated: bool = False
 ) -> type[_IeeeCompare]:
     """The class of one comparison (``negated``: of ``not (a <symbol> b)``)."""
-
-    def test(a: Any, b: Any) -> bool:
-        return not op(a, b) if negated else op(a, b)
-
     text = f"not (a {symbol} b)" if negated else f"a {symbol} b"
     namespace = {
-        "_op": staticmethod(test),
+        "_op": staticmethod(op),
+        "_negated": negated,
         "_symbol": symbol,
         "_negation": negation,
         "__doc__": f"``{text}`` on Python numbers.",
         "__module__": __name__,
     }
-    return type(name, (_IeeeNot if negated else _IeeeCompare,), namespace)
+    made = _BY_NAME[name] = type(name, (_IeeeCompare,), namespace)
+    return made
 
 
 IeeeEq = _comparison("IeeeEq", operator.eq, "==", "IeeeNe")
@@ -392,30 +368,7 @@ IeeeNotLt = _comparison("IeeeNotLt", operator.lt, "<", "IeeeLt", negated=True)
 IeeeNotLe = _comparison("IeeeNotLe", operator.le, "<=", "IeeeLe", negated=True)
 IeeeNotGt = _comparison("IeeeNotGt", operator.gt, ">", "IeeeGt", negated=True)
 IeeeNotGe = _comparison("IeeeNotGe", operator.ge, ">=", "IeeeGe", negated=True)
-
-
-_COMPARISONS = (
-    IeeeEq,
-    IeeeNe,
-    IeeeLt,
-    IeeeLe,
-    IeeeGt,
-    IeeeGe,
-    IeeeNotLt,
-    IeeeNotLe,
-    IeeeNotGt,
-    IeeeNotGe,
-)
-_BY_NAME: dict[str, type[_IeeeCompare]] = {c.__name__: c for c in _COMPARISONS}
-#: the operator torch records for each comparison's FX node
-_FX_OPS: dict[str, Callable[[Any, Any], Any]] = {
-    "IeeeEq": operator.eq,
-    "IeeeNe": operator.ne,
-    "IeeeLt": operator.lt,
-    "IeeeLe": operator.le,
-    "IeeeGt": operator.gt,
-    "IeeeGe": operator.ge,
-}
+_COMPARISONS = tuple(_BY_NAME.values())
 
 
 def comparison_output(gm: Any) -> Any:
@@ -440,9 +393,6 @@ def _plain(expr: Any) -> bool:
     return bool(expr.is_number) and bool(expr.is_finite)
 
 
-Hook = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
-
-
 def _predicate(node: Any, other: Any, comparison: type[_IeeeCompare]) -> Any:
     """The boolean ``SymNode`` of ``comparison(node, other)``, built as torch builds a
     comparison's result (``sym_node.binary_magic_impl``) but never through a sympy relation,
@@ -451,18 +401,14 @@ def _predicate(node: Any, other: Any, comparison: type[_IeeeCompare]) -> Any:
     hint = None
     if node.hint is not None and other.hint is not None:
         hint = bool(op(node.hint, other.hint))
-    fx_node, _ = node.shape_env._create_fx_call_function(
-        _FX_OPS[comparison.__name__], (node.fx_node, other.fx_node)
-    )
+    fx_node, _ = node.shape_env._create_fx_call_function(op, (node.fx_node, other.fx_node))
     return type(node)(
         comparison(node.expr, other.expr), node.shape_env, bool, hint, fx_node=fx_node
     )
 
 
 _local = threading.local()
-_USER_COMPARISONS = frozenset(
-    {operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge}
-)
+_USER_COMPARISONS = frozenset(c._op for c in _COMPARISONS)
 
 
 def float_gate(node: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
@@ -868,9 +814,7 @@ def _select(tx: Any, fn: Any, items: list[Any]) -> Any:
 
 
 def _is_nan_constant(variable: Any) -> bool:
-    value = (
-        getattr(variable, "value", None) if isinstance(variable, _torch.ConstantVariable) else None
-    )
+    value = variable.value if isinstance(variable, _torch.ConstantVariable) else None
     return type(value) is float and value != value
 
 
@@ -898,17 +842,14 @@ def negative_power_operands(fn: Any, operands: Any) -> tuple[int, ...]:
         if isinstance(variable, symbolic):
             hint = getattr(getattr(variable.sym_num, "node", None), "hint", None)
             return hint is not None and hint < 0
-        return variable.is_python_constant() and _is_negative(variable.as_python_constant())
+        value = variable.as_python_constant() if variable.is_python_constant() else None
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0
 
     def float_symbol(variable: Any) -> bool:
         return isinstance(variable, symbolic) and isinstance(variable.sym_num, torch.SymFloat)
 
-    if float_symbol(base) and negative(base):
-        return (0,)
-    if float_symbol(exponent) and negative(base) and not isinstance(base, symbolic):
-        return (1,)
-    if isinstance(base, symbolic) and float_symbol(exponent) and negative(base):
-        return (0,)
+    if negative(base) and (float_symbol(base) or float_symbol(exponent)):
+        return (0,) if isinstance(base, symbolic) else (1,)
     if (
         negative(base)
         and negative(exponent)
@@ -957,10 +898,6 @@ def floor_division_operands(tx: Any, fn: Any, operands: Any) -> tuple[int, ...]:
     if not all(isinstance(s, torch.SymInt | torch.SymFloat) for s in syms):
         return ()
     return tuple(i for i, v in enumerate(values) if isinstance(v, symbolic))
-
-
-def _is_negative(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0
 
 
 def operator_for(name: str) -> tuple[Any, bool] | None:

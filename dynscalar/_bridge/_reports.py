@@ -34,7 +34,6 @@ __all__ = [
     "instance_path",
     "passthrough",
     "record_specialized",
-    "current_specialization",
     "refuse",
     "remember",
     "report_specialization",
@@ -59,12 +58,6 @@ def specializing(op: str, reason: str) -> Iterator[None]:
         yield
     finally:
         _local.op = previous
-
-
-def current_specialization() -> tuple[str, str] | None:
-    """(op, reason) of the op being traced with a value the bridge lets torch force."""
-    found: tuple[str, str] | None = getattr(_local, "op", None)
-    return found
 
 
 def remember(
@@ -139,7 +132,6 @@ def instance_path(source_name: str) -> str:
     it (the variable bound to it there), else ``model`` or ``optimizer``; any other root
     keeps its variable name.
     """
-    f_locals = None
     try:
         f_locals = _torch.InstructionTranslator.current_tx().f_locals
     except Exception:  # noqa: BLE001 - not tracing: named from the text alone
@@ -253,7 +245,7 @@ def report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) ->
     at = user or innermost
     names = sorted({label for label, _ in hits})
     code = f" (`{at.line}`)" if at.line else ""
-    op = current_specialization()
+    op: tuple[str, str] | None = getattr(_local, "op", None)  # while ``specializing``
     if op is not None:
         # an op with a rule that does not apply here: stock torch's specialization
         advice = (

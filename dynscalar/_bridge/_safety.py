@@ -78,14 +78,6 @@ def _compile() -> Any:
     return _torch.CompileContext.try_get()
 
 
-def _report_pending() -> None:
-    """The stock attempt of a compile the net turned off got its graph compiled: the
-    failure was dynscalar's, so say so now (warn, or raise for a strict mark)."""
-    found = failed_here()
-    if found is not None and not found.reported:
-        _report(found)
-
-
 def _report(failed: Failure) -> None:
     """Warn about ``failed`` (once per hook and error, wherever in the compile it happens),
     or raise it for a strict mark (``_reports.refuse``, the one strict/warn policy)."""
@@ -159,26 +151,20 @@ def _marks_in_compile() -> tuple[list[str], bool]:
     return labels, strict
 
 
-def _fallback(entry: Any, failed: Failure | None = None) -> str | None:
-    """The hook ``entry`` runs in a compile traced as stock: its off form, else the form it
-    has inside ``disabled()`` (write-back's recording and codegen: what eager stores, a
-    proxy included, in a compile that reads proxies as plain values), else its degraded
-    form (None: torch's function alone).  A ``disabled()`` form that is one of the hooks
-    that failed is not run."""
-    path: str | None = entry.off_hook
-    if path is None and not (failed is not None and entry.disabled_hook in failed.hooks):
-        path = entry.disabled_hook
-    return path or entry.degraded_hook
-
-
 def off_path(entry: Any) -> Any:
-    """What a call of ``entry``'s wrapper runs while some compile is turned off: in that
-    compile the path of the entry's off form (None: torch's function); elsewhere
-    :data:`NOT_OFF` (the caller runs the hook)."""
+    """What a call of ``entry``'s wrapper runs while some compile is turned off: elsewhere
+    :data:`NOT_OFF` (the caller runs the hook); in that compile, traced as stock, the path
+    of the entry's off form, else of the form it has inside ``disabled()`` (write-back's
+    recording and codegen: what eager stores, a proxy included, in a compile that reads
+    proxies as plain values) unless that is one of the hooks that failed, else of its
+    degraded form (None: torch's function alone)."""
     failed = failed_here()
     if failed is None:
         return NOT_OFF
-    return _fallback(entry, failed)
+    path: str | None = entry.off_hook
+    if path is None and entry.disabled_hook not in failed.hooks:
+        path = entry.disabled_hook
+    return path or entry.degraded_hook
 
 
 #: :func:`off_path`'s answer where the running compile is not turned off
@@ -212,11 +198,6 @@ def handle(entry: Any, error: Exception) -> str | None:
         return entry.off_hook  # type: ignore[no-any-return]
     _turn_off(current, failed, error)
     raise AssertionError("unreachable: _turn_off raises")  # pragma: no cover
-
-
-def _restart(error: Exception) -> None:
-    """Trace the frame again from its first instruction (``_restarts.restart_frame``)."""
-    restart_frame(error)
 
 
 def backend_compile_hook(
@@ -269,16 +250,19 @@ def backend_compile_off(
     that fails before this point (the user's own error while tracing, a backend failing on
     the stock graph too) reports nothing of dynscalar's: the error is the program's."""
     compiled = wrapped(*args, **kwargs)
-    _report_pending()
+    found = failed_here()
+    if found is not None and not found.reported:
+        _report(found)  # the failure was dynscalar's: said now (a strict mark raises)
     return compiled
 
 
 def _turn_off(context: Any, failed: Failure, error: Exception) -> None:
-    """Trace the compile again as stock torch does, its failure reported once the stock
-    attempt compiles (:func:`backend_compile_off`)."""
+    """Trace the compile again as stock torch does (from the frame's first instruction,
+    ``_restarts.restart_frame``), its failure reported once the stock attempt compiles
+    (:func:`backend_compile_off`)."""
     OFF[context] = failed
     abandon()
-    _restart(error)
+    restart_frame(error)
 
 
 def _restarting(error: BaseException) -> bool:
@@ -304,20 +288,15 @@ def _failure(entry: str, error: Exception, hooks: tuple[str, ...] = ()) -> Failu
     except Exception:  # noqa: BLE001 - the report must not fail in turn
         labels, strict = [], False
     values = ", ".join(labels) if labels else "the marked values"
-    what = f"{type(error).__name__}: {error}".splitlines()[0][:300]
-    if isinstance(error, KnownLimit):
-        message = (
-            f"dynscalar: {error} while compiling {values}; this frame is compiled as stock "
-            "torch.compile compiles the plain values instead (results are eager's; a "
-            "changing value may recompile)."
-        )
-        log.info("%s", message)
-        return Failure(entry, message, error, strict, hooks)
+    known = isinstance(error, KnownLimit)
+    first = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+    what = str(error) if known else f"an internal error in its hook on {entry} ({first})"
     message = (
-        f"dynscalar: an internal error in its hook on {entry} ({what}) while "
-        f"compiling {values}; this frame is compiled as stock torch.compile compiles the "
-        "plain values instead (results are eager's; a changing value may recompile). "
-        "Please report this with your torch version."
+        f"dynscalar: {what} while compiling {values}; this frame is compiled as stock "
+        "torch.compile compiles the plain values instead (results are eager's; a changing "
+        "value may recompile)."
     )
-    log.info("%s", message, exc_info=error)
+    if not known:
+        message += " Please report this with your torch version."
+    log.info("%s", message, exc_info=None if known else error)
     return Failure(entry, message, error, strict, hooks)

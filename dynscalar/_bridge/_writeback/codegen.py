@@ -364,19 +364,21 @@ def codegen_suffix_hook(
     """
     tx, stack = kwargs["tx"], kwargs["stack_values"]
     state = peek_state(getattr(instance, "shape_env", None))
-    if state is None or not (state.origins or state.constants) or not stack:
-        return wrapped(*args, **kwargs)
-    if getattr(tx, "export", False):
+    if (
+        state is None
+        or not (state.origins or state.constants)
+        or not stack
+        or getattr(tx, "export", False)
+    ):
         return wrapped(*args, **kwargs)
     record = record_call(tx, _marked_value(state))
+    result = _hand_on(wrapped, kwargs, state)
     if record is not None and kwargs.get("log_side_effects"):  # the pass whose code is kept
-        result = _hand_on(wrapped, instance, args, kwargs, state)
         # the call made right after this code: the marked values it hands on (_callers)
         cg = kwargs["cg"]
         cg.append_output(cg.create_load_const_unchecked(record))
         cg.append_output(cg.create_store(instance.new_var(RECORD_LOCAL)))
-        return result
-    return _hand_on(wrapped, instance, args, kwargs, state)
+    return result
 
 
 def _marked_value(state: Any) -> Any:
@@ -395,9 +397,7 @@ def _marked_value(state: Any) -> Any:
     return marked
 
 
-def _hand_on(
-    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any], state: Any
-) -> Any:
+def _hand_on(wrapped: Any, kwargs: dict[str, Any], state: Any) -> Any:
     """The stack and locals handed on, as eager Python holds them (see the hook)."""
     stack = kwargs["stack_values"]
     shadows = Shadows(state)

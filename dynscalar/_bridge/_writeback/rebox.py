@@ -49,15 +49,11 @@ def rebox(value: Any, key: str) -> Any:
     made = _MADE.get(key)
     cls, spec = made if made is not None else resolve(key)
     kind = type(value)
-    if cls is DynamicInt:
-        if kind is not int:
-            if issubclass(kind, DynamicScalar):  # replayed from its source: the object itself
-                return value
-            value = int(value)
-    elif kind is not float:
-        if issubclass(kind, DynamicScalar):
+    plain = int if cls is DynamicInt else float
+    if kind is not plain:
+        if issubclass(kind, DynamicScalar):  # replayed from its source: the object itself
             return value
-        value = float(value)
+        value = plain(value)
     obj: DynamicScalar = _alloc(cls)
     _set_wrapped(obj, value)
     _set_spec(obj, spec)

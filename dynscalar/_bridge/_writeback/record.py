@@ -15,6 +15,7 @@ Dynamo would not.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from .. import _torch
@@ -102,9 +103,7 @@ def _record(tx: Any, result: Any, fn: Any, args: Any, kwargs: Any, before: int, 
     node = result.as_proxy().node
     made = len(graph.nodes) - before
     if made > 0 and node.graph is graph:
-        for index, candidate in enumerate(reversed(graph.nodes)):
-            if index >= made:
-                break
+        for candidate in itertools.islice(reversed(graph.nodes), made):
             if candidate is node:
                 state.calls[node] = call  # the outermost call that made it wins
                 state.node_shadows.pop(node, None)  # an inner call's shadow, if asked for

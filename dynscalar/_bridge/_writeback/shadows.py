@@ -45,8 +45,6 @@ _MISSING: Any = object()  # not computed yet
 
 def _hint(node: Any) -> Any:
     """The trace-time value of a symbolic scalar node (a stand-in for an unbacked one)."""
-    import torch
-
     value = node.meta.get("example_value", node.meta.get("val"))
     if isinstance(value, (bool, int, float)):
         return value
