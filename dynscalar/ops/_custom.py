@@ -52,7 +52,6 @@ __all__ = [
     "define",
     "derive_schema",
     "entry_for",
-    "library",
     "op_for",
     "outside_modes",
     "random_defined",
@@ -82,15 +81,6 @@ def random_ops() -> list[Any]:
     """The ``OpOverloadPacket``s of the random ops defined so far."""
     with _lock:
         return list(_random)
-
-
-def library() -> torch.library.Library:
-    """The ``dynscalar`` op library (made on first use)."""
-    global _library
-    with _lock:
-        if _library is None:
-            _library = torch.library.Library(NAMESPACE, "DEF")  # type: ignore[no-untyped-call]
-        return _library
 
 
 def derive_schema(aten_schema: str, scalars: Sequence[str], mutates: Sequence[str] = ()) -> str:
@@ -136,11 +126,14 @@ def define(
     given, its autograd formula; returns its ``OpOverload``.  ``random``: the op draws
     from a generator (tagged ``nondeterministic_seeded``, announced to
     :data:`random_defined`)."""
+    global _library
     with _lock:
         found = _ops.get(name)
         if found is not None:
             return found
-        lib = library()
+        if _library is None:  # the ``dynscalar`` op library, made on first use
+            _library = torch.library.Library(NAMESPACE, "DEF")  # type: ignore[no-untyped-call]
+        lib = _library
         tags = (torch.Tag.nondeterministic_seeded,) if random else ()
         lib.define(name + schema, tags=tags)  # type: ignore[no-untyped-call]
         lib.impl(name, impl, "CompositeExplicitAutograd")  # type: ignore[no-untyped-call]
@@ -156,12 +149,12 @@ def define(
         return op
 
 
-def _hint(value: Any) -> Any:
+def hint(value: Any) -> float:
     """A float for a traced value: a SymFloat's trace-time value (no guard), else itself."""
     if isinstance(value, torch.SymFloat | torch.SymInt):
-        hint = value.node.hint
-        return 0.5 if hint is None else hint
-    return value
+        found = value.node.hint
+        return 0.5 if found is None else float(found)
+    return float(value)
 
 
 class _Signature:
@@ -243,7 +236,7 @@ def op_for(rule: Rule) -> Any:
         return run(values)
 
     def fake(*args: Any, **kwargs: Any) -> Any:
-        values = signature.plain(signature.full(args, kwargs), _hint_float)
+        values = signature.plain(signature.full(args, kwargs), hint)
         if replays:
             return run(values), _fake_state(values)
         return run(values)
@@ -290,7 +283,7 @@ def op_for(rule: Rule) -> Any:
 def generator_for(values: Sequence[Any]) -> torch.Generator:
     """The default generator of the device of the first tensor in ``values`` (the one an
     ATen op on them draws from)."""
-    device = next((v.device for v in values if isinstance(v, torch.Tensor)), None)
+    device = _device(values)
     if device is None or device.type == "cpu":
         return torch.default_generator
     module: Any = torch.get_device_module(device)
@@ -320,7 +313,7 @@ def entry_for(rule: Rule) -> Callable[..., Any]:
     op = op_for(rule)
     if not rule.mutates:
         return op  # type: ignore[no-any-return]
-    signature = _Signature(aten_overload(rule), rule)
+    signature = _signatures[rule.name]
     names = tuple(signature.names[i] for i in signature.mutated_at)
     positions = tuple(signature.mutated_at)
 
@@ -338,7 +331,7 @@ def entry_for(rule: Rule) -> Callable[..., Any]:
     return entry
 
 
-def _int(value: Any) -> int:
+def size_hint(value: Any) -> int:
     """A size of a traced tensor as a plain int (its trace-time value)."""
     if isinstance(value, torch.SymInt):
         hint = value.node.hint
@@ -346,25 +339,16 @@ def _int(value: Any) -> int:
     return int(value)
 
 
-def _hint_float(value: Any) -> Any:
-    return float(_hint(value))
-
-
-def _candidates(signature: _Signature, values: Sequence[Any]) -> list[int]:
-    """Positions of the floating-point tensor inputs that are not written by the op."""
-    return [
+def _differentiable(signature: _Signature, values: Sequence[Any]) -> list[int]:
+    """Positions of the inputs that get a gradient from the op (eager's autograd gives the
+    others ``None``): found by running the op on meta tensors, which costs no data."""
+    candidates = [  # the floating-point tensor inputs the op does not write
         i
         for i in signature.tensor_at
         if isinstance(values[i], torch.Tensor)
         and values[i].is_floating_point()
         and i not in signature.mutated_at
     ]
-
-
-def _differentiable(signature: _Signature, values: Sequence[Any]) -> list[int]:
-    """Positions of the inputs that get a gradient from the op (eager's autograd gives the
-    others ``None``): found by running the op on meta tensors, which costs no data."""
-    candidates = _candidates(signature, values)
     if not candidates:
         return []
     key = (
@@ -373,7 +357,9 @@ def _differentiable(signature: _Signature, values: Sequence[Any]) -> list[int]:
     )
     found = _defined.get(key)
     if found is None:
-        found = _defined[key] = _meta_differentiable(signature, values, candidates)
+        with outside_modes[0]():  # AOTAutograd traces the backward under its modes
+            meta = signature.plain(list(values), hint)
+            found = _defined[key] = meta_gradients(signature.call, meta, candidates)
     return found
 
 
@@ -408,55 +394,48 @@ def _shape_key(value: Any) -> Any:
 _defined: dict[Any, list[int]] = {}
 
 
-def _meta_differentiable(
-    signature: _Signature, values: Sequence[Any], candidates: list[int]
+def meta_gradients(
+    call: Callable[[list[Any]], Any], values: Sequence[Any], candidates: list[int]
 ) -> list[int]:
-    with outside_modes[0]():  # AOTAutograd traces the backward under its modes
-        return _meta_run(signature, values, candidates)
-
-
-def _meta_run(signature: _Signature, values: Sequence[Any], candidates: list[int]) -> list[int]:
+    """The positions among ``candidates`` whose input gets a gradient from ``call(values)``
+    (eager's autograd gives the others ``None``; an input an op does not differentiate,
+    such as a class weight, has no edge): ``call`` run on meta tensors like the tensors
+    of ``values``, one candidate at a time (an input an op refuses to differentiate
+    raises), reading the autograd graph; no data, no backward kernel."""
     found = []
-    for i in candidates:  # one at a time: an input an op refuses to differentiate raises
-        meta = signature.plain(list(values), _hint_float)
-        for j, value in enumerate(meta):
-            if isinstance(value, torch.Tensor):
-                meta[j] = torch.empty_strided(
-                    [_int(d) for d in value.shape],
-                    [_int(d) for d in value.stride()],
-                    dtype=value.dtype,
-                    device="meta",
-                )
+    for i in candidates:
+        meta = [_meta(v) for v in values]
         with torch.enable_grad():
             meta[i].requires_grad_(True)
             try:
-                out = signature.call(meta)
+                out = call(meta)
             except RuntimeError:  # "not differentiable with respect to argument 'weight'"
                 continue
-        outs = list(out) if isinstance(out, tuple) else [out]
-        found += reached(outs, [meta[i]], [i])
+        leaf = id(torch.autograd.graph.get_gradient_edge(meta[i]).node)
+        seen: set[int] = set()
+        stack: list[Any] = [o.grad_fn for o in _flat(out) if isinstance(o, torch.Tensor)]
+        while stack:
+            node = stack.pop()
+            if node is None or id(node) in seen:
+                continue
+            if id(node) == leaf:
+                found.append(i)
+                break
+            seen.add(id(node))
+            stack.extend(next_node for next_node, _ in node.next_functions)
     return found
 
 
-def reached(outs: Sequence[Any], leaves: Sequence[torch.Tensor], positions: list[int]) -> list[int]:
-    """The positions of the ``leaves`` the autograd graph of ``outs`` reaches: the inputs
-    eager's backward gives a gradient (an input an op does not differentiate, such as a
-    class weight, has no edge).  Reads the graph; runs no backward kernel."""
-    seen: set[int] = set()
-    found: set[int] = set()
-    by_node: dict[int, int] = {}
-    for position, leaf in zip(positions, leaves, strict=True):
-        by_node[id(torch.autograd.graph.get_gradient_edge(leaf).node)] = position
-    stack: list[Any] = [o.grad_fn for o in outs if isinstance(o, torch.Tensor)]
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        if id(node) in by_node:
-            found.add(by_node[id(node)])
-        stack.extend(next_node for next_node, _ in node.next_functions)
-    return [p for p in positions if p in found]
+def _meta(value: Any) -> Any:
+    """A meta tensor like the traced tensor ``value`` (anything else: ``value``)."""
+    if not isinstance(value, torch.Tensor):
+        return value
+    shape, stride = ([size_hint(d) for d in sizes] for sizes in (value.shape, value.stride()))
+    return torch.empty_strided(shape, stride, dtype=value.dtype, device="meta")
+
+
+def _flat(out: Any) -> list[Any]:
+    return [out] if isinstance(out, torch.Tensor) else list(out)
 
 
 def _vjp_for(rule: Rule, signature: _Signature, schema: str) -> Any:
@@ -482,7 +461,7 @@ def _vjp_for(rule: Rule, signature: _Signature, schema: str) -> Any:
             out = signature.call(values)
             leaves = [values[i] for i in positions]
             grads = torch.autograd.grad(out, leaves, grad, allow_unused=True)
-        return [_promised(leaf, g) for leaf, g in zip(leaves, grads, strict=True)]
+        return [laid_out(leaf, g) for leaf, g in zip(leaves, grads, strict=True)]
 
     def impl(grad: Any, *args: Any) -> list[Any]:
         if not replays:
@@ -503,7 +482,7 @@ def _vjp_for(rule: Rule, signature: _Signature, schema: str) -> Any:
     return define(f"{rule.name}_vjp", vjp_schema, impl, fake)
 
 
-def _promised(leaf: torch.Tensor, gradient: torch.Tensor | None) -> torch.Tensor:
+def laid_out(leaf: torch.Tensor, gradient: torch.Tensor | None) -> torch.Tensor:
     """A gradient in the layout the fake implementation promises (``empty_like`` of the
     input): AOTAutograd traced the backward's views on that layout.  Copying changes no
     value."""
