@@ -29,6 +29,7 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import threading
@@ -215,78 +216,56 @@ def _vjp_fake(
     return [torch.empty_like(tensors[i]) for i in _positions(key, tensors, hints)]
 
 
-def _setup(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+def _setup(boxed: bool, ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
     key, tensors, scalars = inputs
-    ctx.key, ctx.scalars = key, list(scalars)
+    ctx.key, ctx.n = key, len(tensors)
+    ctx.hints = _fake_values(key, scalars) if boxed else list(scalars)
     ctx.outputs = [(o.shape, o.dtype, o.device) for o in output]
-    ctx.save_for_backward(*tensors)
+    ctx.save_for_backward(*tensors, *(scalars if boxed else ()))
 
 
-def _input_gradients(
-    ctx: Any, grads: Any, tensors: list[Tensor], hints: Sequence[Any], vjp: Any, scalars: Any
-) -> list[Any]:
-    """The gradient of each of ``tensors`` (None where eager gives none) from ``vjp`` (the
-    op's ``_vjp`` custom op), ``grads`` of the outputs filled with zeros where missing."""
+def _backward(boxed: bool, ctx: Any, grads: Any) -> tuple[Any, ...]:
+    """The gradient of each tensor (None where eager gives none) from the op's ``_vjp``
+    custom op, ``grads`` of the outputs filled with zeros where missing."""
+    saved = list(ctx.saved_tensors)
+    tensors, boxes = saved[: ctx.n], saved[ctx.n :]
     upstream = [
         torch.zeros(shape, dtype=dtype, device=device) if g is None else g
         for g, (shape, dtype, device) in zip(grads, ctx.outputs, strict=True)
     ]
-    found = iter(vjp(ctx.key, upstream, tensors, scalars))
+    vjp = _define(boxed, vjp=True)
+    found = iter(vjp(ctx.key, upstream, tensors, boxes if boxed else ctx.hints))
     out: list[Any] = [None] * len(tensors)
-    for i in _positions(ctx.key, tensors, hints):
+    for i in _positions(ctx.key, tensors, ctx.hints):
         out[i] = next(found)
-    return out
+    return None, out, [None] * len(boxes) if boxed else None
 
 
-def _backward(ctx: Any, grads: Any) -> tuple[Any, ...]:
-    tensors = list(ctx.saved_tensors)
-    return None, _input_gradients(ctx, grads, tensors, ctx.scalars, _vjp(), ctx.scalars), None
-
-
-def _vjp() -> Any:
-    return define(
-        "apply_vjp",
-        "(str key, Tensor[] grads, Tensor[] tensors, Scalar[] scalars) -> Tensor[]",
-        _vjp_impl,
+def _define(boxed: bool, vjp: bool = False) -> Any:
+    """``dynscalar::apply`` (``boxed``: ``apply_boxed``, each number a 0-d tensor) or its
+    ``_vjp``, defined on first use (the op with its gradient)."""
+    name, kind = ("apply_boxed", "Tensor") if boxed else ("apply", "Scalar")
+    gradient = define(
+        f"{name}_vjp",
+        f"(str key, Tensor[] grads, Tensor[] tensors, {kind}[] scalars) -> Tensor[]",
+        _boxed_vjp_impl if boxed else _vjp_impl,
         _vjp_fake,
+    )
+    if vjp:
+        return gradient
+    return define(
+        name,
+        f"(str key, Tensor[] tensors, {kind}[] scalars) -> Tensor[]",
+        _impl,
+        _fake,
+        functools.partial(_backward, boxed),
+        functools.partial(_setup, boxed),
     )
 
 
 def op() -> Any:
     """``torch.ops.dynscalar.apply.default`` (defined on first use, with its gradient)."""
-    _vjp()
-    return define(
-        "apply",
-        "(str key, Tensor[] tensors, Scalar[] scalars) -> Tensor[]",
-        _impl,
-        _fake,
-        _backward,
-        _setup,
-    )
-
-
-def _boxed_backward(ctx: Any, grads: Any) -> tuple[Any, ...]:
-    saved = list(ctx.saved_tensors)
-    tensors, boxes = saved[: ctx.n], saved[ctx.n :]
-    out = _input_gradients(ctx, grads, tensors, ctx.hints, _boxed_vjp(), boxes)
-    return None, out, [None] * len(boxes)
-
-
-def _boxed_setup(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
-    key, tensors, scalars = inputs
-    ctx.key, ctx.n = key, len(tensors)
-    ctx.hints = _fake_values(key, scalars)
-    ctx.outputs = [(o.shape, o.dtype, o.device) for o in output]
-    ctx.save_for_backward(*tensors, *scalars)
-
-
-def _boxed_vjp() -> Any:
-    return define(
-        "apply_boxed_vjp",
-        "(str key, Tensor[] grads, Tensor[] tensors, Tensor[] scalars) -> Tensor[]",
-        _boxed_vjp_impl,
-        _vjp_fake,
-    )
+    return _define(boxed=False)
 
 
 def boxed_op() -> Any:
@@ -297,15 +276,7 @@ def boxed_op() -> Any:
     (``scalar_tensor(f, dtype=float64)``) is one of that pass's tensors.  The
     implementation reads the Python float back with ``.item()`` and makes the call
     :func:`op` makes: eager's kernel, bit for bit, at every value."""
-    _boxed_vjp()
-    return define(
-        "apply_boxed",
-        "(str key, Tensor[] tensors, Tensor[] scalars) -> Tensor[]",
-        _impl,
-        _fake,
-        _boxed_backward,
-        _boxed_setup,
-    )
+    return _define(boxed=True)
 
 
 def remember_hints(key: str, values: Sequence[float]) -> None:

@@ -83,9 +83,9 @@ def random_ops() -> list[Any]:
         return list(_random)
 
 
-def derive_schema(aten_schema: str, scalars: Sequence[str], mutates: Sequence[str] = ()) -> str:
+def derive_schema(aten_schema: str, scalars: Sequence[str]) -> str:
     """The custom op's schema (without its name): ATen's, with the ``float`` parameters in
-    ``scalars`` taking a ``Scalar`` and the parameters in ``mutates`` annotated as written.
+    ``scalars`` taking a ``Scalar``.
 
     Examples:
         >>> derive_schema("aten::f(Tensor x, float? eps=None) -> Tensor", ("eps",))
@@ -96,13 +96,6 @@ def derive_schema(aten_schema: str, scalars: Sequence[str], mutates: Sequence[st
         signature, count = re.subn(rf"\bfloat(\??) {name}\b", rf"Scalar\1 {name}", signature)
         if count != 1:
             raise ValueError(f"{aten_schema}: no float parameter {name!r}")
-    for index, name in enumerate(mutates):
-        letter = chr(ord("a") + index)
-        signature, count = re.subn(
-            rf"\bTensor(\??) {name}\b", rf"Tensor({letter}!)\1 {name}", signature
-        )
-        if count != 1:
-            raise ValueError(f"{aten_schema}: no Tensor parameter {name!r}")
     return signature
 
 
@@ -219,27 +212,24 @@ def op_for(rule: Rule) -> Any:
     elif replays:
         schema = schema[: schema.rindex("->")] + "-> (Tensor, Tensor)"
 
-    def run(values: list[Any]) -> Any:
+    def run(values: list[Any], state: Callable[[list[Any]], Any]) -> Any:
+        before = state(values) if replays else None  # the generator's, before the op draws
         written = []
         for i in signature.mutated_at:
             if values[i] is not None:
                 values[i] = values[i].clone()
                 written.append(values[i])
         out = _unaliased(signature.call(values), values)
-        return (out, written) if rule.mutates else out
+        if rule.mutates:
+            return out, written
+        return (out, before) if replays else out
 
     def impl(*args: Any, **kwargs: Any) -> Any:
         values = signature.plain(signature.full(args, kwargs))
-        if replays:
-            state = generator_for(values).get_state()  # before the op draws
-            return run(values), state
-        return run(values)
+        return run(values, lambda values: generator_for(values).get_state())
 
     def fake(*args: Any, **kwargs: Any) -> Any:
-        values = signature.plain(signature.full(args, kwargs), hint)
-        if replays:
-            return run(values), _fake_state(values)
-        return run(values)
+        return run(signature.plain(signature.full(args, kwargs), hint), _fake_state)
 
     if not rule.differentiable:
         return define(rule.name, schema, impl, fake, random=rule.random)
@@ -293,10 +283,11 @@ def generator_for(values: Sequence[Any]) -> torch.Generator:
 
 def _fake_state(values: Sequence[Any]) -> torch.Tensor:
     """A tensor like a generator's state (a CPU byte tensor), while fake tensors trace."""
-    size = _state_sizes.get(str(_device(values)))
+    device = str(_device(values))
+    size = _state_sizes.get(device)
     if size is None:
         with outside_modes[0]():
-            size = _state_sizes[str(_device(values))] = generator_for(values).get_state().numel()
+            size = _state_sizes[device] = generator_for(values).get_state().numel()
     return torch.empty(size, dtype=torch.uint8, device="cpu")
 
 
