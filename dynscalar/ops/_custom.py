@@ -52,10 +52,14 @@ __all__ = [
     "define",
     "derive_schema",
     "entry_for",
+    "hint",
+    "laid_out",
+    "meta_gradients",
     "op_for",
     "outside_modes",
     "random_defined",
     "random_ops",
+    "size_hint",
 ]
 
 #: A context manager that leaves every active dispatch mode (fake tensors, AOTAutograd's
