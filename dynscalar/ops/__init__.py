@@ -89,10 +89,7 @@ def python_entry(rule: Rule, callable_name: str) -> Callable[..., Any]:
     if rule.python == "custom":
         return _custom.entry_for(rule)
     _kernels.prepare()
-    short = callable_name.rpartition(".")[2]
-    if short.endswith("_") and hasattr(_kernels, short):
-        return getattr(_kernels, short)  # type: ignore[no-any-return]
-    return getattr(_kernels, rule.python)  # type: ignore[no-any-return]
+    return _own(_kernels, callable_name, rule.python)
 
 
 def inductor_entry(rule: Rule, callable_name: str) -> Callable[..., Any] | None:
@@ -101,7 +98,13 @@ def inductor_entry(rule: Rule, callable_name: str) -> Callable[..., Any] | None:
         return None
     from . import _tensor
 
+    return _own(_tensor, callable_name, rule.inductor)
+
+
+def _own(module: Any, callable_name: str, default: str) -> Callable[..., Any]:
+    """``module``'s function for ``callable_name``: an in-place callable's own where the
+    module has one (``dropout_``), else ``default``."""
     short = callable_name.rpartition(".")[2]
-    if short.endswith("_") and hasattr(_tensor, short):
-        return getattr(_tensor, short)  # type: ignore[no-any-return]
-    return getattr(_tensor, rule.inductor)  # type: ignore[no-any-return]
+    if short.endswith("_") and hasattr(module, short):
+        return getattr(module, short)  # type: ignore[no-any-return]
+    return getattr(module, default)  # type: ignore[no-any-return]

@@ -57,14 +57,16 @@ def column(backend: str, device: str, version: str | None = None) -> str:
 
 def key(rule: Rule, callable_name: str, dtype: Any, grad: bool) -> str:
     """A rule's cell: ``"dropout torch.dropout float32 grad"``."""
-    name = str(dtype).removeprefix("torch.")
-    return f"{rule.name} {callable_name} {name} {'grad' if grad else 'nograd'}"
+    return f"{rule.name} {callable_name} {_case(dtype, grad)}"
 
 
 def form_key(form: ScalarForm, dtype: Any, grad: bool) -> str:
     """A scalar form's cell: ``"aten::add.Tensor float32 grad"``."""
-    name = str(dtype).removeprefix("torch.")
-    return f"{form.op} {name} {'grad' if grad else 'nograd'}"
+    return f"{form.op} {_case(dtype, grad)}"
+
+
+def _case(dtype: Any, grad: bool) -> str:
+    return f"{str(dtype).removeprefix('torch.')} {'grad' if grad else 'nograd'}"
 
 
 @functools.cache

@@ -29,6 +29,7 @@ Examples:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import threading
@@ -38,8 +39,9 @@ from typing import Any
 
 import torch
 
+from . import resolve_callable
 from ._compare import fill, same
-from ._custom import define, outside_modes
+from ._custom import define, hint, laid_out, meta_gradients, outside_modes, size_hint
 
 __all__ = [
     "Template",
@@ -92,11 +94,9 @@ class Template:
 
     def call(self, tensors: Sequence[Any], scalars: Sequence[Any]) -> Any:
         args, kwargs = self.build(tensors, scalars)
-        if self.callable_name.startswith("Tensor."):
-            return getattr(args[0], self.callable_name.removeprefix("Tensor."))(*args[1:], **kwargs)
-        target: Any = torch
-        for part in self.callable_name.split(".")[1:]:
-            target = getattr(target, part)
+        target = resolve_callable(self.callable_name)
+        if isinstance(target, str):  # a tensor method
+            return getattr(args[0], target)(*args[1:], **kwargs)
         return target(*args, **kwargs)
 
 
@@ -121,33 +121,19 @@ def _fresh(outs: list[Tensor], inputs: Sequence[Any]) -> list[Tensor]:
     ]
 
 
-def _floats(scalars: Sequence[Any], convert: Any = float) -> list[Any]:
-    return [convert(s) for s in scalars]
-
-
-def _hint(value: Any) -> float:
-    if isinstance(value, torch.SymFloat | torch.SymInt):
-        hint = value.node.hint
-        return 0.5 if hint is None else float(hint)
-    return float(value)
-
-
 def _impl(key: str, tensors: list[Tensor], scalars: list[Any]) -> list[Tensor]:
-    return _fresh(_flat(_TEMPLATES[key].call(tensors, _floats(_unboxed(scalars)))), tensors)
+    return _fresh(_flat(_TEMPLATES[key].call(tensors, _unboxed(scalars))), tensors)
 
 
 def _fake(key: str, tensors: list[Tensor], scalars: list[Any]) -> list[Tensor]:
-    if scalars and isinstance(scalars[0], Tensor):  # boxed: the values seen when traced
-        values: list[Any] = _traced_values(key, len(scalars))
-    else:
-        values = _floats(scalars, _hint)
-    return _fresh(_flat(_TEMPLATES[key].call(tensors, values)), tensors)
+    return _fresh(_flat(_TEMPLATES[key].call(tensors, _fake_values(key, scalars))), tensors)
 
 
-def _unboxed(scalars: Sequence[Any]) -> list[Any]:
-    """The numbers, where :func:`boxed_op` hands them over as 0-d float64 tensors: their
-    ``.item()`` is the Python float itself (a float64 holds every double exactly)."""
-    return [s.item() if isinstance(s, Tensor) else s for s in scalars]
+def _unboxed(scalars: Sequence[Any]) -> list[float]:
+    """The numbers as Python floats, where :func:`boxed_op` hands them over as 0-d float64
+    tensors: their ``.item()`` is the Python float itself (a float64 holds every double
+    exactly)."""
+    return [float(s.item() if isinstance(s, Tensor) else s) for s in scalars]
 
 
 #: key -> the scalars' values when the boxed call was traced (its fake call's values: the
@@ -155,9 +141,12 @@ def _unboxed(scalars: Sequence[Any]) -> list[Any]:
 _boxed_hints: dict[str, list[float]] = {}
 
 
-def _traced_values(key: str, count: int) -> list[float]:
-    """The values a boxed call ``key`` was traced with (:func:`remember_hints`)."""
-    return list(_boxed_hints.get(key, [0.5] * count))
+def _fake_values(key: str, scalars: Sequence[Any]) -> list[float]:
+    """The numbers a fake call computes with: a boxed call's values when it was traced
+    (:func:`remember_hints`), else each traced scalar's trace-time value."""
+    if scalars and isinstance(scalars[0], Tensor):
+        return list(_boxed_hints.get(key, [0.5] * len(scalars)))
+    return [hint(s) for s in scalars]
 
 
 def _positions(key: str, tensors: Sequence[Any], scalars: Sequence[Any]) -> list[int]:
@@ -170,8 +159,10 @@ def _positions(key: str, tensors: Sequence[Any], scalars: Sequence[Any]) -> list
     found = _defined.get(memo_key)
     if found is not None:
         return found
+    template = _TEMPLATES[key]
     with outside_modes[0]():  # AOTAutograd traces the backward under its modes
-        found = _meta_positions(key, tensors, scalars, candidates)
+        values = [hint(s) for s in scalars]
+        found = meta_gradients(lambda meta: template.call(meta, values), tensors, candidates)
     _defined[memo_key] = found
     return found
 
@@ -180,40 +171,6 @@ def precompute(key: str, tensors: Sequence[Any], scalars: Sequence[Any]) -> None
     """Find, before AOTAutograd traces the call, which tensors get a gradient (AOTAutograd
     traces gradients below autograd, where the meta run sees no autograd)."""
     _positions(key, tensors, scalars)
-
-
-def _meta_positions(
-    key: str, tensors: Sequence[Any], scalars: Sequence[Any], candidates: list[int]
-) -> list[int]:
-    from ._custom import reached
-
-    found = []
-    for i in candidates:  # one at a time: an input an op refuses to differentiate raises
-        meta = [
-            torch.empty_strided(
-                [_int(d) for d in t.shape],
-                [_int(d) for d in t.stride()],
-                dtype=t.dtype,
-                device="meta",
-            )
-            for t in tensors
-        ]
-        with torch.enable_grad():
-            meta[i].requires_grad_(True)
-            try:
-                outs = _flat(_TEMPLATES[key].call(meta, _floats(scalars, _hint)))
-            except RuntimeError:  # "not differentiable with respect to argument 'weight'"
-                continue
-        found += reached(outs, [meta[i]], [i])
-    return found
-
-
-def _int(value: Any) -> int:
-    """A size of the traced tensor as a plain int (its trace-time value)."""
-    if isinstance(value, torch.SymInt):
-        hint = value.node.hint
-        return 1 if hint is None else int(hint)
-    return int(value)
 
 
 _defined: dict[Any, list[int]] = {}
@@ -227,7 +184,7 @@ def _vjp_impl(
     with torch.enable_grad():
         for i in positions:
             inputs[i].requires_grad_(True)
-        outs = _flat(_TEMPLATES[key].call(inputs, _floats(_unboxed(scalars))))
+        outs = _flat(_TEMPLATES[key].call(inputs, _unboxed(scalars)))
         pairs = [(o, g) for o, g in zip(outs, grads, strict=True) if o.requires_grad]
         found = torch.autograd.grad(
             [o for o, _ in pairs],
@@ -244,106 +201,71 @@ def _vjp_impl(
 def _boxed_vjp_impl(
     key: str, grads: list[Tensor], tensors: list[Tensor], scalars: list[Any]
 ) -> list[Tensor]:
+    """:func:`_vjp_impl`, each gradient with the strides its fake implementation promises
+    (``empty_like``): inductor asserts them (a flash-attention backward returns transposed
+    gradients); the values are copied unchanged."""
     positions = _positions(key, tensors, scalars)
     found = _vjp_impl(key, grads, tensors, scalars)
-    return [_laid_out_like(g, tensors[i]) for i, g in zip(positions, found, strict=True)]
-
-
-def _laid_out_like(gradient: Tensor, like: Tensor) -> Tensor:
-    """``gradient`` with the strides its fake implementation promises (``empty_like``):
-    inductor asserts them (a flash-attention backward returns transposed gradients); the
-    values are copied unchanged."""
-    laid_out = torch.empty_like(like)
-    if laid_out.stride() == gradient.stride():
-        return gradient
-    return laid_out.copy_(gradient)
+    return [laid_out(tensors[i], g) for i, g in zip(positions, found, strict=True)]
 
 
 def _vjp_fake(
     key: str, grads: list[Tensor], tensors: list[Tensor], scalars: list[Any]
 ) -> list[Tensor]:
-    return [torch.empty_like(tensors[i]) for i in _positions(key, tensors, scalars)]
+    hints = _fake_values(key, scalars)
+    return [torch.empty_like(tensors[i]) for i in _positions(key, tensors, hints)]
 
 
-def _setup(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+def _setup(boxed: bool, ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
     key, tensors, scalars = inputs
-    ctx.key, ctx.scalars = key, list(scalars)
+    ctx.key, ctx.n = key, len(tensors)
+    ctx.hints = _fake_values(key, scalars) if boxed else list(scalars)
     ctx.outputs = [(o.shape, o.dtype, o.device) for o in output]
-    ctx.save_for_backward(*tensors)
+    ctx.save_for_backward(*tensors, *(scalars if boxed else ()))
 
 
-def _input_gradients(
-    ctx: Any, grads: Any, tensors: list[Tensor], hints: Sequence[Any], vjp: Any, scalars: Any
-) -> list[Any]:
-    """The gradient of each of ``tensors`` (None where eager gives none) from ``vjp`` (the
-    op's ``_vjp`` custom op), ``grads`` of the outputs filled with zeros where missing."""
+def _backward(boxed: bool, ctx: Any, grads: Any) -> tuple[Any, ...]:
+    """The gradient of each tensor (None where eager gives none) from the op's ``_vjp``
+    custom op, ``grads`` of the outputs filled with zeros where missing."""
+    saved = list(ctx.saved_tensors)
+    tensors, boxes = saved[: ctx.n], saved[ctx.n :]
     upstream = [
         torch.zeros(shape, dtype=dtype, device=device) if g is None else g
         for g, (shape, dtype, device) in zip(grads, ctx.outputs, strict=True)
     ]
-    found = iter(vjp(ctx.key, upstream, tensors, scalars))
+    vjp = _define(boxed, vjp=True)
+    found = iter(vjp(ctx.key, upstream, tensors, boxes if boxed else ctx.hints))
     out: list[Any] = [None] * len(tensors)
-    for i in _positions(ctx.key, tensors, hints):
+    for i in _positions(ctx.key, tensors, ctx.hints):
         out[i] = next(found)
-    return out
+    return None, out, [None] * len(boxes) if boxed else None
 
 
-def _backward(ctx: Any, grads: Any) -> tuple[Any, ...]:
-    tensors = list(ctx.saved_tensors)
-    return None, _input_gradients(ctx, grads, tensors, ctx.scalars, _vjp(), ctx.scalars), None
-
-
-def _vjp() -> Any:
-    return define(
-        "apply_vjp",
-        "(str key, Tensor[] grads, Tensor[] tensors, Scalar[] scalars) -> Tensor[]",
-        _vjp_impl,
+def _define(boxed: bool, vjp: bool = False) -> Any:
+    """``dynscalar::apply`` (``boxed``: ``apply_boxed``, each number a 0-d tensor) or its
+    ``_vjp``, defined on first use (the op with its gradient)."""
+    name, kind = ("apply_boxed", "Tensor") if boxed else ("apply", "Scalar")
+    gradient = define(
+        f"{name}_vjp",
+        f"(str key, Tensor[] grads, Tensor[] tensors, {kind}[] scalars) -> Tensor[]",
+        _boxed_vjp_impl if boxed else _vjp_impl,
         _vjp_fake,
+    )
+    if vjp:
+        return gradient
+    return define(
+        name,
+        f"(str key, Tensor[] tensors, {kind}[] scalars) -> Tensor[]",
+        _impl,
+        _fake,
+        functools.partial(_backward, boxed),
+        functools.partial(_setup, boxed),
     )
 
 
 def op() -> Any:
     """``torch.ops.dynscalar.apply.default`` (defined on first use, with its gradient)."""
-    _vjp()
-    return define(
-        "apply",
-        "(str key, Tensor[] tensors, Scalar[] scalars) -> Tensor[]",
-        _impl,
-        _fake,
-        _backward,
-        _setup,
-    )
-
-
-def _boxed_backward(ctx: Any, grads: Any) -> tuple[Any, ...]:
-    saved = list(ctx.saved_tensors)
-    tensors, boxes = saved[: ctx.n], saved[ctx.n :]
-    out = _input_gradients(ctx, grads, tensors, ctx.hints, _boxed_vjp(), boxes)
-    return None, out, [None] * len(boxes)
-
-
-def _boxed_setup(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
-    key, tensors, scalars = inputs
-    ctx.key, ctx.n = key, len(tensors)
-    ctx.hints = _traced_values(key, len(scalars))
-    ctx.outputs = [(o.shape, o.dtype, o.device) for o in output]
-    ctx.save_for_backward(*tensors, *scalars)
-
-
-def _boxed_vjp_fake(
-    key: str, grads: list[Tensor], tensors: list[Tensor], scalars: list[Any]
-) -> list[Tensor]:
-    hints = _traced_values(key, len(scalars))
-    return [torch.empty_like(tensors[i]) for i in _positions(key, tensors, hints)]
-
-
-def _boxed_vjp() -> Any:
-    return define(
-        "apply_boxed_vjp",
-        "(str key, Tensor[] grads, Tensor[] tensors, Tensor[] scalars) -> Tensor[]",
-        _boxed_vjp_impl,
-        _boxed_vjp_fake,
-    )
+    return _define(boxed=False)
 
 
 def boxed_op() -> Any:
@@ -354,15 +276,7 @@ def boxed_op() -> Any:
     (``scalar_tensor(f, dtype=float64)``) is one of that pass's tensors.  The
     implementation reads the Python float back with ``.item()`` and makes the call
     :func:`op` makes: eager's kernel, bit for bit, at every value."""
-    _boxed_vjp()
-    return define(
-        "apply_boxed",
-        "(str key, Tensor[] tensors, Tensor[] scalars) -> Tensor[]",
-        _impl,
-        _fake,
-        _boxed_backward,
-        _boxed_setup,
-    )
+    return _define(boxed=True)
 
 
 def remember_hints(key: str, values: Sequence[float]) -> None:
@@ -379,7 +293,7 @@ def _sample(like: Tensor, generator: torch.Generator, small: bool) -> Tensor:
     """A real tensor like the traced ``like``: random floats (with ±0.0, NaN and ±inf among
     them), and zeros for integer and bool tensors (targets, indices and masks then stay
     valid whatever their sizes)."""
-    shape = tuple(_int(d) for d in like.shape)
+    shape = tuple(size_hint(d) for d in like.shape)
     if not small:
         shape = tuple(min(d, 3) for d in shape)
     if like.is_floating_point():
@@ -392,10 +306,6 @@ def _sample(like: Tensor, generator: torch.Generator, small: bool) -> Tensor:
             data.permute(*order).contiguous().permute(*[order.index(d) for d in range(like.dim())])
         )
     return data
-
-
-def _same(got: Any, want: Any) -> bool:
-    return not same(got, want)
 
 
 _memo: dict[tuple[Any, ...], tuple[bool, str]] = {}
@@ -440,7 +350,8 @@ def admitted(
                             out = boxed_op()(key, inputs, boxes)
                         else:
                             out = op()(key, inputs, case)
-                        out = out[0] if template.out == "tensor" else type_of(template)(out)
+                        if template.out != "list":
+                            out = out[0] if template.out == "tensor" else tuple(out)
                     gradients: Any = None
                     flat = _flat(out)
                     needing = [o for o in flat if o.requires_grad]
@@ -452,11 +363,11 @@ def admitted(
                         )
                         if boxed:
                             gradients = [
-                                g if g is None else _laid_out_like(g, leaf)
+                                g if g is None else laid_out(leaf, g)
                                 for g, leaf in zip(gradients, leaves, strict=True)
                             ]
                     results.append((flat, gradients, torch.get_rng_state(), None))
-                    if side == "torch" and not _same(list(inputs), base):
+                    if side == "torch" and same(list(inputs), base):
                         writes = True  # batch_norm's running statistics, an out= tensor
                 except Exception as error:  # noqa: BLE001 - eager's error is compared
                     results.append((None, None, None, type(error)))
@@ -473,9 +384,9 @@ def admitted(
                     differs = f"eager {eager}, the custom op {rule}"
             else:
                 evidence = True
-                if not _same(r_out, t_out):
+                if same(r_out, t_out):
                     differs = f"outputs differ (values {case})"
-                elif grad and not _same(r_grad, t_grad):
+                elif grad and same(r_grad, t_grad):
                     differs = f"gradients differ (values {case})"
                 elif not torch.equal(r_rng, t_rng):
                     differs = "the random state afterwards differs (a random op)"
@@ -515,7 +426,3 @@ def _memo_key(key: str, tensors: Sequence[Any], grad: bool, boxed: bool) -> tupl
     small = sum(math.prod(int(d) for d in t.shape) for t in tensors) <= 4096
     layouts = tuple((t.dtype, t.dim(), t.is_contiguous()) for t in tensors)
     return (key, layouts, grad, small, boxed)
-
-
-def type_of(template: Template) -> Any:
-    return tuple if template.out == "tuple" else list

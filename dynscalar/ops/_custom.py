@@ -52,11 +52,14 @@ __all__ = [
     "define",
     "derive_schema",
     "entry_for",
-    "library",
+    "hint",
+    "laid_out",
+    "meta_gradients",
     "op_for",
     "outside_modes",
     "random_defined",
     "random_ops",
+    "size_hint",
 ]
 
 #: A context manager that leaves every active dispatch mode (fake tensors, AOTAutograd's
@@ -84,18 +87,9 @@ def random_ops() -> list[Any]:
         return list(_random)
 
 
-def library() -> torch.library.Library:
-    """The ``dynscalar`` op library (made on first use)."""
-    global _library
-    with _lock:
-        if _library is None:
-            _library = torch.library.Library(NAMESPACE, "DEF")  # type: ignore[no-untyped-call]
-        return _library
-
-
-def derive_schema(aten_schema: str, scalars: Sequence[str], mutates: Sequence[str] = ()) -> str:
+def derive_schema(aten_schema: str, scalars: Sequence[str]) -> str:
     """The custom op's schema (without its name): ATen's, with the ``float`` parameters in
-    ``scalars`` taking a ``Scalar`` and the parameters in ``mutates`` annotated as written.
+    ``scalars`` taking a ``Scalar``.
 
     Examples:
         >>> derive_schema("aten::f(Tensor x, float? eps=None) -> Tensor", ("eps",))
@@ -106,13 +100,6 @@ def derive_schema(aten_schema: str, scalars: Sequence[str], mutates: Sequence[st
         signature, count = re.subn(rf"\bfloat(\??) {name}\b", rf"Scalar\1 {name}", signature)
         if count != 1:
             raise ValueError(f"{aten_schema}: no float parameter {name!r}")
-    for index, name in enumerate(mutates):
-        letter = chr(ord("a") + index)
-        signature, count = re.subn(
-            rf"\bTensor(\??) {name}\b", rf"Tensor({letter}!)\1 {name}", signature
-        )
-        if count != 1:
-            raise ValueError(f"{aten_schema}: no Tensor parameter {name!r}")
     return signature
 
 
@@ -136,11 +123,14 @@ def define(
     given, its autograd formula; returns its ``OpOverload``.  ``random``: the op draws
     from a generator (tagged ``nondeterministic_seeded``, announced to
     :data:`random_defined`)."""
+    global _library
     with _lock:
         found = _ops.get(name)
         if found is not None:
             return found
-        lib = library()
+        if _library is None:  # the ``dynscalar`` op library, made on first use
+            _library = torch.library.Library(NAMESPACE, "DEF")  # type: ignore[no-untyped-call]
+        lib = _library
         tags = (torch.Tag.nondeterministic_seeded,) if random else ()
         lib.define(name + schema, tags=tags)  # type: ignore[no-untyped-call]
         lib.impl(name, impl, "CompositeExplicitAutograd")  # type: ignore[no-untyped-call]
@@ -156,12 +146,12 @@ def define(
         return op
 
 
-def _hint(value: Any) -> Any:
+def hint(value: Any) -> float:
     """A float for a traced value: a SymFloat's trace-time value (no guard), else itself."""
     if isinstance(value, torch.SymFloat | torch.SymInt):
-        hint = value.node.hint
-        return 0.5 if hint is None else hint
-    return value
+        found = value.node.hint
+        return 0.5 if found is None else float(found)
+    return float(value)
 
 
 class _Signature:
@@ -226,27 +216,24 @@ def op_for(rule: Rule) -> Any:
     elif replays:
         schema = schema[: schema.rindex("->")] + "-> (Tensor, Tensor)"
 
-    def run(values: list[Any]) -> Any:
+    def run(values: list[Any], state: Callable[[list[Any]], Any]) -> Any:
+        before = state(values) if replays else None  # the generator's, before the op draws
         written = []
         for i in signature.mutated_at:
             if values[i] is not None:
                 values[i] = values[i].clone()
                 written.append(values[i])
         out = _unaliased(signature.call(values), values)
-        return (out, written) if rule.mutates else out
+        if rule.mutates:
+            return out, written
+        return (out, before) if replays else out
 
     def impl(*args: Any, **kwargs: Any) -> Any:
         values = signature.plain(signature.full(args, kwargs))
-        if replays:
-            state = generator_for(values).get_state()  # before the op draws
-            return run(values), state
-        return run(values)
+        return run(values, lambda values: generator_for(values).get_state())
 
     def fake(*args: Any, **kwargs: Any) -> Any:
-        values = signature.plain(signature.full(args, kwargs), _hint_float)
-        if replays:
-            return run(values), _fake_state(values)
-        return run(values)
+        return run(signature.plain(signature.full(args, kwargs), hint), _fake_state)
 
     if not rule.differentiable:
         return define(rule.name, schema, impl, fake, random=rule.random)
@@ -290,7 +277,7 @@ def op_for(rule: Rule) -> Any:
 def generator_for(values: Sequence[Any]) -> torch.Generator:
     """The default generator of the device of the first tensor in ``values`` (the one an
     ATen op on them draws from)."""
-    device = next((v.device for v in values if isinstance(v, torch.Tensor)), None)
+    device = _device(values)
     if device is None or device.type == "cpu":
         return torch.default_generator
     module: Any = torch.get_device_module(device)
@@ -300,10 +287,11 @@ def generator_for(values: Sequence[Any]) -> torch.Generator:
 
 def _fake_state(values: Sequence[Any]) -> torch.Tensor:
     """A tensor like a generator's state (a CPU byte tensor), while fake tensors trace."""
-    size = _state_sizes.get(str(_device(values)))
+    device = str(_device(values))
+    size = _state_sizes.get(device)
     if size is None:
         with outside_modes[0]():
-            size = _state_sizes[str(_device(values))] = generator_for(values).get_state().numel()
+            size = _state_sizes[device] = generator_for(values).get_state().numel()
     return torch.empty(size, dtype=torch.uint8, device="cpu")
 
 
@@ -320,7 +308,7 @@ def entry_for(rule: Rule) -> Callable[..., Any]:
     op = op_for(rule)
     if not rule.mutates:
         return op  # type: ignore[no-any-return]
-    signature = _Signature(aten_overload(rule), rule)
+    signature = _signatures[rule.name]
     names = tuple(signature.names[i] for i in signature.mutated_at)
     positions = tuple(signature.mutated_at)
 
@@ -338,7 +326,7 @@ def entry_for(rule: Rule) -> Callable[..., Any]:
     return entry
 
 
-def _int(value: Any) -> int:
+def size_hint(value: Any) -> int:
     """A size of a traced tensor as a plain int (its trace-time value)."""
     if isinstance(value, torch.SymInt):
         hint = value.node.hint
@@ -346,25 +334,16 @@ def _int(value: Any) -> int:
     return int(value)
 
 
-def _hint_float(value: Any) -> Any:
-    return float(_hint(value))
-
-
-def _candidates(signature: _Signature, values: Sequence[Any]) -> list[int]:
-    """Positions of the floating-point tensor inputs that are not written by the op."""
-    return [
+def _differentiable(signature: _Signature, values: Sequence[Any]) -> list[int]:
+    """Positions of the inputs that get a gradient from the op (eager's autograd gives the
+    others ``None``): found by running the op on meta tensors, which costs no data."""
+    candidates = [  # the floating-point tensor inputs the op does not write
         i
         for i in signature.tensor_at
         if isinstance(values[i], torch.Tensor)
         and values[i].is_floating_point()
         and i not in signature.mutated_at
     ]
-
-
-def _differentiable(signature: _Signature, values: Sequence[Any]) -> list[int]:
-    """Positions of the inputs that get a gradient from the op (eager's autograd gives the
-    others ``None``): found by running the op on meta tensors, which costs no data."""
-    candidates = _candidates(signature, values)
     if not candidates:
         return []
     key = (
@@ -373,7 +352,9 @@ def _differentiable(signature: _Signature, values: Sequence[Any]) -> list[int]:
     )
     found = _defined.get(key)
     if found is None:
-        found = _defined[key] = _meta_differentiable(signature, values, candidates)
+        with outside_modes[0]():  # AOTAutograd traces the backward under its modes
+            meta = signature.plain(list(values), hint)
+            found = _defined[key] = meta_gradients(signature.call, meta, candidates)
     return found
 
 
@@ -408,55 +389,48 @@ def _shape_key(value: Any) -> Any:
 _defined: dict[Any, list[int]] = {}
 
 
-def _meta_differentiable(
-    signature: _Signature, values: Sequence[Any], candidates: list[int]
+def meta_gradients(
+    call: Callable[[list[Any]], Any], values: Sequence[Any], candidates: list[int]
 ) -> list[int]:
-    with outside_modes[0]():  # AOTAutograd traces the backward under its modes
-        return _meta_run(signature, values, candidates)
-
-
-def _meta_run(signature: _Signature, values: Sequence[Any], candidates: list[int]) -> list[int]:
+    """The positions among ``candidates`` whose input gets a gradient from ``call(values)``
+    (eager's autograd gives the others ``None``; an input an op does not differentiate,
+    such as a class weight, has no edge): ``call`` run on meta tensors like the tensors
+    of ``values``, one candidate at a time (an input an op refuses to differentiate
+    raises), reading the autograd graph; no data, no backward kernel."""
     found = []
-    for i in candidates:  # one at a time: an input an op refuses to differentiate raises
-        meta = signature.plain(list(values), _hint_float)
-        for j, value in enumerate(meta):
-            if isinstance(value, torch.Tensor):
-                meta[j] = torch.empty_strided(
-                    [_int(d) for d in value.shape],
-                    [_int(d) for d in value.stride()],
-                    dtype=value.dtype,
-                    device="meta",
-                )
+    for i in candidates:
+        meta = [_meta(v) for v in values]
         with torch.enable_grad():
             meta[i].requires_grad_(True)
             try:
-                out = signature.call(meta)
+                out = call(meta)
             except RuntimeError:  # "not differentiable with respect to argument 'weight'"
                 continue
-        outs = list(out) if isinstance(out, tuple) else [out]
-        found += reached(outs, [meta[i]], [i])
+        leaf = id(torch.autograd.graph.get_gradient_edge(meta[i]).node)
+        seen: set[int] = set()
+        stack: list[Any] = [o.grad_fn for o in _flat(out) if isinstance(o, torch.Tensor)]
+        while stack:
+            node = stack.pop()
+            if node is None or id(node) in seen:
+                continue
+            if id(node) == leaf:
+                found.append(i)
+                break
+            seen.add(id(node))
+            stack.extend(next_node for next_node, _ in node.next_functions)
     return found
 
 
-def reached(outs: Sequence[Any], leaves: Sequence[torch.Tensor], positions: list[int]) -> list[int]:
-    """The positions of the ``leaves`` the autograd graph of ``outs`` reaches: the inputs
-    eager's backward gives a gradient (an input an op does not differentiate, such as a
-    class weight, has no edge).  Reads the graph; runs no backward kernel."""
-    seen: set[int] = set()
-    found: set[int] = set()
-    by_node: dict[int, int] = {}
-    for position, leaf in zip(positions, leaves, strict=True):
-        by_node[id(torch.autograd.graph.get_gradient_edge(leaf).node)] = position
-    stack: list[Any] = [o.grad_fn for o in outs if isinstance(o, torch.Tensor)]
-    while stack:
-        node = stack.pop()
-        if node is None or id(node) in seen:
-            continue
-        seen.add(id(node))
-        if id(node) in by_node:
-            found.add(by_node[id(node)])
-        stack.extend(next_node for next_node, _ in node.next_functions)
-    return [p for p in positions if p in found]
+def _meta(value: Any) -> Any:
+    """A meta tensor like the traced tensor ``value`` (anything else: ``value``)."""
+    if not isinstance(value, torch.Tensor):
+        return value
+    shape, stride = ([size_hint(d) for d in sizes] for sizes in (value.shape, value.stride()))
+    return torch.empty_strided(shape, stride, dtype=value.dtype, device="meta")
+
+
+def _flat(out: Any) -> list[Any]:
+    return [out] if isinstance(out, torch.Tensor) else list(out)
 
 
 def _vjp_for(rule: Rule, signature: _Signature, schema: str) -> Any:
@@ -482,7 +456,7 @@ def _vjp_for(rule: Rule, signature: _Signature, schema: str) -> Any:
             out = signature.call(values)
             leaves = [values[i] for i in positions]
             grads = torch.autograd.grad(out, leaves, grad, allow_unused=True)
-        return [_promised(leaf, g) for leaf, g in zip(leaves, grads, strict=True)]
+        return [laid_out(leaf, g) for leaf, g in zip(leaves, grads, strict=True)]
 
     def impl(grad: Any, *args: Any) -> list[Any]:
         if not replays:
@@ -503,7 +477,7 @@ def _vjp_for(rule: Rule, signature: _Signature, schema: str) -> Any:
     return define(f"{rule.name}_vjp", vjp_schema, impl, fake)
 
 
-def _promised(leaf: torch.Tensor, gradient: torch.Tensor | None) -> torch.Tensor:
+def laid_out(leaf: torch.Tensor, gradient: torch.Tensor | None) -> torch.Tensor:
     """A gradient in the layout the fake implementation promises (``empty_like`` of the
     input): AOTAutograd traced the backward's views on that layout.  Copying changes no
     value."""

@@ -185,38 +185,35 @@ _POW_EXPONENTS = (0.0, 1.0, 2.0, 3.0, 0.5, -0.5, -1.0, -2.0)
 _ALPHA = "alpha folded into the other operand, as inductor's lowering does"
 _COMPOUND = "the arithmetic inductor's lowering of the op performs, in its order"
 
+
+def _twin(op: str, arguments: tuple[str, ...], overload: str, **more: Any) -> ScalarForm:
+    """A form that calls ``overload``, the op's twin that takes the value as a Tensor."""
+    return ScalarForm(op, arguments, _overload(overload), _TWIN, **more)
+
+
 #: ATen overload (as its schema names it) -> its form
 FORMS: dict[str, ScalarForm] = {
     form.op: form
     for form in (
-        ScalarForm("aten::clamp", ("min", "max"), _overload("aten::clamp.Tensor"), _TWIN),
-        ScalarForm("aten::clamp_min", ("min",), _overload("aten::clamp_min.Tensor"), _TWIN),
-        ScalarForm("aten::clamp_max", ("max",), _overload("aten::clamp_max.Tensor"), _TWIN),
-        ScalarForm("aten::lerp.Scalar", ("weight",), _overload("aten::lerp.Tensor"), _TWIN),
-        ScalarForm(
+        _twin("aten::clamp", ("min", "max"), "aten::clamp.Tensor"),
+        _twin("aten::clamp_min", ("min",), "aten::clamp_min.Tensor"),
+        _twin("aten::clamp_max", ("max",), "aten::clamp_max.Tensor"),
+        _twin("aten::lerp.Scalar", ("weight",), "aten::lerp.Tensor"),
+        _twin(
             "aten::pow.Tensor_Scalar",
             ("exponent",),
-            _overload("aten::pow.Tensor_Tensor"),
-            _TWIN,
+            "aten::pow.Tensor_Tensor",
             special=(("exponent", _POW_EXPONENTS),),
         ),
-        ScalarForm("aten::pow.Scalar", ("self",), _overload("aten::pow.Tensor_Tensor"), _TWIN),
-        ScalarForm("aten::fill.Scalar", ("value",), _overload("aten::fill.Tensor"), _TWIN),
-        ScalarForm(
-            "aten::masked_fill.Scalar", ("value",), _overload("aten::masked_fill.Tensor"), _TWIN
-        ),
-        ScalarForm("aten::where.ScalarOther", ("other",), _overload("aten::where.self"), _TWIN),
-        ScalarForm(
-            "aten::_foreach_mul.Scalar", ("scalar",), _overload("aten::_foreach_mul.Tensor"), _TWIN
-        ),
-        ScalarForm(
-            "aten::_foreach_div.Scalar", ("scalar",), _overload("aten::_foreach_div.Tensor"), _TWIN
-        ),
-        ScalarForm(
-            "aten::_foreach_add.Scalar", ("scalar",), _overload("aten::_foreach_add.Tensor"), _TWIN
-        ),
-        ScalarForm("aten::mul.Scalar", ("other",), _overload("aten::mul.Tensor"), _TWIN),
-        ScalarForm("aten::div.Scalar", ("other",), _overload("aten::div.Tensor"), _TWIN),
+        _twin("aten::pow.Scalar", ("self",), "aten::pow.Tensor_Tensor"),
+        _twin("aten::fill.Scalar", ("value",), "aten::fill.Tensor"),
+        _twin("aten::masked_fill.Scalar", ("value",), "aten::masked_fill.Tensor"),
+        _twin("aten::where.ScalarOther", ("other",), "aten::where.self"),
+        _twin("aten::_foreach_mul.Scalar", ("scalar",), "aten::_foreach_mul.Tensor"),
+        _twin("aten::_foreach_div.Scalar", ("scalar",), "aten::_foreach_div.Tensor"),
+        _twin("aten::_foreach_add.Scalar", ("scalar",), "aten::_foreach_add.Tensor"),
+        _twin("aten::mul.Scalar", ("other",), "aten::mul.Tensor"),
+        _twin("aten::div.Scalar", ("other",), "aten::div.Tensor"),
         ScalarForm("aten::add.Scalar", ("other", "alpha"), _add_scalar, _ALPHA),
         ScalarForm("aten::sub.Scalar", ("other", "alpha"), _sub_scalar, _ALPHA),
         ScalarForm("aten::rsub.Scalar", ("other", "alpha"), _rsub_scalar, _ALPHA),

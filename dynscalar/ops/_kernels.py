@@ -62,12 +62,9 @@ def _noise_impl(input: Tensor, p: Any, feature: bool, alpha: bool) -> tuple[Tens
     """Dropout.cpp's ``_dropout_impl`` for ``0 < p < 1`` in training: (output, the noise the
     output is ``input`` times).  Eager: the same ATen calls in the same order."""
     p = float(p)
-    if feature:
-        if input.dim() < 2:
-            raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-        noise = input.new_empty((input.shape[0], input.shape[1]) + (1,) * (input.dim() - 2))
-    else:
-        noise = torch.empty_like(input)
+    if feature and input.dim() < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    noise = _empty_noise(input, feature)
     noise.bernoulli_(1 - p)
     if alpha:
         a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
@@ -85,11 +82,16 @@ def _noise(input: Tensor, p: Any, feature: bool, alpha: bool) -> tuple[Tensor, T
 
 
 def _noise_fake(input: Tensor, p: Any, feature: bool, alpha: bool) -> tuple[Tensor, Tensor]:
-    if feature:
-        noise = input.new_empty((input.shape[0], input.shape[1]) + (1,) * (input.dim() - 2))
-    else:
-        noise = torch.empty_like(input)
+    noise = _empty_noise(input, feature)
     return input.mul(noise), noise
+
+
+def _empty_noise(input: Tensor, feature: bool) -> Tensor:
+    """``_dropout_impl``'s noise tensor, not yet drawn: one value per (N, C) channel for
+    feature dropout, else one per element."""
+    if feature:
+        return input.new_empty((input.shape[0], input.shape[1]) + (1,) * (input.dim() - 2))
+    return torch.empty_like(input)
 
 
 def _noise_setup(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tensor]) -> None:

@@ -39,6 +39,7 @@ Examples:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["NATIVE_METHODS", "RULES", "Rule"]
 
@@ -84,6 +85,17 @@ class Rule:
 
 _DROPOUT = "dropout: eager's kernel and generator in a custom op (its noise kept for the gradient)"
 _RECOMPUTE = "eager's kernel in a custom op; the gradient recomputes it under autograd"
+_STATISTICS = ("running_mean", "running_var")
+_RUNNING = _RECOMPUTE + " (running statistics updated once, by the forward)"
+
+
+def _fused(
+    op: str, scalars: tuple[str, ...], module: str = "torch", why: str = _RECOMPUTE, **more: Any
+) -> Rule:
+    """A rule for ``aten::<op>``, reached as ``<module>.<op>``: eager's fused kernel in a
+    custom op, its gradient recomputed, and ``_tensor.<op>`` on inductor."""
+    return Rule(f"aten::{op}", (f"{module}.{op}",), scalars, inductor=op, why=why, **more)
+
 
 _RULE_LIST: tuple[Rule, ...] = (
     # ---- random: same draws as eager (the custom ops call eager's kernels)
@@ -110,111 +122,24 @@ _RULE_LIST: tuple[Rule, ...] = (
         why="bernoulli: eager's kernel and generator in a custom op",
     ),
     # ---- norms: eager's fused kernels
-    Rule(
-        "aten::layer_norm",
-        ("torch.layer_norm",),
-        ("eps",),
-        inductor="layer_norm",
-        why=_RECOMPUTE,
-    ),
-    Rule(
-        "aten::group_norm",
-        ("torch.group_norm",),
-        ("eps",),
-        inductor="group_norm",
-        why=_RECOMPUTE,
-    ),
-    Rule("aten::rms_norm", ("torch.rms_norm",), ("eps",), inductor="rms_norm", why=_RECOMPUTE),
-    Rule(
-        "aten::batch_norm",
-        ("torch.batch_norm",),
-        ("momentum", "eps"),
-        inductor="batch_norm",
-        mutates=("running_mean", "running_var"),
-        why=_RECOMPUTE + " (running statistics updated once, by the forward)",
-    ),
-    Rule(
-        "aten::instance_norm",
-        ("torch.instance_norm",),
-        ("momentum", "eps"),
-        inductor="instance_norm",
-        mutates=("running_mean", "running_var"),
-        why=_RECOMPUTE + " (running statistics updated once, by the forward)",
-    ),
+    _fused("layer_norm", ("eps",)),
+    _fused("group_norm", ("eps",)),
+    _fused("rms_norm", ("eps",)),
+    _fused("batch_norm", ("momentum", "eps"), mutates=_STATISTICS, why=_RUNNING),
+    _fused("instance_norm", ("momentum", "eps"), mutates=_STATISTICS, why=_RUNNING),
     # ---- losses and distances
-    Rule(
-        "aten::cross_entropy_loss",
-        ("torch._C._nn.cross_entropy_loss",),
-        ("label_smoothing",),
-        inductor="cross_entropy_loss",
-        why=_RECOMPUTE,
-    ),
-    Rule(
-        "aten::huber_loss",
-        ("torch._C._nn.huber_loss",),
-        ("delta",),
-        inductor="huber_loss",
-        why=_RECOMPUTE,
-    ),
-    Rule(
-        "aten::smooth_l1_loss",
-        ("torch._C._nn.smooth_l1_loss",),
-        ("beta",),
-        inductor="smooth_l1_loss",
-        why=_RECOMPUTE,
-    ),
-    Rule(
-        "aten::margin_ranking_loss",
-        ("torch.margin_ranking_loss",),
-        ("margin",),
-        inductor="margin_ranking_loss",
-        why=_RECOMPUTE,
-    ),
-    Rule(
-        "aten::hinge_embedding_loss",
-        ("torch.hinge_embedding_loss",),
-        ("margin",),
-        inductor="hinge_embedding_loss",
-        why=_RECOMPUTE,
-    ),
-    Rule(
-        "aten::triplet_margin_loss",
-        ("torch.triplet_margin_loss",),
-        ("margin", "p", "eps"),
-        inductor="triplet_margin_loss",
-        why=_RECOMPUTE,
-    ),
-    Rule(
-        "aten::cosine_embedding_loss",
-        ("torch.cosine_embedding_loss",),
-        ("margin",),
-        inductor="cosine_embedding_loss",
-        why=_RECOMPUTE,
-    ),
-    Rule(
-        "aten::poisson_nll_loss",
-        ("torch.poisson_nll_loss",),
-        ("eps",),
-        inductor="poisson_nll_loss",
-        why=_RECOMPUTE,
-    ),
-    Rule(
-        "aten::cosine_similarity",
-        ("torch.cosine_similarity",),
-        ("eps",),
-        inductor="cosine_similarity",
-        why=_RECOMPUTE,
-    ),
-    Rule(
-        "aten::pairwise_distance",
-        ("torch.pairwise_distance",),
-        ("p", "eps"),
-        inductor="pairwise_distance",
-        # the norm's order is linalg.vector_norm's Scalar `ord`, which the tensorify pass
-        # cannot lower: a marked p is eager's kernel taking it as a 0-d tensor (boxed)
-        inductor_scalars=("eps",),
-        why=_RECOMPUTE,
-    ),
+    _fused("cross_entropy_loss", ("label_smoothing",), "torch._C._nn"),
+    _fused("huber_loss", ("delta",), "torch._C._nn"),
+    _fused("smooth_l1_loss", ("beta",), "torch._C._nn"),
+    _fused("margin_ranking_loss", ("margin",)),
+    _fused("hinge_embedding_loss", ("margin",)),
+    _fused("triplet_margin_loss", ("margin", "p", "eps")),
+    _fused("cosine_embedding_loss", ("margin",)),
+    _fused("poisson_nll_loss", ("eps",)),
+    _fused("cosine_similarity", ("eps",)),
+    # the norm's order is linalg.vector_norm's Scalar `ord`, which the tensorify pass cannot
+    # lower: a marked p is eager's kernel taking it as a 0-d tensor (boxed)
+    _fused("pairwise_distance", ("p", "eps"), inductor_scalars=("eps",)),
     Rule(
         "aten::scaled_dot_product_attention",
         ("torch._C._nn.scaled_dot_product_attention",),
@@ -245,56 +170,18 @@ def _named(rules: tuple[Rule, ...]) -> dict[str, Rule]:
 #: rule name -> rule, for the torch ops whose ``float`` parameter Dynamo would force
 RULES: dict[str, Rule] = _named(_RULE_LIST)
 
+_ARITHMETIC = ("add", "sub", "mul", "truediv")
+_COMPARISONS = ("lt", "le", "gt", "ge", "eq", "ne")
+
 #: tensor methods Dynamo and torch's passes handle symbolically on their own (arithmetic
 #: whose derivative is arithmetic too, comparisons, shape and dtype methods)
 NATIVE_METHODS: frozenset[str] = frozenset(
     {
-        "__add__",
-        "__radd__",
-        "__iadd__",
-        "__sub__",
-        "__rsub__",
-        "__isub__",
-        "__mul__",
-        "__rmul__",
-        "__imul__",
-        "__truediv__",
-        "__rtruediv__",
-        "__itruediv__",
-        "__neg__",
-        "__pos__",
-        "__lt__",
-        "__le__",
-        "__gt__",
-        "__ge__",
-        "__eq__",
-        "__ne__",
-        "add",
-        "add_",
-        "sub",
-        "sub_",
-        "mul",
-        "mul_",
-        "div",
-        "div_",
-        "neg",
-        "lt",
-        "le",
-        "gt",
-        "ge",
-        "eq",
-        "ne",
-        "size",
-        "view",
-        "reshape",
-        "expand",
-        "to",
-        "type",
-        "new_full",
-        "new_zeros",
-        "new_ones",
-        "new_empty",
-        "item",
-        "tolist",
+        *(f"__{kind}{op}__" for op in _ARITHMETIC for kind in ("", "r", "i")),
+        *(f"__{op}__" for op in ("neg", "pos", *_COMPARISONS)),
+        *(f"{op}{suffix}" for op in ("add", "sub", "mul", "div") for suffix in ("", "_")),
+        *("neg", *_COMPARISONS),
+        *("size", "view", "reshape", "expand", "to", "type", "item", "tolist"),
+        *("new_full", "new_zeros", "new_ones", "new_empty"),
     }
 )
