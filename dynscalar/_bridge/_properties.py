@@ -48,6 +48,8 @@ from dataclasses import dataclass, field
 from types import CodeType
 from typing import Any
 
+import torch
+
 from .. import _caches
 from .._attrs import record_property_reads
 from .._marks import lookup_mark
@@ -56,7 +58,7 @@ from .._spec import DynamicSpec
 from . import _torch
 from ._guards import guard_mark_state
 from ._reports import refuse, user_line
-from ._restarts import clear_speculation_log, symbol_source_names
+from ._restarts import restart_frame, symbol_source_names
 from ._state import compile_state
 
 __all__ = [
@@ -69,8 +71,19 @@ __all__ = [
     "restart_if_forced_in_getter",
 ]
 
-_local = threading.local()
 log = logging.getLogger("dynscalar")
+
+
+class _Local(threading.local):
+    """Per thread: the module properties whose getters are being inlined (innermost
+    last), and how many numbers the ``_wrap`` hook has met (:func:`note_number_wrapped`)."""
+
+    def __init__(self) -> None:
+        self.stack: list[_Scope] = []
+        self.wrapped = 0
+
+
+_local = _Local()
 
 
 class PropertyRead:
@@ -136,13 +149,6 @@ class _Scope:
         return f"{type(self.owner).__name__}.{self.name}"
 
 
-def _stack() -> list[_Scope]:
-    stack: list[_Scope] | None = getattr(_local, "stack", None)
-    if stack is None:
-        stack = _local.stack = []
-    return stack
-
-
 def _property_name(cls: type, descriptor: object) -> str | None:
     """The name under which ``cls`` (through its MRO) holds ``descriptor``."""
     fget = getattr(descriptor, "fget", None)
@@ -166,13 +172,13 @@ def property_get_hook(
     tx, obj = kwargs["tx"], kwargs.get("obj")
     owner = getattr(obj, "value", None)
     owner_source = getattr(obj, "source", None)
-    if owner_source is None or not _is_module(owner):
+    if owner_source is None or not isinstance(owner, torch.nn.Module):
         return wrapped(*args, **kwargs)
     name = _property_name(type(owner), instance.descriptor)
     if name is None:
         return wrapped(*args, **kwargs)
     scope = _Scope(tx.output, owner_source, owner, name)
-    stack = _stack()
+    stack = _local.stack
     stack.append(scope)
     try:
         try:
@@ -300,11 +306,8 @@ def property_mark(builder: Any) -> tuple[DynamicSpec, str, str] | None:
     """The mark a number read now gets from the properties being inlined: (spec, where,
     why) of the innermost marked one, with the mark-state guards of every property scope
     up to it; None when no marked property is being inlined."""
-    stack = getattr(_local, "stack", None)
-    if not stack:
-        return None
     output = builder.tx.output
-    for scope in reversed(stack):
+    for scope in reversed(_local.stack):
         if scope.output is not output:
             continue
         guard_mark_state(builder.tx, scope.owner_source, scope.owner, scope.name)
@@ -324,7 +327,7 @@ def property_mark(builder: Any) -> tuple[DynamicSpec, str, str] | None:
 
 def _marked_scope(output: Any) -> tuple[_Scope, DynamicSpec] | None:
     """The innermost marked property being inlined in the compile of ``output``."""
-    for scope in reversed(getattr(_local, "stack", None) or ()):
+    for scope in reversed(_local.stack):
         if scope.output is output:
             spec = lookup_mark(scope.owner, scope.name)
             if spec is not None:
@@ -335,7 +338,7 @@ def _marked_scope(output: Any) -> tuple[_Scope, DynamicSpec] | None:
 # ----------------------------------------------------------------------------- constants
 def note_number_wrapped() -> None:
     """Called by the ``_wrap`` hook for every number it meets (see :func:`builder_call_hook`)."""
-    _local.wrapped = getattr(_local, "wrapped", 0) + 1
+    _local.wrapped += 1
 
 
 def builder_call_hook(
@@ -345,14 +348,14 @@ def builder_call_hook(
     number the compiled code already read as a constant earlier in the frame comes back
     from Dynamo's cache without reaching ``_wrap``, so the mark cannot make it symbolic:
     say so once (``strict=True``: raise), whatever the getter computes from it."""
-    if not getattr(_local, "stack", None):
+    if not _local.stack:
         return wrapped(*args, **kwargs)
     value = kwargs["value"]
     if not _is_number(value):
         return wrapped(*args, **kwargs)
-    before = getattr(_local, "wrapped", 0)
+    before = _local.wrapped
     result = wrapped(*args, **kwargs)
-    if getattr(_local, "wrapped", 0) != before:
+    if _local.wrapped != before:
         return result  # made now, under the mark (or deliberately not)
 
     found = _marked_scope(instance.tx.output)
@@ -385,15 +388,11 @@ def builder_call_hook(
 _forced: tuple[Callable[[], object], frozenset[str]] = (lambda: None, frozenset())
 
 
-def _compile_context() -> object:
-    return _torch.CompileContext.try_get()
-
-
 def _forced_in_getters() -> frozenset[str]:
     context, names = _forced
     if not names:
         return names
-    current = _compile_context()
+    current = _torch.CompileContext.try_get()
     return names if current is not None and context() is current else frozenset()
 
 
@@ -406,8 +405,7 @@ def restart_if_forced_in_getter(shape_env: Any, symbols: list[Any]) -> None:
     graph stock would not compile.  Not inside a torch op (a fake-tensor call turns any
     exception into a graph break): there the value is specialized and reported as usual."""
     global _forced
-    stack = getattr(_local, "stack", None)
-    if not stack or not any(scope.output.shape_env is shape_env for scope in stack):
+    if not any(scope.output.shape_env is shape_env for scope in _local.stack):
         return
     state = compile_state(shape_env)
     names = {
@@ -416,13 +414,9 @@ def restart_if_forced_in_getter(shape_env: Any, symbols: list[Any]) -> None:
         for name in symbol_source_names(shape_env, symbol)
         if name in state.via_property
     }
-    if not names:
+    if not names or _torch.is_in_torch_dispatch_mode():
         return
-
-    if _torch.is_in_torch_dispatch_mode():
-        return
-
-    context = _compile_context()
+    context = _torch.CompileContext.try_get()
     if context is None:
         return
     _forced = (weakref.ref(context), _forced_in_getters() | names)
@@ -430,8 +424,7 @@ def restart_if_forced_in_getter(shape_env: Any, symbols: list[Any]) -> None:
         "%s: forced to one value by a marked property's getter; read as stock torch reads it",
         ", ".join(sorted(names)),
     )
-    clear_speculation_log()
-    raise _torch.TensorifyScalarRestartAnalysis
+    restart_frame()
 
 
 def _relative(source_name: str, owner_name: str) -> str:
@@ -446,9 +439,3 @@ def _is_number(value: object) -> bool:
     them as torch does and says so); not bool."""
     kinds = (int, float, DynamicScalar, numbers.Real)
     return isinstance(value, kinds) and not isinstance(value, bool)
-
-
-def _is_module(owner: object) -> bool:
-    import torch
-
-    return isinstance(owner, torch.nn.Module)
