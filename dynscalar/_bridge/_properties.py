@@ -117,19 +117,24 @@ def _remember_read(tx: Any, scope: _Scope, result: Any) -> None:
     source = getattr(result, "source", None)
     if source is None:
         return
-    if isinstance(result, _torch.LazyVariableTracker) and not result.is_realized():
-        number = _is_number(result.peek_value())
-    else:
-        realized = result.unwrap() if isinstance(result, _torch.LazyVariableTracker) else result
-        number = _is_number(getattr(realized, "value", None)) or type(realized).__name__ == (
-            "SymNodeVariable"
-        )
+    realized, value = _peek(result)
+    number = _is_number(value) or type(realized).__name__ == "SymNodeVariable"
     root = getattr(tx.output, "root_tx", None)
     code = getattr(root, "f_code", None)
     if not number or code is None:
         return
     read = PropertyRead(str(scope.owner_source.name), type(scope.owner).__name__, scope.name)
     _reads.setdefault(code, {})[str(source.name)] = read
+
+
+def _peek(result: Any) -> tuple[Any, Any]:
+    """(the variable a getter returned, realized, and its ``value`` if it has one); (None,
+    the value) while Dynamo keeps it lazy, read without realizing it."""
+    if isinstance(result, _torch.LazyVariableTracker):
+        if not result.is_realized():
+            return None, result.peek_value()
+        result = result.unwrap()
+    return result, getattr(result, "value", None)
 
 
 @dataclass
@@ -140,6 +145,7 @@ class _Scope:
     owner_source: Any
     owner: Any
     name: str
+    descriptor: Any  # the property object whose getter is inlined
     reads: list[str] = field(default_factory=list)
     used: bool = False  # a value read inside was given this property's mark
     constant_reads: list[str] = field(default_factory=list)  # already constants: reported
@@ -177,7 +183,7 @@ def property_get_hook(
     name = _property_name(type(owner), instance.descriptor)
     if name is None:
         return wrapped(*args, **kwargs)
-    scope = _Scope(tx.output, owner_source, owner, name)
+    scope = _Scope(tx.output, owner_source, owner, name, instance.descriptor)
     stack = _local.stack
     stack.append(scope)
     try:
@@ -220,19 +226,15 @@ def _settle(scope: _Scope, result: Any, spec: DynamicSpec) -> None:
     """Realize a lazy number the getter returned (inside the scope), then check that the
     marked property's value is symbolic, and record what it read."""
 
-    lazy = isinstance(result, _torch.LazyVariableTracker) and not result.is_realized()
-    if lazy and _is_number(result.peek_value()):
+    realized, value = _peek(result)
+    if realized is None and _is_number(value):
         result.realize()
-        lazy = False
+        realized, value = _peek(result)
     if scope.used:
         record_property_reads(scope.owner, scope.name, tuple(dict.fromkeys(scope.reads)))
-    if lazy:  # not a number: looked at without realizing it (no guards of ours)
-        realized, value = None, result.peek_value()
-    else:
-        realized = result.unwrap() if isinstance(result, _torch.LazyVariableTracker) else result
-        if not isinstance(realized, _torch.ConstantVariable):
-            return
-        value = realized.value
+    # still lazy: not a number, looked at without realizing it (no guards of ours)
+    if realized is not None and not isinstance(realized, _torch.ConstantVariable):
+        return
     if not _is_number(value):  # a bool, str or None: the mark cannot take effect
         if not isinstance(value, (bool, str, type(None))):
             return  # an object, module, tensor...: not ours to judge here
@@ -288,11 +290,7 @@ def _written_earlier(scope: _Scope) -> list[str]:
     """Attributes of the property's module that the getter's code names and that the
     compiled frame assigned before the getter ran: Dynamo reads them from its pending side
     effects, never through the builder, so no mark reaches them."""
-    descriptor = next(
-        (k.__dict__[scope.name] for k in type(scope.owner).__mro__ if scope.name in k.__dict__),
-        None,
-    )
-    code = getattr(getattr(descriptor, "fget", None), "__code__", None)
+    code = getattr(getattr(scope.descriptor, "fget", None), "__code__", None)
     mutations = getattr(getattr(scope.output, "side_effects", None), "store_attr_mutations", {})
     if code is None or not mutations:
         return []

@@ -386,9 +386,7 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     if numeric:
         note_number_wrapped()
     found = _find_mark(instance, value, numeric)
-    spec = found.spec if found is not None else None
-    where = found.where if found is not None else str(instance.source.name)
-    why = found.why if found is not None else ""
+    spec, where, why = found if found is not None else (None, str(instance.source.name), "")
     if spec is None and proxied:  # the attribute's mark wins over the value's own spec
         spec = value.spec
         why = f"the value is a {kind.__name__}"
