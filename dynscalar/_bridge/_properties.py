@@ -46,7 +46,7 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import CodeType
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -86,15 +86,12 @@ class _Local(threading.local):
 _local = _Local()
 
 
-class PropertyRead:
+class PropertyRead(NamedTuple):
     """The module property through which compiled code read a number (for the doctor)."""
 
-    __slots__ = ("cls", "name", "owner_source")
-
-    def __init__(self, owner_source: str, cls: str, name: str) -> None:
-        self.owner_source = owner_source  # Dynamo's expression for the module: "L['self']"
-        self.cls = cls  # the module's class name: "Lit"
-        self.name = name  # the property: "global_step"
+    owner_source: str  # Dynamo's expression for the module: "L['self']"
+    cls: str  # the module's class name: "Lit"
+    name: str  # the property: "global_step"
 
 
 # compiled frame's code -> {source of a number a module property returned: that property},
