@@ -38,10 +38,20 @@ import sys
 import types
 from typing import Any, NamedTuple
 
+import torch
+
 from .._spec import DynamicSpec
 from . import _torch
 
-__all__ = ["CallRecord", "CallerMark", "caller_mark", "record_call", "records_made", "resumed_code"]
+__all__ = [
+    "CallRecord",
+    "CallerMark",
+    "caller_mark",
+    "record_call",
+    "records_made",
+    "resumed_code",
+    "star_names",
+]
 
 #: the local a compiled frame's code stores its call record in (``OutputGraph.new_var``
 #: adds a number)
@@ -151,7 +161,7 @@ def _binds_self(fn: Any) -> int | None:
         obj = fn.peek_value()
         if isinstance(obj, types.FunctionType):
             return 0
-        if isinstance(obj, types.MethodType) or _is_module(obj):
+        if isinstance(obj, types.MethodType | torch.nn.Module):
             return 1
         return None
     if isinstance(fn, lazy):
@@ -162,12 +172,6 @@ def _binds_self(fn: Any) -> int | None:
     if kind == "UserMethodVariable" or "NNModuleVariable" in kind:
         return 1
     return None
-
-
-def _is_module(obj: Any) -> bool:
-    import torch
-
-    return isinstance(obj, torch.nn.Module)
 
 
 def record_call(tx: Any, marked: Any) -> CallRecord | None:
@@ -207,22 +211,28 @@ class _Incoming(NamedTuple):
     named_positional: int  # how many of ``positional`` are named parameters
 
 
+def star_names(code: types.CodeType) -> tuple[str | None, str | None]:
+    """The names of ``code``'s ``*args`` and ``**kwargs`` parameters (None: it has none)."""
+    at = code.co_argcount + code.co_kwonlyargcount
+    varargs = code.co_varnames[at] if code.co_flags & _CO_VARARGS else None
+    at += varargs is not None
+    return varargs, code.co_varnames[at] if code.co_flags & _CO_VARKEYWORDS else None
+
+
 def _incoming(code: types.CodeType, f_locals: Any, by_keyword: set[str]) -> _Incoming:
     names = code.co_varnames[: code.co_argcount]
     named = [n for n in names if n not in by_keyword and n in f_locals]
     positional = [f_locals[n] for n in named]
-    keywords = {n: f_locals[n] for n in names if n in by_keyword and n in f_locals}
-    at = code.co_argcount + code.co_kwonlyargcount
-    for n in code.co_varnames[code.co_argcount : at]:
-        if n in f_locals:
-            keywords[n] = f_locals[n]
-    if code.co_flags & _CO_VARARGS:
-        varargs = f_locals.get(code.co_varnames[at])
-        positional += list(varargs) if isinstance(varargs, tuple) else []
-        at += 1
-    if code.co_flags & _CO_VARKEYWORDS:
-        varkw = f_locals.get(code.co_varnames[at])
-        keywords.update(varkw if isinstance(varkw, dict) else {})
+    keywords = {  # named parameters bound by keyword, then keyword-only ones
+        n: f_locals[n]
+        for i, n in enumerate(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
+        if n in f_locals and (i >= code.co_argcount or n in by_keyword)
+    }
+    varargs, varkw = star_names(code)
+    extra = f_locals.get(varargs) if varargs else None
+    positional += list(extra) if isinstance(extra, tuple) else []
+    extra = f_locals.get(varkw) if varkw else None
+    keywords.update(extra if isinstance(extra, dict) else {})
     return _Incoming(positional, keywords, len(named))
 
 
@@ -243,15 +253,10 @@ def _forwards(frame: types.FrameType) -> tuple[tuple[Any, ...], dict[str, Any]] 
     lasti = frame.f_lasti
     if lasti < 0 or code.co_code[lasti] != _CALL_FUNCTION_EX:
         return None
-    at = code.co_argcount + code.co_kwonlyargcount
+    varargs, varkw = star_names(code)
     f_locals = frame.f_locals
-    args: Any = ()
-    kwargs: Any = {}
-    if code.co_flags & _CO_VARARGS:
-        args = f_locals.get(code.co_varnames[at], ())
-        at += 1
-    if code.co_flags & _CO_VARKEYWORDS:
-        kwargs = f_locals.get(code.co_varnames[at], {})
+    args = f_locals.get(varargs, ()) if varargs else ()
+    kwargs = f_locals.get(varkw, {}) if varkw else {}
     if not isinstance(args, tuple) or not isinstance(kwargs, dict):
         return None
     return args, kwargs
@@ -405,7 +410,4 @@ def _from_record(
             index = code.co_argcount + key
         slot = index - record.bound
         found = record.positional.get(slot) if 0 <= slot < record.npos else None
-    if found is None:
-        return None
-    spec, where = found
-    return CallerMark(spec, where)
+    return None if found is None else CallerMark(*found)

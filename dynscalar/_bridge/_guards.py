@@ -167,20 +167,11 @@ def _guard_keyed(tx: Any, obj: type | types.CodeType, name: str) -> bool:
 
 def _mark_table_source(tx: Any) -> Any:
     """A source for ``dynscalar._mark_table`` that guards read in C++ (module docstring)."""
-
-    return _torch.AttrSource(_dynscalar_module_source(tx), "_mark_table")
-
-
-def _dynscalar_module_source(tx: Any) -> Any:
-    """A source for the ``dynscalar`` module that guards read in C++ (see module docstring)."""
-    import_source = getattr(tx, "import_source", None)
-    if import_source is not None:
-        try:
-            return import_source("dynscalar")  # GlobalSource('__import_dynscalar')
-        except Exception:  # noqa: BLE001 - any failure: the lambda-based source below
-            pass
-
-    return _torch.ImportSource("dynscalar")
+    try:
+        module = tx.import_source("dynscalar")  # GlobalSource('__import_dynscalar')
+    except Exception:  # noqa: BLE001 - none on this torch, or it failed: a lambda-based source
+        module = _torch.ImportSource("dynscalar")
+    return _torch.AttrSource(module, "_mark_table")
 
 
 # The "no marks" guards are asked for by every int/float attribute a trace reads: hundreds

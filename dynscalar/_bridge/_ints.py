@@ -57,12 +57,10 @@ def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str, label: str
         source = plain_source(source)
         compile_state(shape_env).read_through.add(source)
     plain = int(value.__wrapped__) if proxied else value
-    with swapped_source(builder, source):
-        if spec.unbacked:
-            with _no_size_constraint(shape_env):
-                var = builder.wrap_symint(plain, dynamism=_torch.DimDynamic.UNBACKED)
-        else:
-            var = builder.wrap_symint(plain, dynamism=_torch.DimDynamic.DYNAMIC)
+    dynamism = _torch.DimDynamic.UNBACKED if spec.unbacked else _torch.DimDynamic.DYNAMIC
+    sizes = _no_size_constraint(shape_env) if spec.unbacked else contextlib.nullcontext()
+    with swapped_source(builder, source), sizes:
+        var = builder.wrap_symint(plain, dynamism=dynamism)
     sym_num = getattr(var, "sym_num", None)
     if sym_num is None:  # torch returned a constant (e.g. a constant source): exact, static
         return var

@@ -25,15 +25,7 @@ from . import _torch
 
 log = logging.getLogger("dynscalar")
 
-__all__ = ["compiled_versions", "warn_if_past_recompile_limit"]
-
-
-def compiled_versions(code: Any) -> int | None:
-    """How many compiled versions Dynamo holds for ``code`` (None: cannot tell)."""
-    try:
-        return len(_torch._debug_get_cache_entry_list(code))
-    except Exception:  # noqa: BLE001 - a diagnostic only: skip it on a torch that moved
-        return None
+__all__ = ["warn_if_past_recompile_limit"]
 
 
 def warn_if_past_recompile_limit(module: Any, names: tuple[str, ...], stacklevel: int) -> None:
@@ -49,8 +41,11 @@ def warn_if_past_recompile_limit(module: Any, names: tuple[str, ...], stacklevel
     if code is None:
         return
     limit = dynamo.config.recompile_limit
-    versions = compiled_versions(code)
-    if versions is None or versions < limit:
+    try:  # the compiled versions Dynamo holds for the code
+        versions = len(_torch._debug_get_cache_entry_list(code))
+    except Exception:  # noqa: BLE001 - a diagnostic only: skip it on a torch that moved
+        return
+    if versions < limit:
         return
     cls = type(module).__name__
     marked = ", ".join(f"{cls}.{name}" for name in names)

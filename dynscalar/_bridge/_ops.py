@@ -36,6 +36,8 @@ import threading
 import types
 from typing import Any, NamedTuple
 
+import torch
+
 from .. import _caches, ops
 from . import _torch
 from ._backends import backend_kind
@@ -68,15 +70,6 @@ def _realize_floats(tx: Any, values: Any) -> bool:
 def _traced_through(fn: Any) -> bool:
     """A Python function of torch.nn.functional (its body calls the torch op)."""
     return isinstance(fn, types.FunctionType) and fn.__module__ == "torch.nn.functional"
-
-
-def _first_tensor(values: Any) -> Any:
-    """The example value (a fake tensor) of the first tensor among traced ``values``."""
-
-    for value in values:
-        if isinstance(value, _torch.TensorVariable):
-            return value.as_proxy().node.meta.get("example_value")
-    return None
 
 
 def _kind(tx: Any) -> str:
@@ -118,22 +111,27 @@ def _example_value(variable: Any) -> Any:
 
 
 def _entry(
-    rule: Any, name: str, tx: Any, values: list[Any], keywords: dict[str, Any] | None = None
+    rule: Any, name: str, tx: Any, values: list[Any], keywords: dict[str, Any]
 ) -> tuple[Any, str]:
     """(what to trace for ``name``, '') or (None, why the value is specialized)."""
-    import torch
-
     from ..ops._admission import admitted
 
     kind = _kind(tx)
-    keywords = keywords or {}
-    example = _first_tensor([*values, *keywords.values()])
+    example = next(  # of the first tensor (not realized: a lazy one is not yet a tensor)
+        (
+            _example(v)
+            for v in [*values, *keywords.values()]
+            if isinstance(v, _torch.TensorVariable)
+        ),
+        None,
+    )
     if example is None:
         return None, "none of its arguments is a tensor"
     dtype, device = example.dtype, example.device.type
     grad = torch.is_grad_enabled() and any(  # grad mode as traced (no_grad: no gradient)
-        bool(getattr(_example_or_none(v), "requires_grad", False))
-        for v in [*values, *keywords.values()]
+        bool(getattr(_example(v), "requires_grad", False))
+        for v in map(_realized, [*values, *keywords.values()])
+        if isinstance(v, _torch.TensorVariable)
     )
     if kind == "python":
         ok, why = admitted(rule, name, dtype, grad, "python", device)
@@ -172,27 +170,25 @@ def _marked_outside(
 
 
 def _apply(
-    rule: Any,
-    name: str,
-    tx: Any,
-    values: list[Any],
-    trace: Any,
-    stock: Any,
-    keywords: dict[str, Any] | None = None,
+    rule: Any, name: str, tx: Any, values: list[Any], stock: Any, keywords: dict[str, Any]
 ) -> Any:
+    """The call ``name(*values, **keywords)`` of an op with a rule: traced as the rule's
+    entry for the backend where one is admitted, else boxed (inductor) or as ``stock``
+    traces it, the value specialized and reported."""
     entry, why = _entry(rule, name, tx, values, keywords)
     if entry is not None:
         log.debug("%s receives a dynamic float: tracing %s", name, entry.__name__)
-        return trace(entry)
-    if _kind(tx) == "inductor":
-        boxed, refused = _boxed(tx, name, values, keywords or {})
+        return _trace(tx, entry, values, keywords)
+    kind = _kind(tx)
+    if kind == "inductor":
+        boxed, refused = _boxed(tx, name, values, keywords)
         if boxed is not None:
             return boxed
         why = f"{why}; {refused}"
     log.info("%s receives a dynamic float, specialized as stock torch does: %s", name, why)
     with specializing(name, why):
-        if _kind(tx) == "python":
-            _guard_values(tx, [*values, *(keywords or {}).values()])
+        if kind == "python":
+            _guard_values(tx, [*values, *keywords.values()])
         return stock()
 
 
@@ -222,29 +218,23 @@ def in_graph_call_hook(
         log.debug("%s of a dynamic value: traced as torch.scalar_tensor", fn.__name__)
         return _trace(tx, factory, list(call_args), dict(call_kwargs))
     found = ops.rule_for(fn)
-    overload = _form_overload(fn)
-    if found is None and not _traced_through(fn) and (_callable_name(fn) or overload) is None:
+    through = found is None and _traced_through(fn)  # torch.nn.functional: the op inside
+    name = None if found is not None or through else _callable_name(fn) or _form_overload(fn)
+    if found is None and not through and name is None:
         return wrapped(*args, **kwargs)
-    values = [*call_args, *call_kwargs.values()]
-    if not _realize_floats(tx, values):
+    if not _realize_floats(tx, [*call_args, *call_kwargs.values()]):
         return wrapped(*args, **kwargs)
-
-    def trace(target: Any) -> Any:
-        return _trace(tx, target, list(call_args), dict(call_kwargs))
-
-    if found is None and _traced_through(fn):  # torch.nn.functional: reach the op inside
-        return trace(fn)
+    if through:
+        return _trace(tx, fn, list(call_args), dict(call_kwargs))
 
     def stock() -> Any:  # the call as Dynamo makes it
         return wrapped(*args, **kwargs)
 
     if found is None:
-        name = _callable_name(fn) or overload
-        if name is None:
-            return stock()
+        assert name is not None  # neither a rule nor traced through: named above
         return _generic(tx, name, list(call_args), dict(call_kwargs), stock)
     rule, name = found
-    return _apply(rule, name, tx, list(call_args), trace, stock, dict(call_kwargs))
+    return _apply(rule, name, tx, list(call_args), stock, dict(call_kwargs))
 
 
 def _form_overload(fn: Any) -> str | None:
@@ -296,9 +286,11 @@ def _math_call(
     from ..ops import _math
 
     operands = [_realized(a) for a in call_args]
-    if call_kwargs or not any(is_dynamic_value(tx, v) for v in operands):
-        return wrapped(*args, **kwargs)
-    if not all(_is_number(v) for v in operands):
+    if (
+        call_kwargs
+        or not any(is_dynamic_value(tx, v) for v in operands)
+        or not all(_is_number(v) for v in operands)
+    ):
         return wrapped(*args, **kwargs)
     if fn in _INT_IDENTITIES and len(operands) == 1 and _is_int(operands[0]):
         # Python: an int's floor, ceil and trunc are the int itself. torch 2.13's fake run
@@ -370,21 +362,17 @@ def tensor_method_hook(
     found = ops.rule_for_method(method)
     if found is None and method in ops.NATIVE_METHODS:
         return wrapped(*args, **kwargs)
-    values = [*call_args, *call_kwargs.values()]
-    if not _realize_floats(tx, values):
+    if not _realize_floats(tx, [*call_args, *call_kwargs.values()]):
         return wrapped(*args, **kwargs)
-
-    def trace(target: Any) -> Any:
-        return _trace(tx, target, [instance, *call_args], dict(call_kwargs))
 
     def stock() -> Any:  # the call as Dynamo makes it
         return wrapped(*args, **kwargs)
 
+    arguments = [instance, *call_args]
     if found is None:
-        arguments = [instance, *call_args]
         return _generic(tx, f"Tensor.{method}", arguments, dict(call_kwargs), stock)
     rule, name = found
-    return _apply(rule, name, tx, [instance, *call_args], trace, stock, dict(call_kwargs))
+    return _apply(rule, name, tx, arguments, stock, dict(call_kwargs))
 
 
 def _callable_name(fn: Any) -> str | None:
@@ -394,8 +382,6 @@ def _callable_name(fn: Any) -> str | None:
     name = getattr(fn, "__name__", None)
     if not isinstance(name, str) or name.startswith("__"):
         return None
-    import torch
-
     for owner, prefix in ((torch, "torch"), (_torch.C_nn, "torch._C._nn")):
         if getattr(owner, name, None) is fn:
             return f"{prefix}.{name}"
@@ -453,8 +439,6 @@ class _Call(NamedTuple):
 def _described(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]) -> Any:
     """The call as a :class:`_Call`, its template registered; None where no template can
     describe it (an argument a template cannot hold, an in-place call)."""
-    import torch
-
     from ..ops import _apply
 
     built = _template(tx, name, arguments, keywords)
@@ -474,8 +458,6 @@ def _inductor_form(
     tensors require grad: the form traced in its place where the inductor column admits it
     (AOTAutograd would trace the op's autograd formula, which can force the float before
     any graph pass rewrites the op; without gradients the pass does it, ``_floats``)."""
-    import torch
-
     from ..ops import _forms
     from ..ops._admission import form_admitted
 
@@ -620,8 +602,6 @@ def _boxed(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]) -
     """On inductor: the call as ``dynscalar::apply_boxed`` (``dynscalar.ops._apply``: eager's
     kernel, the floats handed over as 0-d float64 tensors) where the exactness matrix admits
     it, and ''; else (None, why not)."""
-    import torch
-
     from ..ops import _apply
 
     call, why = _boxable(tx, name, arguments, keywords)
@@ -645,8 +625,6 @@ def _boxed(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]) -
 
 def _forms_target(op: str) -> Any:
     """The ``OpOverload`` a form's ``op`` names (``"aten::pow.Tensor_Scalar"``)."""
-    import torch
-
     namespace, _, rest = op.partition("::")
     packet, _, overload = rest.partition(".")
     return getattr(getattr(getattr(torch.ops, namespace), packet), overload or "default")
@@ -695,13 +673,6 @@ def watching_forced(symbols: Any) -> bool:
         return False
     watch.append(symbols)
     return True
-
-
-def _example_or_none(variable: Any) -> Any:
-    """The example value of a traced tensor (None for anything else)."""
-
-    variable = _realized(variable)
-    return _example(variable) if isinstance(variable, _torch.TensorVariable) else None
 
 
 def _example(variable: Any) -> Any:
@@ -772,8 +743,6 @@ def _writes_inputs(name: str) -> bool:
 def _out_kind(tx: Any, template: Any, tensors: list[Any], scalars: list[Any]) -> str | None:
     """What the call returns, from a fake run: ``"tensor"``, ``"tuple"``, ``"list"``, or
     None (anything else: not a template's call)."""
-    import torch
-
     try:
         with tx.output.fake_mode:
             out = template.call([_example(t) for t in tensors], [_hint(s) for s in scalars])
@@ -789,8 +758,6 @@ def _out_kind(tx: Any, template: Any, tensors: list[Any], scalars: list[Any]) ->
 def _traced_apply(
     tx: Any, key: str, template: Any, tensors: list[Any], scalars: list[Any], op: Any = None
 ) -> Any:
-    import torch
-
     from ..ops import _apply
 
     op = op or _apply.op()
@@ -804,7 +771,6 @@ def _traced_apply(
         {},
     )
     items = list(result.items)
-    del torch
     if template.out == "tensor":
         return items[0]
     if template.out == "tuple":

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any, Protocol, TypeVar
 
+import torch
+
 __all__ = [
     "ParsedSource",
     "Step",
@@ -122,40 +124,27 @@ def parse_source(source: str) -> ParsedSource | None:
         key_value = node.slice.value
         if not isinstance(key_value, (str, int)) or isinstance(key_value, bool):
             return None
-        inner = node.value
-        # x._modules['k'] (and _parameters, _buffers): child k of x
-        if isinstance(inner, ast.Attribute) and inner.attr in _CHILD_DICTS:
-            kind = "module" if inner.attr == "_modules" else "attr"
-            steps.append((kind, key_value, inner.value))
-            node = inner.value
-            continue
+        inner, owner, store = node.value, node.value, None
+        # x._modules['k'] (and _parameters, _buffers): child k of x; x.__dict__['k']:
+        # attribute k of x
+        if isinstance(inner, ast.Attribute) and inner.attr in (*_CHILD_DICTS, "__dict__"):
+            owner, store = inner.value, inner.attr
         # x.__dict__['_modules']['k']: the same child, read through the instance dict
-        if (
+        elif (
             isinstance(inner, ast.Subscript)
             and isinstance(inner.slice, ast.Constant)
             and inner.slice.value in _CHILD_DICTS
             and isinstance(inner.value, ast.Attribute)
             and inner.value.attr == "__dict__"
         ):
-            kind = "module" if inner.slice.value == "_modules" else "attr"
-            steps.append((kind, key_value, inner.value.value))
-            node = inner.value.value
-            continue
-        # x.__dict__['k']: attribute k of x
-        if isinstance(inner, ast.Attribute) and inner.attr == "__dict__":
-            steps.append(("attr", key_value, inner.value))
-            node = inner.value
-            continue
-        steps.append(("item", key_value, inner))
-        node = inner
+            owner, store = inner.value.value, inner.slice.value
+        kind = "item" if store is None else "module" if store == "_modules" else "attr"
+        steps.append((kind, key_value, owner))
+        node = owner
     steps.reverse()
     return ParsedSource(
         scope, root, tuple(Step(kind, key, ast.unparse(expr)) for kind, key, expr in steps)
     )
-
-
-def _repr(text: str) -> str:
-    return repr(text)
 
 
 def _is_name(text: str) -> bool:
@@ -168,7 +157,7 @@ def render_step(
     key: str | int,
     container: Any = None,
     *,
-    quote: Callable[[str], str] = _repr,
+    quote: Callable[[str], str] = repr,
 ) -> str:
     """``expr`` followed by one step, as user code writes it.
 
@@ -186,8 +175,6 @@ def render_step(
     """
     text = str(key)
     if kind == "module":
-        import torch
-
         if text.isdigit() and (
             container is None or isinstance(container, (torch.nn.Sequential, torch.nn.ModuleList))
         ):
@@ -201,18 +188,6 @@ def render_step(
         return f"{expr}.{text}" if _is_name(text) else f"getattr({expr}, {quote(text)})"
     index = quote(key) if isinstance(key, str) else repr(key)
     return f"{expr}[{index}]"
-
-
-def _default_root(name: str, obj: Any) -> str:
-    """``model`` or ``optimizer`` for the compiled object itself (``self``, ``fn``)."""
-    if name in IMPLICIT_ROOTS and obj is not None:
-        import torch
-
-        if isinstance(obj, torch.nn.Module):
-            return "model"
-        if isinstance(obj, torch.optim.Optimizer):
-            return "optimizer"
-    return name
 
 
 def root_name(parsed: ParsedSource, obj: Any = None, caller: FrameType | None = None) -> str:
@@ -229,7 +204,12 @@ def root_name(parsed: ParsedSource, obj: Any = None, caller: FrameType | None = 
     found = name_at_call_site(caller, obj)
     if found is not None:
         return found[0]
-    return _default_root(parsed.root, obj)
+    if parsed.root in IMPLICIT_ROOTS:  # the compiled object itself
+        if isinstance(obj, torch.nn.Module):
+            return "model"
+        if isinstance(obj, torch.optim.Optimizer):
+            return "optimizer"
+    return parsed.root
 
 
 def user_path(
@@ -268,25 +248,18 @@ def user_path(
 
 
 # ----------------------------------------------------------------------------- call sites
-def _library_dirs() -> tuple[str, ...]:
-    """torch's package folder and dynscalar's (this file's grandparent folder)."""
-    import torch
-
-    dynscalar_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return tuple(
-        os.path.normcase(folder) + os.sep
-        for folder in (os.path.dirname(os.path.abspath(str(torch.__file__))), dynscalar_dir)
+#: torch's package folder and dynscalar's (this file's grandparent folder)
+_LIBRARY_DIRS = tuple(
+    os.path.normcase(folder) + os.sep
+    for folder in (
+        os.path.dirname(os.path.abspath(str(torch.__file__))),
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
     )
-
-
-_LIBRARY_DIRS: tuple[str, ...] = ()
+)
 
 
 def is_library_file(filename: str) -> bool:
     """Whether ``filename`` belongs to torch or dynscalar (never the user's line)."""
-    global _LIBRARY_DIRS
-    if not _LIBRARY_DIRS:
-        _LIBRARY_DIRS = _library_dirs()
     return os.path.normcase(os.path.abspath(filename)).startswith(_LIBRARY_DIRS)
 
 

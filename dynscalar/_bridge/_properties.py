@@ -46,7 +46,9 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import CodeType
-from typing import Any
+from typing import Any, NamedTuple
+
+import torch
 
 from .. import _caches
 from .._attrs import record_property_reads
@@ -56,7 +58,7 @@ from .._spec import DynamicSpec
 from . import _torch
 from ._guards import guard_mark_state
 from ._reports import refuse, user_line
-from ._restarts import clear_speculation_log, symbol_source_names
+from ._restarts import restart_frame, symbol_source_names
 from ._state import compile_state
 
 __all__ = [
@@ -69,19 +71,27 @@ __all__ = [
     "restart_if_forced_in_getter",
 ]
 
-_local = threading.local()
 log = logging.getLogger("dynscalar")
 
 
-class PropertyRead:
+class _Local(threading.local):
+    """Per thread: the module properties whose getters are being inlined (innermost
+    last), and how many numbers the ``_wrap`` hook has met (:func:`note_number_wrapped`)."""
+
+    def __init__(self) -> None:
+        self.stack: list[_Scope] = []
+        self.wrapped = 0
+
+
+_local = _Local()
+
+
+class PropertyRead(NamedTuple):
     """The module property through which compiled code read a number (for the doctor)."""
 
-    __slots__ = ("cls", "name", "owner_source")
-
-    def __init__(self, owner_source: str, cls: str, name: str) -> None:
-        self.owner_source = owner_source  # Dynamo's expression for the module: "L['self']"
-        self.cls = cls  # the module's class name: "Lit"
-        self.name = name  # the property: "global_step"
+    owner_source: str  # Dynamo's expression for the module: "L['self']"
+    cls: str  # the module's class name: "Lit"
+    name: str  # the property: "global_step"
 
 
 # compiled frame's code -> {source of a number a module property returned: that property},
@@ -104,19 +114,24 @@ def _remember_read(tx: Any, scope: _Scope, result: Any) -> None:
     source = getattr(result, "source", None)
     if source is None:
         return
-    if isinstance(result, _torch.LazyVariableTracker) and not result.is_realized():
-        number = _is_number(result.peek_value())
-    else:
-        realized = result.unwrap() if isinstance(result, _torch.LazyVariableTracker) else result
-        number = _is_number(getattr(realized, "value", None)) or type(realized).__name__ == (
-            "SymNodeVariable"
-        )
+    realized, value = _peek(result)
+    number = _is_number(value) or type(realized).__name__ == "SymNodeVariable"
     root = getattr(tx.output, "root_tx", None)
     code = getattr(root, "f_code", None)
     if not number or code is None:
         return
     read = PropertyRead(str(scope.owner_source.name), type(scope.owner).__name__, scope.name)
     _reads.setdefault(code, {})[str(source.name)] = read
+
+
+def _peek(result: Any) -> tuple[Any, Any]:
+    """(the variable a getter returned, realized, and its ``value`` if it has one); (None,
+    the value) while Dynamo keeps it lazy, read without realizing it."""
+    if isinstance(result, _torch.LazyVariableTracker):
+        if not result.is_realized():
+            return None, result.peek_value()
+        result = result.unwrap()
+    return result, getattr(result, "value", None)
 
 
 @dataclass
@@ -127,6 +142,7 @@ class _Scope:
     owner_source: Any
     owner: Any
     name: str
+    descriptor: Any  # the property object whose getter is inlined
     reads: list[str] = field(default_factory=list)
     used: bool = False  # a value read inside was given this property's mark
     constant_reads: list[str] = field(default_factory=list)  # already constants: reported
@@ -134,13 +150,6 @@ class _Scope:
     @property
     def where(self) -> str:
         return f"{type(self.owner).__name__}.{self.name}"
-
-
-def _stack() -> list[_Scope]:
-    stack: list[_Scope] | None = getattr(_local, "stack", None)
-    if stack is None:
-        stack = _local.stack = []
-    return stack
 
 
 def _property_name(cls: type, descriptor: object) -> str | None:
@@ -166,13 +175,13 @@ def property_get_hook(
     tx, obj = kwargs["tx"], kwargs.get("obj")
     owner = getattr(obj, "value", None)
     owner_source = getattr(obj, "source", None)
-    if owner_source is None or not _is_module(owner):
+    if owner_source is None or not isinstance(owner, torch.nn.Module):
         return wrapped(*args, **kwargs)
     name = _property_name(type(owner), instance.descriptor)
     if name is None:
         return wrapped(*args, **kwargs)
-    scope = _Scope(tx.output, owner_source, owner, name)
-    stack = _stack()
+    scope = _Scope(tx.output, owner_source, owner, name, instance.descriptor)
+    stack = _local.stack
     stack.append(scope)
     try:
         try:
@@ -214,19 +223,15 @@ def _settle(scope: _Scope, result: Any, spec: DynamicSpec) -> None:
     """Realize a lazy number the getter returned (inside the scope), then check that the
     marked property's value is symbolic, and record what it read."""
 
-    lazy = isinstance(result, _torch.LazyVariableTracker) and not result.is_realized()
-    if lazy and _is_number(result.peek_value()):
+    realized, value = _peek(result)
+    if realized is None and _is_number(value):
         result.realize()
-        lazy = False
+        realized, value = _peek(result)
     if scope.used:
         record_property_reads(scope.owner, scope.name, tuple(dict.fromkeys(scope.reads)))
-    if lazy:  # not a number: looked at without realizing it (no guards of ours)
-        realized, value = None, result.peek_value()
-    else:
-        realized = result.unwrap() if isinstance(result, _torch.LazyVariableTracker) else result
-        if not isinstance(realized, _torch.ConstantVariable):
-            return
-        value = realized.value
+    # still lazy: not a number, looked at without realizing it (no guards of ours)
+    if realized is not None and not isinstance(realized, _torch.ConstantVariable):
+        return
     if not _is_number(value):  # a bool, str or None: the mark cannot take effect
         if not isinstance(value, (bool, str, type(None))):
             return  # an object, module, tensor...: not ours to judge here
@@ -282,11 +287,7 @@ def _written_earlier(scope: _Scope) -> list[str]:
     """Attributes of the property's module that the getter's code names and that the
     compiled frame assigned before the getter ran: Dynamo reads them from its pending side
     effects, never through the builder, so no mark reaches them."""
-    descriptor = next(
-        (k.__dict__[scope.name] for k in type(scope.owner).__mro__ if scope.name in k.__dict__),
-        None,
-    )
-    code = getattr(getattr(descriptor, "fget", None), "__code__", None)
+    code = getattr(getattr(scope.descriptor, "fget", None), "__code__", None)
     mutations = getattr(getattr(scope.output, "side_effects", None), "store_attr_mutations", {})
     if code is None or not mutations:
         return []
@@ -300,11 +301,8 @@ def property_mark(builder: Any) -> tuple[DynamicSpec, str, str] | None:
     """The mark a number read now gets from the properties being inlined: (spec, where,
     why) of the innermost marked one, with the mark-state guards of every property scope
     up to it; None when no marked property is being inlined."""
-    stack = getattr(_local, "stack", None)
-    if not stack:
-        return None
     output = builder.tx.output
-    for scope in reversed(stack):
+    for scope in reversed(_local.stack):
         if scope.output is not output:
             continue
         guard_mark_state(builder.tx, scope.owner_source, scope.owner, scope.name)
@@ -324,7 +322,7 @@ def property_mark(builder: Any) -> tuple[DynamicSpec, str, str] | None:
 
 def _marked_scope(output: Any) -> tuple[_Scope, DynamicSpec] | None:
     """The innermost marked property being inlined in the compile of ``output``."""
-    for scope in reversed(getattr(_local, "stack", None) or ()):
+    for scope in reversed(_local.stack):
         if scope.output is output:
             spec = lookup_mark(scope.owner, scope.name)
             if spec is not None:
@@ -335,7 +333,7 @@ def _marked_scope(output: Any) -> tuple[_Scope, DynamicSpec] | None:
 # ----------------------------------------------------------------------------- constants
 def note_number_wrapped() -> None:
     """Called by the ``_wrap`` hook for every number it meets (see :func:`builder_call_hook`)."""
-    _local.wrapped = getattr(_local, "wrapped", 0) + 1
+    _local.wrapped += 1
 
 
 def builder_call_hook(
@@ -345,14 +343,14 @@ def builder_call_hook(
     number the compiled code already read as a constant earlier in the frame comes back
     from Dynamo's cache without reaching ``_wrap``, so the mark cannot make it symbolic:
     say so once (``strict=True``: raise), whatever the getter computes from it."""
-    if not getattr(_local, "stack", None):
+    if not _local.stack:
         return wrapped(*args, **kwargs)
     value = kwargs["value"]
     if not _is_number(value):
         return wrapped(*args, **kwargs)
-    before = getattr(_local, "wrapped", 0)
+    before = _local.wrapped
     result = wrapped(*args, **kwargs)
-    if getattr(_local, "wrapped", 0) != before:
+    if _local.wrapped != before:
         return result  # made now, under the mark (or deliberately not)
 
     found = _marked_scope(instance.tx.output)
@@ -385,15 +383,11 @@ def builder_call_hook(
 _forced: tuple[Callable[[], object], frozenset[str]] = (lambda: None, frozenset())
 
 
-def _compile_context() -> object:
-    return _torch.CompileContext.try_get()
-
-
 def _forced_in_getters() -> frozenset[str]:
     context, names = _forced
     if not names:
         return names
-    current = _compile_context()
+    current = _torch.CompileContext.try_get()
     return names if current is not None and context() is current else frozenset()
 
 
@@ -406,8 +400,7 @@ def restart_if_forced_in_getter(shape_env: Any, symbols: list[Any]) -> None:
     graph stock would not compile.  Not inside a torch op (a fake-tensor call turns any
     exception into a graph break): there the value is specialized and reported as usual."""
     global _forced
-    stack = getattr(_local, "stack", None)
-    if not stack or not any(scope.output.shape_env is shape_env for scope in stack):
+    if not any(scope.output.shape_env is shape_env for scope in _local.stack):
         return
     state = compile_state(shape_env)
     names = {
@@ -416,13 +409,9 @@ def restart_if_forced_in_getter(shape_env: Any, symbols: list[Any]) -> None:
         for name in symbol_source_names(shape_env, symbol)
         if name in state.via_property
     }
-    if not names:
+    if not names or _torch.is_in_torch_dispatch_mode():
         return
-
-    if _torch.is_in_torch_dispatch_mode():
-        return
-
-    context = _compile_context()
+    context = _torch.CompileContext.try_get()
     if context is None:
         return
     _forced = (weakref.ref(context), _forced_in_getters() | names)
@@ -430,8 +419,7 @@ def restart_if_forced_in_getter(shape_env: Any, symbols: list[Any]) -> None:
         "%s: forced to one value by a marked property's getter; read as stock torch reads it",
         ", ".join(sorted(names)),
     )
-    clear_speculation_log()
-    raise _torch.TensorifyScalarRestartAnalysis
+    restart_frame()
 
 
 def _relative(source_name: str, owner_name: str) -> str:
@@ -446,9 +434,3 @@ def _is_number(value: object) -> bool:
     them as torch does and says so); not bool."""
     kinds = (int, float, DynamicScalar, numbers.Real)
     return isinstance(value, kinds) and not isinstance(value, bool)
-
-
-def _is_module(owner: object) -> bool:
-    import torch
-
-    return isinstance(owner, torch.nn.Module)

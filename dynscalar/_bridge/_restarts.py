@@ -43,7 +43,6 @@ log = logging.getLogger("dynscalar")
 
 __all__ = [
     "ask_restart",
-    "clear_speculation_log",
     "forget_restarts",
     "guard_int64",
     "restart_frame",
@@ -108,8 +107,7 @@ def specialize_ints_and_restart(
     """Restart the analysis with the marked ints ``symbols`` compiled as constants."""
 
     _specialize_next_trace(shape_env, state, symbols, reason)
-    clear_speculation_log()
-    raise _torch.TensorifyScalarRestartAnalysis
+    restart_frame()
 
 
 def _specialize_next_trace(
@@ -148,24 +146,7 @@ def take_restart() -> None:
         _restart_asked.clear()
     context = _torch.CompileContext.try_get()
     if context is not None and asked and asked[0] is context:
-        clear_speculation_log()
-        raise _torch.TensorifyScalarRestartAnalysis
-
-
-def clear_speculation_log() -> None:
-    """The restarted trace takes another path (a constant where a SymInt was: ``n += 0.5``
-    is folded), which Dynamo reports as ``SpeculationLogDivergence`` unless the log of the
-    first trace is cleared first - as Dynamo does itself for ``UnspecializeRestartAnalysis``
-    (``convert_frame.py``).  The float path needs none of this: a float specialized by
-    torch's pass keeps its trace's path."""
-
-    try:
-        tx = _torch.InstructionTranslator.current_tx()
-    except AttributeError:  # no tracer on this thread (or the name moved): nothing to clear
-        return
-    speculation_log = getattr(tx, "speculation_log", None)
-    if speculation_log is not None and hasattr(speculation_log, "clear"):
-        speculation_log.clear()
+        restart_frame()
 
 
 def tracer() -> Any:
@@ -183,7 +164,10 @@ def restart_frame(cause: BaseException | None = None) -> NoReturn:
     of the bridge's own, or (``cause``) for the safety net.  torch's float pass restarts
     with ``TensorifyScalarRestartAnalysis``, which keeps torch's memory of forced floats
     (other restarts clear it); the speculation log, which replays an earlier attempt's
-    graph-break decisions, is cleared, since this attempt takes other paths."""
+    graph-break decisions, is cleared, since this attempt takes other paths (a constant
+    where a SymInt was: ``n += 0.5`` is folded), which Dynamo would report as
+    ``SpeculationLogDivergence`` - as Dynamo clears it itself for
+    ``UnspecializeRestartAnalysis`` (``convert_frame.py``)."""
 
     log_ = getattr(tracer(), "speculation_log", None)
     if log_ is not None:
@@ -248,29 +232,25 @@ def _returned_only(gm: Any) -> set[Any]:
     return found
 
 
-def ints_in_floats(gm: Any, state: CompileState) -> set[Any]:
-    """Our backed int symbols that float values of ``gm`` are computed from."""
+def _float_symbols(gm: Any) -> set[Any]:
+    """The symbols float values of ``gm`` are computed from."""
     import torch
 
-    ints = marked_ints(state)
     found: set[Any] = set()
-    if not ints:
-        return found
     for node in gm.graph.nodes:
         value = node.meta.get("val")
         if isinstance(value, torch.SymFloat):
-            found |= value.node.expr.free_symbols & ints
+            found |= value.node.expr.free_symbols
     return found
+
+
+def ints_in_floats(gm: Any, state: CompileState) -> set[Any]:
+    """Our backed int symbols that float values of ``gm`` are computed from."""
+    ints = marked_ints(state)
+    return _float_symbols(gm) & ints if ints else set()
 
 
 def unbacked_in_floats(gm: Any, state: CompileState) -> list[str]:
     """Descriptions of our unbacked int symbols that float values of ``gm`` are computed
     from (they cannot be specialized: an unbacked symbol has no value to guard on)."""
-    import torch
-
-    found: set[Any] = set()
-    for node in gm.graph.nodes:
-        value = node.meta.get("val")
-        if isinstance(value, torch.SymFloat):
-            found |= value.node.expr.free_symbols & set(state.unbacked)
-    return sorted(state.unbacked[s] for s in found)
+    return sorted(state.unbacked[s] for s in _float_symbols(gm) & state.unbacked.keys())

@@ -26,6 +26,8 @@ import numbers
 import weakref
 from typing import Any, NamedTuple
 
+import torch
+
 from .._attrs import check_marked_value
 from .._auto import auto_spec
 from .._diagnostics import BridgeUnavailableWarning, DynscalarError, warn_once
@@ -42,7 +44,7 @@ from .._marks import (
 from .._proxy import DynamicScalar
 from .._spec import INT64_MAX, INT64_MIN, DynamicSpec
 from . import _patch, _torch
-from ._callers import caller_mark, records_made, resumed_code
+from ._callers import caller_mark, records_made, resumed_code, star_names
 from ._floats import wrap_float
 from ._guards import guard_function_marks, guard_mark_state, guard_proxy
 from ._install import ensure_phase, phase_problem
@@ -152,7 +154,9 @@ def _find_stored_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
         owner = _resolve(builder, source.base)
         name = source.member
         where = f"{type(owner).__name__}.{name}"
-        if not _is_module(owner):  # marks live on modules only; the name still helps
+        if not isinstance(
+            owner, torch.nn.Module
+        ):  # marks live on modules only; the name still helps
             return _Found(None, where, "") if owner is not None else None
         spec = lookup_mark(owner, name)
         why = "marked with mark_dynamic_attr or @dynamic_attrs"
@@ -176,7 +180,7 @@ def _find_stored_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
         self_obj, self_source = _frame_self(builder.tx)
         # the instance's argument marks, then the function's
         if not (
-            _is_module(self_obj)
+            isinstance(self_obj, torch.nn.Module)
             and guard_mark_state(builder.tx, self_source, self_obj, name, ARG_MARKS_KEY)
         ):
             guard_function_marks(builder.tx, code, name)
@@ -236,10 +240,7 @@ def _place(source: Any, code: Any) -> tuple[str, Any] | None:
     base: Any = getattr(source, "base", None)
     if type(base) is not _torch.LocalSource or not base.is_input:
         return None
-    at = code.co_argcount + code.co_kwonlyargcount
-    varargs = code.co_varnames[at] if code.co_flags & _CO_VARARGS else None
-    varkw_at = at + (1 if varargs else 0)
-    varkw = code.co_varnames[varkw_at] if code.co_flags & _CO_VARKEYWORDS else None
+    varargs, varkw = star_names(code)
     if kind is _torch.GetItemSource and base.local_name == varargs:
         return ("args", source.index) if isinstance(source.index, int) else None
     if kind is _torch.DictGetItemSource and base.local_name == varkw:
@@ -287,7 +288,7 @@ def _param_group_mark(builder: Any, source: Any) -> _Found | None:
     if type(attribute) is not _torch.AttrSource or attribute.member != "param_groups":
         return None
     optimizer = _resolve(builder, attribute.base)
-    if not _is_optimizer(optimizer):
+    if not isinstance(optimizer, torch.optim.Optimizer):
         return None
     key = source.index
     where = f"{type(optimizer).__name__}.param_groups[{groups.index}][{key!r}]"
@@ -305,9 +306,6 @@ def _param_group_mark(builder: Any, source: Any) -> _Found | None:
     return _Found(None, where, why)
 
 
-_CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08  # inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
-
-
 def _frame_self(tx: Any) -> tuple[Any, Any]:
     """The compiled frame's ``self`` and its source: ``L['self']``, or ``L['args'][0]`` in
     a decorator's ``wrapper(*args, **kwargs)`` around a method (transformers wraps its
@@ -316,11 +314,11 @@ def _frame_self(tx: Any) -> tuple[Any, Any]:
     f_locals = getattr(tx, "f_locals", {})
     if "self" in f_locals:
         return f_locals["self"], _torch.LocalSource("self", is_input=True)
-    code = tx.f_code
-    if code.co_flags & _CO_VARARGS and not code.co_argcount:
-        args = f_locals.get(code.co_varnames[code.co_kwonlyargcount])
-        if isinstance(args, tuple) and args and _is_module(args[0]):
-            base = _torch.LocalSource(code.co_varnames[code.co_kwonlyargcount], is_input=True)
+    varargs = star_names(tx.f_code)[0]
+    if varargs is not None and not tx.f_code.co_argcount:
+        args = f_locals.get(varargs)
+        if isinstance(args, tuple) and args and isinstance(args[0], torch.nn.Module):
+            base = _torch.LocalSource(varargs, is_input=True)
             return args[0], _torch.GetItemSource(base, 0)
     return None, None
 
@@ -337,33 +335,18 @@ def _parameter(builder: Any, source: Any) -> tuple[Any, str] | None:
     if code is None:
         return None
     code = resumed_code(code)
-    named = code.co_argcount + code.co_kwonlyargcount
-    kind = type(source)
-    if kind is _torch.LocalSource:
-        if source.is_input and source.local_name in code.co_varnames[:named]:
-            return code, source.local_name
+    place = _place(source, code)
+    if place is None:
         return None
-    base: Any = getattr(source, "base", None)
-    if type(base) is not _torch.LocalSource or not base.is_input:
-        return None
-    varargs = code.co_varnames[named] if code.co_flags & _CO_VARARGS else None
-    varkw_index = named + (1 if varargs else 0)
-    varkw = code.co_varnames[varkw_index] if code.co_flags & _CO_VARKEYWORDS else None
+    kind, key = place
+    if kind == "name":
+        named = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        return (code, key) if key in named else None
     closure = getattr(tx, "closure", None)
-    if (
-        kind is _torch.GetItemSource
-        and base.local_name == varargs
-        and isinstance(source.index, int)
-    ):
-        return wrapped_parameter(code, position=source.index, closure=closure)
-    if (
-        kind is _torch.DictGetItemSource
-        and base.local_name == varkw
-        and isinstance(source.index, str)
-    ):
-        found = wrapped_parameter(code, keyword=source.index, closure=closure)
-        return found if found is not None else (code, source.index)
-    return None
+    if kind == "args":
+        return wrapped_parameter(code, position=key, closure=closure)
+    found = wrapped_parameter(code, keyword=key, closure=closure)
+    return found if found is not None else (code, key)
 
 
 def _is_argument(source: Any) -> bool:
@@ -398,14 +381,12 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
     proxied = issubclass(kind, DynamicScalar)
     other_number = not proxied and _is_number_subclass(kind)
     numeric = proxied or kind is int or kind is float or other_number
-    if not (numeric or kind in _CHECKED_TYPES or _is_tensor(value)):
+    if not (numeric or kind in _CHECKED_TYPES or isinstance(value, torch.Tensor)):
         return wrapped(*args, **kwargs)
     if numeric:
         note_number_wrapped()
     found = _find_mark(instance, value, numeric)
-    spec = found.spec if found is not None else None
-    where = found.where if found is not None else str(instance.source.name)
-    why = found.why if found is not None else ""
+    spec, where, why = found if found is not None else (None, str(instance.source.name), "")
     if spec is None and proxied:  # the attribute's mark wins over the value's own spec
         spec = value.spec
         why = f"the value is a {kind.__name__}"
@@ -572,11 +553,11 @@ def _strict_spec(builder: Any, value: Any) -> DynamicSpec | None:
     source = builder.source
     if type(source) is _torch.AttrSource:
         owner = _resolve(builder, source.base)
-        if _is_module(owner):
+        if isinstance(owner, torch.nn.Module):
             spec = lookup_mark(owner, source.member)
             if spec is not None:
                 return spec
-    parameter = _parameter(builder, source) if _is_argument(source) else None
+    parameter = _parameter(builder, source)
     if parameter is not None:  # an argument mark (the instance's, then the function's)
         spec = lookup_arg_mark(*parameter, _frame_self(builder.tx)[0])
         if spec is not None:
@@ -603,21 +584,3 @@ def _specialize_for_export(
     refuse(message, spec.strict, once=None, stacklevel=4)
     log.info("%s specialized for torch.export", where)
     return wrap_plain(wrapped, builder, value)
-
-
-def _is_tensor(value: object) -> bool:
-    import torch
-
-    return isinstance(value, torch.Tensor)
-
-
-def _is_module(owner: object) -> bool:
-    import torch
-
-    return isinstance(owner, torch.nn.Module)
-
-
-def _is_optimizer(owner: object) -> bool:
-    import torch
-
-    return isinstance(owner, torch.optim.Optimizer)
