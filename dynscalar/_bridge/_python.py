@@ -400,7 +400,7 @@ def _predicate(node: Any, other: Any, comparison: type[_IeeeCompare]) -> Any:
     op = comparison._op
     hint = None
     if node.hint is not None and other.hint is not None:
-        hint = bool(op(node.hint, other.hint))
+        hint = bool(op(node.hint, other.hint)) != comparison._negated
     fx_node, _ = node.shape_env._create_fx_call_function(op, (node.fx_node, other.fx_node))
     return type(node)(
         comparison(node.expr, other.expr), node.shape_env, bool, hint, fx_node=fx_node

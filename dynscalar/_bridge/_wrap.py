@@ -154,9 +154,7 @@ def _find_stored_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
         owner = _resolve(builder, source.base)
         name = source.member
         where = f"{type(owner).__name__}.{name}"
-        if not isinstance(
-            owner, torch.nn.Module
-        ):  # marks live on modules only; the name still helps
+        if not isinstance(owner, torch.nn.Module):  # marks live on modules; the name helps
             return _Found(None, where, "") if owner is not None else None
         spec = lookup_mark(owner, name)
         why = "marked with mark_dynamic_attr or @dynamic_attrs"
@@ -557,7 +555,7 @@ def _strict_spec(builder: Any, value: Any) -> DynamicSpec | None:
             spec = lookup_mark(owner, source.member)
             if spec is not None:
                 return spec
-    parameter = _parameter(builder, source)
+    parameter = _parameter(builder, source) if _is_argument(source) else None
     if parameter is not None:  # an argument mark (the instance's, then the function's)
         spec = lookup_arg_mark(*parameter, _frame_self(builder.tx)[0])
         if spec is not None:
