@@ -112,9 +112,12 @@ def _example_value(variable: Any) -> Any:
 
 def _entry(
     rule: Any, name: str, tx: Any, values: list[Any], keywords: dict[str, Any]
-) -> tuple[Any, str]:
-    """(what to trace for ``name``, '') or (None, why the value is specialized)."""
+) -> tuple[Any, str, str | None]:
+    """(what to trace for ``name``, '', the autocast state it runs under) or (None, why the
+    value is specialized, None).  Under ``torch.autocast`` a call has cells of its own, and
+    its entry receives the state (``autocast=``): eager's kernel runs under it."""
     from ..ops._admission import admitted
+    from ..ops._custom import autocast_state
 
     kind = _kind(tx)
     example = next(  # of the first tensor (not realized: a lazy one is not yet a tensor)
@@ -126,28 +129,36 @@ def _entry(
         None,
     )
     if example is None:
-        return None, "none of its arguments is a tensor"
+        return None, "none of its arguments is a tensor", None
     dtype, device = example.dtype, example.device.type
+    autocast = autocast_state(device)
     grad = torch.is_grad_enabled() and any(  # grad mode as traced (no_grad: no gradient)
         bool(getattr(_example(v), "requires_grad", False))
         for v in map(_realized, [*values, *keywords.values()])
         if isinstance(v, _torch.TensorVariable)
     )
     if kind == "python":
-        ok, why = admitted(rule, name, dtype, grad, "python", device)
-        if ok and grad and not _precomputed(rule, values, keywords):  # rules with a generic op
-            ok, why = False, "its arguments could not be read before AOTAutograd traces them"
-        return (ops.python_entry(rule, name), "") if ok else (None, why)
+        ok, why = admitted(rule, name, dtype, grad, "python", device, autocast)
+        if not ok:
+            return None, why, None
+        entry = ops.python_entry(rule, name)  # defines its ops, which precompute reads
+        if grad and not _precomputed(rule, values, keywords):  # rules with a generic op
+            return None, "its arguments could not be read before AOTAutograd traces them", None
+        return entry, "", autocast
     if kind == "inductor":
         entry = ops.inductor_entry(rule, name)
         if entry is None:
-            return None, "it has no tensor form for inductor"
+            return None, "it has no tensor form for inductor", None
         others = _marked_outside(rule, tx, values, keywords)
         if others:
-            return None, f"its tensor form for inductor keeps only {', '.join(others)} symbolic"
-        ok, why = admitted(rule, name, dtype, grad, "inductor", device)
-        return (entry, "") if ok else (None, why)
-    return None, "the backend is neither inductor nor one that runs the graph as Python code"
+            kept = ", ".join(others)
+            return None, f"its tensor form for inductor keeps only {kept} symbolic", None
+        # a tensor form is plain torch ops, each cast by its own autocast policy: under
+        # autocast, only a cell measured under it admits the form
+        ok, why = admitted(rule, name, dtype, grad, "inductor", device, autocast)
+        return (entry, "", None) if ok else (None, why, None)
+    kind_why = "the backend is neither inductor nor one that runs the graph as Python code"
+    return None, kind_why, None
 
 
 def _marked_outside(
@@ -175,9 +186,11 @@ def _apply(
     """The call ``name(*values, **keywords)`` of an op with a rule: traced as the rule's
     entry for the backend where one is admitted, else boxed (inductor) or as ``stock``
     traces it, the value specialized and reported."""
-    entry, why = _entry(rule, name, tx, values, keywords)
+    entry, why, autocast = _entry(rule, name, tx, values, keywords)
     if entry is not None:
         log.debug("%s receives a dynamic float: tracing %s", name, entry.__name__)
+        if autocast is not None:
+            keywords = {**keywords, "autocast": _torch.ConstantVariable.create(autocast)}
         return _trace(tx, entry, values, keywords)
     kind = _kind(tx)
     if kind == "inductor":
@@ -460,6 +473,7 @@ def _inductor_form(
     any graph pass rewrites the op; without gradients the pass does it, ``_floats``)."""
     from ..ops import _forms
     from ..ops._admission import form_admitted
+    from ..ops._custom import autocast_state
 
     values = [_realized(a) for a in arguments]
     named = {k: _realized(v) for k, v in keywords.items()}
@@ -492,8 +506,8 @@ def _inductor_form(
         if not moved or not _tensors_where_expected(schema, bound):
             continue
         example = _example(tensors[0])
-        dtype = example.dtype
-        ok, why = form_admitted(form, dtype, True, example.device.type)
+        dtype, device = example.dtype, example.device.type
+        ok, why = form_admitted(form, dtype, True, device, autocast_state(device))
         if not ok:
             boxed, refused = _boxed(tx, name, arguments, keywords)
             if boxed is not None:
@@ -690,6 +704,7 @@ def _template(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]
     its arguments is neither a tensor, a marked value, a list of tensors nor a constant."""
 
     from ..ops._apply import Template
+    from ..ops._custom import autocast_state
 
     if _writes_inputs(name) or "out" in keywords:
         return None  # a custom op may not write its inputs: the call stays Dynamo's
@@ -725,11 +740,13 @@ def _template(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]
     named = {k: slot(v) for k, v in keywords.items()}
     if any(s is None for s in [*slots, *named.values()]) or not tensors or not scalars:
         return None
-    template = Template(name, tuple(slots), tuple(sorted(named.items())), "tensor")  # type: ignore[arg-type]
+    # the call runs under the autocast state it is traced under (on its tensors' device)
+    autocast = autocast_state(_example(tensors[0]).device.type)
+    template = Template(name, tuple(slots), tuple(sorted(named.items())), "tensor", autocast)  # type: ignore[arg-type]
     out = _out_kind(tx, template, tensors, scalars)
     if out is None:
         return None
-    return Template(name, template.args, template.kwargs, out), tensors, scalars
+    return Template(name, template.args, template.kwargs, out, autocast), tensors, scalars
 
 
 def _writes_inputs(name: str) -> bool:

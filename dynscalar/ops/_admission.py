@@ -12,6 +12,10 @@ column per backend, torch release (``major.minor``) and device:
   inductor's code for it is no further from eager than stock inductor's with the value a
   constant.
 
+A call traced under ``torch.autocast`` has cells of its own (``... float32 grad
+autocast-bfloat16``): eager's autocast casts an op's inputs by the op's own policy, so a
+cell measured without autocast says nothing about it.
+
 A cell the file does not hold is not admitted: another dtype, another torch release, or
 another device (a CUDA tensor is not decided by CPU kernels: ATen takes other paths there,
 dropout draws through a fused kernel), so the value is specialized as stock torch
@@ -55,18 +59,23 @@ def column(backend: str, device: str, version: str | None = None) -> str:
     return f"{backend} torch-{release} {device}"
 
 
-def key(rule: Rule, callable_name: str, dtype: Any, grad: bool) -> str:
-    """A rule's cell: ``"dropout torch.dropout float32 grad"``."""
-    return f"{rule.name} {callable_name} {_case(dtype, grad)}"
+def key(rule: Rule, callable_name: str, dtype: Any, grad: bool, autocast: str | None = None) -> str:
+    """A rule's cell: ``"dropout torch.dropout float32 grad"`` (under autocast, the
+    autocast dtype last: ``"... float32 grad autocast-bfloat16"``)."""
+    return f"{rule.name} {callable_name} {_case(dtype, grad, autocast)}"
 
 
-def form_key(form: ScalarForm, dtype: Any, grad: bool) -> str:
+def form_key(form: ScalarForm, dtype: Any, grad: bool, autocast: str | None = None) -> str:
     """A scalar form's cell: ``"aten::add.Tensor float32 grad"``."""
-    return f"{form.op} {_case(dtype, grad)}"
+    return f"{form.op} {_case(dtype, grad, autocast)}"
 
 
-def _case(dtype: Any, grad: bool) -> str:
-    return f"{str(dtype).removeprefix('torch.')} {'grad' if grad else 'nograd'}"
+def _case(dtype: Any, grad: bool, autocast: str | None) -> str:
+    """``autocast``: the state ``"cpu:bfloat16"`` (``_custom.autocast_state``) or a dtype."""
+    case = f"{str(dtype).removeprefix('torch.')} {'grad' if grad else 'nograd'}"
+    if autocast is None:
+        return case
+    return f"{case} autocast-{str(autocast).rpartition(':')[2].removeprefix('torch.')}"
 
 
 @functools.cache
@@ -78,7 +87,9 @@ def _columns() -> dict[str, Any]:
     return data.get("columns", {})  # type: ignore[no-any-return]
 
 
-def _cell(backend: str, device: str, cell: str, dtype: Any, grad: bool) -> tuple[bool, str]:
+def _cell(
+    backend: str, device: str, cell: str, dtype: Any, grad: bool, autocast: str | None = None
+) -> tuple[bool, str]:
     columns = _columns()
     cells = columns.get(column(backend, device))
     if cells is None:
@@ -89,6 +100,8 @@ def _cell(backend: str, device: str, cell: str, dtype: Any, grad: bool) -> tuple
     if found is None:
         name = str(dtype).removeprefix("torch.")
         mode = "with gradients" if grad else "without gradients"
+        if autocast is not None:
+            mode += f" under autocast ({autocast.rpartition(':')[2]})"
         return False, f"not measured for {name} {mode} on {backend}"
     if found.get("admitted"):
         return True, ""
@@ -102,16 +115,25 @@ def _shown(name: str) -> str:
 
 
 def admitted(
-    rule: Rule, callable_name: str, dtype: Any, grad: bool, backend: str, device: str = "cpu"
+    rule: Rule,
+    callable_name: str,
+    dtype: Any,
+    grad: bool,
+    backend: str,
+    device: str = "cpu",
+    autocast: str | None = None,
 ) -> tuple[bool, str]:
-    """(whether ``backend``'s entry for the rule is exact for this call, why not)."""
+    """(whether ``backend``'s entry for the rule is exact for this call, why not);
+    ``autocast``: the state the call is traced under (``"cpu:bfloat16"``), None: off."""
     if backend == "python" and not rule.differentiable:
         grad = False  # measured without gradients: the same cases (no input requires grad)
-    return _cell(backend, device, key(rule, callable_name, dtype, grad), dtype, grad)
+    cell = key(rule, callable_name, dtype, grad, autocast)
+    return _cell(backend, device, cell, dtype, grad, autocast)
 
 
 def form_admitted(
-    form: ScalarForm, dtype: Any, grad: bool, device: str = "cpu"
+    form: ScalarForm, dtype: Any, grad: bool, device: str = "cpu", autocast: str | None = None
 ) -> tuple[bool, str]:
     """(whether inductor may trace ``form`` for an op of ``dtype``, why not)."""
-    return _cell("inductor", device, form_key(form, dtype, grad), dtype, grad)
+    cell = form_key(form, dtype, grad, autocast)
+    return _cell("inductor", device, cell, dtype, grad, autocast)

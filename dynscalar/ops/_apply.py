@@ -41,7 +41,16 @@ import torch
 
 from . import resolve_callable
 from ._compare import fill, same
-from ._custom import define, hint, laid_out, meta_gradients, outside_modes, size_hint
+from ._custom import (
+    autocast_region,
+    define,
+    hint,
+    laid_out,
+    meta_gradients,
+    outside_modes,
+    requiring_grad,
+    size_hint,
+)
 
 __all__ = [
     "Template",
@@ -66,12 +75,15 @@ class Template:
     """One call: ``callable_name`` (``"torch.pow"``, ``"Tensor.lerp"``) with positional and
     keyword arguments, each ``("tensor", i)``, ``("tensors", i, n)`` (a list of ``n``
     tensors from ``i``), ``("scalar", j)`` or ``("constant", value)``; ``out`` is
-    ``"tensor"``, ``"tuple"`` or ``"list"``."""
+    ``"tensor"``, ``"tuple"`` or ``"list"``; ``autocast`` the autocast state the call was
+    traced under (``"cpu:bfloat16"``, ``_custom.autocast_state``), which the call runs under
+    wherever it runs: eager's kernel casts its inputs as eager's call does."""
 
     callable_name: str
     args: tuple[tuple[Any, ...], ...]
     kwargs: tuple[tuple[str, tuple[Any, ...]], ...]
     out: str
+    autocast: str | None = None
 
     def key(self) -> str:
         digest = hashlib.sha1(repr(self).encode()).hexdigest()[:16]
@@ -95,9 +107,10 @@ class Template:
     def call(self, tensors: Sequence[Any], scalars: Sequence[Any]) -> Any:
         args, kwargs = self.build(tensors, scalars)
         target = resolve_callable(self.callable_name)
-        if isinstance(target, str):  # a tensor method
-            return getattr(args[0], target)(*args[1:], **kwargs)
-        return target(*args, **kwargs)
+        with autocast_region(self.autocast):
+            if isinstance(target, str):  # a tensor method
+                return getattr(args[0], target)(*args[1:], **kwargs)
+            return target(*args, **kwargs)
 
 
 def register(template: Template) -> str:
@@ -176,14 +189,29 @@ def precompute(key: str, tensors: Sequence[Any], scalars: Sequence[Any]) -> None
 _defined: dict[Any, list[int]] = {}
 
 
+def _needed(
+    key: str, tensors: Sequence[Any], scalars: Sequence[Any], requiring: list[bool] | None
+) -> list[int]:
+    """The tensors a gradient is computed for: those with a gradient from the call that
+    required grad in the forward (``requiring``; None: every one with a gradient)."""
+    found = _positions(key, tensors, scalars)
+    return found if requiring is None else [i for i in found if requiring[i]]
+
+
 def _vjp_impl(
-    key: str, grads: list[Tensor], tensors: list[Tensor], scalars: list[Any]
+    key: str,
+    grads: list[Tensor],
+    tensors: list[Tensor],
+    scalars: list[Any],
+    *,
+    requiring: list[bool] | None = None,
 ) -> list[Tensor]:
-    positions = _positions(key, tensors, scalars)
+    positions = _needed(key, tensors, scalars, requiring)
     inputs = [t.detach() for t in tensors]
     with torch.enable_grad():
-        for i in positions:
-            inputs[i].requires_grad_(True)
+        for i, tensor in enumerate(inputs):  # as in the forward: ATen picks kernels by it
+            if i in positions or (requiring is not None and requiring[i]):
+                tensor.requires_grad_(True)
         outs = _flat(_TEMPLATES[key].call(inputs, _unboxed(scalars)))
         pairs = [(o, g) for o, g in zip(outs, grads, strict=True) if o.requires_grad]
         found = torch.autograd.grad(
@@ -199,21 +227,31 @@ def _vjp_impl(
 
 
 def _boxed_vjp_impl(
-    key: str, grads: list[Tensor], tensors: list[Tensor], scalars: list[Any]
+    key: str,
+    grads: list[Tensor],
+    tensors: list[Tensor],
+    scalars: list[Any],
+    *,
+    requiring: list[bool] | None = None,
 ) -> list[Tensor]:
     """:func:`_vjp_impl`, each gradient with the strides its fake implementation promises
     (``empty_like``): inductor asserts them (a flash-attention backward returns transposed
     gradients); the values are copied unchanged."""
-    positions = _positions(key, tensors, scalars)
-    found = _vjp_impl(key, grads, tensors, scalars)
+    positions = _needed(key, tensors, scalars, requiring)
+    found = _vjp_impl(key, grads, tensors, scalars, requiring=requiring)
     return [laid_out(tensors[i], g) for i, g in zip(positions, found, strict=True)]
 
 
 def _vjp_fake(
-    key: str, grads: list[Tensor], tensors: list[Tensor], scalars: list[Any]
+    key: str,
+    grads: list[Tensor],
+    tensors: list[Tensor],
+    scalars: list[Any],
+    *,
+    requiring: list[bool] | None = None,
 ) -> list[Tensor]:
     hints = _fake_values(key, scalars)
-    return [torch.empty_like(tensors[i]) for i in _positions(key, tensors, hints)]
+    return [torch.empty_like(tensors[i]) for i in _needed(key, tensors, hints, requiring)]
 
 
 def _setup(boxed: bool, ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
@@ -234,9 +272,12 @@ def _backward(boxed: bool, ctx: Any, grads: Any) -> tuple[Any, ...]:
         for g, (shape, dtype, device) in zip(grads, ctx.outputs, strict=True)
     ]
     vjp = _define(boxed, vjp=True)
-    found = iter(vjp(ctx.key, upstream, tensors, boxes if boxed else ctx.hints))
+    requiring = requiring_grad(ctx.needs_input_grad[1], len(tensors))
+    found = iter(
+        vjp(ctx.key, upstream, tensors, boxes if boxed else ctx.hints, requiring=requiring)
+    )
     out: list[Any] = [None] * len(tensors)
-    for i in _positions(ctx.key, tensors, ctx.hints):
+    for i in _needed(ctx.key, tensors, ctx.hints, requiring):
         out[i] = next(found)
     return None, out, [None] * len(boxes) if boxed else None
 
@@ -247,7 +288,8 @@ def _define(boxed: bool, vjp: bool = False) -> Any:
     name, kind = ("apply_boxed", "Tensor") if boxed else ("apply", "Scalar")
     gradient = define(
         f"{name}_vjp",
-        f"(str key, Tensor[] grads, Tensor[] tensors, {kind}[] scalars) -> Tensor[]",
+        f"(str key, Tensor[] grads, Tensor[] tensors, {kind}[] scalars, *, "
+        "bool[]? requiring=None) -> Tensor[]",
         _boxed_vjp_impl if boxed else _vjp_impl,
         _vjp_fake,
     )

@@ -49,6 +49,8 @@ from ._table import Rule
 
 __all__ = [
     "NAMESPACE",
+    "autocast_region",
+    "autocast_state",
     "define",
     "derive_schema",
     "entry_for",
@@ -59,7 +61,9 @@ __all__ = [
     "outside_modes",
     "random_defined",
     "random_ops",
+    "requiring_grad",
     "size_hint",
+    "with_autocast",
 ]
 
 #: A context manager that leaves every active dispatch mode (fake tensors, AOTAutograd's
@@ -154,6 +158,57 @@ def hint(value: Any) -> float:
     return float(value)
 
 
+def autocast_state(device_type: str) -> str | None:
+    """The autocast state a call on ``device_type`` tensors runs under now, as a custom op's
+    ``autocast`` argument (``"cpu:bfloat16"``), or None where autocast is off there.
+
+    A custom op is registered for ``CompositeExplicitAutograd`` only, so autocast's
+    dispatch key passes it by: its inputs arrive uncast, and a compiled graph may run it
+    where autocast is not on at all (AOTAutograd's graphs hold explicit casts instead).
+    The state the call was traced under is therefore one of its arguments, and the op runs
+    eager's kernel under that state (:func:`autocast_region`): the kernel's own autocast
+    policy casts the inputs, as eager's call does."""
+    if not torch.is_autocast_enabled(device_type):
+        return None
+    dtype = str(torch.get_autocast_dtype(device_type)).removeprefix("torch.")
+    return f"{device_type}:{dtype}"
+
+
+def autocast_region(state: str | None) -> Any:
+    """A context in which ATen's kernels see the autocast ``state`` (``"cpu:bfloat16"``)
+    of :func:`autocast_state`; None: the state around it, unchanged.  Forward calls only:
+    a gradient is taken outside it, where eager's backward runs (autocast is not on in
+    a backward pass)."""
+    if state is None:
+        return contextlib.nullcontext()
+    device_type, _, dtype = state.partition(":")
+    return torch.autocast(device_type, dtype=getattr(torch, dtype), cache_enabled=False)
+
+
+def with_autocast(schema: str, *more: str) -> str:
+    """``schema`` with keyword-only ``more`` arguments and ``str? autocast=None`` last.
+
+    Examples:
+        >>> with_autocast("(Tensor x, Scalar p) -> Tensor")
+        '(Tensor x, Scalar p, *, str? autocast=None) -> Tensor'
+        >>> with_autocast("(Tensor x, *, Scalar? s=None) -> Tensor", "bool[]? requiring=None")
+        '(Tensor x, *, Scalar? s=None, bool[]? requiring=None, str? autocast=None) -> Tensor'
+    """
+    head, arrow, tail = schema.rpartition(") ->")
+    separator = ", " if "*" in head else ", *, "
+    added = ", ".join((*more, "str? autocast=None"))
+    return f"{head}{separator}{added}{arrow}{tail}"
+
+
+def requiring_grad(needs: Any, count: int) -> list[bool]:
+    """Which of ``count`` inputs required grad in the forward, from an autograd ``ctx``'s
+    ``needs_input_grad`` (positional inputs; the others: False).  A gradient recomputes
+    the op with exactly these requiring grad: ATen picks kernels by it (a CPU attention
+    whose float mask requires grad takes the math path, not the flash kernel eager took)."""
+    flags = [bool(n) for n in needs][:count]
+    return flags + [False] * (count - len(flags))
+
+
 class _Signature:
     """Positional access to a call of an ATen overload, defaults filled in."""
 
@@ -207,37 +262,40 @@ def op_for(rule: Rule) -> Any:
         return found
     overload = aten_overload(rule)
     signature = _signatures[rule.name] = _Signature(overload, rule)
-    schema = derive_schema(str(overload._schema), rule.scalars)
+    base = derive_schema(str(overload._schema), rule.scalars)
     replays = rule.random and rule.differentiable
     if rule.mutates and rule.random:
         raise ValueError(f"{rule.name}: a random op that writes its inputs is not supported")
+    schema = base
     if rule.mutates:
         schema = schema[: schema.rindex("->")] + "-> (Tensor, Tensor[])"
     elif replays:
         schema = schema[: schema.rindex("->")] + "-> (Tensor, Tensor)"
 
-    def run(values: list[Any], state: Callable[[list[Any]], Any]) -> Any:
+    def run(values: list[Any], state: Callable[[list[Any]], Any], autocast: str | None) -> Any:
         before = state(values) if replays else None  # the generator's, before the op draws
         written = []
         for i in signature.mutated_at:
             if values[i] is not None:
                 values[i] = values[i].clone()
                 written.append(values[i])
-        out = _unaliased(signature.call(values), values)
+        with autocast_region(autocast):
+            out = _unaliased(signature.call(values), values)
         if rule.mutates:
             return out, written
         return (out, before) if replays else out
 
-    def impl(*args: Any, **kwargs: Any) -> Any:
+    def impl(*args: Any, autocast: str | None = None, **kwargs: Any) -> Any:
         values = signature.plain(signature.full(args, kwargs))
-        return run(values, lambda values: generator_for(values).get_state())
+        return run(values, lambda values: generator_for(values).get_state(), autocast)
 
-    def fake(*args: Any, **kwargs: Any) -> Any:
-        return run(signature.plain(signature.full(args, kwargs), hint), _fake_state)
+    def fake(*args: Any, autocast: str | None = None, **kwargs: Any) -> Any:
+        return run(signature.plain(signature.full(args, kwargs), hint), _fake_state, autocast)
 
+    schema = with_autocast(schema)
     if not rule.differentiable:
         return define(rule.name, schema, impl, fake, random=rule.random)
-    vjp = _vjp_for(rule, signature, schema)
+    vjp = _vjp_for(rule, signature, base)
 
     def setup_context(
         ctx: Any,
@@ -245,7 +303,9 @@ def op_for(rule: Rule) -> Any:
         output: Any,
         keyword_only_inputs: dict[str, Any] | None = None,
     ) -> None:
-        values = signature.full(inputs, keyword_only_inputs)
+        keywords = dict(keyword_only_inputs or {})
+        ctx.autocast = keywords.pop("autocast", None)
+        values = signature.full(inputs, keywords)
         ctx.values = [None if i in signature.tensor_at else v for i, v in enumerate(values)]
         if rule.mutates:  # the new statistics carry no gradient, as eager's in-place update
             ctx.mark_non_differentiable(*output[1])
@@ -265,10 +325,12 @@ def op_for(rule: Rule) -> Any:
         state = [saved.pop()] if replays else []
         for i, tensor in zip(signature.tensor_at, saved, strict=True):
             values[i] = tensor
-        grads = iter(vjp(grad, *state, *values))
+        requiring = requiring_grad(ctx.needs_input_grad, len(values))
+        grads = iter(vjp(grad, *state, *values, requiring=requiring, autocast=ctx.autocast))
         result: list[Any] = [None] * len(values)
         for i in _differentiable(signature, values):
-            result[i] = next(grads)
+            if requiring[i]:
+                result[i] = next(grads)
         return tuple(result[: signature.positional])  # keyword-only inputs get none
 
     return define(rule.name, schema, impl, fake, backward, setup_context, random=rule.random)
@@ -375,6 +437,13 @@ def precompute(rule: Rule, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
     _differentiable(signature, signature.full(args, kwargs))
 
 
+def _needed(signature: _Signature, values: Sequence[Any], requiring: list[bool] | None) -> list[int]:
+    """The inputs a gradient is computed for: those with a gradient from the op that
+    required grad in the forward (``requiring``; None: every one with a gradient)."""
+    found = _differentiable(signature, values)
+    return found if requiring is None else [i for i in found if requiring[i]]
+
+
 def _shape_key(value: Any) -> Any:
     if isinstance(value, torch.Tensor):
         return ("tensor", value.dtype, value.dim())
@@ -442,37 +511,47 @@ def _vjp_for(rule: Rule, signature: _Signature, schema: str) -> Any:
     inputs = inputs.replace("*, ", "")  # every input positional: backward passes them so
     replays = rule.random
     state_input = "Tensor rng_state, " if replays else ""
-    vjp_schema = f"(Tensor grad, {state_input}{inputs}) -> Tensor[]"
+    vjp_schema = with_autocast(
+        f"(Tensor grad, {state_input}{inputs}) -> Tensor[]", "bool[]? requiring=None"
+    )
 
-    def gradients(grad: Any, args: tuple[Any, ...]) -> list[Any]:
+    def gradients(
+        grad: Any, args: tuple[Any, ...], requiring: list[bool] | None, autocast: str | None
+    ) -> list[Any]:
         values = signature.plain(signature.full(args))
         for i in signature.mutated_at:
             if values[i] is not None:
                 values[i] = values[i].clone()
-        positions = _differentiable(signature, values)
+        positions = _needed(signature, values, requiring)
         with torch.enable_grad():
-            for i in positions:
-                values[i] = values[i].detach().requires_grad_(True)
-            out = signature.call(values)
+            for i in signature.tensor_at:  # as in the forward: ATen picks kernels by it
+                if i in positions or (requiring is not None and requiring[i]):
+                    values[i] = values[i].detach().requires_grad_(True)
+            with autocast_region(autocast):  # the forward's casts, recorded by autograd
+                out = signature.call(values)
             leaves = [values[i] for i in positions]
             grads = torch.autograd.grad(out, leaves, grad, allow_unused=True)
         return [laid_out(leaf, g) for leaf, g in zip(leaves, grads, strict=True)]
 
-    def impl(grad: Any, *args: Any) -> list[Any]:
+    def impl(
+        grad: Any, *args: Any, requiring: list[bool] | None = None, autocast: str | None = None
+    ) -> list[Any]:
         if not replays:
-            return gradients(grad, args)
+            return gradients(grad, args, requiring, autocast)
         state, args = args[0], args[1:]
         generator = generator_for(args)
         now = generator.get_state()
         generator.set_state(state)  # the draws the forward made
         try:
-            return gradients(grad, args)
+            return gradients(grad, args, requiring, autocast)
         finally:
             generator.set_state(now)  # eager's backward draws nothing
 
-    def fake(grad: Any, *args: Any) -> list[Any]:
+    def fake(
+        grad: Any, *args: Any, requiring: list[bool] | None = None, autocast: str | None = None
+    ) -> list[Any]:
         values = signature.full(args[1:] if replays else args)
-        return [torch.empty_like(values[i]) for i in _differentiable(signature, values)]
+        return [torch.empty_like(values[i]) for i in _needed(signature, values, requiring)]
 
     return define(f"{rule.name}_vjp", vjp_schema, impl, fake)
 

@@ -37,7 +37,7 @@ from typing import Any
 
 import torch
 
-from ._custom import define, op_for
+from ._custom import autocast_region, define, op_for, with_autocast
 from ._table import RULES
 
 __all__ = [
@@ -75,15 +75,21 @@ def _noise_impl(input: Tensor, p: Any, feature: bool, alpha: bool) -> tuple[Tens
     return input.mul(noise), noise
 
 
-def _noise(input: Tensor, p: Any, feature: bool, alpha: bool) -> tuple[Tensor, Tensor]:
+def _noise(
+    input: Tensor, p: Any, feature: bool, alpha: bool, *, autocast: str | None = None
+) -> tuple[Tensor, Tensor]:
     # looked up at each call: the op is registered once per process, its kernel stays
     # replaceable (tests check that the exactness matrix catches a wrong one)
-    return _noise_impl(input, p, feature, alpha)
+    with autocast_region(autocast):
+        return _noise_impl(input, p, feature, alpha)
 
 
-def _noise_fake(input: Tensor, p: Any, feature: bool, alpha: bool) -> tuple[Tensor, Tensor]:
-    noise = _empty_noise(input, feature)
-    return input.mul(noise), noise
+def _noise_fake(
+    input: Tensor, p: Any, feature: bool, alpha: bool, *, autocast: str | None = None
+) -> tuple[Tensor, Tensor]:
+    with autocast_region(autocast):
+        noise = _empty_noise(input, feature)
+        return input.mul(noise), noise
 
 
 def _empty_noise(input: Tensor, feature: bool) -> Tensor:
@@ -94,13 +100,18 @@ def _empty_noise(input: Tensor, feature: bool) -> Tensor:
     return torch.empty_like(input)
 
 
-def _noise_setup(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tensor]) -> None:
+def _noise_setup(
+    ctx: Any,
+    inputs: tuple[Any, ...],
+    output: tuple[Tensor, Tensor],
+    keyword_only_inputs: dict[str, Any] | None = None,
+) -> None:
     ctx.save_for_backward(output[1])
 
 
 def _noise_backward(ctx: Any, grad: Tensor, _grad_noise: Any) -> tuple[Any, ...]:
     (noise,) = ctx.saved_tensors
-    return grad * noise, None, None, None  # eager's mul backward: grad * other
+    return grad * noise, None, None, None  # eager's mul backward: grad * other (no autocast)
 
 
 def prepare() -> None:
@@ -108,7 +119,7 @@ def prepare() -> None:
     defining an op is not traceable)."""
     define(
         "dropout_noise",
-        "(Tensor input, Scalar p, bool feature, bool alpha) -> (Tensor, Tensor)",
+        with_autocast("(Tensor input, Scalar p, bool feature, bool alpha) -> (Tensor, Tensor)"),
         _noise,
         _noise_fake,
         _noise_backward,
@@ -117,7 +128,7 @@ def prepare() -> None:
     )
     define(
         "bernoulli_like",
-        "(Tensor input, Scalar p) -> Tensor",
+        with_autocast("(Tensor input, Scalar p) -> Tensor"),
         _bernoulli_like_impl,
         _bernoulli_like_fake,
         random=True,
@@ -126,7 +137,15 @@ def prepare() -> None:
     op_for(RULES["scaled_dot_product_attention"])
 
 
-def _dropout(input: Tensor, p: Any, train: bool, feature: bool, alpha: bool, op: Any) -> Tensor:
+def _dropout(
+    input: Tensor,
+    p: Any,
+    train: bool,
+    feature: bool,
+    alpha: bool,
+    op: Any,
+    autocast: str | None = None,
+) -> Tensor:
     if not 0 <= p <= 1:  # ATen's check; the message only on failure (formatting p forces it)
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
     out: Tensor
@@ -135,7 +154,8 @@ def _dropout(input: Tensor, p: Any, train: bool, feature: bool, alpha: bool, op:
     elif p == 1:
         out = op(input, 1.0, train)  # input times a zero scalar, no draws
     else:
-        out, _ = torch.ops.dynscalar.dropout_noise.default(input, p, feature, alpha)
+        noise = torch.ops.dynscalar.dropout_noise.default
+        out, _ = noise(input, p, feature, alpha, autocast=autocast)
     return out
 
 
@@ -143,63 +163,74 @@ def _inplace(out: Tensor, input: Tensor) -> Tensor:
     return out if out is input else input.copy_(out)
 
 
-def dropout(input: Tensor, p: Any, train: bool) -> Tensor:
-    return _dropout(input, p, train, False, False, aten.dropout.default)
+def dropout(input: Tensor, p: Any, train: bool, *, autocast: str | None = None) -> Tensor:
+    return _dropout(input, p, train, False, False, aten.dropout.default, autocast)
 
 
-def feature_dropout(input: Tensor, p: Any, train: bool) -> Tensor:
-    return _dropout(input, p, train, True, False, aten.feature_dropout.default)
+def feature_dropout(input: Tensor, p: Any, train: bool, *, autocast: str | None = None) -> Tensor:
+    return _dropout(input, p, train, True, False, aten.feature_dropout.default, autocast)
 
 
-def alpha_dropout(input: Tensor, p: Any, train: bool) -> Tensor:
-    return _dropout(input, p, train, False, True, aten.alpha_dropout.default)
+def alpha_dropout(input: Tensor, p: Any, train: bool, *, autocast: str | None = None) -> Tensor:
+    return _dropout(input, p, train, False, True, aten.alpha_dropout.default, autocast)
 
 
-def feature_alpha_dropout(input: Tensor, p: Any, train: bool) -> Tensor:
-    return _dropout(input, p, train, True, True, aten.feature_alpha_dropout.default)
+def feature_alpha_dropout(input: Tensor, p: Any, train: bool, *, autocast: str | None = None) -> Tensor:
+    return _dropout(input, p, train, True, True, aten.feature_alpha_dropout.default, autocast)
 
 
-def dropout_(input: Tensor, p: Any, train: bool) -> Tensor:
-    return _inplace(_dropout(input, p, train, False, False, aten.dropout_.default), input)
+def dropout_(input: Tensor, p: Any, train: bool, *, autocast: str | None = None) -> Tensor:
+    out = _dropout(input, p, train, False, False, aten.dropout_.default, autocast)
+    return _inplace(out, input)
 
 
-def feature_dropout_(input: Tensor, p: Any, train: bool) -> Tensor:
-    return _inplace(_dropout(input, p, train, True, False, aten.feature_dropout_.default), input)
+def feature_dropout_(input: Tensor, p: Any, train: bool, *, autocast: str | None = None) -> Tensor:
+    out = _dropout(input, p, train, True, False, aten.feature_dropout_.default, autocast)
+    return _inplace(out, input)
 
 
-def alpha_dropout_(input: Tensor, p: Any, train: bool) -> Tensor:
-    return _inplace(_dropout(input, p, train, False, True, aten.alpha_dropout_.default), input)
+def alpha_dropout_(input: Tensor, p: Any, train: bool, *, autocast: str | None = None) -> Tensor:
+    out = _dropout(input, p, train, False, True, aten.alpha_dropout_.default, autocast)
+    return _inplace(out, input)
 
 
-def feature_alpha_dropout_(input: Tensor, p: Any, train: bool) -> Tensor:
-    out = _dropout(input, p, train, True, True, aten.feature_alpha_dropout_.default)
+def feature_alpha_dropout_(
+    input: Tensor, p: Any, train: bool, *, autocast: str | None = None
+) -> Tensor:
+    out = _dropout(input, p, train, True, True, aten.feature_alpha_dropout_.default, autocast)
     return _inplace(out, input)
 
 
 # ----------------------------------------------------------------------------- bernoulli
-def _bernoulli_like_impl(input: Tensor, p: Any) -> Tensor:
+def _bernoulli_like_impl(input: Tensor, p: Any, *, autocast: str | None = None) -> Tensor:
     # Tensor.bernoulli_(p) draws into the tensor's own memory: a copy with its strides
-    return input.clone().bernoulli_(float(p))
+    with autocast_region(autocast):
+        return input.clone().bernoulli_(float(p))
 
 
-def _bernoulli_like_fake(input: Tensor, p: Any) -> Tensor:
+def _bernoulli_like_fake(input: Tensor, p: Any, *, autocast: str | None = None) -> Tensor:
     return torch.empty_like(input)
 
 
-def bernoulli(input: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
+def bernoulli(
+    input: Tensor, p: Any = 0.5, *, generator: Any = None, autocast: str | None = None
+) -> Tensor:
     out: Tensor
     if generator is not None:  # a generator cannot be a custom op's argument
         out = aten.bernoulli.p(input, p, generator=generator)
     else:
-        out = torch.ops.dynscalar.bernoulli_p.default(input, p)
+        out = torch.ops.dynscalar.bernoulli_p.default(input, p, autocast=autocast)
     return out
 
 
-def bernoulli_(input: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
+def bernoulli_(
+    input: Tensor, p: Any = 0.5, *, generator: Any = None, autocast: str | None = None
+) -> Tensor:
     if generator is not None:
         out: Tensor = aten.bernoulli_.float(input, p, generator=generator)
         return out
-    return input.copy_(torch.ops.dynscalar.bernoulli_like.default(input, p))
+    like = torch.ops.dynscalar.bernoulli_like.default(input, p, autocast=autocast)
+    return input.copy_(like)
 
 
 # ----------------------------------------------------------------------------- attention
@@ -213,6 +244,7 @@ def scaled_dot_product_attention(
     *,
     scale: Any = None,
     enable_gqa: bool = False,
+    autocast: str | None = None,
 ) -> Tensor:
     # one graph for every value: ATen takes its own paths on the Python float at run time
     # (no dropout at 0), and the op keeps the generator state it started from, so its
@@ -220,6 +252,14 @@ def scaled_dot_product_attention(
     # it for the backward, torch replays them too)
     op = torch.ops.dynscalar.scaled_dot_product_attention.default
     out, _ = op(
-        query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa
+        query,
+        key,
+        value,
+        attn_mask,
+        dropout_p,
+        is_causal,
+        scale=scale,
+        enable_gqa=enable_gqa,
+        autocast=autocast,
     )
     return out  # type: ignore[no-any-return]

@@ -22,6 +22,12 @@ backward leaves the generator where eager's does: what torch's own replay needs 
 AOTAutograd replays each tagged random op from its saved state; ``tests/test_replay.py``
 compiles it).  A random rule is admitted only where its checkpointed cell agrees too.
 
+A cell measured under ``torch.autocast`` (``autocast=torch.bfloat16``) runs both sides'
+forward calls inside ``torch.autocast("cpu", dtype=...)`` and hands the rule's entry the
+autocast state as the bridge does (``autocast="cpu:bfloat16"``); gradients are taken
+outside it, as a training step takes them.  Its cells are their own (``... grad
+autocast-bfloat16``): eager's autocast casts each op's inputs by that op's policy.
+
 A cell is admitted only if every case agrees.  ``python -m tests.ops_matrix`` measures
 every cell and writes the verdicts (:func:`verdict`) into ``dynscalar/ops/admitted.json``,
 which is all the library reads (``dynscalar.ops._admission``): nothing here runs in a
@@ -286,6 +292,19 @@ def _sdpa_samples(x: Tensor, g: torch.Generator) -> Iterator[Any]:
     for p in _values(0.25, 0.5, 1.0, 1.5):
         yield (x, key, value), {"dropout_p": p}
     yield (x, key, value), {"dropout_p": 0.25, "is_causal": True, "scale": 0.5}
+    if x.dim() < 2:
+        return
+    # masks at p = 0 and p > 0: boolean and float (ATen's CPU flash kernel takes them where
+    # they need no gradient), a float mask that needs one (a learned bias: the math path)
+    size = x.shape[-2]
+    masks = {
+        "bool": torch.rand((size, size), generator=g) > 0.3,
+        "float": _fill((size, size), x.dtype, g).nan_to_num(0.0, 1.0, -1.0),
+    }
+    for p in (0.0, 0.25):
+        for mask in masks.values():
+            yield (x, key, value), {"attn_mask": mask, "dropout_p": p}
+        yield (x, key, value, _clone(masks["float"]), p), {}
 
 
 #: rule -> the shape of its first tensor, and the calls to compare
@@ -357,10 +376,14 @@ def _compare(
     kwargs: dict[str, Any],
     grad: bool,
     checkpointed: bool = False,
+    autocast: torch.dtype | None = None,
 ) -> str:
     """'' if the rule's python entry agrees with the torch callable on this call (each
-    side inside an activation checkpoint if ``checkpointed``)."""
+    side inside an activation checkpoint if ``checkpointed``, its forward under
+    ``torch.autocast`` to ``autocast`` if given)."""
     entry = python_entry(rule, callable_name)
+    state = None if autocast is None else f"cpu:{str(autocast).removeprefix('torch.')}"
+    extra = {} if state is None else {"autocast": state}
     results = []
     for side in ("torch", "rule"):
         inputs = _leaves(rule, args, grad)
@@ -369,12 +392,13 @@ def _compare(
         def direct(inputs: tuple[Any, ...] = inputs, side: str = side) -> Any:
             if side == "torch":
                 return _call_torch(callable_name, inputs, dict(kwargs))
-            return entry(*inputs, **kwargs)
+            return entry(*inputs, **kwargs, **extra)
 
         def call(direct: Callable[[], Any] = direct) -> Any:
-            if checkpointed:  # the backward recomputes it from the saved generator state
-                return torch.utils.checkpoint.checkpoint(direct, use_reentrant=False)
-            return direct()
+            with torch.autocast("cpu", dtype=autocast, enabled=autocast is not None):
+                if checkpointed:  # the backward recomputes it from the saved generator state
+                    return torch.utils.checkpoint.checkpoint(direct, use_reentrant=False)
+                return direct()
 
         out, error = _run(call)
         gradients: Any = None
@@ -422,7 +446,12 @@ def _name(error: BaseException | None) -> str:
 
 
 def cell(
-    rule: Rule, callable_name: str, dtype: torch.dtype, grad: bool, checkpointed: bool = False
+    rule: Rule,
+    callable_name: str,
+    dtype: torch.dtype,
+    grad: bool,
+    checkpointed: bool = False,
+    autocast: torch.dtype | None = None,
 ) -> list[Outcome]:
     """Every case of one cell of the matrix (eager runs; the random state is restored)."""
     shape, samples = SAMPLES[rule.name]
@@ -435,7 +464,9 @@ def cell(
                 continue
             for args, kwargs in samples(x, generator):
                 values = tuple(v for v in (*args, *kwargs.values()) if isinstance(v, float))
-                detail = _compare(rule, callable_name, args, kwargs, grad, checkpointed)
+                detail = _compare(
+                    rule, callable_name, args, kwargs, grad, checkpointed, autocast
+                )
                 outcomes.append(Outcome(layout, values, not detail, detail))
     return outcomes
 
@@ -447,12 +478,17 @@ def checkpointed_cells(rule: Rule) -> tuple[bool, ...]:
 
 
 def entry(
-    rule: Rule, callable_name: str, dtype: torch.dtype, grad: bool, checkpointed: bool
+    rule: Rule,
+    callable_name: str,
+    dtype: torch.dtype,
+    grad: bool,
+    checkpointed: bool,
+    autocast: torch.dtype | None = None,
 ) -> dict[str, Any]:
     """One cell measured, as the published JSON keeps it: its cases, how many agree, the
     first that does not."""
     start = time.perf_counter()
-    outcomes = cell(rule, callable_name, dtype, grad, checkpointed)
+    outcomes = cell(rule, callable_name, dtype, grad, checkpointed, autocast)
     bad = [o for o in outcomes if not o.agrees]
     return {
         "rule": rule.name,
@@ -460,6 +496,7 @@ def entry(
         "dtype": str(dtype).removeprefix("torch."),
         "grad": grad,
         "checkpointed": checkpointed,
+        "autocast": None if autocast is None else str(autocast).removeprefix("torch."),
         "cases": len(outcomes),
         "agree": len(outcomes) - len(bad),
         "admitted": not bad,
@@ -482,11 +519,13 @@ def verdicts(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     cells: dict[str, dict[str, Any]] = {}
     for e in sorted(entries, key=lambda e: e["checkpointed"]):
         rule = RULES[e["rule"]]
-        name = _admission.key(rule, e["callable"], e["dtype"], e["grad"])
+        name = _admission.key(rule, e["callable"], e["dtype"], e["grad"], e.get("autocast"))
         found = cells.setdefault(name, {"admitted": True, "why": ""})
         bad = e["first_disagreement"]
         if found["admitted"] and bad is not None:
             where = " inside an activation checkpoint" if e["checkpointed"] else ""
+            if e.get("autocast"):
+                where += f" under autocast ({e['autocast']})"
             found["admitted"] = False
             found["why"] = (
                 f"{bad['detail']}{where} ({bad['layout']} {e['dtype']} input, "
@@ -495,9 +534,17 @@ def verdicts(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return cells
 
 
-def verdict(rule: Rule, callable_name: str, dtype: torch.dtype, grad: bool) -> tuple[bool, str]:
+def verdict(
+    rule: Rule,
+    callable_name: str,
+    dtype: torch.dtype,
+    grad: bool,
+    autocast: torch.dtype | None = None,
+) -> tuple[bool, str]:
     """(whether the rule's python entry is exact for ``callable_name`` on tensors of
     ``dtype``, checkpointed or not, the first disagreement if not)."""
-    measured = [entry(rule, callable_name, dtype, grad, c) for c in checkpointed_cells(rule)]
+    measured = [
+        entry(rule, callable_name, dtype, grad, c, autocast) for c in checkpointed_cells(rule)
+    ]
     (found,) = verdicts(measured).values()
     return found["admitted"], found["why"]

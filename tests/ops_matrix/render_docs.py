@@ -67,7 +67,8 @@ def render(data: dict[str, Any], admitted: dict[str, Any]) -> str:
 
     held = admitted.get("columns", {})
     inductor = held.get(column("inductor", "cpu", data["torch"]), {})
-    entries = data["entries"]
+    entries = [e for e in data["entries"] if not e.get("autocast")]
+    casts = [e for e in data["entries"] if e.get("autocast")]
     admitted = sum(e["admitted"] for e in entries)
     cases = sum(e["cases"] for e in entries)
     agree = sum(e["agree"] for e in entries)
@@ -85,7 +86,9 @@ def render(data: dict[str, Any], admitted: dict[str, Any]) -> str:
         f"{len(entries)} cells (callable x dtype x requires_grad, and checkpointed for random "
         f"rules): **{admitted} admitted**, "
         f"{len(entries) - admitted} compiled as stock torch does; {agree} of {cases} cases "
-        f"agree bit for bit. Measured on torch {data['torch']} in {data['wall_s']} s.",
+        f"agree bit for bit; under `torch.autocast`, {len(casts)} cells more, "
+        f"{sum(e['admitted'] for e in casts)} admitted. "
+        f"Measured on torch {data['torch']} in {data['wall_s']} s.",
         "",
         "Columns in `dynscalar/ops/admitted.json`: "
         + "; ".join(
@@ -131,6 +134,8 @@ def render(data: dict[str, Any], admitted: dict[str, Any]) -> str:
                 f"{first.get('detail', '?')} ({first.get('layout', '?')} input, values "
                 f"{', '.join(first.get('values', []))})"
             )
+    if casts:
+        lines += ["", *_autocast_section(casts)]
     lines += ["", "## inductor", ""]
     measured = inductor.get("cells", {})
     if not measured:
@@ -152,7 +157,9 @@ def render(data: dict[str, Any], admitted: dict[str, Any]) -> str:
         for key, value in measured.items():
             if _is_form(key):
                 continue
-            _rule, callable_name, dtype, grad = key.split(" ")
+            _rule, callable_name, dtype, grad, *cast = key.split(" ")
+            if cast:
+                dtype = f"{dtype} ({cast[0]})"
             verdict = "yes" if value["admitted"] else f"**no**: {value.get('why', '')}"
             shown, needs = _shown(callable_name), "yes" if grad == "grad" else "no"
             lines.append(f"| `{shown}` | {dtype} | {needs} | {verdict} |")
@@ -161,6 +168,49 @@ def render(data: dict[str, Any], admitted: dict[str, Any]) -> str:
         lines += ["", *_forms_section(forms)]
     lines.append("")
     return "\n".join(lines)
+
+
+def _autocast_section(casts: list[dict[str, Any]]) -> list[str]:
+    """The cells measured under ``torch.autocast``: a row per callable, gradient mode and
+    autocast dtype, a column per input dtype."""
+    inputs = list(dict.fromkeys(e["dtype"] for e in casts))
+    lines = [
+        "## eager and aot_eager under autocast",
+        "",
+        "Each cell runs both sides' forward under `torch.autocast(\"cpu\", dtype=...)` (the "
+        "rule's custom op receives the autocast state and runs eager's kernel under it: "
+        "the kernel's own policy casts its inputs), gradients taken outside it; "
+        "`→bf16`/`→f16`: the autocast dtype, columns: the input tensors' dtype.",
+        "",
+        "| callable | autocast | " + " | ".join(_SHORT.get(d, d) for d in inputs) + " |",
+        "|---|---|" + "---|" * len(inputs),
+    ]
+    by_key = {
+        (e["rule"], e["callable"], e["grad"], e["checkpointed"], e["autocast"], e["dtype"]): e
+        for e in casts
+    }
+    rows = dict.fromkeys(
+        (e["rule"], e["callable"], e["grad"], e["checkpointed"], e["autocast"]) for e in casts
+    )
+    for rule, callable_name, grad, checkpointed, cast in rows:
+        cells = " | ".join(
+            _cell(by_key[(rule, callable_name, grad, checkpointed, cast, d)]) for d in inputs
+        )
+        suffix = (" +g" if grad else "") + (" +ckpt" if checkpointed else "")
+        shown = "→" + _SHORT.get(cast, cast)
+        lines.append(f"| `{_shown(callable_name)}`{suffix} | {shown} | {cells} |")
+    refused = [e for e in casts if not e["admitted"]]
+    if refused:
+        lines += ["", "Not admitted under autocast:", ""]
+        for e in refused:
+            first = e["first_disagreement"] or {}
+            lines.append(
+                f"- `{e['callable']}`, {e['dtype']} under autocast to {e['autocast']}, grad "
+                f"{'yes' if e['grad'] else 'no'}"
+                f"{', checkpointed' if e.get('checkpointed') else ''}: "
+                f"{first.get('detail', '?')} ({first.get('layout', '?')} input)"
+            )
+    return lines
 
 
 def _is_form(key: str) -> bool:

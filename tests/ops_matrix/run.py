@@ -24,6 +24,10 @@ from . import harness
 
 #: the dtypes of the ``"python"`` column (every dtype the matrix is measured on)
 DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int64, torch.bool)
+#: the autocast dtypes of the ``"python"`` column's autocast cells, and the input dtypes
+#: they are measured on (autocast casts floating-point tensors only)
+AUTOCAST_DTYPES = (torch.bfloat16, torch.float16)
+AUTOCAST_INPUTS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 #: the dtypes measured on inductor
 INDUCTOR_DTYPES = (torch.float32, torch.bfloat16)
 
@@ -47,14 +51,24 @@ def _variants(rule: ops.Rule) -> list[tuple[bool, bool]]:
 
 
 def python_column(
-    rules: list[str] | None = None, dtypes: tuple[torch.dtype, ...] = DTYPES
+    rules: list[str] | None = None,
+    dtypes: tuple[torch.dtype, ...] = DTYPES,
+    autocast: tuple[torch.dtype, ...] = AUTOCAST_DTYPES,
 ) -> list[dict[str, Any]]:
-    """Every ``"python"`` cell (of ``dtypes``): its cases, how many agree, the first that
-    does not."""
-    return [
+    """Every ``"python"`` cell (of ``dtypes``, and under each of ``autocast`` of the
+    floating-point ones among them): its cases, how many agree, the first that does not."""
+    plain = [
         harness.entry(rule, callable_name, dtype, grad, checkpointed)
         for rule, callable_name in cells(rules)
         for dtype in dtypes
+        for grad, checkpointed in _variants(rule)
+    ]
+    return plain + [
+        harness.entry(rule, callable_name, dtype, grad, checkpointed, cast)
+        for cast in autocast
+        for rule, callable_name in cells(rules)
+        for dtype in dtypes
+        if dtype in AUTOCAST_INPUTS
         for grad, checkpointed in _variants(rule)
     ]
 
