@@ -437,7 +437,9 @@ def precompute(rule: Rule, args: Sequence[Any], kwargs: dict[str, Any]) -> None:
     _differentiable(signature, signature.full(args, kwargs))
 
 
-def _needed(signature: _Signature, values: Sequence[Any], requiring: list[bool] | None) -> list[int]:
+def _needed(
+    signature: _Signature, values: Sequence[Any], requiring: list[bool] | None
+) -> list[int]:
     """The inputs a gradient is computed for: those with a gradient from the op that
     required grad in the forward (``requiring``; None: every one with a gradient)."""
     found = _differentiable(signature, values)

@@ -175,7 +175,9 @@ def alpha_dropout(input: Tensor, p: Any, train: bool, *, autocast: str | None = 
     return _dropout(input, p, train, False, True, aten.alpha_dropout.default, autocast)
 
 
-def feature_alpha_dropout(input: Tensor, p: Any, train: bool, *, autocast: str | None = None) -> Tensor:
+def feature_alpha_dropout(
+    input: Tensor, p: Any, train: bool, *, autocast: str | None = None
+) -> Tensor:
     return _dropout(input, p, train, True, True, aten.feature_alpha_dropout.default, autocast)
 
 

@@ -464,9 +464,7 @@ def cell(
                 continue
             for args, kwargs in samples(x, generator):
                 values = tuple(v for v in (*args, *kwargs.values()) if isinstance(v, float))
-                detail = _compare(
-                    rule, callable_name, args, kwargs, grad, checkpointed, autocast
-                )
+                detail = _compare(rule, callable_name, args, kwargs, grad, checkpointed, autocast)
                 outcomes.append(Outcome(layout, values, not detail, detail))
     return outcomes
 

@@ -177,7 +177,7 @@ def _autocast_section(casts: list[dict[str, Any]]) -> list[str]:
     lines = [
         "## eager and aot_eager under autocast",
         "",
-        "Each cell runs both sides' forward under `torch.autocast(\"cpu\", dtype=...)` (the "
+        'Each cell runs both sides\' forward under `torch.autocast("cpu", dtype=...)` (the '
         "rule's custom op receives the autocast state and runs eager's kernel under it: "
         "the kernel's own policy casts its inputs), gradients taken outside it; "
         "`→bf16`/`→f16`: the autocast dtype, columns: the input tensors' dtype.",
