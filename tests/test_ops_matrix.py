@@ -24,9 +24,9 @@ import torch
 import dynscalar as ds
 from dynscalar import ops
 from dynscalar.ops import _admission, _custom, _kernels
-from tests.ops_matrix import harness
+from dynscalar.tools.matrix import harness
+from dynscalar.tools.matrix.run import DTYPES, python_column
 from tests.ops_matrix import render_docs as page
-from tests.ops_matrix.run import DTYPES, python_column
 
 from .helpers import CountingBackend, run_python
 

@@ -21,9 +21,7 @@ import torch
 
 import dynscalar as ds
 from dynscalar.ops import FORMS, _admission, _forms
-
-from .helpers import CountingBackend
-from .ops_matrix.forms import (
+from dynscalar.tools.matrix.forms import (
     GRAD_DTYPES,
     NOGRAD_DTYPES,
     VALUE,
@@ -31,6 +29,8 @@ from .ops_matrix.forms import (
     overload,
     samples,
 )
+
+from .helpers import CountingBackend
 
 
 def test_every_form_computes_what_its_op_computes_eagerly() -> None:

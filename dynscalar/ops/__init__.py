@@ -7,7 +7,7 @@
 * ``_kernels``: what a ``"python"`` backend traces for ops with value-dependent paths;
 * ``_tensor``: what inductor traces (plain torch ops, the float an operand);
 * ``_admission``: where each rule and form is exact, read from ``admitted.json`` (the
-  exactness harness in ``tests/ops_matrix`` measures it);
+  exactness harness in ``dynscalar/tools/matrix`` measures it);
 * ``_apply``: any other torch call as one custom op, checked when it is traced (``_compare``);
 * ``_math``: the Python float arithmetic a ``math`` function on a marked value is traced as.
 

@@ -1,5 +1,5 @@
 """Sample tensors and a bit-for-bit comparison, shared by the trace-time check of generic
-calls (``_apply``) and the exactness harness (``tests/ops_matrix``).
+calls (``_apply``) and the exactness harness (``dynscalar/tools/matrix``).
 
 Examples:
     >>> import torch

@@ -25,7 +25,7 @@ where AOTAutograd recomputes one for the backward (activation checkpointing), it
 the forward's draws from the saved generator state (``docs/how-it-works.md``).
 
 Run eagerly (``python -m tests.ops_matrix``, tests), every function computes what the
-op it stands for computes; the exactness matrix (``tests/ops_matrix``) compares them case
+op it stands for computes; the exactness matrix (``dynscalar/tools/matrix``) compares them case
 by case.
 """
 

@@ -24,10 +24,10 @@ import torch
 import torch._inductor.inductor_prims
 
 from dynscalar.ops import _admission
+from dynscalar.tools.matrix.harness import verdicts
+from dynscalar.tools.matrix.run import DTYPES, dtype_name, inductor_column, python_column
 
-from .harness import verdicts
 from .render_docs import ADMITTED_PATH, JSON_PATH, PAGE_PATH, render
-from .run import DTYPES, dtype_name, inductor_column, python_column
 
 
 def write_column(path: Path, backend: str, cells: dict[str, Any], merge: bool) -> None:
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         write_column(args.admitted, "python", verdicts(entries), merge=rules is not None)
     if args.inductor or args.inductor_only:
         if args.forms:
-            from .forms import form_column
+            from dynscalar.tools.matrix.forms import form_column
 
             chosen = None if args.forms == "all" else args.forms.split(",")
             measured_now = form_column(chosen)

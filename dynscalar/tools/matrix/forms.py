@@ -182,7 +182,7 @@ def _measure(
 ) -> list[Any]:
     """Per value: (stock distance, form distance), each a float or an error's name; the
     form's compile must take at most ``paths`` graphs for all the values."""
-    eager = []
+    eager: list[Any] = []
     for v in VALUES:
         inputs = _leaves(tensors, grad)
         try:
@@ -232,6 +232,7 @@ def _marked_run(
         if want is None:
             continue
         inputs = _leaves(tensors, grad)
+        form: float | str
         try:
             out = marked(dynscalar.DynamicFloat(v), *inputs)
             form = _distance(out, want[0])

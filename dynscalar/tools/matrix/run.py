@@ -175,7 +175,7 @@ def inductor_cell(
                     continue
                 distance = _distance(got, want)
                 if grad and isinstance(got, torch.Tensor) and got.requires_grad:
-                    got.sum().backward()
+                    got.sum().backward()  # type: ignore[no-untyped-call]
                     want.sum().backward()
                     grads = [
                         a.grad for a in inputs if isinstance(a, torch.Tensor) and a.requires_grad
