@@ -89,9 +89,20 @@ def _lend_torch_helpers() -> None:
     from ..ops import _custom
 
     _custom.outside_modes[0] = _torch._disable_current_modes
+    _custom.autograd_on[0] = _autograd_on
     _custom.random_defined[0] = _never_merged
     for packet in _custom.random_ops():
         _never_merged(packet)
+
+
+def _autograd_on() -> Any:
+    """Autograd's dispatch keys included again (a custom op's kernel runs below them): the
+    ATen call inside records autograd as eager's call does."""
+    key = _torch.DispatchKey
+    excluded = _torch._dispatch_tls_local_exclude_set()
+    for functionality in (key.AutogradFunctionality, key.ADInplaceOrView):
+        excluded = excluded.remove(functionality)
+    return _torch._ForceDispatchKeyGuard(_torch._dispatch_tls_local_include_set(), excluded)
 
 
 def _never_merged(packet: Any) -> None:

@@ -79,18 +79,14 @@ def _kind(tx: Any) -> str:
     return state.backend
 
 
-def _precomputed(rule: Any, values: list[Any], keywords: dict[str, Any]) -> bool:
-    """Tell the rule's custom op, now, which inputs of this call get a gradient (see
-    ``dynscalar.ops._custom.precompute``); False when an argument has no example value."""
-    from ..ops import _custom
-
+def _examples(values: list[Any], keywords: dict[str, Any]) -> Any:
+    """(args, kwargs) of the call's example values; None when an argument has none."""
     try:
         args = [_example_value(v) for v in values]
         kwargs = {k: _example_value(v) for k, v in keywords.items()}
-        _custom.precompute(rule, args, kwargs)
     except _NoExample:
-        return False
-    return True
+        return None
+    return args, kwargs
 
 
 class _NoExample(Exception):
@@ -112,12 +108,14 @@ def _example_value(variable: Any) -> Any:
 
 def _entry(
     rule: Any, name: str, tx: Any, values: list[Any], keywords: dict[str, Any]
-) -> tuple[Any, str, str | None]:
-    """(what to trace for ``name``, '', the autocast state it runs under) or (None, why the
-    value is specialized, None).  Under ``torch.autocast`` a call has cells of its own, and
-    its entry receives the state (``autocast=``): eager's kernel runs under it."""
+) -> tuple[Any, str, dict[str, Any]]:
+    """(what to trace for ``name``, '', the keywords the bridge hands it) or (None, why the
+    value is specialized, {}).  A ``"python"`` entry is handed the autocast state the call
+    is traced under (``autocast``: under ``torch.autocast`` a call has cells of its own,
+    and eager's kernel runs under that state) and which inputs require grad
+    (``requiring``: ATen picks some kernels by it), where there is one."""
+    from ..ops import _custom
     from ..ops._admission import admitted
-    from ..ops._custom import autocast_state
 
     kind = _kind(tx)
     example = next(  # of the first tensor (not realized: a lazy one is not yet a tensor)
@@ -129,9 +127,9 @@ def _entry(
         None,
     )
     if example is None:
-        return None, "none of its arguments is a tensor", None
+        return None, "none of its arguments is a tensor", {}
     dtype, device = example.dtype, example.device.type
-    autocast = autocast_state(device)
+    autocast = _custom.autocast_state(device)
     grad = torch.is_grad_enabled() and any(  # grad mode as traced (no_grad: no gradient)
         bool(getattr(_example(v), "requires_grad", False))
         for v in map(_realized, [*values, *keywords.values()])
@@ -140,25 +138,31 @@ def _entry(
     if kind == "python":
         ok, why = admitted(rule, name, dtype, grad, "python", device, autocast)
         if not ok:
-            return None, why, None
+            return None, why, {}
         entry = ops.python_entry(rule, name)  # defines its ops, which precompute reads
-        if grad and not _precomputed(rule, values, keywords):  # rules with a generic op
-            return None, "its arguments could not be read before AOTAutograd traces them", None
-        return entry, "", autocast
+        handed: dict[str, Any] = {} if autocast is None else {"autocast": autocast}
+        if not grad:
+            return entry, "", handed
+        examples = _examples(values, keywords)
+        if examples is None:
+            return None, "its arguments could not be read before AOTAutograd traces them", {}
+        # which inputs get a gradient, told the rule's generic op before AOTAutograd traces
+        # its backward (``dynscalar.ops._custom.precompute``)
+        _custom.precompute(rule, *examples)
+        return entry, "", {**handed, "requiring": _custom.requiring_for(rule, *examples)}
     if kind == "inductor":
         entry = ops.inductor_entry(rule, name)
         if entry is None:
-            return None, "it has no tensor form for inductor", None
+            return None, "it has no tensor form for inductor", {}
         others = _marked_outside(rule, tx, values, keywords)
         if others:
             kept = ", ".join(others)
-            return None, f"its tensor form for inductor keeps only {kept} symbolic", None
+            return None, f"its tensor form for inductor keeps only {kept} symbolic", {}
         # a tensor form is plain torch ops, each cast by its own autocast policy: under
         # autocast, only a cell measured under it admits the form
         ok, why = admitted(rule, name, dtype, grad, "inductor", device, autocast)
-        return (entry, "", None) if ok else (None, why, None)
-    kind_why = "the backend is neither inductor nor one that runs the graph as Python code"
-    return None, kind_why, None
+        return (entry, "", {}) if ok else (None, why, {})
+    return None, "the backend is neither inductor nor one that runs the graph as Python code", {}
 
 
 def _marked_outside(
@@ -186,12 +190,11 @@ def _apply(
     """The call ``name(*values, **keywords)`` of an op with a rule: traced as the rule's
     entry for the backend where one is admitted, else boxed (inductor) or as ``stock``
     traces it, the value specialized and reported."""
-    entry, why, autocast = _entry(rule, name, tx, values, keywords)
+    entry, why, handed = _entry(rule, name, tx, values, keywords)
     if entry is not None:
         log.debug("%s receives a dynamic float: tracing %s", name, entry.__name__)
-        if autocast is not None:
-            keywords = {**keywords, "autocast": _torch.ConstantVariable.create(autocast)}
-        return _trace(tx, entry, values, keywords)
+        constants = {k: _torch.ConstantVariable.create(v) for k, v in handed.items()}
+        return _trace(tx, entry, values, {**keywords, **constants})
     kind = _kind(tx)
     if kind == "inductor":
         boxed, refused = _boxed(tx, name, values, keywords)
@@ -433,7 +436,7 @@ def _generic(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any],
         log.info("%s receives a dynamic value, kept as Dynamo traces it: %s", name, why)
         with specializing(name, why):
             return stock()
-    return _traced_apply(tx, call.key, call.template, call.tensors, call.scalars)
+    return _traced_apply(tx, call, call.scalars)
 
 
 class _Call(NamedTuple):
@@ -634,7 +637,7 @@ def _boxed(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]) -
         )
         for s in call.scalars
     ]
-    return _traced_apply(tx, call.key, call.template, call.tensors, boxes, _apply.boxed_op()), ""
+    return _traced_apply(tx, call, boxes, _apply.boxed_op()), ""
 
 
 def _forms_target(op: str) -> Any:
@@ -772,21 +775,24 @@ def _out_kind(tx: Any, template: Any, tensors: list[Any], scalars: list[Any]) ->
     return None
 
 
-def _traced_apply(
-    tx: Any, key: str, template: Any, tensors: list[Any], scalars: list[Any], op: Any = None
-) -> Any:
+def _traced_apply(tx: Any, call: _Call, scalars: list[Any], op: Any = None) -> Any:
+    """``call`` as the generic custom op (``op``: the boxed one, ``scalars`` 0-d tensors),
+    handed which of its tensors require grad where one does (ATen picks kernels by it)."""
     from ..ops import _apply
 
     op = op or _apply.op()
+    requiring = [bool(e.requires_grad) for e in call.examples] if call.grad else []
+    keywords = {"requiring": _torch.ConstantVariable.create(requiring)} if any(requiring) else {}
     result = _torch.VariableTracker.build(tx, op).call_function(
         tx,
         [
-            _torch.ConstantVariable.create(key),
-            _torch.ListVariable(list(tensors), mutation_type=_torch.ValueMutationNew()),
+            _torch.ConstantVariable.create(call.key),
+            _torch.ListVariable(list(call.tensors), mutation_type=_torch.ValueMutationNew()),
             _torch.ListVariable(list(scalars), mutation_type=_torch.ValueMutationNew()),
         ],
-        {},
+        keywords,
     )
+    template = call.template
     items = list(result.items)
     if template.out == "tensor":
         return items[0]

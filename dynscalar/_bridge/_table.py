@@ -476,6 +476,14 @@ PRIVATES: tuple[Private, ...] = (
         why="custom ops ask meta tensors which inputs get a gradient, outside AOT's modes",
     ),
     Private(
+        "torch._C:_ForceDispatchKeyGuard",
+        why="a custom op's kernel runs eager's ATen call with autograd recording (below "
+        "autograd's key): ATen picks kernels by requires_grad, autocast's casts keep it",
+    ),
+    Private("torch._C:_dispatch_tls_local_include_set", why="the dispatch keys now included"),
+    Private("torch._C:_dispatch_tls_local_exclude_set", why="the dispatch keys now excluded"),
+    Private("torch._C:DispatchKey", why="autograd's dispatch keys, re-included"),
+    Private(
         "torch._functorch.compile_utils:rand_ops",
         why="the random ops AOTAutograd's common-subexpression pass never merges (by list, "
         "not by tag): dynscalar's random custom ops are added to it",

@@ -42,6 +42,7 @@ import torch
 from . import resolve_callable
 from ._compare import fill, same
 from ._custom import (
+    as_eager,
     autocast_region,
     define,
     hint,
@@ -134,12 +135,21 @@ def _fresh(outs: list[Tensor], inputs: Sequence[Any]) -> list[Tensor]:
     ]
 
 
-def _impl(key: str, tensors: list[Tensor], scalars: list[Any]) -> list[Tensor]:
-    return _fresh(_flat(_TEMPLATES[key].call(tensors, _unboxed(scalars))), tensors)
+def _impl(
+    key: str, tensors: list[Tensor], scalars: list[Any], *, requiring: list[bool] | None = None
+) -> list[Tensor]:
+    """The call, as eager makes it (``requiring``: the tensors that require grad there)."""
+    values = _unboxed(scalars)
+    out = as_eager(lambda ts: _TEMPLATES[key].call(ts, values), tensors, requiring, None)
+    return _fresh(_flat(out), tensors)
 
 
-def _fake(key: str, tensors: list[Tensor], scalars: list[Any]) -> list[Tensor]:
-    return _fresh(_flat(_TEMPLATES[key].call(tensors, _fake_values(key, scalars))), tensors)
+def _fake(
+    key: str, tensors: list[Tensor], scalars: list[Any], *, requiring: list[bool] | None = None
+) -> list[Tensor]:
+    values = _fake_values(key, scalars)
+    out = as_eager(lambda ts: _TEMPLATES[key].call(ts, values), tensors, requiring, None)
+    return _fresh(_flat(out), tensors)
 
 
 def _unboxed(scalars: Sequence[Any]) -> list[float]:
@@ -168,7 +178,8 @@ def _positions(key: str, tensors: Sequence[Any], scalars: Sequence[Any]) -> list
     candidates = [i for i, t in enumerate(tensors) if t.is_floating_point()]
     if not candidates:
         return []
-    memo_key = (key, tuple((t.dtype, t.dim()) for t in tensors))
+    # empty or not: ATen returns early on empty inputs (no gradient edge)
+    memo_key = (key, tuple((t.dtype, t.dim(), 0 in map(size_hint, t.shape)) for t in tensors))
     found = _defined.get(memo_key)
     if found is not None:
         return found
@@ -254,7 +265,13 @@ def _vjp_fake(
     return [torch.empty_like(tensors[i]) for i in _needed(key, tensors, hints, requiring)]
 
 
-def _setup(boxed: bool, ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+def _setup(
+    boxed: bool,
+    ctx: Any,
+    inputs: tuple[Any, ...],
+    output: Any,
+    keyword_only_inputs: dict[str, Any] | None = None,
+) -> None:
     key, tensors, scalars = inputs
     ctx.key, ctx.n = key, len(tensors)
     ctx.hints = _fake_values(key, scalars) if boxed else list(scalars)
@@ -297,7 +314,7 @@ def _define(boxed: bool, vjp: bool = False) -> Any:
         return gradient
     return define(
         name,
-        f"(str key, Tensor[] tensors, {kind}[] scalars) -> Tensor[]",
+        f"(str key, Tensor[] tensors, {kind}[] scalars, *, bool[]? requiring=None) -> Tensor[]",
         _impl,
         _fake,
         functools.partial(_backward, boxed),
@@ -387,11 +404,12 @@ def admitted(
                     if side == "torch":
                         out = template.call(inputs, case)
                     else:
+                        requiring = [t.requires_grad for t in inputs] if grad else None
                         if boxed:
                             boxes = [torch.tensor(v, dtype=torch.float64) for v in case]
-                            out = boxed_op()(key, inputs, boxes)
+                            out = boxed_op()(key, inputs, boxes, requiring=requiring)
                         else:
-                            out = op()(key, inputs, case)
+                            out = op()(key, inputs, case, requiring=requiring)
                         if template.out != "list":
                             out = out[0] if template.out == "tensor" else tuple(out)
                     gradients: Any = None

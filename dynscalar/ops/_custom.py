@@ -49,7 +49,9 @@ from ._table import Rule
 
 __all__ = [
     "NAMESPACE",
+    "as_eager",
     "autocast_region",
+    "autograd_on",
     "autocast_state",
     "define",
     "derive_schema",
@@ -61,6 +63,7 @@ __all__ = [
     "outside_modes",
     "random_defined",
     "random_ops",
+    "requiring_for",
     "requiring_grad",
     "size_hint",
     "with_autocast",
@@ -70,6 +73,13 @@ __all__ = [
 #: functionalization) for a moment: what runs inside uses plain meta or CPU tensors.  The
 #: bridge installs torch's own (a private function); this default leaves modes alone.
 outside_modes: list[Callable[[], Any]] = [contextlib.nullcontext]
+
+#: A context manager in which autograd records again inside a custom op's kernel (which
+#: runs below autograd's dispatch key): ATen picks some kernels by whether an input
+#: requires grad, and autocast's casts of such an input require grad in eager.  The
+#: bridge installs one made of torch's private dispatch-key guards; this default changes
+#: nothing.
+autograd_on: list[Callable[[], Any]] = [contextlib.nullcontext]
 
 #: Called with the ``OpOverloadPacket`` of each random op when it is defined: the bridge
 #: adds it to the random ops torch's common-subexpression pass never merges (a list of
@@ -185,6 +195,51 @@ def autocast_region(state: str | None) -> Any:
     return torch.autocast(device_type, dtype=getattr(torch, dtype), cache_enabled=False)
 
 
+def as_eager(
+    call: Callable[[list[Any]], Any],
+    values: Sequence[Any],
+    requiring: Sequence[bool] | None,
+    autocast: str | None,
+) -> Any:
+    """``call(values)`` as eager's call runs it: under the ``autocast`` state, and with the
+    tensors at ``requiring`` requiring grad, grad mode on (ATen picks kernels by it: a CPU
+    attention whose mask requires grad takes the math path, and autocast's cast of such a
+    mask requires grad too); the outputs detached, an output that is an input given back
+    as that input.  ``requiring`` None or all False: the call as it is, under ``autocast``."""
+    if not requiring or not any(requiring):
+        with autocast_region(autocast):
+            return call(list(values))
+    copies = list(values)
+    with autograd_on[0](), torch.enable_grad():
+        for i, needed in enumerate(requiring):
+            value = copies[i] if i < len(copies) else None
+            if needed and isinstance(value, torch.Tensor) and value.is_floating_point():
+                copies[i] = value.detach().requires_grad_(True)
+        with autocast_region(autocast):
+            out = call(copies)
+    originals = {id(c): v for c, v in zip(copies, values, strict=True)}
+
+    def plain(o: Any) -> Any:
+        if not isinstance(o, torch.Tensor):
+            return o
+        return originals[id(o)] if id(o) in originals else o.detach()
+
+    if isinstance(out, (tuple, list)):
+        return type(out)(plain(o) for o in out)
+    return plain(out)
+
+
+def requiring_for(rule: Rule, args: Sequence[Any], kwargs: dict[str, Any]) -> list[bool] | None:
+    """Which inputs of a call of ``rule``'s op require grad (example values: fake or real
+    tensors), in the ATen schema's order; None where none does (or grad mode is off)."""
+    if not torch.is_grad_enabled():
+        return None
+    names = [a.name for a in aten_overload(rule)._schema.arguments]
+    values = list(args) + [kwargs.get(n) for n in names[len(args) :]]
+    found = [isinstance(v, torch.Tensor) and v.requires_grad for v in values]
+    return found if any(found) else None
+
+
 def with_autocast(schema: str, *more: str) -> str:
     """``schema`` with keyword-only ``more`` arguments and ``str? autocast=None`` last.
 
@@ -272,27 +327,36 @@ def op_for(rule: Rule) -> Any:
     elif replays:
         schema = schema[: schema.rindex("->")] + "-> (Tensor, Tensor)"
 
-    def run(values: list[Any], state: Callable[[list[Any]], Any], autocast: str | None) -> Any:
+    def run(
+        values: list[Any],
+        state: Callable[[list[Any]], Any],
+        requiring: list[bool] | None,
+        autocast: str | None,
+    ) -> Any:
         before = state(values) if replays else None  # the generator's, before the op draws
         written = []
         for i in signature.mutated_at:
             if values[i] is not None:
                 values[i] = values[i].clone()
                 written.append(values[i])
-        with autocast_region(autocast):
-            out = _unaliased(signature.call(values), values)
+        out = _unaliased(as_eager(signature.call, values, requiring, autocast), values)
         if rule.mutates:
             return out, written
         return (out, before) if replays else out
 
-    def impl(*args: Any, autocast: str | None = None, **kwargs: Any) -> Any:
+    def impl(
+        *args: Any, requiring: list[bool] | None = None, autocast: str | None = None, **kwargs: Any
+    ) -> Any:
         values = signature.plain(signature.full(args, kwargs))
-        return run(values, lambda values: generator_for(values).get_state(), autocast)
+        return run(values, lambda values: generator_for(values).get_state(), requiring, autocast)
 
-    def fake(*args: Any, autocast: str | None = None, **kwargs: Any) -> Any:
-        return run(signature.plain(signature.full(args, kwargs), hint), _fake_state, autocast)
+    def fake(
+        *args: Any, requiring: list[bool] | None = None, autocast: str | None = None, **kwargs: Any
+    ) -> Any:
+        values = signature.plain(signature.full(args, kwargs), hint)
+        return run(values, _fake_state, requiring, autocast)
 
-    schema = with_autocast(schema)
+    schema = with_autocast(schema, "bool[]? requiring=None")
     if not rule.differentiable:
         return define(rule.name, schema, impl, fake, random=rule.random)
     vjp = _vjp_for(rule, signature, base)
@@ -305,6 +369,7 @@ def op_for(rule: Rule) -> Any:
     ) -> None:
         keywords = dict(keyword_only_inputs or {})
         ctx.autocast = keywords.pop("autocast", None)
+        keywords.pop("requiring", None)  # the backward reads ctx.needs_input_grad
         values = signature.full(inputs, keywords)
         ctx.values = [None if i in signature.tensor_at else v for i, v in enumerate(values)]
         if rule.mutates:  # the new statistics carry no gradient, as eager's in-place update
@@ -447,8 +512,9 @@ def _needed(
 
 
 def _shape_key(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        return ("tensor", value.dtype, value.dim())
+    if isinstance(value, torch.Tensor):  # empty or not: ATen returns early on empty inputs
+        empty = any(size_hint(d) == 0 for d in value.shape)
+        return ("tensor", value.dtype, value.dim(), empty)
     if isinstance(value, (list, tuple)):
         return tuple(_shape_key(v) for v in value)
     if isinstance(value, torch.SymInt | torch.SymFloat):

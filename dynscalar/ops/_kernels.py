@@ -20,6 +20,11 @@ into guards on the predicate (two paths, two graphs at most, no specialization):
   op's argument) call ATen's op with the marked float: specialized as stock torch
   specializes it.
 
+Every function takes the bridge's two keywords: ``autocast``, the autocast state the call
+was traced under (its custom ops run their kernels under it), and ``requiring``, which
+inputs require grad (the attention op runs its kernel with exactly those requiring grad,
+as ATen picks its kernel by it; dropout's and bernoulli's kernels depend on neither).
+
 Every op here that draws is tagged ``nondeterministic_seeded``, as ATen's random ops are:
 where AOTAutograd recomputes one for the backward (activation checkpointing), it replays
 the forward's draws from the saved generator state (``docs/how-it-works.md``).
@@ -163,41 +168,53 @@ def _inplace(out: Tensor, input: Tensor) -> Tensor:
     return out if out is input else input.copy_(out)
 
 
-def dropout(input: Tensor, p: Any, train: bool, *, autocast: str | None = None) -> Tensor:
+def dropout(
+    input: Tensor, p: Any, train: bool, *, requiring: Any = None, autocast: str | None = None
+) -> Tensor:
     return _dropout(input, p, train, False, False, aten.dropout.default, autocast)
 
 
-def feature_dropout(input: Tensor, p: Any, train: bool, *, autocast: str | None = None) -> Tensor:
+def feature_dropout(
+    input: Tensor, p: Any, train: bool, *, requiring: Any = None, autocast: str | None = None
+) -> Tensor:
     return _dropout(input, p, train, True, False, aten.feature_dropout.default, autocast)
 
 
-def alpha_dropout(input: Tensor, p: Any, train: bool, *, autocast: str | None = None) -> Tensor:
+def alpha_dropout(
+    input: Tensor, p: Any, train: bool, *, requiring: Any = None, autocast: str | None = None
+) -> Tensor:
     return _dropout(input, p, train, False, True, aten.alpha_dropout.default, autocast)
 
 
 def feature_alpha_dropout(
-    input: Tensor, p: Any, train: bool, *, autocast: str | None = None
+    input: Tensor, p: Any, train: bool, *, requiring: Any = None, autocast: str | None = None
 ) -> Tensor:
     return _dropout(input, p, train, True, True, aten.feature_alpha_dropout.default, autocast)
 
 
-def dropout_(input: Tensor, p: Any, train: bool, *, autocast: str | None = None) -> Tensor:
+def dropout_(
+    input: Tensor, p: Any, train: bool, *, requiring: Any = None, autocast: str | None = None
+) -> Tensor:
     out = _dropout(input, p, train, False, False, aten.dropout_.default, autocast)
     return _inplace(out, input)
 
 
-def feature_dropout_(input: Tensor, p: Any, train: bool, *, autocast: str | None = None) -> Tensor:
+def feature_dropout_(
+    input: Tensor, p: Any, train: bool, *, requiring: Any = None, autocast: str | None = None
+) -> Tensor:
     out = _dropout(input, p, train, True, False, aten.feature_dropout_.default, autocast)
     return _inplace(out, input)
 
 
-def alpha_dropout_(input: Tensor, p: Any, train: bool, *, autocast: str | None = None) -> Tensor:
+def alpha_dropout_(
+    input: Tensor, p: Any, train: bool, *, requiring: Any = None, autocast: str | None = None
+) -> Tensor:
     out = _dropout(input, p, train, False, True, aten.alpha_dropout_.default, autocast)
     return _inplace(out, input)
 
 
 def feature_alpha_dropout_(
-    input: Tensor, p: Any, train: bool, *, autocast: str | None = None
+    input: Tensor, p: Any, train: bool, *, requiring: Any = None, autocast: str | None = None
 ) -> Tensor:
     out = _dropout(input, p, train, True, True, aten.feature_alpha_dropout_.default, autocast)
     return _inplace(out, input)
@@ -215,7 +232,12 @@ def _bernoulli_like_fake(input: Tensor, p: Any, *, autocast: str | None = None) 
 
 
 def bernoulli(
-    input: Tensor, p: Any = 0.5, *, generator: Any = None, autocast: str | None = None
+    input: Tensor,
+    p: Any = 0.5,
+    *,
+    generator: Any = None,
+    requiring: Any = None,
+    autocast: str | None = None,
 ) -> Tensor:
     out: Tensor
     if generator is not None:  # a generator cannot be a custom op's argument
@@ -226,7 +248,12 @@ def bernoulli(
 
 
 def bernoulli_(
-    input: Tensor, p: Any = 0.5, *, generator: Any = None, autocast: str | None = None
+    input: Tensor,
+    p: Any = 0.5,
+    *,
+    generator: Any = None,
+    requiring: Any = None,
+    autocast: str | None = None,
 ) -> Tensor:
     if generator is not None:
         out: Tensor = aten.bernoulli_.float(input, p, generator=generator)
@@ -246,6 +273,7 @@ def scaled_dot_product_attention(
     *,
     scale: Any = None,
     enable_gqa: bool = False,
+    requiring: list[bool] | None = None,
     autocast: str | None = None,
 ) -> Tensor:
     # one graph for every value: ATen takes its own paths on the Python float at run time
@@ -262,6 +290,7 @@ def scaled_dot_product_attention(
         is_causal,
         scale=scale,
         enable_gqa=enable_gqa,
+        requiring=requiring,
         autocast=autocast,
     )
     return out  # type: ignore[no-any-return]

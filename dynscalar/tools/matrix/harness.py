@@ -381,9 +381,10 @@ def _compare(
     """'' if the rule's python entry agrees with the torch callable on this call (each
     side inside an activation checkpoint if ``checkpointed``, its forward under
     ``torch.autocast`` to ``autocast`` if given)."""
+    from dynscalar.ops._custom import requiring_for
+
     entry = python_entry(rule, callable_name)
     state = None if autocast is None else f"cpu:{str(autocast).removeprefix('torch.')}"
-    extra = {} if state is None else {"autocast": state}
     results = []
     for side in ("torch", "rule"):
         inputs = _leaves(rule, args, grad)
@@ -392,6 +393,10 @@ def _compare(
         def direct(inputs: tuple[Any, ...] = inputs, side: str = side) -> Any:
             if side == "torch":
                 return _call_torch(callable_name, inputs, dict(kwargs))
+            # the bridge's keywords: the autocast state, the inputs that require grad
+            extra: dict[str, Any] = {"requiring": requiring_for(rule, inputs, kwargs)}
+            if state is not None:
+                extra["autocast"] = state
             return entry(*inputs, **kwargs, **extra)
 
         def call(direct: Callable[[], Any] = direct) -> Any:
