@@ -239,11 +239,18 @@ def dropout_sgd_steps(mark: str | None) -> Outcome:
 
 
 def _scheduled_training(
-    mark: str | None, model: torch.nn.Module, owner: str, name: str, shape: tuple[int, ...]
+    mark: str | None,
+    model: torch.nn.Module,
+    owner: str,
+    name: str,
+    shape: tuple[int, ...],
+    autocast: torch.dtype | None = None,
 ) -> Outcome:
     """A training step (forward and backward) per value of a probability attribute
     ``owner.name`` of ``model``, the same seed before the compiled and the eager call:
-    outputs, gradients and the generator's state afterwards equal eager's bit for bit."""
+    outputs, gradients and the generator's state afterwards equal eager's bit for bit
+    (``autocast``: each forward under ``torch.autocast("cpu", dtype=autocast)``, where
+    stock torch.compile is not bit for bit: only a marked run is compared with eager)."""
     twin = copy.deepcopy(model)
     target = model.get_submodule(owner) if owner else model
     twin_target = twin.get_submodule(owner) if owner else twin
@@ -261,12 +268,17 @@ def _scheduled_training(
             m.zero_grad()
             leaf = x.clone().requires_grad_(True)
             torch.manual_seed(i)
-            out = fn(leaf)
-            out.pow(2).sum().backward()
+            with torch.autocast("cpu", dtype=autocast, enabled=autocast is not None):
+                # under autocast, a model's input is no leaf (an embedding's output): a leaf
+                # is cast once by autocast's cache, and eager sums its gradient in bf16,
+                # where compiled graphs (stock's too) sum it in float32
+                out = fn(leaf * 1.0 if autocast is not None else leaf)
+            out.float().pow(2).sum().backward()
             results.append([out.detach(), leaf.grad, *[p.grad for p in m.parameters()]])
             results[-1].append(torch.get_rng_state())
-        for j, (a, b) in enumerate(zip(*results, strict=True)):
-            _same(a, b, True, f"value {value}, tensor {j}")
+        if autocast is None or mark is not None:
+            for j, (a, b) in enumerate(zip(*results, strict=True)):
+                _same(a, b, True, f"value {value}, tensor {j}")
         outs += results[0][:2]
     return counter.frame_count, outs
 
@@ -969,6 +981,153 @@ def argument_across_graph_break(mark: str | None) -> Outcome:
     return counter.frame_count, outs
 
 
+# ----------------------------------------------------------------------------- autocast
+def amp_attention_dropout(mark: str | None) -> Outcome:
+    """Hugging Face's attention dropout scheduled per step, trained under bf16 autocast
+    (SDPA's autocast policy: lower precision; the output bfloat16 as eager's).  Stock
+    aot_eager is not bit for bit here (3e-2 relative in bf16); marked, it is."""
+    from .attention_patterns import HFAttention
+
+    torch.manual_seed(0)  # the same weights in the stock process and here
+    model = HFAttention(attention_dropout=0.1)
+    return _scheduled_training(
+        mark, model, "", "attention_dropout", (3, 5, 8), autocast=torch.bfloat16
+    )
+
+
+class _SmoothedClassifier(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(6, 5)
+        self.loss = torch.nn.CrossEntropyLoss(label_smoothing=0.1)
+
+    def forward(self, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        return self.loss(self.lin(x), target)  # type: ignore[no-any-return]
+
+
+class _BiasedAttention(torch.nn.Module):
+    """An attention with a learned float bias as its mask (T5-style position bias) and a
+    scale that warms up."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = torch.nn.Linear(8, 24)
+        self.bias = torch.nn.Parameter(torch.linspace(-1.0, 1.0, 25).reshape(5, 5))
+        self.scale = 0.3
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self.proj(x).chunk(3, dim=-1)
+        return torch.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=self.bias, scale=self.scale
+        )
+
+
+def _amp_steps(
+    mark: str | None,
+    model: torch.nn.Module,
+    owner: str,
+    name: str,
+    values: list[float],
+    inputs: tuple[torch.Tensor, ...],
+    dtype: torch.dtype,
+    stock_exact: bool = True,
+) -> Outcome:
+    """SGD steps of ``model`` under ``torch.autocast("cpu", dtype=dtype)`` (forward inside,
+    backward outside, as AMP trains), ``owner.name`` set to each of ``values``: outputs,
+    gradients and parameters after each step equal an eager twin's bit for bit (where
+    stock torch.compile is not, ``stock_exact=False``, only a marked run is compared: it
+    is bit for bit; the unmarked run is compared with stock's own outputs)."""
+    twin = copy.deepcopy(model)
+    targets = [m.get_submodule(owner) if owner else m for m in (model, twin)]
+    if mark is not None:
+        _ds().mark_dynamic_attr(targets[0], mark)
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter)
+    outs = []
+    for i, value in enumerate(values):
+        results = []
+        for fn, m, target in ((compiled, model, targets[0]), (twin, twin, targets[1])):
+            setattr(target, name, value)
+            m.zero_grad()
+            with torch.autocast("cpu", dtype=dtype):
+                out = fn(*inputs)
+            out.float().pow(2).sum().backward()
+            with torch.no_grad():
+                for param in m.parameters():
+                    param -= 0.1 * param.grad
+            results.append([out.detach(), *[p.grad for p in m.parameters()], *m.parameters()])
+        if stock_exact or mark is not None:
+            for j, (a, b) in enumerate(zip(*results, strict=True)):
+                _same(a, b, True, f"step {i}, tensor {j}")
+        outs.append(results[0][0])
+    return counter.frame_count, outs
+
+
+def amp_label_smoothing(mark: str | None) -> Outcome:
+    """``CrossEntropyLoss(label_smoothing=)`` ramped per step under bf16 autocast (its
+    autocast policy: float32, so the loss is float32 as eager's)."""
+    torch.manual_seed(0)
+    model = _SmoothedClassifier()
+    x = torch.linspace(-2.0, 2.0, 24).reshape(4, 6)
+    target = torch.tensor([0, 3, 1, 4])
+    values = [0.1, 0.15, 0.2, 0.25]
+    return _amp_steps(mark, model, "loss", "label_smoothing", values, (x, target), torch.bfloat16)
+
+
+def amp_attention_bias_scale(mark: str | None) -> Outcome:
+    """SDPA with a learned float mask (it requires grad: ATen's math path, in eager and
+    marked alike) and a scale that warms up, under bf16 autocast.  Stock aot_eager is not
+    bit for bit here (its graph holds the math path's ops: 3e-3 off in bf16); marked, the
+    op is eager's kernel, bit for bit."""
+    torch.manual_seed(0)
+    x = torch.linspace(-1.0, 1.0, 80).reshape(2, 5, 8)
+    values = [0.3, 0.35, 0.4, 0.45]
+    model = _BiasedAttention()
+    return _amp_steps(mark, model, "", "scale", values, (x,), torch.bfloat16, stock_exact=False)
+
+
+def amp_margin_losses(mark: str | None) -> Outcome:
+    """Huber, hinge-embedding, triplet, cosine-embedding and Poisson losses and a cdist
+    whose margins, delta, eps and norm order change per call, under float16 autocast (each
+    op's policy casts to float32; cdist's is float32 too), with gradients.  Each loss has
+    inputs of its own: a composite op whose input reaches several of its ATen calls sums
+    that input's gradient, as one opaque op, in another order than eager's autograd does
+    where the input also reaches another op (1 ulp; stock decomposes as eager does)."""
+
+    def losses(
+        a: torch.Tensor, b: torch.Tensor, delta: float, margin: float, eps: float, p: float
+    ) -> torch.Tensor:
+        F = torch.nn.functional
+        y = torch.tensor([1.0, -1.0, 1.0, -1.0])
+        a1, a2, a3, a4, a5, a6 = (a * k for k in (1.0, 2.0, 3.0, 4.0, 5.0, 6.0))
+        total = F.huber_loss(a1, b, delta=delta)
+        total = total + F.hinge_embedding_loss(a2.sum(1), y, margin=margin)
+        total = total + F.triplet_margin_loss(a3, b, a3.flip(0), margin=margin)
+        total = total + F.cosine_embedding_loss(a4, b * 2, y, margin=margin / 4)
+        total = total + F.poisson_nll_loss(a5, b.abs(), eps=eps)
+        return total + torch.cdist(a6, b, p=p).sum()
+
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(losses, backend=counter)
+    if mark is not None:
+        _mark_args(compiled, mark)
+    base = torch.linspace(-1.0, 1.0, 24).reshape(4, 6)
+    outs = []
+    for i in range(4):
+        values = (1.0 + 0.1 * i, 0.5 + 0.1 * i, 1e-8 * (i + 1), 2.0 + 0.25 * i)
+        results = []
+        for fn in (compiled, losses):
+            a, b = base.clone().requires_grad_(True), base.flip(1).clone().requires_grad_(True)
+            with torch.autocast("cpu", dtype=torch.float16):
+                out = fn(a, b, *values)
+            out.backward()
+            results.append([out.detach(), a.grad, b.grad])
+        for j, (got, want) in enumerate(zip(*results, strict=True)):
+            _same(got, want, True, f"call {i}, tensor {j}")
+        outs += results[0]
+    return counter.frame_count, outs
+
+
 SCENARIOS: dict[str, Callable[[str | None], Outcome]] = {
     "clamp_bounds": clamp_bounds,
     "top_k_sampling": top_k_sampling,
@@ -997,6 +1156,10 @@ SCENARIOS: dict[str, Callable[[str | None], Outcome]] = {
     "argument_across_graph_break": argument_across_graph_break,
     "checkpointed_dropout": checkpointed_dropout,
     "hf_attention_dropout": hf_attention_dropout,
+    "amp_attention_dropout": amp_attention_dropout,
+    "amp_label_smoothing": amp_label_smoothing,
+    "amp_attention_bias_scale": amp_attention_bias_scale,
+    "amp_margin_losses": amp_margin_losses,
 }
 
 

@@ -82,6 +82,11 @@ MARKED: dict[str, dict[str, int]] = {
     # random rules: the draws replayed where torch recomputes the checkpointed region
     "checkpointed_dropout": {"p": 1},
     "hf_attention_dropout": {"attention_dropout": 1},
+    # under autocast: eager's kernel under the autocast state the call was traced under
+    "amp_attention_dropout": {"attention_dropout": 1},
+    "amp_label_smoothing": {"label_smoothing": 1},
+    "amp_attention_bias_scale": {"scale": 1},
+    "amp_margin_losses": {"delta,margin,eps,p": 1},
 }
 
 
