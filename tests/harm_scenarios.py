@@ -269,10 +269,7 @@ def _scheduled_training(
             leaf = x.clone().requires_grad_(True)
             torch.manual_seed(i)
             with torch.autocast("cpu", dtype=autocast, enabled=autocast is not None):
-                # under autocast, a model's input is no leaf (an embedding's output): a leaf
-                # is cast once by autocast's cache, and eager sums its gradient in bf16,
-                # where compiled graphs (stock's too) sum it in float32
-                out = fn(leaf * 1.0 if autocast is not None else leaf)
+                out = fn(leaf)
             out.float().pow(2).sum().backward()
             results.append([out.detach(), leaf.grad, *[p.grad for p in m.parameters()]])
             results[-1].append(torch.get_rng_state())
@@ -989,10 +986,24 @@ def amp_attention_dropout(mark: str | None) -> Outcome:
     from .attention_patterns import HFAttention
 
     torch.manual_seed(0)  # the same weights in the stock process and here
-    model = HFAttention(attention_dropout=0.1)
+    model = _NonLeafInput(HFAttention(attention_dropout=0.1))
     return _scheduled_training(
-        mark, model, "", "attention_dropout", (3, 5, 8), autocast=torch.bfloat16
+        mark, model, "inner", "attention_dropout", (3, 5, 8), autocast=torch.bfloat16
     )
+
+
+class _NonLeafInput(torch.nn.Module):
+    """``inner`` of an input that is no leaf, as a model's hidden states are (an
+    embedding's output): autocast's cache casts a leaf that requires grad once per region,
+    and eager sums its gradient in the low precision, where compiled graphs (stock's too)
+    sum it in float32."""
+
+    def __init__(self, inner: torch.nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.inner(x * 1.0)  # type: ignore[no-any-return]
 
 
 class _SmoothedClassifier(torch.nn.Module):

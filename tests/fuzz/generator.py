@@ -333,6 +333,41 @@ _USER_ERRORS: Templates = [
     ('if {a} == {k}:\n    y = y + "s"', {}),
     ('if {a} > {k}:\n    raise ValueError("the program\'s own error")', {}),
 ]
+# torch ops with op rules and Scalar arguments inside ``torch.autocast`` regions: the
+# dtypes eager's autocast gives each op (float32 for the losses and norms, lower precision
+# for attention and matmuls), bf16 and f16
+_AUTOCAST: Templates = [
+    (
+        'with torch.autocast("cpu", dtype=torch.bfloat16):\n'
+        "    y = y + torch.nn.functional.layer_norm(y, y.shape, eps=abs({a}) / 100 + 1e-5)",
+        {"makes_float": True},
+    ),
+    (
+        'with torch.autocast("cpu", dtype=torch.bfloat16):\n'
+        "    y = y + torch.nn.functional.cross_entropy(\n"
+        "        y.reshape(1, -1), torch.tensor([1]), label_smoothing=min(abs({a}) / 8, 1.0)\n"
+        "    )",
+        {"makes_float": True},
+    ),
+    (
+        'with torch.autocast("cpu", dtype=torch.float16):\n'
+        "    y = y + torch.nn.functional.huber_loss(y, y.flip(0), delta=abs({a}) + 0.5)",
+        {"makes_float": True},
+    ),
+    (
+        'with torch.autocast("cpu", dtype=torch.bfloat16):\n'
+        "    q = y.reshape(1, 1, -1, 1)\n"
+        "    y = y + torch.nn.functional.scaled_dot_product_attention(\n"
+        "        q, q, q, scale=abs({a}) / 4 + 0.1\n"
+        "    ).reshape(-1)",
+        {"makes_float": True},
+    ),
+    (
+        'with torch.autocast("cpu", dtype=torch.float16):\n'
+        "    y = y + (y.reshape(-1, 1) @ y.reshape(1, -1)).sum(0) * {a}",
+        {},
+    ),
+]
 # a dict built and stored in one statement (``self.extra = {'k': self.s * 2}``)
 _DICTS: Templates = [
     ('self.e = {{"k": {a} * 2}}', {}),
@@ -559,12 +594,14 @@ SHAPES: dict[str, tuple[tuple[str, ...], float]] = {
     "property mark": (("module",), 0.15),
     "reset mid-program": (("module", "function"), 0.08),
     "redefined function": (("function",), 0.3),
+    "autocast region": (("module", "function"), 0.15),
 }
 _SHAPE_STATEMENTS = {
     "ieee comparisons": _IEEE,
     "division by zero": _DIVIDE,
     "user errors": _USER_ERRORS,
     "dict written": _DICTS,
+    "autocast region": _AUTOCAST,
 }
 #: the types an attribute takes in the "instances churn" shape
 _CHURN = {"int": 4, "np.int64": 2, "DynamicInt": 3, "DynamicFloat": 2, "float": 2}
