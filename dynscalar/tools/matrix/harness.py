@@ -57,6 +57,8 @@ __all__ = [
     "checkpointed_cells",
     "entry",
     "make",
+    "moved",
+    "rng_devices",
     "verdict",
     "verdicts",
 ]
@@ -108,6 +110,30 @@ def make(
         base = _fill((*shape[:-1], shape[-1] * 2), dtype, generator)
         return base[..., ::2]
     raise ValueError(layout)
+
+
+def moved(value: Any, device: str) -> Any:
+    """``value`` with every tensor in it on ``device``, in the same layout (strides); as it
+    is on the CPU, where samples are made (the same numbers on every device)."""
+    if isinstance(value, Tensor):
+        if value.device.type == torch.device(device).type:
+            return value
+        out = torch.empty_strided(value.size(), value.stride(), dtype=value.dtype, device=device)
+        return out.copy_(value).requires_grad_(value.requires_grad)
+    if isinstance(value, (list, tuple)):
+        return type(value)(moved(v, device) for v in value)
+    if isinstance(value, dict):
+        return {k: moved(v, device) for k, v in value.items()}
+    return value
+
+
+def rng_devices(device: str) -> Any:
+    """``torch.random.fork_rng`` for ``device``'s generator (as well as the CPU's)."""
+    kind = torch.device(device).type
+    if kind == "cpu":
+        return torch.random.fork_rng(devices=[])
+    module: Any = torch.get_device_module(kind)
+    return torch.random.fork_rng(devices=[module.current_device()], device_type=kind)
 
 
 #: rule name -> samples(x) yielding (args, kwargs, the marked values) for the torch callable
@@ -360,7 +386,10 @@ def _compare(
 ) -> str:
     """'' if the rule's python entry agrees with the torch callable on this call (each
     side inside an activation checkpoint if ``checkpointed``)."""
+    from dynscalar.ops._custom import generator_for
+
     entry = python_entry(rule, callable_name)
+    generator = generator_for([*args, *kwargs.values()])  # of the device the op draws on
     results = []
     for side in ("torch", "rule"):
         inputs = _leaves(rule, args, grad)
@@ -380,7 +409,7 @@ def _compare(
         gradients: Any = None
         if error is None and grad and isinstance(out, Tensor) and out.requires_grad:
             upstream = _fill(tuple(out.shape), out.dtype, torch.Generator().manual_seed(7))
-            upstream = upstream.nan_to_num(1.0, 1.0, 1.0)
+            upstream = upstream.nan_to_num(1.0, 1.0, 1.0).to(out.device)
 
             def backward(out: Tensor = out, upstream: Tensor = upstream) -> None:
                 torch.autograd.backward(out, upstream)
@@ -394,7 +423,7 @@ def _compare(
                     for a in inputs
                     if isinstance(a, Tensor) and a.is_leaf and a.requires_grad
                 ]
-        results.append((out, error, gradients, inputs, torch.get_rng_state()))
+        results.append((out, error, gradients, inputs, generator.get_state()))
     (t_out, t_err, t_grad, t_in, t_rng), (r_out, r_err, r_grad, r_in, r_rng) = results
     if t_err is not None or r_err is not None:
         if t_err is None or r_err is None or not isinstance(r_err, type(t_err)):
@@ -422,18 +451,25 @@ def _name(error: BaseException | None) -> str:
 
 
 def cell(
-    rule: Rule, callable_name: str, dtype: torch.dtype, grad: bool, checkpointed: bool = False
+    rule: Rule,
+    callable_name: str,
+    dtype: torch.dtype,
+    grad: bool,
+    checkpointed: bool = False,
+    device: str = "cpu",
 ) -> list[Outcome]:
-    """Every case of one cell of the matrix (eager runs; the random state is restored)."""
+    """Every case of one cell of the matrix (eager runs; the random state is restored), its
+    tensors on ``device``."""
     shape, samples = SAMPLES[rule.name]
     outcomes = []
-    with torch.random.fork_rng(devices=[]), torch.enable_grad():
+    with rng_devices(device), torch.enable_grad():
         for layout in LAYOUTS:
             generator = torch.Generator().manual_seed(_SEED)
             x = make(shape, dtype, layout, generator)
             if x is None:
                 continue
             for args, kwargs in samples(x, generator):
+                args, kwargs = moved(args, device), moved(kwargs, device)
                 values = tuple(v for v in (*args, *kwargs.values()) if isinstance(v, float))
                 detail = _compare(rule, callable_name, args, kwargs, grad, checkpointed)
                 outcomes.append(Outcome(layout, values, not detail, detail))
@@ -447,12 +483,17 @@ def checkpointed_cells(rule: Rule) -> tuple[bool, ...]:
 
 
 def entry(
-    rule: Rule, callable_name: str, dtype: torch.dtype, grad: bool, checkpointed: bool
+    rule: Rule,
+    callable_name: str,
+    dtype: torch.dtype,
+    grad: bool,
+    checkpointed: bool,
+    device: str = "cpu",
 ) -> dict[str, Any]:
     """One cell measured, as the published JSON keeps it: its cases, how many agree, the
     first that does not."""
     start = time.perf_counter()
-    outcomes = cell(rule, callable_name, dtype, grad, checkpointed)
+    outcomes = cell(rule, callable_name, dtype, grad, checkpointed, device)
     bad = [o for o in outcomes if not o.agrees]
     return {
         "rule": rule.name,
@@ -495,9 +536,13 @@ def verdicts(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return cells
 
 
-def verdict(rule: Rule, callable_name: str, dtype: torch.dtype, grad: bool) -> tuple[bool, str]:
+def verdict(
+    rule: Rule, callable_name: str, dtype: torch.dtype, grad: bool, device: str = "cpu"
+) -> tuple[bool, str]:
     """(whether the rule's python entry is exact for ``callable_name`` on tensors of
-    ``dtype``, checkpointed or not, the first disagreement if not)."""
-    measured = [entry(rule, callable_name, dtype, grad, c) for c in checkpointed_cells(rule)]
+    ``dtype`` on ``device``, checkpointed or not, the first disagreement if not)."""
+    measured = [
+        entry(rule, callable_name, dtype, grad, c, device) for c in checkpointed_cells(rule)
+    ]
     (found,) = verdicts(measured).values()
     return found["admitted"], found["why"]
