@@ -1,7 +1,8 @@
 """Where each op rule and scalar form is exact: the measured cells in ``admitted.json``.
 
 A rule (``_table``) or a scalar form (``_forms``) is used for a call only where the
-exactness harness (``python -m tests.ops_matrix``, in the test suite, never run by the
+exactness harness (``dynscalar/tools/matrix``, run by ``python -m tests.ops_matrix`` for
+the shipped file and by ``python -m dynscalar measure`` for the user's; never by the
 library) measured that it computes what eager computes.  ``admitted.json`` holds one
 column per backend, torch release (``major.minor``) and device:
 

@@ -230,7 +230,7 @@ def op_for(rule: Rule) -> Any:
 
     def impl(*args: Any, **kwargs: Any) -> Any:
         values = signature.plain(signature.full(args, kwargs))
-        return run(values, lambda values: generator_for(values).get_state())
+        return run(values, lambda values: state_of(generator_for(values)))
 
     def fake(*args: Any, **kwargs: Any) -> Any:
         return run(signature.plain(signature.full(args, kwargs), hint), _fake_state)
@@ -283,6 +283,20 @@ def generator_for(values: Sequence[Any]) -> torch.Generator:
     module: Any = torch.get_device_module(device)
     index = device.index if device.index is not None else module.current_device()
     return module.default_generators[index]  # type: ignore[no-any-return]
+
+
+def state_of(generator: torch.Generator) -> torch.Tensor:
+    """``generator.get_state()`` (a CPU byte tensor: a CUDA generator's seed and Philox
+    offset, read on the host without a synchronization); inside a CUDA graph capture,
+    where the offset lives on the device and cannot be read, a clear error."""
+    if generator.device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        raise RuntimeError(
+            "dynscalar: a random op with a marked float replays its draws from the CUDA "
+            "generator's state, which cannot be read inside a CUDA graph capture; compile "
+            "with inductor (mode='reduce-overhead' draws inside the graph) or do not mark "
+            "the value"
+        )
+    return generator.get_state()
 
 
 def _fake_state(values: Sequence[Any]) -> torch.Tensor:
@@ -463,7 +477,7 @@ def _vjp_for(rule: Rule, signature: _Signature, schema: str) -> Any:
             return gradients(grad, args)
         state, args = args[0], args[1:]
         generator = generator_for(args)
-        now = generator.get_state()
+        now = state_of(generator)
         generator.set_state(state)  # the draws the forward made
         try:
             return gradients(grad, args)

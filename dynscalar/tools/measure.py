@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -113,17 +114,17 @@ def plan_columns(
             for dtype in dtypes or own:
                 for grad in (False, True) if rule.differentiable else (False,):
                     cells.append(Cell(column, _admission.key(rule, name, dtype, grad)))
-    if forms is not None:
+    if forms is not None:  # dtype by dtype, in the order given: the first ones first
         column = _admission.column("inductor", device)
-        for form in _forms.FORMS.values():
-            if forms and form.op not in forms:
-                continue
-            plan = [(d, False) for d in form_matrix.NOGRAD_DTYPES]
-            if form_matrix.differentiable(form):
-                plan += [(d, True) for d in form_matrix.GRAD_DTYPES]
-            for dtype, grad in plan:
-                if dtypes is None or dtype in dtypes:
-                    cells.append(Cell(column, _admission.form_key(form, dtype, grad)))
+        own = (*form_matrix.NOGRAD_DTYPES, *form_matrix.GRAD_DTYPES)
+        for dtype in dtypes or tuple(dict.fromkeys(own)):
+            for form in _forms.FORMS.values():
+                if forms and form.op not in forms:
+                    continue
+                for grad in (False, True):
+                    kept = form_matrix.GRAD_DTYPES if grad else form_matrix.NOGRAD_DTYPES
+                    if dtype in kept and (not grad or form_matrix.differentiable(form)):
+                        cells.append(Cell(column, _admission.form_key(form, dtype, grad)))
     return cells
 
 
@@ -174,9 +175,15 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 60} min {seconds % 60:02d} s" if seconds >= 60 else f"{seconds} s"
 
 
-def measure(cells: list[Cell], stream: TextIO | None = None) -> dict[Cell, dict[str, Any]]:
+def measure(
+    cells: list[Cell],
+    stream: TextIO | None = None,
+    done: Callable[[Cell, dict[str, Any]], object] | None = None,
+) -> dict[Cell, dict[str, Any]]:
     """Every cell's verdict, with a progress bar and the time left on ``stream`` (stderr):
-    the estimate is the shipped timings, scaled by how this machine compares so far."""
+    the estimate is the shipped timings, scaled by how this machine compares so far.
+    ``done(cell, verdict)`` is called after each cell (the command stores it then: an
+    interrupted run keeps what it measured)."""
     from .matrix import forms, run  # noqa: F401  (imported before the clock starts)
 
     stream = stream or sys.stderr
@@ -198,6 +205,8 @@ def measure(cells: list[Cell], stream: TextIO | None = None) -> dict[Cell, dict[
         print(f"\r{line:<120}" if tty else line, end="" if tty else "\n", file=stream, flush=True)
         start = time.perf_counter()
         results[cell] = measure_cell(cell)
+        if done is not None:
+            done(cell, results[cell])
         done_actual += time.perf_counter() - start
         done_estimate += estimate
     print(
@@ -297,8 +306,8 @@ def run_command(args: Any) -> int:
         for cell in cells:
             print(f"{cell.column}: {cell.key}")
         return 0
-    results = measure(cells)
-    path = write(results)
+    results = measure(cells, done=lambda cell, verdict: write({cell: verdict}))
+    path = _admission.user_cache_dir() / "measured.json"
     admitted = sum(bool(r.get("admitted")) for r in results.values())
     print(f"measure: {admitted} of {_cells(len(results))} exact; wrote {path}", file=sys.stderr)
     for cell, result in results.items():

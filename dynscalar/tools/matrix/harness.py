@@ -23,10 +23,13 @@ AOTAutograd replays each tagged random op from its saved state; ``tests/test_rep
 compiles it).  A random rule is admitted only where its checkpointed cell agrees too.
 
 A cell is admitted only if every case agrees.  ``python -m tests.ops_matrix`` measures
-every cell and writes the verdicts (:func:`verdict`) into ``dynscalar/ops/admitted.json``,
-which is all the library reads (``dynscalar.ops._admission``): nothing here runs in a
-user's process.  Where a cell is not admitted, the bridge compiles the value as stock
-torch does (specialized, one ``SpecializationWarning`` with the reason).
+every cell and writes the verdicts (:func:`verdict`) into ``dynscalar/ops/admitted.json``;
+``python -m dynscalar measure`` measures the cells a user's program lacks, on the user's
+torch and device (a cell's tensors are made on the CPU and moved there in their layout,
+:func:`moved`), into the user's cache.  Those files are all the library reads
+(``dynscalar.ops._admission``): nothing here runs while a user's program compiles.  Where
+a cell is not admitted, the bridge compiles the value as stock torch does (specialized,
+one ``SpecializationWarning`` with the reason).
 
 Examples:
     >>> import torch
