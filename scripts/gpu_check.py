@@ -25,8 +25,8 @@ as ``timed_out`` with what it printed; the next one runs); the limits add up to 
 
 The measured cells go to ``<out>.cache/measured.json`` (``DYNSCALAR_CACHE_DIR`` for every
 step, so later steps use them) and into the JSON's ``columns``, in ``admitted.json``'s
-format: ``python -m tests.ops_matrix`` merges nothing by itself; the columns are copied
-into ``dynscalar/ops/admitted.json`` by hand review of this file.
+format: once reviewed, ``python -m tests.ops_matrix --import gpu-check.json`` merges them
+into ``dynscalar/ops/admitted.json`` (and renders the op-coverage page).
 
 Without a CUDA device it writes ``{"cuda": false, "ran": [], ...}`` and exits with 3 and
 one line saying so.  The JSON's shape (``docs/compatibility.md#cuda`` shows a sample)::

@@ -214,3 +214,18 @@ def test_the_plan_of_a_whole_column_and_its_estimate(tmp_path: Path) -> None:
     assert f"{name}: dropout torch.dropout float32 grad" in lines
     assert len(lines) == 2 * 2 * len(ops.RULES["dropout"].callables), lines
     assert "estimated" in done.stderr and not (tmp_path / "measured.json").exists()
+
+
+def test_columns_measured_elsewhere_are_imported_into_the_shipped_file(tmp_path: Path) -> None:
+    """``python -m tests.ops_matrix --import``: a GPU check's (or a measured.json's) columns
+    merged cell by cell; the other columns as they were."""
+    from tests.ops_matrix.__main__ import import_columns
+
+    shipped = tmp_path / "admitted.json"
+    shipped.write_text(_admission.PATH.read_text())
+    cuda = "python torch-2.13 cuda"
+    import_columns(shipped, {cuda: {"torch": "2.13.0+cu128", "cells": {KEY: {"admitted": True}}}})
+    import_columns(shipped, {cuda: {"torch": "2.13.0+cu128", "cells": {"x y float16 nograd": {}}}})
+    columns = json.loads(shipped.read_text())["columns"]
+    assert set(columns[cuda]["cells"]) == {KEY, "x y float16 nograd"}
+    assert {n: c for n, c in columns.items() if n != cuda} == _admission._columns()
