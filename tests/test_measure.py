@@ -229,3 +229,21 @@ def test_columns_measured_elsewhere_are_imported_into_the_shipped_file(tmp_path:
     columns = json.loads(shipped.read_text())["columns"]
     assert set(columns[cuda]["cells"]) == {KEY, "x y float16 nograd"}
     assert {n: c for n, c in columns.items() if n != cuda} == _admission._columns()
+
+
+def test_a_cell_whose_measurement_fails_is_reported_and_not_stored(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import io
+
+    from dynscalar.tools import measure
+
+    def failing(cell: measure.Cell) -> dict[str, Any]:
+        raise RuntimeError("no such kernel")
+
+    monkeypatch.setattr(measure, "measure_cell", failing)
+    cell = measure.Cell(_admission.column("python", "cpu"), KEY)
+    stored: list[Any] = []
+    results = measure.measure([cell], io.StringIO(), lambda c, v: stored.append(c))
+    assert not results[cell]["admitted"] and "no such kernel" in results[cell]["why"]
+    assert stored == []

@@ -204,9 +204,13 @@ def measure(
         )
         print(f"\r{line:<120}" if tty else line, end="" if tty else "\n", file=stream, flush=True)
         start = time.perf_counter()
-        results[cell] = measure_cell(cell)
-        if done is not None:
-            done(cell, results[cell])
+        try:
+            results[cell] = measure_cell(cell)
+        except Exception as error:  # noqa: BLE001 - reported, not stored: no verdict
+            results[cell] = {"admitted": False, "why": f"not measured: {error!r}"[:300]}
+        else:
+            if done is not None:
+                done(cell, results[cell])
         done_actual += time.perf_counter() - start
         done_estimate += estimate
     print(
@@ -296,6 +300,10 @@ def run_command(args: Any) -> int:
     else:
         print("measure: give SCRIPT [ARGS...], or --rules/--forms", file=sys.stderr)
         return 2
+    unmeasurable = [c for c in cells if c.device == "meta"]  # no numbers to compare
+    if unmeasurable:
+        print(f"measure: skipping {_cells(len(unmeasurable))} on meta tensors", file=sys.stderr)
+        cells = [c for c in cells if c not in unmeasurable]
     total = sum(_estimate(c) for c in cells)
     print(
         f"measure: {_cells(len(cells))} for torch {torch.__version__}, ~{_duration(total)} "
