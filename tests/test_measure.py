@@ -72,14 +72,40 @@ def _result(done: Any) -> dict[str, Any]:
     return json.loads(line.removeprefix("RESULT "))  # type: ignore[no-any-return]
 
 
-def _before_command_after(tmp_path: Path, backend: str, column: str) -> None:
-    """Before the command: a graph per value and a warning naming it; after: one graph."""
+def _in_process(script: Path, hidden: Path, backend: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The script run in this process (its ``print`` captured): the shipped file hidden, the
+    cache as the environment says."""
+    import contextlib
+    import io
+    import runpy
+    import sys
+
+    monkeypatch.setattr(sys, "argv", [str(script), str(hidden), backend])
+    shipped = _admission.PATH
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            runpy.run_path(str(script), run_name="__main__")  # it points PATH at the copy
+    finally:
+        _admission.PATH = shipped
+        _admission._columns.cache_clear()  # the script read the hidden copy
+        _admission._user_columns.cache_clear()
+    line = next(x for x in out.getvalue().splitlines() if x.startswith("RESULT "))
+    return json.loads(line.removeprefix("RESULT "))
+
+
+def _before_command_after(
+    tmp_path: Path, backend: str, column: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before the command (in this process): a graph per value and a warning naming it;
+    after (a fresh process, which reads the cache): one graph and eager's numbers."""
     hidden = _hidden(tmp_path, column)
     cache = tmp_path / "cache"
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
+    monkeypatch.setenv("DYNSCALAR_CACHE_DIR", str(cache))
 
-    before = _result(_run(str(script), str(hidden), backend, cache=cache))
+    before = _in_process(script, hidden, backend, monkeypatch)
     assert before["graphs"] == 3, before  # one graph per value, as stock torch
     assert before["same"]
     (message,) = before["warnings"]
@@ -101,9 +127,9 @@ def _before_command_after(tmp_path: Path, backend: str, column: str) -> None:
 
 
 def test_the_command_measures_a_hidden_python_cell_and_the_value_becomes_dynamic(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _before_command_after(tmp_path, "aot_eager", "python")
+    _before_command_after(tmp_path, "aot_eager", "python", monkeypatch)
 
 
 @pytest.mark.inductor
