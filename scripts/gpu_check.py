@@ -71,7 +71,7 @@ def case(name, backend, make, values, seed=None):
     model, eager, set_value = make()
     compiled = torch.compile(model, backend=counter)
     x = torch.randn(8, 16, device=device)
-    same = True
+    same, diff = True, 0.0
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         for v in values:
@@ -83,10 +83,11 @@ def case(name, backend, make, values, seed=None):
                 torch.manual_seed(seed)
             want = eager(x)
             same = same and torch.equal(got, want)
+            diff = max(diff, float((got - want).abs().max()))
     spec = [str(w.message)[:300] for w in caught
             if issubclass(w.category, ds.SpecializationWarning)]
     results[name] = {"graphs": counter.frame_count, "values": len(values),
-                     "eager_equal": bool(same), "warnings": spec}
+                     "eager_equal": bool(same), "max_abs_diff": diff, "warnings": spec}
 
 class Step(torch.nn.Module):
     def __init__(self):
@@ -226,10 +227,13 @@ def _steps() -> list[dict[str, Any]]:
 
 
 def _result(output: str) -> Any:
-    """The last ``RESULT {json}`` line a step printed, or pytest's summary line."""
+    """The last ``RESULT {json}`` line a step printed, the measure command's summary (or,
+    cut short, its last progress line), or pytest's summary line."""
     for line in reversed(output.splitlines()):
         if line.startswith("RESULT "):
             return json.loads(line.removeprefix("RESULT "))
+        if line.startswith(("measure: ", "[")) and ("exact; wrote" in line or "left:" in line):
+            return {"measure": line.split("\r")[-1]}
         if " passed" in line or " failed" in line or " error" in line:
             return {"pytest": line.strip("= ")}
     return None

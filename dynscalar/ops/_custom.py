@@ -281,6 +281,8 @@ def generator_for(values: Sequence[Any]) -> torch.Generator:
     if device is None or device.type == "cpu":
         return torch.default_generator
     module: Any = torch.get_device_module(device)
+    if not module.default_generators and hasattr(module, "init"):
+        module.init()  # CUDA fills its generators when it initializes (lazily)
     index = device.index if device.index is not None else module.current_device()
     return module.default_generators[index]  # type: ignore[no-any-return]
 
