@@ -68,10 +68,10 @@ def test_cli_version() -> None:
         [],
         *(
             pytest.param(c, marks=pytest.mark.broad)
-            for c in (["demo"], ["doctor"], ["specializations"])
+            for c in (["demo"], ["doctor"], ["measure"], ["specializations"])
         ),
     ],
-    ids=["main", "demo", "doctor", "specializations"],
+    ids=["main", "demo", "doctor", "measure", "specializations"],
 )
 def test_cli_help_is_plain_text(command: list[str]) -> None:
     result = run_interpreter("-m", "dynscalar", *command, "--help")

@@ -348,7 +348,7 @@ def op_for(rule: Rule) -> Any:
         *args: Any, requiring: list[bool] | None = None, autocast: str | None = None, **kwargs: Any
     ) -> Any:
         values = signature.plain(signature.full(args, kwargs))
-        return run(values, lambda values: generator_for(values).get_state(), requiring, autocast)
+        return run(values, lambda values: state_of(generator_for(values)), requiring, autocast)
 
     def fake(
         *args: Any, requiring: list[bool] | None = None, autocast: str | None = None, **kwargs: Any
@@ -408,8 +408,24 @@ def generator_for(values: Sequence[Any]) -> torch.Generator:
     if device is None or device.type == "cpu":
         return torch.default_generator
     module: Any = torch.get_device_module(device)
+    if not module.default_generators and hasattr(module, "init"):
+        module.init()  # CUDA fills its generators when it initializes (lazily)
     index = device.index if device.index is not None else module.current_device()
     return module.default_generators[index]  # type: ignore[no-any-return]
+
+
+def state_of(generator: torch.Generator) -> torch.Tensor:
+    """``generator.get_state()`` (a CPU byte tensor: a CUDA generator's seed and Philox
+    offset, read on the host without a synchronization); inside a CUDA graph capture,
+    where the offset lives on the device and cannot be read, a clear error."""
+    if generator.device.type == "cuda" and torch.cuda.is_current_stream_capturing():
+        raise RuntimeError(
+            "dynscalar: a random op with a marked float replays its draws from the CUDA "
+            "generator's state, which cannot be read inside a CUDA graph capture; compile "
+            "with inductor (mode='reduce-overhead' draws inside the graph) or do not mark "
+            "the value"
+        )
+    return generator.get_state()
 
 
 def _fake_state(values: Sequence[Any]) -> torch.Tensor:
@@ -608,7 +624,7 @@ def _vjp_for(rule: Rule, signature: _Signature, schema: str) -> Any:
             return gradients(grad, args, requiring, autocast)
         state, args = args[0], args[1:]
         generator = generator_for(args)
-        now = generator.get_state()
+        now = state_of(generator)
         generator.set_state(state)  # the draws the forward made
         try:
             return gradients(grad, args, requiring, autocast)

@@ -12,6 +12,11 @@ into guards on the predicate (two paths, two graphs at most, no specialization):
   same ATen calls in the same order as ``_dropout_impl`` (aten/src/ATen/native/Dropout.cpp),
   the same random numbers from the same generator, and the noise kept for the gradient
   (eager's ``mul`` backward: ``grad * noise``);
+* where ATen takes its fused kernel instead (``torch.dropout`` out of place, on a CUDA or
+  XPU tensor: ``is_fused_kernel_acceptable``), ``dynscalar::dropout_fused`` calls that
+  kernel, ``native_dropout``, with the Python float, and its gradient is
+  ``native_dropout_backward`` of the mask at ``1 / (1 - p)``, as eager's autograd formula
+  computes it (in a custom op too, so ``p`` stays symbolic in the backward);
 * ``scaled_dot_product_attention`` is one custom op for every ``dropout_p`` (ATen skips
   dropout at 0 on the Python float itself): it returns the generator state it started
   from, and its gradient recomputes it from that state (``_custom``), so a non-zero
@@ -119,6 +124,39 @@ def _noise_backward(ctx: Any, grad: Tensor, _grad_noise: Any) -> tuple[Any, ...]
     return grad * noise, None, None, None  # eager's mul backward: grad * other (no autocast)
 
 
+#: devices where ATen's ``dropout`` calls its fused kernel (``is_fused_kernel_acceptable``)
+_FUSED = ("cuda", "xpu")
+
+
+def _fused_impl(input: Tensor, p: Any) -> tuple[Tensor, Tensor]:
+    out, mask = aten.native_dropout.default(input, float(p), True)
+    return out, mask
+
+
+def _fused_fake(input: Tensor, p: Any) -> tuple[Tensor, Tensor]:
+    return torch.empty_like(input), torch.empty_like(input, dtype=torch.bool)
+
+
+def _fused_setup(ctx: Any, inputs: tuple[Any, ...], output: tuple[Tensor, Tensor]) -> None:
+    ctx.p = inputs[1]
+    ctx.save_for_backward(output[1])
+
+
+def _fused_backward(ctx: Any, grad: Tensor, _grad_mask: Any) -> tuple[Any, ...]:
+    (mask,) = ctx.saved_tensors
+    return torch.ops.dynscalar.dropout_fused_backward.default(grad, mask, ctx.p), None
+
+
+def _fused_backward_impl(grad: Tensor, mask: Tensor, p: Any) -> Tensor:
+    # derivatives.yaml: native_dropout_backward(grad, result1, 1.0 / (1.0 - p)), in double
+    out: Tensor = aten.native_dropout_backward.default(grad, mask, 1.0 / (1.0 - float(p)))
+    return out
+
+
+def _fused_backward_fake(grad: Tensor, mask: Tensor, p: Any) -> Tensor:
+    return torch.empty_like(grad)
+
+
 def prepare() -> None:
     """Define the custom ops the functions below call (before Dynamo traces one of them:
     defining an op is not traceable)."""
@@ -138,6 +176,21 @@ def prepare() -> None:
         _bernoulli_like_fake,
         random=True,
     )
+    define(
+        "dropout_fused_backward",
+        "(Tensor grad, Tensor mask, Scalar p) -> Tensor",
+        _fused_backward_impl,
+        _fused_backward_fake,
+    )
+    define(
+        "dropout_fused",
+        "(Tensor input, Scalar p) -> (Tensor, Tensor)",
+        _fused_impl,
+        _fused_fake,
+        _fused_backward,
+        _fused_setup,
+        random=True,
+    )
     op_for(RULES["bernoulli_p"])
     op_for(RULES["scaled_dot_product_attention"])
 
@@ -150,6 +203,7 @@ def _dropout(
     alpha: bool,
     op: Any,
     autocast: str | None = None,
+    fused: bool = False,
 ) -> Tensor:
     if not 0 <= p <= 1:  # ATen's check; the message only on failure (formatting p forces it)
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
@@ -158,6 +212,8 @@ def _dropout(
         out = op(input, 0.0, train)  # ATen returns the input itself: the value is unused
     elif p == 1:
         out = op(input, 1.0, train)  # input times a zero scalar, no draws
+    elif fused and input.device.type in _FUSED:  # ATen's fused kernel draws otherwise
+        out, _ = torch.ops.dynscalar.dropout_fused.default(input, p)
     else:
         noise = torch.ops.dynscalar.dropout_noise.default
         out, _ = noise(input, p, feature, alpha, autocast=autocast)
@@ -171,7 +227,7 @@ def _inplace(out: Tensor, input: Tensor) -> Tensor:
 def dropout(
     input: Tensor, p: Any, train: bool, *, requiring: Any = None, autocast: str | None = None
 ) -> Tensor:
-    return _dropout(input, p, train, False, False, aten.dropout.default, autocast)
+    return _dropout(input, p, train, False, False, aten.dropout.default, autocast, fused=True)
 
 
 def feature_dropout(

@@ -1,6 +1,6 @@
-"""The command line of ``python -m dynscalar``: ``demo``, ``doctor SCRIPT`` and
-``specializations``, each a tool of this package (``dynscalar/__main__.py`` only calls
-``main``)."""
+"""The command line of ``python -m dynscalar``: ``demo``, ``doctor SCRIPT``, ``measure
+SCRIPT`` and ``specializations``, each a tool of this package (``dynscalar/__main__.py``
+only calls ``main``)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ dynscalar: mark_dynamic for Python scalars under torch.compile.
 
   python -m dynscalar demo            stock torch.compile vs dynscalar on a step counter
   python -m dynscalar doctor SCRIPT   which Python scalars make SCRIPT recompile, and the fix
+  python -m dynscalar measure SCRIPT  measure the exactness cells SCRIPT needs on this torch
+                                      and device (where a SpecializationWarning says one is
+                                      missing)
   python -m dynscalar specializations which Python constructs force a marked value, on this torch
 
 Documentation: https://dynscalar.github.io/dynscalar
@@ -60,6 +63,23 @@ def main(argv: list[str] | None = None) -> int:
     doctor.add_argument(
         "args", metavar="ARGS", nargs=argparse.REMAINDER, help="arguments for the script"
     )
+    measure = commands.add_parser(
+        "measure",
+        help="measure, on this torch and device, the exactness cells a script needs that the "
+        "shipped file lacks, into the per-user cache",
+        usage="python -m dynscalar measure [-h] [--list] [--json FILE] SCRIPT [ARGS ...]\n"
+        "       python -m dynscalar measure [--rules R,...|all] [--forms F,...|all] "
+        "[--backend python,inductor] [--dtypes D,...] [--device DEV]",
+        description="Run SCRIPT as `python SCRIPT ARGS...` would (in a child process), collect "
+        "the op-rule and scalar-form cells it needed and no measurement held, measure each "
+        "with the exactness harness on this torch and device, and store the verdicts in the "
+        "per-user cache ($DYNSCALAR_CACHE_DIR, else $XDG_CACHE_HOME/dynscalar, else "
+        "~/.cache/dynscalar) that dynscalar reads where its shipped file lacks a cell. "
+        "Options go before SCRIPT.",
+    )
+    from .measure import add_arguments as add_measure_arguments
+
+    add_measure_arguments(measure)
     commands.add_parser(
         "specializations",
         help="which Python constructs (int(), min, range, f-strings, indexing, math) force a "
@@ -83,6 +103,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.script is None:
             doctor.error("the following argument is required: SCRIPT")
         return run_doctor(args.script, args.args, as_json=args.json, output=args.output)
+
+    if args.command == "measure":
+        from .measure import run_command
+
+        return run_command(args)
 
     if args.command == "demo":
         from .demo import main as run_demo_command

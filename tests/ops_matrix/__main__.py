@@ -10,6 +10,7 @@ python -m tests.ops_matrix --forms --inductor-only   # the scalar forms' inducto
 python -m tests.ops_matrix --forms aten::add.Tensor,prims::fma --inductor-only
 python -m tests.ops_matrix --rules dropout,layer_norm --out /tmp/m.json --page /tmp/m.md
 python -m tests.ops_matrix --render                 # the page from the published JSON files
+python -m tests.ops_matrix --import gpu-check.json  # columns measured elsewhere (a GPU)
 """
 
 from __future__ import annotations
@@ -44,6 +45,18 @@ def write_column(path: Path, backend: str, cells: dict[str, Any], merge: bool) -
     path.write_text(json.dumps(data, indent=1) + "\n")
 
 
+def import_columns(path: Path, found: dict[str, Any]) -> None:
+    """Columns measured elsewhere (another device or release, by the same harness), merged
+    cell by cell into ``path``; the other columns as they are."""
+    data = _read(path)
+    columns = data.get("columns", {})
+    for name, column in found.items():
+        cells = {**columns.get(name, {}).get("cells", {}), **column["cells"]}
+        columns[name] = {"torch": column["torch"], "cells": dict(sorted(cells.items()))}
+    data = {"about": ABOUT, "columns": dict(sorted(columns.items()))}
+    path.write_text(json.dumps(data, indent=1) + "\n")
+
+
 ABOUT = (
     "Admitted cells of dynscalar's op rules and scalar forms, one column per backend, torch "
     "release and device; written by python -m tests.ops_matrix, read by "
@@ -72,7 +85,19 @@ def main(argv: list[str] | None = None) -> int:
         help="measure the inductor column only (merged into --admitted), keep --out",
     )
     parser.add_argument("--render", action="store_true", help="only render the page")
+    parser.add_argument(
+        "--import",
+        dest="imported",
+        type=Path,
+        help="merge the columns of a measured.json (python -m dynscalar measure) or a "
+        "scripts/gpu_check.py JSON into --admitted, then render the page",
+    )
     args = parser.parse_args(argv)
+    if args.imported:
+        import_columns(args.admitted, json.loads(args.imported.read_text())["columns"])
+        args.page.write_text(render(json.loads(args.out.read_text()), _read(args.admitted)))
+        print(f"merged the columns of {args.imported} into {args.admitted}; wrote {args.page}")
+        return 0
     if args.render:
         args.page.write_text(render(json.loads(args.out.read_text()), _read(args.admitted)))
         print(f"wrote {args.page}")

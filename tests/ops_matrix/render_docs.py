@@ -40,7 +40,10 @@ per backend (eager/aot_eager, inductor), torch release and device, written by th
 not measured, or a tensor on another device than the CPU (the matrix runs CPU kernels; on
 CUDA, ATen takes other paths, dropout for one draws through a fused kernel, so a CPU cell
 says nothing about a CUDA call). The value is then compiled as stock torch compiles it,
-with a `SpecializationWarning` that says which measurement is missing.
+with a `SpecializationWarning` that says which measurement is missing and names
+`python -m dynscalar measure SCRIPT`, which measures the cells a program needs on the
+user's own torch and device, with this harness, into a per-user cache the library reads
+where this file lacks a cell ([the command](api.md#measure)).
 """
 
 

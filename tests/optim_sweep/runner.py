@@ -32,6 +32,9 @@ from .catalogue import Row
 #: steps per run: the first creates the optimizer's state; the rest show a graph per
 #: value (stock) or one per path (marked)
 STEPS = 5
+#: the device the model, its data and so the optimizer's state live on (the GPU check,
+#: ``scripts/gpu_check.py``, sets "cuda")
+DEVICE = "cpu"
 
 
 @dataclass
@@ -98,7 +101,7 @@ def run(row: Row, way: str) -> Run:
     reset_caches()
     result = Run()
     start = time.perf_counter()
-    model = _model(row)
+    model = _model(row).to(DEVICE)
     twin = copy.deepcopy(model)
     opt, opt_twin = _optimizer(row, model), _optimizer(row, twin)
     scheduled = way != "paths"
@@ -109,8 +112,8 @@ def run(row: Row, way: str) -> Run:
     counter = CountingBackend(row.backend)
     step = torch.compile(opt.step, backend=counter)
     generator = torch.Generator().manual_seed(1)
-    x = torch.randn(16, 8, generator=generator)
-    target = torch.randn(16, 4, generator=generator)
+    x = torch.randn(16, 8, generator=generator).to(DEVICE)
+    target = torch.randn(16, 4, generator=generator).to(DEVICE)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:

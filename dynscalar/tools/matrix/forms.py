@@ -250,17 +250,23 @@ def _marked_run(
         results.append((v, distance, form))
 
 
-def form_cell(form: _forms.ScalarForm, dtype: torch.dtype, grad: bool) -> dict[str, Any]:
-    """One cell: admitted where the form is never further from eager than stock inductor."""
+def form_cell(
+    form: _forms.ScalarForm, dtype: torch.dtype, grad: bool, device: str = "cpu"
+) -> dict[str, Any]:
+    """One cell: admitted where the form is never further from eager than stock inductor
+    (its tensors on ``device``)."""
     worst = ""
     cases = 0
     admit = mock.patch.object(_admission, "form_admitted", lambda *a, **k: (True, ""))
     # forms admitted by force here: no AOTAutograd cache entry may outlive the measurement
     no_cache = torch._functorch.config.patch(enable_autograd_cache=False)
-    with torch.random.fork_rng(devices=[]), admit, no_cache:
+    with harness.rng_devices(device), admit, no_cache:
         for layout in LAYOUTS:
             generator = torch.Generator().manual_seed(0)
             for argument, args, kwargs in samples(form.op, dtype, layout, generator):
+                args, kwargs = harness.moved(args, device), harness.moved(kwargs, device)
+                if form.op == "aten::full" and device != "cpu":
+                    kwargs = {**kwargs, "device": device}
                 call, tensors = template(form.op, args, kwargs)
                 # a special value is a path and may restart once (its float input
                 # goes unused); a decomposition can branch on the value (lerp's weight

@@ -29,10 +29,13 @@ outside it, as a training step takes them.  Its cells are their own (``... grad
 autocast-bfloat16``): eager's autocast casts each op's inputs by that op's policy.
 
 A cell is admitted only if every case agrees.  ``python -m tests.ops_matrix`` measures
-every cell and writes the verdicts (:func:`verdict`) into ``dynscalar/ops/admitted.json``,
-which is all the library reads (``dynscalar.ops._admission``): nothing here runs in a
-user's process.  Where a cell is not admitted, the bridge compiles the value as stock
-torch does (specialized, one ``SpecializationWarning`` with the reason).
+every cell and writes the verdicts (:func:`verdict`) into ``dynscalar/ops/admitted.json``;
+``python -m dynscalar measure`` measures the cells a user's program lacks, on the user's
+torch and device (a cell's tensors are made on the CPU and moved there in their layout,
+:func:`moved`), into the user's cache.  Those files are all the library reads
+(``dynscalar.ops._admission``): nothing here runs while a user's program compiles.  Where
+a cell is not admitted, the bridge compiles the value as stock torch does (specialized,
+one ``SpecializationWarning`` with the reason).
 
 Examples:
     >>> import torch
@@ -63,6 +66,8 @@ __all__ = [
     "checkpointed_cells",
     "entry",
     "make",
+    "moved",
+    "rng_devices",
     "verdict",
     "verdicts",
 ]
@@ -114,6 +119,30 @@ def make(
         base = _fill((*shape[:-1], shape[-1] * 2), dtype, generator)
         return base[..., ::2]
     raise ValueError(layout)
+
+
+def moved(value: Any, device: str) -> Any:
+    """``value`` with every tensor in it on ``device``, in the same layout (strides); as it
+    is on the CPU, where samples are made (the same numbers on every device)."""
+    if isinstance(value, Tensor):
+        if value.device.type == torch.device(device).type:
+            return value
+        out = torch.empty_strided(value.size(), value.stride(), dtype=value.dtype, device=device)
+        return out.copy_(value).requires_grad_(value.requires_grad)
+    if isinstance(value, (list, tuple)):
+        return type(value)(moved(v, device) for v in value)
+    if isinstance(value, dict):
+        return {k: moved(v, device) for k, v in value.items()}
+    return value
+
+
+def rng_devices(device: str) -> Any:
+    """``torch.random.fork_rng`` for ``device``'s generator (as well as the CPU's)."""
+    kind = torch.device(device).type
+    if kind == "cpu":
+        return torch.random.fork_rng(devices=[])
+    module: Any = torch.get_device_module(kind)
+    return torch.random.fork_rng(devices=[module.current_device()], device_type=kind)
 
 
 #: rule name -> samples(x) yielding (args, kwargs, the marked values) for the torch callable
@@ -381,10 +410,13 @@ def _compare(
     """'' if the rule's python entry agrees with the torch callable on this call (each
     side inside an activation checkpoint if ``checkpointed``, its forward under
     ``torch.autocast`` to ``autocast`` if given)."""
-    from dynscalar.ops._custom import requiring_for
+    from dynscalar.ops._custom import _device, generator_for, requiring_for
 
     entry = python_entry(rule, callable_name)
-    state = None if autocast is None else f"cpu:{str(autocast).removeprefix('torch.')}"
+    generator = generator_for([*args, *kwargs.values()])  # of the device the op draws on
+    device_type = getattr(_device([*args, *kwargs.values()]), "type", "cpu")
+    cast = None if autocast is None else str(autocast).removeprefix("torch.")
+    state = None if cast is None else f"{device_type}:{cast}"
     results = []
     for side in ("torch", "rule"):
         inputs = _leaves(rule, args, grad)
@@ -400,7 +432,7 @@ def _compare(
             return entry(*inputs, **kwargs, **extra)
 
         def call(direct: Callable[[], Any] = direct) -> Any:
-            with torch.autocast("cpu", dtype=autocast, enabled=autocast is not None):
+            with torch.autocast(device_type, dtype=autocast, enabled=autocast is not None):
                 if checkpointed:  # the backward recomputes it from the saved generator state
                     return torch.utils.checkpoint.checkpoint(direct, use_reentrant=False)
                 return direct()
@@ -409,7 +441,7 @@ def _compare(
         gradients: Any = None
         if error is None and grad and isinstance(out, Tensor) and out.requires_grad:
             upstream = _fill(tuple(out.shape), out.dtype, torch.Generator().manual_seed(7))
-            upstream = upstream.nan_to_num(1.0, 1.0, 1.0)
+            upstream = upstream.nan_to_num(1.0, 1.0, 1.0).to(out.device)
 
             def backward(out: Tensor = out, upstream: Tensor = upstream) -> None:
                 torch.autograd.backward(out, upstream)
@@ -423,7 +455,7 @@ def _compare(
                     for a in inputs
                     if isinstance(a, Tensor) and a.is_leaf and a.requires_grad
                 ]
-        results.append((out, error, gradients, inputs, torch.get_rng_state()))
+        results.append((out, error, gradients, inputs, generator.get_state()))
     (t_out, t_err, t_grad, t_in, t_rng), (r_out, r_err, r_grad, r_in, r_rng) = results
     if t_err is not None or r_err is not None:
         if t_err is None or r_err is None or not isinstance(r_err, type(t_err)):
@@ -457,17 +489,20 @@ def cell(
     grad: bool,
     checkpointed: bool = False,
     autocast: torch.dtype | None = None,
+    device: str = "cpu",
 ) -> list[Outcome]:
-    """Every case of one cell of the matrix (eager runs; the random state is restored)."""
+    """Every case of one cell of the matrix (eager runs; the random state is restored), its
+    tensors on ``device``."""
     shape, samples = SAMPLES[rule.name]
     outcomes = []
-    with torch.random.fork_rng(devices=[]), torch.enable_grad():
+    with rng_devices(device), torch.enable_grad():
         for layout in LAYOUTS:
             generator = torch.Generator().manual_seed(_SEED)
             x = make(shape, dtype, layout, generator)
             if x is None:
                 continue
             for args, kwargs in samples(x, generator):
+                args, kwargs = moved(args, device), moved(kwargs, device)
                 values = tuple(v for v in (*args, *kwargs.values()) if isinstance(v, float))
                 detail = _compare(rule, callable_name, args, kwargs, grad, checkpointed, autocast)
                 outcomes.append(Outcome(layout, values, not detail, detail))
@@ -487,11 +522,12 @@ def entry(
     grad: bool,
     checkpointed: bool,
     autocast: torch.dtype | None = None,
+    device: str = "cpu",
 ) -> dict[str, Any]:
     """One cell measured, as the published JSON keeps it: its cases, how many agree, the
     first that does not."""
     start = time.perf_counter()
-    outcomes = cell(rule, callable_name, dtype, grad, checkpointed, autocast)
+    outcomes = cell(rule, callable_name, dtype, grad, checkpointed, autocast, device)
     bad = [o for o in outcomes if not o.agrees]
     return {
         "rule": rule.name,
@@ -543,11 +579,14 @@ def verdict(
     dtype: torch.dtype,
     grad: bool,
     autocast: torch.dtype | None = None,
+    device: str = "cpu",
 ) -> tuple[bool, str]:
     """(whether the rule's python entry is exact for ``callable_name`` on tensors of
-    ``dtype``, checkpointed or not, the first disagreement if not)."""
+    ``dtype`` on ``device`` (under ``autocast`` if given), checkpointed or not, the first
+    disagreement if not)."""
     measured = [
-        entry(rule, callable_name, dtype, grad, c, autocast) for c in checkpointed_cells(rule)
+        entry(rule, callable_name, dtype, grad, c, autocast, device)
+        for c in checkpointed_cells(rule)
     ]
     (found,) = verdicts(measured).values()
     return found["admitted"], found["why"]

@@ -123,11 +123,12 @@ def _marked(
 
 
 def inductor_cell(
-    rule: ops.Rule, callable_name: str, dtype: torch.dtype, grad: bool
+    rule: ops.Rule, callable_name: str, dtype: torch.dtype, grad: bool, device: str = "cpu"
 ) -> dict[str, Any]:
     """One inductor cell: per case, stock inductor's distance from eager (the op with the
     value as a constant) and the marked call's (the rule's tensor form, traced with the value
-    symbolic), outputs and gradients; admitted where the rule is never further."""
+    symbolic), outputs and gradients; admitted where the rule is never further.  Its
+    tensors on ``device``."""
     from unittest import mock
 
     if ops.inductor_entry(rule, callable_name) is None or rule.name not in harness.SAMPLES:
@@ -141,7 +142,7 @@ def inductor_cell(
         return harness._call_torch(callable_name, args, kwargs)
 
     with (
-        torch.random.fork_rng(devices=[]),
+        harness.rng_devices(device),
         mock.patch.object(_admission, "admitted", lambda *a, **k: (True, "")),
         # rules admitted by force here: no AOTAutograd cache entry may outlive it
         torch._functorch.config.patch(enable_autograd_cache=False),
@@ -150,6 +151,7 @@ def inductor_cell(
         x = harness.make(shape, dtype, "contiguous", generator)
         assert x is not None
         for args, kwargs in samples(x, generator):
+            args, kwargs = harness.moved(args, device), harness.moved(kwargs, device)
             floats = _marked_floats(rule, args, kwargs)
             if random and any(0 < v < 1 for v in floats):
                 continue  # inductor draws its own random numbers, stock and rule alike
