@@ -22,7 +22,9 @@ When an entry is checked and applied (``phase``):
   early lets the user's first export be seen);
 * ``"doctor"``: while ``python -m dynscalar doctor`` watches recompiles (its hooks are
   methods of the watcher, so ``hooks`` is empty there);
-* ``"logs"``: read once at ``import dynscalar`` to register the ``dynscalar`` log name.
+* ``"logs"``: read once at ``import dynscalar`` to register the ``dynscalar`` log name;
+* ``"tools"``: read by the exactness harness (``dynscalar.tools.matrix``) when it runs,
+  never checked by the bridge (importing ``torch._dynamo.testing`` changes Dynamo's state).
 
 Importing this module imports nothing from torch: names are resolved when checked.
 
@@ -50,7 +52,7 @@ __all__ = [
     "named",
 ]
 
-Phase = Literal["dynamo", "floats", "export", "doctor", "logs"]
+Phase = Literal["dynamo", "floats", "export", "doctor", "logs", "tools"]
 
 
 @dataclass(frozen=True)
@@ -653,6 +655,17 @@ PRIVATES: tuple[Private, ...] = (
     # ---- read only, through _torch: what the hooks build, test and raise
     Private("torch:_dynamo", alias="dynamo", why="reset(); importing it installs the bridge"),
     Private("torch._dynamo:config", alias="dynamo_config"),
+    Private(
+        "torch._functorch:config",
+        alias="functorch_config",
+        phase="tools",
+        why="the exactness harness compiles with AOTAutograd's cache off (tools/matrix)",
+    ),
+    Private(
+        "torch._dynamo.testing:CompileCounterWithBackend",
+        phase="tools",
+        why="the exactness harness counts the graphs inductor compiles (tools/matrix)",
+    ),
     Private("torch._dynamo:convert_frame", why="the frame callback's file"),
     Private("torch._dynamo.source:LocalSource"),
     Private("torch._dynamo.source:GetItemSource"),

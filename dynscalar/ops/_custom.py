@@ -178,6 +178,8 @@ def autocast_state(device_type: str) -> str | None:
     The state the call was traced under is therefore one of its arguments, and the op runs
     eager's kernel under that state (:func:`autocast_region`): the kernel's own autocast
     policy casts the inputs, as eager's call does."""
+    if not torch.amp.is_autocast_available(device_type):  # meta tensors: no autocast
+        return None
     if not torch.is_autocast_enabled(device_type):
         return None
     dtype = str(torch.get_autocast_dtype(device_type)).removeprefix("torch.")

@@ -22,9 +22,9 @@ from typing import Any
 from unittest import mock
 
 import torch
-from torch._dynamo.testing import CompileCounterWithBackend
 
 import dynscalar
+from dynscalar._bridge import _torch
 from dynscalar._caches import reset_caches
 from dynscalar.ops import _admission, _forms
 
@@ -191,7 +191,7 @@ def _measure(
         except Exception:  # noqa: BLE001 - eager refuses the value: nothing to compare
             eager.append(None)
     results: list[Any] = []
-    torch._dynamo.reset()
+    torch.compiler.reset()
     stock = torch.compile(_stock(call), backend="inductor")
     inputs = _leaves(tensors, grad)
     try:
@@ -201,14 +201,14 @@ def _measure(
             stock_got = [(o, _grads(o, inputs)) for o in outs]
     except Exception as error:  # noqa: BLE001 - stock inductor fails too: not measured
         stock_got = [type(error).__name__] * len(VALUES)
-    torch._dynamo.reset()
+    torch.compiler.reset()
     reset_caches()  # once-per-process warnings warn again: each one is read below
-    counter = CompileCounterWithBackend("inductor")
+    counter = _torch.CompileCounterWithBackend("inductor")
     marked = torch.compile(call, backend=counter)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", dynscalar.DynscalarWarning)
         _marked_run(marked, call, tensors, grad, eager, stock_got, results)
-    torch._dynamo.reset()
+    torch.compiler.reset()
     fell_back = any(issubclass(w.category, dynscalar.DynscalarWarning) for w in caught)
     if fell_back or counter.frame_count > paths:
         # torch specialized the value (its warning; a graph per value), or the bridge fell
@@ -259,7 +259,7 @@ def form_cell(
     cases = 0
     admit = mock.patch.object(_admission, "form_admitted", lambda *a, **k: (True, ""))
     # forms admitted by force here: no AOTAutograd cache entry may outlive the measurement
-    no_cache = torch._functorch.config.patch(enable_autograd_cache=False)
+    no_cache = _torch.functorch_config.patch(enable_autograd_cache=False)
     with harness.rng_devices(device), admit, no_cache:
         for layout in LAYOUTS:
             generator = torch.Generator().manual_seed(0)

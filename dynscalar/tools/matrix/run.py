@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from dynscalar import ops
+from dynscalar._bridge import _torch
 from dynscalar.ops import _admission
 
 from . import harness
@@ -145,7 +146,7 @@ def inductor_cell(
         harness.rng_devices(device),
         mock.patch.object(_admission, "admitted", lambda *a, **k: (True, "")),
         # rules admitted by force here: no AOTAutograd cache entry may outlive it
-        torch._functorch.config.patch(enable_autograd_cache=False),
+        _torch.functorch_config.patch(enable_autograd_cache=False),
     ):
         generator = torch.Generator().manual_seed(0)
         x = harness.make(shape, dtype, "contiguous", generator)
@@ -160,7 +161,7 @@ def inductor_cell(
             cases += 1
             distances: list[Any] = []
             for side in ("stock", "rule"):
-                torch._dynamo.reset()
+                torch.compiler.reset()
                 compiled = torch.compile(call, backend="inductor")
                 inputs = harness._leaves(rule, args, grad)
                 eager_inputs = harness._leaves(rule, args, grad)
@@ -194,7 +195,7 @@ def inductor_cell(
                 continue  # stock inductor cannot compile it either
             if isinstance(ours, str) or ours > stock:
                 worst = worst or f"values {floats}: rule {ours}, stock {stock}"
-    torch._dynamo.reset()
+    torch.compiler.reset()
     why = worst or ("" if cases else "no deterministic case")
     return {"admitted": not why, "why": why, "cases": cases}
 
