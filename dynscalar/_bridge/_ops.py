@@ -151,8 +151,8 @@ def _entry(
         _custom.precompute(rule, *examples)
         return entry, "", {**handed, "requiring": _custom.requiring_for(rule, *examples)}
     if kind == "inductor":
-        entry = ops.inductor_entry(rule, name)
-        if entry is None:
+        form = ops.inductor_entry(rule, name)
+        if form is None:
             return None, "it has no tensor form for inductor", {}
         others = _marked_outside(rule, tx, values, keywords)
         if others:
@@ -161,7 +161,7 @@ def _entry(
         # a tensor form is plain torch ops, each cast by its own autocast policy: under
         # autocast, only a cell measured under it admits the form
         ok, why = admitted(rule, name, dtype, grad, "inductor", device, autocast)
-        return (entry, "", {}) if ok else (None, why, {})
+        return (form, "", {}) if ok else (None, why, {})
     return None, "the backend is neither inductor nor one that runs the graph as Python code", {}
 
 
