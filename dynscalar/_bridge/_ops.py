@@ -700,9 +700,9 @@ def _example(variable: Any) -> Any:
 def _hint(variable: Any) -> int | float:
     """A traced marked value's trace-time value, an int for an int (a call receives a
     marked int as an int, as in eager)."""
-    from ..ops._apply import _traced_number
+    from ..ops._apply import traced_number
 
-    return _traced_number(variable.sym_num)
+    return traced_number(variable.sym_num)
 
 
 def _template(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]) -> Any:

@@ -53,6 +53,7 @@ __all__ = [
     "precompute",
     "register",
     "remember_hints",
+    "traced_number",
 ]
 
 Tensor = torch.Tensor
@@ -143,7 +144,7 @@ def _number(value: Any) -> int | float:
     return value if type(value) is int else float(value)
 
 
-def _traced_number(value: Any) -> int | float:
+def traced_number(value: Any) -> int | float:
     """A traced scalar's trace-time value, of its own kind (a SymInt's is an int)."""
     if isinstance(value, torch.SymInt):
         found = value.node.hint
@@ -175,7 +176,7 @@ def _fake_values(key: str, scalars: Sequence[Any]) -> list[int | float]:
     if scalars and isinstance(scalars[0], Tensor):
         default = [0.5 if s.is_floating_point() else _INT_HINT for s in scalars]
         return list(_boxed_hints.get(key, default))
-    return [_traced_number(s) for s in scalars]
+    return [traced_number(s) for s in scalars]
 
 
 def _positions(key: str, tensors: Sequence[Any], scalars: Sequence[Any]) -> list[int]:
@@ -190,7 +191,7 @@ def _positions(key: str, tensors: Sequence[Any], scalars: Sequence[Any]) -> list
         return found
     template = _TEMPLATES[key]
     with outside_modes[0]():  # AOTAutograd traces the backward under its modes
-        values = [_traced_number(s) for s in scalars]
+        values = [traced_number(s) for s in scalars]
         found = meta_gradients(lambda meta: template.call(meta, values), tensors, candidates)
     _defined[memo_key] = found
     return found
