@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 import dynscalar
 from tests.fuzz import runner
@@ -174,6 +175,47 @@ def test_every_shape_is_drawn_and_leaves_the_other_programs_alone() -> None:
         for before, step in zip(churn.steps, churn.steps[1:], strict=False)
         if isinstance(before, Call)
     )
+
+
+def test_later_shapes_leave_the_programs_of_the_earlier_ones_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Integer tensors with the scalars and random ops came later, each from a stream of
+    its own: without their statements every program is what it was before them (the
+    published runs' programs), and they are drawn (int powers, shifts, feature and alpha
+    dropout, ``bernoulli_``)."""
+    from tests.fuzz import generator
+
+    later = generator._OWN_STREAM
+    programs = [generate(SEED, i) for i in range(QUICK.programs)]
+    assert all(any(tag in p.tags for p in programs) for tag in later)
+    added = {t for tag in later for t, _ in generator._SHAPE_STATEMENTS[tag]}
+    for p in programs:
+        body = tuple(s for s in p.body if s.template not in added)
+        kept = replace(p, body=body, tags=tuple(t for t in p.tags if t not in later))
+        before = generate(SEED, p.index, later_shapes=False)
+        assert render(kept) == render(before), p.index
+    for tag in later:
+        monkeypatch.setitem(SHAPES, tag, (SHAPES[tag][0], 0.0))
+    assert all(
+        render(generate(SEED, i)) == render(generate(SEED, i, later_shapes=False))
+        for i in range(50)
+    )
+    templates = " ".join(s.template for p in programs for s in p.body)
+    for text in (") ** (", " << ", "dropout2d(", "feature_alpha_dropout(", ".bernoulli_("):
+        assert text in templates, text
+
+
+def test_a_generator_left_elsewhere_is_a_difference() -> None:
+    """Every call starts from the same seed in both runs; a random op that leaves the
+    default generator elsewhere than eager's is reported even where the results agree."""
+    same = torch.ones(2)
+    comp = runner.CallRecord("m0", runner.Outcome(result=same, generator=1), {}, [], [])
+    eager = runner.CallRecord("m0", runner.Outcome(result=same, generator=2), {}, [], [])
+    keys = [m.key for m in runner.diff_call(0, comp, eager, exact=True)]
+    assert keys == ["generator state after the call differs"]
+    eager.outcome.generator = 1
+    assert runner.diff_call(0, comp, eager, exact=True) == []
 
 
 def _record(steps: list[str], internal: list[str], error: str | None) -> runner.CallRecord:
@@ -355,7 +397,8 @@ def test_a_numpy_zero_d_result_dynscalar_lets_torch_compile_is_torchs_own() -> N
     torch's conversion taken out."""
     worker = runner.StockWorker()
     try:
-        verdict = runner.check_program(generate(0, 584), "eager", worker)
+        program = generate(0, 584, later_shapes=False)  # as the published run made it
+        verdict = runner.check_program(program, "eager", worker)
     finally:
         worker.close()
     assert [e.cause for e in verdict.events] == ["torch"], verdict.events

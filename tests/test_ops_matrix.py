@@ -146,6 +146,39 @@ def test_the_matrix_catches_a_different_random_stream(monkeypatch: pytest.Monkey
     assert bad and {o.layout for o in bad} <= {"transposed", "stepped"}
 
 
+@pytest.mark.inductor
+def test_the_inductor_column_measures_random_draws_against_stock_inductor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A random case that draws (``0 < p < 1``) is measured against stock inductor: the
+    feature-dropout form passes (ATen's ``bernoulli_`` on the CPU, as stock runs it); a
+    form drawing with ``rand_like`` (the one before) draws other masks and leaves the
+    generator elsewhere, and is refused."""
+    from dynscalar.ops import _tensor
+    from tests.ops_matrix import run
+
+    rule = ops.RULES["feature_dropout"]
+    x = harness.make((4, 6, 3), torch.float32, "contiguous", torch.Generator().manual_seed(0))
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return harness._call_torch("torch.feature_dropout", args, kwargs)
+
+    admit = (_admission, "admitted", lambda *a, **k: (True, ""))
+    with monkeypatch.context() as patched:
+        patched.setattr(*admit)
+        assert run._random_case(rule, call, (x, 0.25, True), {}, grad=True) == ""
+
+    def rand_like_draw(like: torch.Tensor, p: Any, generator: Any = None) -> torch.Tensor:
+        return like.copy_(torch.rand_like(like, dtype=torch.float64) < p)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(*admit)
+        patched.setattr(_tensor, "_bernoulli_draw", rand_like_draw)
+        why = run._random_case(rule, call, (x, 0.25, True), {}, grad=True)
+    assert why.startswith("outputs are not stock inductor's"), why
+    torch._dynamo.reset()
+
+
 def _with_cells(monkeypatch: pytest.MonkeyPatch, change: Any) -> None:
     """The admitted file as ``change(columns)`` leaves a copy of it."""
     columns = json.loads(json.dumps(_admitted()["columns"]))

@@ -16,7 +16,7 @@ counting on inductor's own replay), so the recompute draws again, for ATen's dro
 for dynscalar's rules.  There the marked model equals the unmarked compiled one (stock
 torch) bit for bit, and both differ from eager.
 
-Inductor draws from its own generator, as stock inductor does: there the dropout paths
+Inductor draws what stock inductor draws (``tests/test_random_forms.py``): there the dropout paths
 compile once too, ``dropout_p == 0`` is exact, and the random outputs are compared with
 eager's by their statistics (``tests/nn_coverage/runner.py``).
 """

@@ -447,7 +447,7 @@ class _Call(NamedTuple):
     key: str  # the template's key, registered
     tensors: list[Any]  # the traced tensor arguments
     scalars: list[Any]  # the traced marked values
-    hints: list[float]  # their values when traced
+    hints: list[int | float]  # their values when traced (an int for a marked int)
     examples: list[Any]  # the tensors' example (fake) values
     grad: bool  # a tensor needs a gradient, grad mode on
 
@@ -481,7 +481,7 @@ def _inductor_form(
     values = [_realized(a) for a in arguments]
     named = {k: _realized(v) for k, v in keywords.items()}
     tensors = [v for v in (*values, *named.values()) if isinstance(v, _torch.TensorVariable)]
-    if name in _forcing_inductor:
+    if name in _forcing_inductor or _int_power(tx, name, values, named, tensors):
         boxed, refused = _boxed(tx, name, arguments, keywords)
         if boxed is not None:
             return boxed
@@ -540,6 +540,23 @@ def _inductor_form(
             {},
         )
     return stock()
+
+
+def _int_power(
+    tx: Any, name: str, values: list[Any], named: dict[str, Any], tensors: list[Any]
+) -> bool:
+    """``tensor ** n`` (or ``n ** tensor``) with a marked int ``n`` that inductor cannot
+    compile symbolically (torch 2.13, stock with a dynamic int alike): an integer tensor
+    (no lowering of ``pow`` with a SymInt exponent), or a tensor that needs a gradient
+    (``pow``'s backward compares the SymInt: "NYI SymInt equality").  Boxed instead:
+    eager's kernel with the int as an int."""
+    if name != "torch.pow" or not any(
+        is_dynamic_value(tx, v) and not is_dynamic_float(tx, v) for v in [*values, *named.values()]
+    ):
+        return False
+    examples = [_example(t) for t in tensors]
+    grad = torch.is_grad_enabled() and any(e.requires_grad for e in examples)
+    return grad or any(not (e.is_floating_point() or e.is_complex()) for e in examples)
 
 
 #: callables that forced a marked float on inductor when traced as Dynamo traces them (in
@@ -603,7 +620,7 @@ def _boxable(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any])
     ok, why = _apply.admitted(call.key, call.examples, call.hints, call.grad, boxed=True)
     if not ok:
         return None, f"eager's kernel as an opaque call is not admitted: {why}"
-    paths = _apply.boxed_paths(call.key, call.examples, call.grad)
+    paths = _apply.boxed_paths(call.key, call.examples, call.hints, call.grad)
     if paths:
         (scalar,) = call.scalars
         sym = scalar.sym_num
@@ -617,8 +634,9 @@ def _boxable(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any])
 
 def _boxed(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]) -> tuple[Any, str]:
     """On inductor: the call as ``dynscalar::apply_boxed`` (``dynscalar.ops._apply``: eager's
-    kernel, the floats handed over as 0-d float64 tensors) where the exactness matrix admits
-    it, and ''; else (None, why not)."""
+    kernel, the numbers handed over as 0-d tensors, float64 for a float and int64 for an
+    int, which the kernel receives as an int) where the exactness matrix admits it, and '';
+    else (None, why not)."""
     from ..ops import _apply
 
     call, why = _boxable(tx, name, arguments, keywords)
@@ -633,7 +651,7 @@ def _boxed(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]) -
             tx,
             torch.scalar_tensor,
             [s],
-            {"dtype": _torch.ConstantVariable.create(torch.float64)},
+            {"dtype": _torch.ConstantVariable.create(_apply.box_dtype(s.sym_num))},
         )
         for s in call.scalars
     ]
@@ -696,10 +714,12 @@ def _example(variable: Any) -> Any:
     return variable.as_proxy().node.meta.get("example_value")
 
 
-def _hint(variable: Any) -> float:
-    sym = variable.sym_num
-    hint = sym.node.hint
-    return float(hint) if hint is not None else 0.5
+def _hint(variable: Any) -> int | float:
+    """A traced marked value's trace-time value, an int for an int (a call receives a
+    marked int as an int, as in eager)."""
+    from ..ops._apply import traced_number
+
+    return traced_number(variable.sym_num)
 
 
 def _template(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]) -> Any:

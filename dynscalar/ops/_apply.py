@@ -56,12 +56,14 @@ from ._custom import (
 __all__ = [
     "Template",
     "admitted",
+    "box_dtype",
     "boxed_op",
     "boxed_paths",
     "op",
     "precompute",
     "register",
     "remember_hints",
+    "traced_number",
 ]
 
 Tensor = torch.Tensor
@@ -152,24 +154,52 @@ def _fake(
     return _fresh(_flat(out), tensors)
 
 
-def _unboxed(scalars: Sequence[Any]) -> list[float]:
-    """The numbers as Python floats, where :func:`boxed_op` hands them over as 0-d float64
-    tensors: their ``.item()`` is the Python float itself (a float64 holds every double
-    exactly)."""
-    return [float(s.item() if isinstance(s, Tensor) else s) for s in scalars]
+def _unboxed(scalars: Sequence[Any]) -> list[int | float]:
+    """The numbers as the Python ints and floats eager's call receives, where
+    :func:`boxed_op` hands them over as 0-d tensors (int64 for an int, float64 for a
+    float: ``.item()`` is the number itself, every double and int64 held exactly).  An int
+    stays an int: ``int_tensor ** 3`` is int64 and exact, ``** 3.0`` would be float32."""
+    return [_number(s.item() if isinstance(s, Tensor) else s) for s in scalars]
+
+
+def _number(value: Any) -> int | float:
+    """``value`` as eager sees it: a Python int stays an int, anything else is a float."""
+    return value if type(value) is int else float(value)
+
+
+def traced_number(value: Any) -> int | float:
+    """A traced scalar's trace-time value, of its own kind (a SymInt's is an int)."""
+    if isinstance(value, torch.SymInt):
+        found = value.node.hint
+        return _INT_HINT if found is None else int(found)
+    if type(value) is int:
+        return value
+    return hint(value)
+
+
+#: the value an unbacked SymInt's fake call computes with (no trace-time value; not 0 or
+#: 1, at which ops take paths of their own)
+_INT_HINT = 2
+
+
+def box_dtype(value: Any) -> torch.dtype:
+    """The dtype :func:`boxed_op` hands a number over in: int64 for an int (traced or
+    not), float64 for a float."""
+    return torch.int64 if isinstance(value, torch.SymInt) or type(value) is int else torch.float64
 
 
 #: key -> the scalars' values when the boxed call was traced (its fake call's values: the
 #: output's shape, dtype and strides never depend on them, or the call is no template)
-_boxed_hints: dict[str, list[float]] = {}
+_boxed_hints: dict[str, list[int | float]] = {}
 
 
-def _fake_values(key: str, scalars: Sequence[Any]) -> list[float]:
+def _fake_values(key: str, scalars: Sequence[Any]) -> list[int | float]:
     """The numbers a fake call computes with: a boxed call's values when it was traced
     (:func:`remember_hints`), else each traced scalar's trace-time value."""
     if scalars and isinstance(scalars[0], Tensor):
-        return list(_boxed_hints.get(key, [0.5] * len(scalars)))
-    return [hint(s) for s in scalars]
+        default = [0.5 if s.is_floating_point() else _INT_HINT for s in scalars]
+        return list(_boxed_hints.get(key, default))
+    return [traced_number(s) for s in scalars]
 
 
 def _positions(key: str, tensors: Sequence[Any], scalars: Sequence[Any]) -> list[int]:
@@ -185,7 +215,7 @@ def _positions(key: str, tensors: Sequence[Any], scalars: Sequence[Any]) -> list
         return found
     template = _TEMPLATES[key]
     with outside_modes[0]():  # AOTAutograd traces the backward under its modes
-        values = [hint(s) for s in scalars]
+        values = [traced_number(s) for s in scalars]
         found = meta_gradients(lambda meta: template.call(meta, values), tensors, candidates)
     _defined[memo_key] = found
     return found
@@ -329,16 +359,17 @@ def op() -> Any:
 
 def boxed_op() -> Any:
     """``torch.ops.dynscalar.apply_boxed.default``: :func:`op` with each number a 0-d
-    float64 tensor, for inductor.  Inductor lowers a custom op as a call of its eager
-    implementation (a fallback kernel) and a float it hands a custom op as a ``Scalar`` is
-    specialized by its float-tensorify pass; a float made a 0-d tensor
-    (``scalar_tensor(f, dtype=float64)``) is one of that pass's tensors.  The
-    implementation reads the Python float back with ``.item()`` and makes the call
-    :func:`op` makes: eager's kernel, bit for bit, at every value."""
+    tensor (float64 for a float, int64 for an int: :func:`box_dtype`), for inductor.
+    Inductor lowers a custom op as a call of its eager implementation (a fallback kernel)
+    and a float it hands a custom op as a ``Scalar`` is specialized by its float-tensorify
+    pass; a float made a 0-d tensor (``scalar_tensor(f, dtype=float64)``) is one of that
+    pass's tensors.  The implementation reads the Python number back with ``.item()`` (an
+    int stays an int) and makes the call :func:`op` makes: eager's kernel, bit for bit, at
+    every value."""
     return _define(boxed=True)
 
 
-def remember_hints(key: str, values: Sequence[float]) -> None:
+def remember_hints(key: str, values: Sequence[int | float]) -> None:
     """The values a boxed call was traced with (its fake implementation's numbers)."""
     with _lock:
         _boxed_hints[key] = list(values)
@@ -346,6 +377,23 @@ def remember_hints(key: str, values: Sequence[float]) -> None:
 
 # ----------------------------------------------------------------------------- check
 _SPECIAL = (0.0, -0.0, 1.0, 0.5, math.nan, math.inf)
+#: the special values sampled for an int, one beside each of :data:`_SPECIAL` (the call
+#: receives an int there, as in eager)
+_SPECIAL_INTS = (0, -1, 1, 2, 3, 7)
+
+
+def _cases(values: Sequence[int | float]) -> list[list[int | float]]:
+    """The traced values, then each special value in every position: an int's among the
+    ints, a float's among the floats."""
+    return [list(values)] + [
+        [i if type(v) is int else f for v in values]
+        for f, i in zip(_SPECIAL, _SPECIAL_INTS, strict=True)
+    ]
+
+
+def _kinds(values: Sequence[Any]) -> tuple[bool, ...]:
+    """Which of ``values`` are ints (what an admission depends on besides the tensors)."""
+    return tuple(type(v) is int for v in values)
 
 
 def _sample(like: Tensor, generator: torch.Generator, small: bool) -> Tensor:
@@ -371,14 +419,20 @@ _memo: dict[tuple[Any, ...], tuple[bool, str]] = {}
 
 
 def admitted(
-    key: str, tensors: Sequence[Any], values: Sequence[float], grad: bool, *, boxed: bool = False
+    key: str,
+    tensors: Sequence[Any],
+    values: Sequence[int | float],
+    grad: bool,
+    *,
+    boxed: bool = False,
 ) -> tuple[bool, str]:
     """Whether the call ``key`` is exact as :func:`op` (``boxed``: as :func:`boxed_op`, whose
     gradients are laid out as their inputs, values compared bit for bit) for tensors like
-    ``tensors`` (fake tensors: their dtype, strides and shapes are used) and floats like
-    ``values``."""
-    memo_key = _memo_key(key, tensors, grad, boxed)
-    small = memo_key[3]
+    ``tensors`` (fake tensors: their dtype, strides and shapes are used) and numbers like
+    ``values`` (an int is sampled as an int, a float as a float: eager's call receives
+    them so)."""
+    memo_key = _memo_key(key, tensors, values, grad, boxed)
+    small = memo_key[4]
     found = _memo.get(memo_key)
     if found is not None:
         return found
@@ -390,7 +444,7 @@ def admitted(
     with torch.random.fork_rng(devices=[]), torch.enable_grad():
         generator = torch.Generator().manual_seed(0)
         base = [_sample(t, generator, small) for t in tensors]
-        cases = [list(values)] + [[v] * len(values) for v in _SPECIAL]
+        cases = _cases(values)
         for case in cases:
             results: list[tuple[Any, Any, Any, Any]] = []
             for side in ("torch", "rule"):
@@ -406,7 +460,7 @@ def admitted(
                     else:
                         requiring = [t.requires_grad for t in inputs] if grad else None
                         if boxed:
-                            boxes = [torch.tensor(v, dtype=torch.float64) for v in case]
+                            boxes = [torch.tensor(v, dtype=box_dtype(v)) for v in case]
                             out = boxed_op()(key, inputs, boxes, requiring=requiring)
                         else:
                             out = op()(key, inputs, case, requiring=requiring)
@@ -473,16 +527,20 @@ def admitted(
 _paths: dict[tuple[Any, ...], tuple[float, ...]] = {}
 
 
-def boxed_paths(key: str, tensors: Sequence[Any], grad: bool) -> tuple[float, ...]:
+def boxed_paths(
+    key: str, tensors: Sequence[Any], values: Sequence[int | float], grad: bool
+) -> tuple[float, ...]:
     """After :func:`admitted` (``boxed=True``) said yes: the values the boxed graph must be
     kept from by a predicate guard (``p != 0``), each compiled as stock compiles it."""
-    return _paths.get(_memo_key(key, tensors, grad, True), ())
+    return _paths.get(_memo_key(key, tensors, values, grad, True), ())
 
 
-def _memo_key(key: str, tensors: Sequence[Any], grad: bool, boxed: bool) -> tuple[Any, ...]:
+def _memo_key(
+    key: str, tensors: Sequence[Any], values: Sequence[Any], grad: bool, boxed: bool
+) -> tuple[Any, ...]:
     """What :func:`admitted`'s answer depends on: the call, its tensors' dtypes, ranks and
-    contiguity, the gradient mode, whether the samples keep the tensors' sizes (``small``:
-    up to 4096 elements in all) and the op checked."""
+    contiguity, which numbers are ints, the gradient mode, whether the samples keep the
+    tensors' sizes (``small``: up to 4096 elements in all) and the op checked."""
     small = sum(math.prod(int(d) for d in t.shape) for t in tensors) <= 4096
     layouts = tuple((t.dtype, t.dim(), t.is_contiguous()) for t in tensors)
-    return (key, layouts, grad, small, boxed)
+    return (key, layouts, _kinds(values), grad, small, boxed)

@@ -7,7 +7,8 @@ Python signature of the torch callable it stands for, follows ATen's algorithm (
 comments name the ATen source), and is traced by Dynamo in that callable's place
 (``Rule.inductor``) where the exactness matrix admits it for inductor: no further from
 eager than stock inductor's own code for the same op with the value as a constant.
-Random ops draw from inductor's own generator, as stock inductor does for every random op.
+Random ops draw what stock inductor draws for the op on the device: ATen's ``bernoulli_``
+kernel on the CPU where stock runs it, inductor's own random numbers where stock does.
 
 This module uses public torch API only; it is plain Python and runs eagerly too.
 """
@@ -57,53 +58,80 @@ def _reduce(loss: Tensor, reduction: int) -> Tensor:
 
 
 # ----------------------------------------------------------------------------- dropout
-# aten/src/ATen/native/Dropout.cpp, _dropout_impl: noise = bernoulli(1 - p) in the input's
-# dtype (feature dropout: one draw per (N, C) channel), divided by (1 - p); alpha dropout
-# scales by a = 1/sqrt((alpha^2 p + 1)(1 - p)) and adds b.
+# Random forms draw what stock inductor draws for the op on the device (the matrix measures
+# masks and generator state against stock inductor, per op):
+# * aten::dropout: stock inductor computes it as torch._decomp's native_dropout
+#   (``rand_like(input) > p``, inductor's own random numbers; on every device);
+# * aten::dropout_, feature and alpha dropout and bernoulli: ATen's composite ``_dropout_impl``
+#   (aten/src/ATen/native/Dropout.cpp: noise = bernoulli(1 - p) in the input's dtype,
+#   feature dropout one draw per (N, C) channel, divided by (1 - p); alpha dropout scales
+#   by a = 1/sqrt((alpha^2 p + 1)(1 - p)) and adds b).  Its ``bernoulli_`` is ATen's kernel
+#   on the CPU (inductor's fallback: eager's masks and generator), inductor's
+#   decomposition (``rand_like(float32) < p``) elsewhere.
 _ALPHA = 1.7580993408473766
 
 
 def _bernoulli_draw(like: Tensor, p: Any, generator: Any = None) -> Tensor:
-    """ATen's CPU ``bernoulli_(double p)``: one double uniform per element, in memory order
-    (``bernoulli_distribution<double>``: ``uniform < p``), stored in ``like``'s dtype.
-
-    On inductor the uniforms come from inductor's own generator, as for stock inductor.
-    """
+    """``like.bernoulli_(p)`` as stock inductor runs it on ``like``'s device, ``p``
+    symbolic.  On the CPU: ATen's kernel, ``p`` a 0-d float64 tensor operand
+    (``bernoulli_.Tensor``, which draws as the double overload does on a 0-d float64 ``p``:
+    the same masks and generator state, measured); elsewhere torch's decomposition."""
     if not 0 <= p <= 1:  # the message only on failure: formatting p would force it
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
+    if like.device.type == "cpu":
+        box = like.new_zeros((), dtype=torch.float64) + p
+        return like.bernoulli_(box, generator=generator)
+    # torch/_decomp/decompositions_for_rng.py, bernoulli_ (inductor off the CPU)
     if generator is None:
-        uniform = torch.rand_like(like, dtype=torch.float64)
+        uniform = torch.rand_like(like, dtype=torch.float32)
     else:
-        uniform = torch.empty_like(like, dtype=torch.float64).uniform_(generator=generator)
-    keep: Tensor = uniform < p
-    return keep.to(like.dtype)
+        uniform = torch.empty_like(like, dtype=torch.float32).uniform_(generator=generator)
+    return like.copy_(uniform < p)
 
 
 def bernoulli_(input: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
     # aten/src/ATen/native/cpu/DistributionKernels.cpp, bernoulli_scalar_kernel_default
-    return input.copy_(_bernoulli_draw(input, p, generator))
+    return _bernoulli_draw(input, p, generator)
 
 
 def bernoulli(input: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:
-    # Distributions.cpp, bernoulli(self, double p): empty_like(self).bernoulli_(p)
-    return _bernoulli_draw(input, p, generator)
+    # Distributions.cpp, bernoulli(self, double p): a fresh contiguous tensor, bernoulli_(p)
+    # (inductor's CPU lowering of aten.bernoulli.p: bernoulli_ of a fresh copy)
+    fresh = torch.empty_like(input, memory_format=torch.contiguous_format)
+    return _bernoulli_draw(fresh, p, generator)
 
 
 def _noise(input: Tensor, p: Any, feature: bool) -> Tensor:
     # _dropout_impl: at::empty(shape, input.options()).bernoulli_(1 - p)
     if feature:
+        if input.dim() < 2:
+            raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
         shape = (input.shape[0], input.shape[1]) + (1,) * (input.dim() - 2)
         return _bernoulli_draw(input.new_empty(shape), 1 - p)
     return _bernoulli_draw(torch.empty_like(input), 1 - p)
 
 
-def _dropout_impl(input: Tensor, p: Any, train: bool, feature: bool, alpha: bool) -> Tensor:
+def _native_dropout(input: Tensor, p: Any) -> Tensor:
+    # torch/_decomp/decompositions.py, native_dropout (0 < p < 1): inductor's own random
+    # numbers, as stock inductor draws them for aten::dropout
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("result type Float can't be cast to the desired output type Long")
+    keep = torch.rand_like(input) > p
+    out: Tensor = keep * input * (1.0 / (1.0 - p))
+    return out
+
+
+def _dropout_impl(
+    input: Tensor, p: Any, train: bool, feature: bool, alpha: bool, native: bool = False
+) -> Tensor:
     if p < 0 or p > 1:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
     if p == 0 or not train or input.numel() == 0:
         return input
     if p == 1:
         return input * input.new_zeros(())
+    if native:
+        return _native_dropout(input, p)
     noise = _noise(input, p, feature)
     if alpha:
         a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
@@ -115,7 +143,8 @@ def _dropout_impl(input: Tensor, p: Any, train: bool, feature: bool, alpha: bool
 
 
 def dropout(input: Tensor, p: Any, train: bool) -> Tensor:
-    return _dropout_impl(input, p, train, feature=False, alpha=False)
+    # aten::dropout: torch._decomp's native_dropout under stock inductor
+    return _dropout_impl(input, p, train, feature=False, alpha=False, native=True)
 
 
 def feature_dropout(input: Tensor, p: Any, train: bool) -> Tensor:
@@ -139,7 +168,13 @@ def _inplace(fn: Any) -> Any:
     return inplace
 
 
-dropout_ = _inplace(dropout)
+def _aten_dropout(input: Tensor, p: Any, train: bool) -> Tensor:
+    return _dropout_impl(input, p, train, feature=False, alpha=False)
+
+
+# aten::dropout_ has no Python decomposition: stock inductor traces ATen's _dropout_impl
+dropout_ = _inplace(_aten_dropout)
+dropout_.__name__ = "dropout_"
 feature_dropout_ = _inplace(feature_dropout)
 alpha_dropout_ = _inplace(alpha_dropout)
 feature_alpha_dropout_ = _inplace(feature_alpha_dropout)

@@ -34,6 +34,12 @@ def main(argv: list[str] | None = None) -> int:
         help="one backend for all programs (default: the profile's split)",
     )
     parser.add_argument("--script", action="store_true", help="print the standalone script")
+    parser.add_argument(
+        "--published",
+        action="store_true",
+        help="with --index: the program as the published run made it (without the shapes "
+        "added since: integer tensors, random ops)",
+    )
     parser.add_argument("--no-shrink", action="store_true")
     parser.add_argument("--json", type=Path, help="write the summary here")
     parser.add_argument(
@@ -58,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.backend or backend_for(index, profile.inductor_every)
 
     if args.index is not None:
-        program = generate(args.seed, args.index)
+        program = generate(args.seed, args.index, later_shapes=not args.published)
         if args.script:
             print(render(program, script=True, backend=backend(args.index)), end="")
             return 0

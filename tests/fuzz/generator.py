@@ -373,6 +373,40 @@ _DICTS: Templates = [
     ('self.e = {{"k": {a} * 2}}', {}),
     ('self.e = {{"k": {a} + 1, "n": [{b} - 1]}}', {}),
 ]
+# Integer tensors with the scalars (a marked int must keep Python's int semantics: int64
+# results, exact values; ``1003 ** 3`` is 1009027027, not float32's 1009027008): powers,
+# floor division, remainder, shifts.  ``.double()`` keeps every int64 a float32 would round.
+_INT_TENSORS: Templates = [
+    ("y = y + (torch.tensor([1003, -7, 12, 0]) ** (abs({a}) % 4)).double()", {}),
+    ("y = y + (torch.tensor([1003, -7, 12, 5]) // ({a} % 5 + 1)).double()", {}),
+    ("y = y + (torch.tensor([1003, -7, 12, 5]) % ({a} % 5 + 1)).double()", {}),
+    ("y = y + (torch.tensor([3, -7, 12, 5]) << (abs({a}) % 8)).double()", {}),
+    ("y = y + ((abs({a}) % 3 + 1) ** torch.tensor([3, 1, 0, 5])).double()", {}),
+]
+# Random ops with a probability made from the scalars (in [0, 0.75]): feature and alpha
+# dropout and a timm-style DropPath (``bernoulli_``), which eager and stock inductor on the
+# CPU draw with ATen's kernel: the same masks, the generator left in the same state.
+_P = "(abs({a}) % 7) / 8"
+_RANDOM_OPS: Templates = [
+    (
+        f"y = y + torch.nn.functional.dropout2d(y.reshape(1, 4, 1, 1), {_P}).reshape(-1)",
+        {"makes_float": True},
+    ),
+    (
+        f"y = y + torch.nn.functional.dropout1d(y.reshape(1, 2, 2), {_P}).reshape(-1)",
+        {"makes_float": True},
+    ),
+    (f"y = y + torch.nn.functional.alpha_dropout(y, {_P}, True)", {"makes_float": True}),
+    (
+        f"y = y + torch.nn.functional.feature_alpha_dropout(y.reshape(2, 2, 1), {_P}, True)"
+        ".reshape(-1)",
+        {"makes_float": True},
+    ),
+    (
+        f"k = 1 - {_P}\ny = y * y.new_empty(4, 1).bernoulli_(k).div_(k).reshape(-1)",
+        {"makes_float": True},
+    ),
+]
 _GROUPS = [
     (_READS, 5),
     (_BRANCHES, 3),
@@ -594,6 +628,8 @@ SHAPES: dict[str, tuple[tuple[str, ...], float]] = {
     "property mark": (("module",), 0.15),
     "reset mid-program": (("module", "function"), 0.08),
     "redefined function": (("function",), 0.3),
+    "int tensors": (("module", "function"), 0.15),
+    "random ops": (("module", "function"), 0.15),
     "autocast region": (("module", "function"), 0.15),
 }
 _SHAPE_STATEMENTS = {
@@ -601,31 +637,44 @@ _SHAPE_STATEMENTS = {
     "division by zero": _DIVIDE,
     "user errors": _USER_ERRORS,
     "dict written": _DICTS,
+    "int tensors": _INT_TENSORS,
+    "random ops": _RANDOM_OPS,
     "autocast region": _AUTOCAST,
 }
+#: shapes added later, each drawn from a stream of its own: the programs the earlier
+#: shapes made (and the published runs of them) stay what they were
+_OWN_STREAM = ("int tensors", "random ops", "autocast region")
 #: the types an attribute takes in the "instances churn" shape
 _CHURN = {"int": 4, "np.int64": 2, "DynamicInt": 3, "DynamicFloat": 2, "float": 2}
 
 
-def generate(seed: int, index: int, *, calls: int = 6) -> Program:
-    """Program ``index`` of ``seed`` (independent of every other index)."""
+def generate(seed: int, index: int, *, calls: int = 6, later_shapes: bool = True) -> Program:
+    """Program ``index`` of ``seed`` (independent of every other index).  Without
+    ``later_shapes``, the program as the generator made it before the shapes drawn from
+    streams of their own (``_OWN_STREAM``): the program a published run checked."""
     rng = random.Random(f"dynscalar-fuzz:{seed}:{index}")
     x = tuple(rng.choice([-2.0, -1.5, -0.5, 0.0, 0.25, 1.0, 2.0, 3.25]) for _ in range(4))
     if rng.random() < 0.2:
         program = _function_program(rng, seed, index, x, calls)
     else:
         program = _module_program(rng, seed, index, x, calls)
-    return _with_shapes(program, random.Random(f"dynscalar-fuzz-shapes:{seed}:{index}"))
+    rng = random.Random(f"dynscalar-fuzz-shapes:{seed}:{index}")
+    return _with_shapes(program, rng, later_shapes)
 
 
-def _with_shapes(p: Program, rng: random.Random) -> Program:
+def _with_shapes(p: Program, rng: random.Random, later_shapes: bool = True) -> Program:
     """``p`` with the shapes drawn for it (``SHAPES``)."""
+    streams = {n: random.Random(f"dynscalar-fuzz-{n}:{p.seed}:{p.index}") for n in _OWN_STREAM}
     tags = tuple(
-        n for n, (kinds, share) in SHAPES.items() if rng.random() < share and p.kind in kinds
+        n
+        for n, (kinds, share) in SHAPES.items()
+        if streams.get(n, rng).random() < share
+        and p.kind in kinds
+        and (later_shapes or n not in streams)
     )
     body = list(p.body)
     for tag in tags:
-        if tag in _SHAPE_STATEMENTS:
+        if tag in _SHAPE_STATEMENTS and tag not in streams:
             stmt = _stmt(rng, p.attrs, module=p.kind == "module", group=_SHAPE_STATEMENTS[tag])
             body.insert(rng.randint(0, len(body)), stmt)
     steps = list(p.steps)
@@ -641,6 +690,11 @@ def _with_shapes(p: Program, rng: random.Random) -> Program:
     if "redefined function" in tags:
         at = [i for i, step in enumerate(steps) if isinstance(step, Call)][rng.randint(1, 3)]
         steps.insert(at, Redefine())
+    for tag in tags:  # last: the earlier shapes' draws stay what they were
+        if tag in streams:
+            own = streams[tag]
+            stmt = _stmt(own, p.attrs, module=p.kind == "module", group=_SHAPE_STATEMENTS[tag])
+            body.insert(own.randint(0, len(body)), stmt)
     return replace(p, body=tuple(body), steps=tuple(steps), tags=tags, prop_marks=prop_marks)
 
 

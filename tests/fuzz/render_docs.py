@@ -38,7 +38,18 @@ def _warnings(counts: dict[str, int]) -> str:
 def _shapes(shapes: dict[str, dict[str, int]]) -> list[str]:
     if not shapes:
         return []
+    from .generator import SHAPES
+
     rows = [f"| {name} | {n['programs']} | {n['dynscalar']} |" for name, n in shapes.items()]
+    later = [name for name in SHAPES if name not in shapes]
+    note = []
+    if later:  # shapes added after this run: its programs are re-made without them
+        note = [
+            f"Shapes added since this run, not in it: {', '.join(later)}; "
+            "`python -m tests.fuzz --seed S --index I --published` re-makes a program of "
+            "this run (without them).",
+            "",
+        ]
     return [
         "### Shapes",
         "",
@@ -46,6 +57,7 @@ def _shapes(shapes: dict[str, dict[str, int]]) -> list[str]:
         "|---|---:|---:|",
         *rows,
         "",
+        *note,
     ]
 
 
@@ -90,9 +102,14 @@ def render(data: dict[str, Any], source: str) -> str:
         "inside a marked frame (a `TypeError`, a `raise`), a dict built and stored",
         "(`self.e = {'k': self.s * 2}`), calls over the instances in turn with the called",
         "one's attribute changing type before each (int, `np.int64`, proxy, float; marked",
-        "and unmarked), a marked property, `torch._dynamo.reset()` between two calls, and a",
+        "and unmarked), a marked property, `torch._dynamo.reset()` between two calls, a",
         "function defined again from the same source (a re-run notebook cell; its mark must",
-        "survive the first one's collection). Every program of a profile runs in one",
+        "survive the first one's collection), integer tensors with the scalars (`**`, `//`,",
+        "`%`, `<<` on int64 tensors and an int raised to a tensor: a marked int keeps its int",
+        "semantics, int64 results and exact values), and random ops with a probability made",
+        "from the scalars (feature and alpha dropout, a DropPath-style `bernoulli_`). Every",
+        "call starts from the same seed in both runs, and the default generator's state after",
+        "it is compared too. Every program of a profile runs in one",
         "process, with `torch._dynamo.reset()` between programs.",
         "",
         "Each program runs twice from fresh source: every call through `torch.compile` (a",

@@ -81,6 +81,7 @@ class Outcome:
     error: str | None = None  # "TypeError: ..." when it raised
     contract: str | None = None  # public name of a dynscalar error in the raised chain
     contract_applies: bool = False  # ... and its contract condition held at entry
+    generator: int | None = None  # the default generator's state after the call (a digest)
 
 
 @dataclass
@@ -261,9 +262,13 @@ class Harness:
             run = self.compiled.setdefault(id(fn), (fn, torch.compile(fn, backend=self.counter)))[1]
         outcome = Outcome()
         reported = len(self.caught)
+        # every call starts from the same generator state in both runs: a random op must
+        # draw eager's numbers and leave the generator where eager leaves it
+        torch.manual_seed(len(self.log.calls))
         try:
             result = run(*args)
             outcome.result = result.detach().clone() if isinstance(result, torch.Tensor) else result
+            outcome.generator = hash(torch.get_rng_state().numpy().tobytes())
         except Exception as exc:  # noqa: BLE001
             outcome.error = describe(exc)
             found = contract_error(exc)
@@ -457,6 +462,9 @@ def diff_call(i: int, comp: CallRecord, eager: CallRecord, *, exact: bool) -> li
             where = f" ({dtypes[0]} and {dtypes[1]})" if dtypes[0] != dtypes[1] else ""
             detail = f"{comp.target}: compiled {_short(a)}, eager {_short(b)}{where}"
             out.append(Mismatch(i, "outcome", key, detail))
+        elif c.generator != e.generator:
+            detail = f"{comp.target}: the default generator is elsewhere after the call"
+            out.append(Mismatch(i, "generator", "generator state after the call differs", detail))
     for name in sorted(set(comp.attrs) | set(eager.attrs)):
         cs, es = comp.attrs.get(name), eager.attrs.get(name)
         if cs is None or es is None:

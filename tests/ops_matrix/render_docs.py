@@ -150,8 +150,11 @@ def render(data: dict[str, Any], admitted: dict[str, Any]) -> str:
         lines += [
             "A rule's tensor form is used on inductor where, in every deterministic case, "
             "inductor's code for it is no further from eager than stock inductor's code for "
-            "the op with the value as a constant (random ops draw inductor's own numbers, "
-            f"as stock does). Measured on torch {inductor.get('torch', '?')}; a cell not "
+            "the op with the value as a constant; in every case that draws (a random op at "
+            "0 < p < 1), its outputs, masks, gradients and generator state afterwards are "
+            "stock inductor's from the same seed (stock runs ATen's `bernoulli_` on the CPU "
+            "for some ops, its own random numbers for others: the form must draw as stock "
+            f"does). Measured on torch {inductor.get('torch', '?')}; a cell not "
             "listed is not admitted.",
             "",
             "| callable | dtype | grad | admitted |",

@@ -5,7 +5,10 @@ case for the page; its verdicts go to ``dynscalar/ops/admitted.json``, which the
 reads.  The inductor column (an inductor compile per case, about an hour):
 :func:`inductor_cell` compiles the rule's tensor form (``dynscalar.ops._tensor``)
 and the op itself with the value as a constant (stock inductor) beside eager, and admits
-the cell where the tensor form is, in every case, no further from eager than stock.
+the cell where the tensor form is, in every case, no further from eager than stock.  A
+random rule's case that draws (``0 < p < 1``) is measured against stock inductor instead
+(:func:`_random_case`): from the same seed, the form's outputs, hence its masks, its
+gradients and the generator state afterwards must be stock inductor's.
 """
 
 from __future__ import annotations
@@ -128,7 +131,8 @@ def inductor_cell(
 ) -> dict[str, Any]:
     """One inductor cell: per case, stock inductor's distance from eager (the op with the
     value as a constant) and the marked call's (the rule's tensor form, traced with the value
-    symbolic), outputs and gradients; admitted where the rule is never further.  Its
+    symbolic), outputs and gradients; admitted where the rule is never further (a random
+    case that draws: where it draws what stock inductor draws, :func:`_random_case`).  Its
     tensors on ``device``."""
     from unittest import mock
 
@@ -155,7 +159,11 @@ def inductor_cell(
             args, kwargs = harness.moved(args, device), harness.moved(kwargs, device)
             floats = _marked_floats(rule, args, kwargs)
             if random and any(0 < v < 1 for v in floats):
-                continue  # inductor draws its own random numbers, stock and rule alike
+                cases += 1
+                differs = _random_case(rule, call, args, kwargs, grad)
+                if differs:
+                    worst = worst or f"values {floats}: {differs}"
+                continue
             if any(not math.isfinite(v) for v in floats):
                 continue  # a NaN or inf value is a constant of the graph, marked or not
             cases += 1
@@ -198,6 +206,50 @@ def inductor_cell(
     torch.compiler.reset()
     why = worst or ("" if cases else "no deterministic case")
     return {"admitted": not why, "why": why, "cases": cases}
+
+
+def _random_case(
+    rule: ops.Rule, call: Any, args: tuple[Any, ...], kwargs: dict[str, Any], grad: bool
+) -> str:
+    """A random case (a value that draws), measured against stock inductor, not eager: the
+    op with the value a constant and the rule's form with it marked, each compiled (and
+    run once), then run from the same seed.  '' where the form's outputs (hence its masks)
+    and gradients are stock's bit for bit and it leaves the generator where stock does
+    (stock inductor runs ATen's ``bernoulli_`` on the CPU for some ops, its own random
+    numbers for others: the form must draw what stock draws for this op); '' too where
+    stock inductor cannot compile it."""
+    results = []
+    for side in ("stock", "rule"):
+        torch._dynamo.reset()
+        compiled = torch.compile(call, backend="inductor")
+
+        def run(compiled: Any = compiled, side: str = side) -> tuple[Any, Any, Any]:
+            inputs = harness._leaves(rule, args, grad)
+            marked = _marked(rule, inputs, kwargs) if side == "rule" else (inputs, kwargs)
+            torch.manual_seed(harness._SEED)
+            out = compiled(*marked[0], **marked[1])
+            state = torch.get_rng_state()
+            grads = None
+            if grad and isinstance(out, torch.Tensor) and out.requires_grad:
+                out.sum().backward()
+                grads = [a.grad for a in inputs if isinstance(a, torch.Tensor) and a.requires_grad]
+            return out, grads, state
+
+        try:
+            run()  # compiles (what the compile draws, if anything, is not measured)
+            results.append(run())
+        except Exception as error:  # noqa: BLE001 - a compile error is a difference
+            if side == "stock":
+                return ""  # stock inductor cannot compile it either
+            return f"rule {type(error).__name__}"
+    (s_out, s_grads, s_state), (r_out, r_grads, r_state) = results
+    for what, got, want in (("outputs", r_out, s_out), ("gradients", r_grads, s_grads)):
+        difference = harness._same(got, want)
+        if difference:
+            return f"{what} are not stock inductor's ({difference})"
+    if not torch.equal(r_state, s_state):
+        return "the generator state afterwards is not stock inductor's"
+    return ""
 
 
 def inductor_column(rules: list[str] | None = None) -> dict[str, Any]:
