@@ -184,6 +184,8 @@ def test_site_builds_strict_without_literal_sphinx_roles(tmp_path: Path) -> None
     assert not {k: v for k, v in found.items() if v}
     api = (site / "api" / "index.html").read_text()
     assert "Bases:" not in api and "BaseObjectProxy" not in api  # wrapt is an implementation detail
+    # docstrings name the API in plain backticks; scripts/griffe_crossrefs.py links them
+    assert 'href="#dynscalar.DynamicScalar"><code>DynamicScalar</code></a> (a wrapt' in api
     for internal in ("check_int", "for_float", "without_range", "has_range"):
         assert f'id="dynscalar.DynamicSpec.{internal}"' not in api, internal
     import dynscalar
@@ -191,6 +193,22 @@ def test_site_builds_strict_without_literal_sphinx_roles(tmp_path: Path) -> None
     header = api[api.index('<header class="md-header') : api.index("</header>")]
     assert f"dynscalar {dynscalar.__version__}" in header  # the version, in the header
     assert "https://github.com/dynscalar/dynscalar" in header  # the repository link
+
+
+def test_docstrings_name_the_api_without_mkdocs_markup() -> None:
+    """``help()`` shows docstrings as written: the API's names are ``DynamicInt`` there, and
+    the site's griffe extension makes them links (checked in the strict build above)."""
+    crossrefs = load(ROOT / "scripts" / "griffe_crossrefs.py").crossrefs
+    assert crossrefs("a ``dynscalar.explain`` or ``explain`` call", {"explain"}) == (
+        "a [`explain`][dynscalar.explain] or [`explain`][dynscalar.explain] call"
+    )
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in sorted((ROOT / "dynscalar").rglob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"\]\[dynscalar\.|\]\[\]", line)
+    ]
+    assert not found, found
 
 
 def test_a_literal_sphinx_role_fails_the_strict_build(tmp_path: Path) -> None:
