@@ -316,10 +316,19 @@ def test_demo_plot_says_how_many_runs_and_starts_at_zero(tmp_path: Path) -> None
     plt.close = figures.append  # keep the figure to inspect it
     try:
         plot_rows(rows, tmp_path / "demo.png")
+        plot_rows(rows, tmp_path / "demo.png", backend="aot_eager")
     finally:
         plt.close = real_close
-    (fig,) = figures
-    assert "median of 3 cold runs per strategy" in fig._suptitle.get_text()
+    fig, other = figures
+    subtitle = fig._suptitle.get_text().splitlines()[1]
+    assert subtitle == (
+        "median of 3 cold runs per strategy (fresh process, fresh inductor cache; backend inductor)"
+    )
+    # an aot_eager run uses no inductor cache, and says so by not naming one
+    assert other._suptitle.get_text().splitlines()[1] == (
+        "median of 3 cold runs per strategy (fresh process; backend aot_eager)"
+    )
+    real_close(other)
     for ax in fig.axes:
         assert ax.get_xlim()[0] == 0
         if ax.get_ylabel() == "seconds":
