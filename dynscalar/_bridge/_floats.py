@@ -618,7 +618,8 @@ def compile_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dic
     shape_env = getattr(instance, "shape_env", None)
     state = peek_state(shape_env)
     if state is not None and state.floats:
-        if state.traced_guards is None and shape_env is not None:  # the first graph of the frame: Dynamo's guards
+        # the first graph of the frame: the guards so far are Dynamo's
+        if state.traced_guards is None and shape_env is not None:
             state.traced_guards = len(shape_env.guards)
         guarded = _not_paths(state, _value_guarded(shape_env, state.floats, alone=True))
         for symbol in sorted(guarded, key=str):
