@@ -172,6 +172,7 @@ def _warm(data: dict[str, Any]) -> list[str]:
     caches = []
     for r in warm["rows"]:
         cold, hot = r["cold"], r["warm"]
+        r = {**r, "label": WORDS["warm_labels"].get(r["variant"], r["label"])}  # today's words
         if "error" in cold or "error" in hot:
             lines.append(row(r["label"], "error", "error", "-", "-"))
             caches.append((r["label"], "-", "-"))
@@ -184,7 +185,8 @@ def _warm(data: dict[str, Any]) -> list[str]:
     head = "variant | FX graph cache hit / miss> | AOTAutograd cache hit / miss / bypass>"
     lines += ["", "Torch's cache counters in the second (warm) process:", "", *table(head, caches)]
     bypassed = next((r for r in warm["rows"] if "bypass" in r["variant"]), None)
-    tail = WORDS["warm_bypass"].format(label=bypassed["label"]) if bypassed else "."
+    label = bypassed and WORDS["warm_labels"].get(bypassed["variant"], bypassed["label"])
+    tail = WORDS["warm_bypass"].format(label=label) if bypassed else "."
     return [*lines, "", *template("overhead-warm-keys", bypass=tail)]
 
 
