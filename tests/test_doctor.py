@@ -494,6 +494,8 @@ def test_json_report_and_its_fixes_applied_to_the_calls(tmp_path: Path) -> None:
         "other_recompiles": 0,
         "eager_calls": 0,
         "other_eager_calls": 0,
+        "path_recompiles": 0,
+        "path_eager_calls": 0,
         "paths": [],
         "limits": {},
         "rerun": "python -m dynscalar doctor --json -o report.json functions/run.py",
