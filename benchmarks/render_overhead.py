@@ -172,6 +172,7 @@ def _warm(data: dict[str, Any]) -> list[str]:
     caches = []
     for r in warm["rows"]:
         cold, hot = r["cold"], r["warm"]
+        r = {**r, "label": WORDS["warm_labels"].get(r["variant"], r["label"])}  # today's words
         if "error" in cold or "error" in hot:
             lines.append(row(r["label"], "error", "error", "-", "-"))
             caches.append((r["label"], "-", "-"))
@@ -184,7 +185,8 @@ def _warm(data: dict[str, Any]) -> list[str]:
     head = "variant | FX graph cache hit / miss> | AOTAutograd cache hit / miss / bypass>"
     lines += ["", "Torch's cache counters in the second (warm) process:", "", *table(head, caches)]
     bypassed = next((r for r in warm["rows"] if "bypass" in r["variant"]), None)
-    tail = WORDS["warm_bypass"].format(label=bypassed["label"]) if bypassed else "."
+    label = bypassed and WORDS["warm_labels"].get(bypassed["variant"], bypassed["label"])
+    tail = WORDS["warm_bypass"].format(label=label) if bypassed else "."
     return [*lines, "", *template("overhead-warm-keys", bypass=tail)]
 
 
@@ -257,6 +259,8 @@ def render(
     imports_source: str = "",
     compile_time: dict[str, Any] | None = None,
     compile_time_source: str = "",
+    warm_restart: dict[str, Any] | None = None,
+    warm_restart_source: str = "",
 ) -> str:
     lines = template(
         "overhead-head",
@@ -274,6 +278,17 @@ def render(
             rounds=compile_time["machine"].get("rounds"),
             table=compile_time_table(compile_time),
             source=compile_time_source,
+        )
+    if warm_restart:  # the first training step of a restart, a fresh process each
+        from benchmarks.warm_restart import machine_words
+        from benchmarks.warm_restart import render as warm_restart_table
+
+        lines += template(
+            "overhead-warm-restart",
+            rounds=warm_restart["machine"].get("rounds"),
+            machine=machine_words(warm_restart["machine"]),
+            table=warm_restart_table(warm_restart),
+            source=warm_restart_source,
         )
     if imports:  # ``import dynscalar`` against ``import torch``, one process each
         from benchmarks.import_time import table as import_table
@@ -417,6 +432,8 @@ def page(data: dict[str, Any], path: Path) -> str:
     imports = read_json(imports_path) if imports_path.exists() else None
     compile_path = path.parent / "compile_time.json"
     compile_time = read_json(compile_path) if compile_path.exists() else None
+    warm_path = path.parent / "warm_restart.json"
+    warm_restart = read_json(warm_path) if warm_path.exists() else None
     return render(
         data,
         source_name(path),
@@ -424,6 +441,8 @@ def page(data: dict[str, Any], path: Path) -> str:
         source_name(imports_path),
         compile_time,
         source_name(compile_path),
+        warm_restart,
+        source_name(warm_path),
     )
 
 

@@ -115,8 +115,8 @@ def mark_dynamic_args(
 
 
 def unmark_dynamic_args(fn_or_module: Target, *names: str) -> Target:
-    """Undo [`mark_dynamic_args`][dynscalar.mark_dynamic_args] or
-    [`dynamic_args`][dynscalar.dynamic_args] for ``names``.
+    """Undo ``mark_dynamic_args`` or
+    ``dynamic_args`` for ``names``.
 
     Examples:
         >>> import dynscalar
@@ -146,7 +146,7 @@ def dynamic_args(
     max: int | None = None,  # noqa: A002
     strict: bool = False,
 ) -> Callable[[Target], Target]:
-    """Decorator form of [`mark_dynamic_args`][dynscalar.mark_dynamic_args], e.g. on a
+    """Decorator form of ``mark_dynamic_args``, e.g. on a
     module's ``forward``.
 
     Examples:

@@ -79,10 +79,14 @@ def compiled_original(module: torch.nn.Module) -> torch.nn.Module:
     return module
 
 
-def check_names(names: tuple[object, ...], api: str) -> tuple[str, ...]:
+def check_names(
+    names: tuple[object, ...], api: str, module: torch.nn.Module | None = None
+) -> tuple[str, ...]:
     """``names`` as given to ``dynscalar.<api>``: at least one, each an identifier (a str).
 
-    Shared by every marking API (attributes, arguments, param-group keys).
+    Shared by every marking API (attributes, arguments, param-group keys).  With the
+    ``module`` of an attribute API, a dotted path (``"1.p"``) is answered with the mark of
+    the submodule that holds the name (``mark_dynamic_attr(module[1], 'p')``).
 
     Examples:
         >>> check_names(("step", "lr"), "mark_dynamic_attr")
@@ -94,10 +98,70 @@ def check_names(names: tuple[object, ...], api: str) -> tuple[str, ...]:
         )
     for name in names:
         if not isinstance(name, str) or not name.isidentifier() or keyword.iskeyword(name):
+            hint = ""
+            if module is not None and isinstance(name, str) and "." in name.strip("."):
+                path, _, attr = name.rpartition(".")
+                hint = (
+                    f" {name!r} is a path: mark the submodule that holds {attr!r}, "
+                    f"{api}({submodule_expr(module, path)}, {attr!r})."
+                )
             raise DynscalarTypeError(
-                f"dynscalar.{api}: attribute names must be identifiers given as str, got {name!r}."
+                f"dynscalar.{api}: attribute names must be identifiers given as str, "
+                f"got {name!r}.{hint}"
             )
     return tuple(names)  # type: ignore[arg-type]
+
+
+def submodule_expr(module: torch.nn.Module | None, path: str, root: str = "module") -> str:
+    """A Python expression for ``module.get_submodule(path)``, written as a user would.
+
+    Examples:
+        >>> import torch
+        >>> model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.1))
+        >>> submodule_expr(model, "1"), submodule_expr(None, "blocks.0.drop")
+        ('module[1]', 'module.blocks[0].drop')
+    """
+    expr, current = root, module
+    for part in path.split("."):
+        indexed = (torch.nn.Sequential, torch.nn.ModuleList)
+        if isinstance(current, torch.nn.ModuleDict):
+            expr += f"[{part!r}]"
+        elif part.isdigit() and (current is None or isinstance(current, indexed)):
+            expr += f"[{part}]"
+        elif part.isidentifier() and not keyword.iskeyword(part):
+            expr += f".{part}"
+        else:
+            return f"{root}.get_submodule({path!r})"
+        current = None if current is None else current._modules.get(part)
+    return expr
+
+
+def _holders(module: torch.nn.Module, name: str) -> list[tuple[str, torch.nn.Module]]:
+    """The submodules of ``module`` that hold an int/float attribute ``name``."""
+    found = []
+    for path, sub in module.named_modules():
+        if not path or name in sub._modules or name in sub._parameters or name in sub._buffers:
+            continue
+        value = stored_value(sub, name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            found.append((path, sub))
+    return found
+
+
+def _holders_hint(module: torch.nn.Module, name: str) -> str:
+    holders = _holders(module, name)
+    if not holders:
+        return ""
+    shown = [f"{submodule_expr(module, path)} ({type(sub).__name__})" for path, sub in holders]
+    first = submodule_expr(module, holders[0][0])
+    if len(shown) == 1:
+        which = f"Its submodule {shown[0]} has one"
+    else:
+        more = f" and {len(shown) - 3} more" if len(shown) > 3 else ""
+        which = f"Its submodules {', '.join(shown[:3])}{more} have one"
+    return f" {which}: mark it where it lives, e.g. mark_dynamic_attr({first}, {name!r})" + (
+        " (once per submodule)." if len(shown) > 1 else "."
+    )
 
 
 def _candidates(module: torch.nn.Module) -> list[str]:
@@ -203,6 +267,11 @@ def _validate_attr(module: torch.nn.Module, name: str, spec: DynamicSpec) -> Non
     if value is _MISSING:
         if type(module).__getattr__ is not torch.nn.Module.__getattr__:
             return  # a custom __getattr__ may provide it: user code, not run here
+        hint = _holders_hint(module, name)
+        if hint:
+            raise DynscalarAttributeError(
+                f"dynscalar: {cls} has no attribute {name!r} to mark dynamic.{hint}"
+            )
         hint = did_you_mean(name, _candidates(module))
         raise DynscalarAttributeError(
             f"dynscalar: {cls} has no attribute {name!r} to mark dynamic.{hint} Set the "
@@ -272,7 +341,7 @@ def mark_dynamic_attr(
     once computed.  Marking never runs a getter (it may not be able to run yet, and eager
     code would not run it there): what it returns is checked when a compile reads it.  Any
     other descriptor whose value does not live in the instance raises
-    [`UnsupportedDescriptorError`][dynscalar.UnsupportedDescriptorError].
+    ``UnsupportedDescriptorError``.
 
     Examples:
         >>> import torch
@@ -282,7 +351,7 @@ def mark_dynamic_attr(
         (True, True, True)
     """
     target = _check_module(module, "mark_dynamic_attr")
-    checked = check_names(names, "mark_dynamic_attr")
+    checked = check_names(names, "mark_dynamic_attr", target)
     spec = DynamicSpec.build(
         unbacked=unbacked,
         min=min,
@@ -300,8 +369,8 @@ def mark_dynamic_attr(
 
 
 def unmark_dynamic_attr(module: ModuleT, *names: str) -> ModuleT:
-    """Undo [`mark_dynamic_attr`][dynscalar.mark_dynamic_attr] (or a class's
-    [`dynamic_attrs`][dynscalar.dynamic_attrs]) for ``names``.
+    """Undo ``mark_dynamic_attr`` (or a class's
+    ``dynamic_attrs``) for ``names``.
 
     A ``DynamicInt``/``DynamicFloat`` value stored in the attribute is replaced by its plain
     value, so the attribute is specialized again like any int.  Returns ``module``.
@@ -313,7 +382,7 @@ def unmark_dynamic_attr(module: ModuleT, *names: str) -> ModuleT:
         False
     """
     target = _check_module(module, "unmark_dynamic_attr")
-    checked = check_names(names, "unmark_dynamic_attr")
+    checked = check_names(names, "unmark_dynamic_attr", target)
     class_marks = class_marks_of(type(target))
 
     def unmark(marks: dict[str, DynamicSpec | None]) -> None:
@@ -356,7 +425,7 @@ def dynamic_attrs(
     """Class decorator: ``names`` are dynamic on every instance of an ``nn.Module`` subclass.
 
     Subclasses inherit the marks; an instance can opt out with
-    [`unmark_dynamic_attr`][dynscalar.unmark_dynamic_attr].
+    ``unmark_dynamic_attr``.
 
     Examples:
         >>> import torch

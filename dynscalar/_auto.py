@@ -4,7 +4,7 @@ Stock torch offers this globally (``torch._dynamo.config.allow_unspec_int_on_nn_
 ints only).  Here it is scoped: ``auto_dynamic`` snapshots the int/float attributes of every
 module in the tree; when Dynamo (re)traces and finds one whose value differs from the
 snapshot, the bridge marks it dynamic on that module for good (an ordinary attribute mark,
-visible to [`explain`][dynscalar.explain] and removable with ``unmark_dynamic_attr``).  The
+visible to ``explain`` and removable with ``unmark_dynamic_attr``).  The
 first compile is static, as in torch: nothing has changed yet.
 """
 

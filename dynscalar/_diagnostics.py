@@ -76,7 +76,7 @@ class OutOfRangeError(DynscalarValueError):
 
 
 class SpecializationError(DynscalarValueError):
-    """Raised instead of [`SpecializationWarning`][dynscalar.SpecializationWarning] for marks
+    """Raised instead of ``SpecializationWarning`` for marks
     made with ``strict=True``."""
 
 
@@ -84,7 +84,7 @@ class DynamicFloatSpecializedError(SpecializationError, RuntimeError):
     """A ``strict=True`` dynamic float reaches an op torch cannot keep symbolic.
 
     Without ``strict``, such a float is compiled as a constant, as stock torch does (exact,
-    one compile per value, one [`SpecializationWarning`][dynscalar.SpecializationWarning]).
+    one compile per value, one ``SpecializationWarning``).
     Raised while compiling (torch.compile reports it inside ``BackendCompilerFailed``);
     torch 2.13/2.14 would otherwise bake the value into the compiled code (pytorch#194976).
     """

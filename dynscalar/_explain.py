@@ -82,7 +82,7 @@ class MarkRecord(NamedTuple):
 
 
 class Explanation(list[MarkRecord]):
-    """The records of [`explain`][dynscalar.explain]; ``str()`` gives a readable table."""
+    """The records of ``explain``; ``str()`` gives a readable table."""
 
     #: what was explained, for the empty table: "module tree", "function", "optimizer"
     subject = "module tree"

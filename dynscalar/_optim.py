@@ -86,7 +86,7 @@ def mark_dynamic_param_groups(
 
 
 def unmark_dynamic_param_groups(optimizer: OptimizerT, *keys: str) -> OptimizerT:
-    """Undo [`mark_dynamic_param_groups`][dynscalar.mark_dynamic_param_groups] for ``keys``
+    """Undo ``mark_dynamic_param_groups`` for ``keys``
     (default ``"lr"``), on ``optimizer`` and on the optimizers over the same param groups
     it holds.  Returns ``optimizer``.
 

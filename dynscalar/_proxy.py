@@ -23,6 +23,7 @@ Dynamo learns about proxies in the bridge, ``dynscalar/_bridge/``.
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
 import operator
@@ -148,8 +149,8 @@ def _unary(op: Callable[[Any], Any]) -> Callable[[Any], Any]:
 
 
 class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[type-arg]
-    """Common base of [`DynamicInt`][dynscalar.DynamicInt] and
-    [`DynamicFloat`][dynscalar.DynamicFloat] (not instantiated directly).
+    """Common base of ``DynamicInt`` and
+    ``DynamicFloat`` (not instantiated directly).
 
     Examples:
         >>> isinstance(DynamicInt(3), DynamicScalar) or is_dynamic_scalar(DynamicInt(3))
@@ -182,7 +183,7 @@ class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[type-arg]
     # ------------------------------------------------------------------ spec access
     @property
     def spec(self) -> DynamicSpec:
-        """The [`DynamicSpec`][dynscalar.DynamicSpec] this value is traced with."""
+        """The ``DynamicSpec`` this value is traced with."""
         return self._self_spec
 
     @property
@@ -342,7 +343,7 @@ class DynamicInt(IntLike):
     """An ``int`` that ``torch.compile`` traces as a symbolic graph input (SymInt).
 
     Behaves like the int it holds in eager mode; arithmetic keeps it dynamic.  A
-    [`DynamicScalar`][dynscalar.DynamicScalar] (a wrapt proxy) at run time; type checkers
+    ``DynamicScalar`` (a wrapt proxy) at run time; type checkers
     treat it as an ``int``.
 
     Args:
@@ -351,7 +352,7 @@ class DynamicInt(IntLike):
             graph break).  Default: backed (guards only where control flow needs them).
         min: inclusive lower bound; with ``max`` it becomes the symbol's value range.
         max: inclusive upper bound.
-        strict: raise [`SpecializationError`][dynscalar.SpecializationError] instead of
+        strict: raise ``SpecializationError`` instead of
             warning when code forces the value to a constant (``range(x)``, list indexing,
             ``str(x)``; ``python -m dynscalar specializations`` lists them for your torch).
 
@@ -383,14 +384,14 @@ class DynamicInt(IntLike):
 class DynamicFloat(FloatLike):
     """A ``float`` that ``torch.compile`` traces as a symbolic graph input (SymFloat).
 
-    A [`DynamicScalar`][dynscalar.DynamicScalar] at run time; type checkers treat it as a
+    A ``DynamicScalar`` at run time; type checkers treat it as a
     ``float``.
 
     Args:
         value: the number (a ``float``, or a ``numbers.Real`` converted to float; not ``bool``).
         unbacked: must stay False: torch brings floats in as 0-d tensors whose value is always
             known, so an unbacked float is refused with ``ValueError``.
-        strict: raise [`SpecializationError`][dynscalar.SpecializationError] instead of
+        strict: raise ``SpecializationError`` instead of
             warning when code forces the value to a constant.
 
     Examples:
@@ -411,6 +412,15 @@ class DynamicFloat(FloatLike):
 
 
 _PROXY_TYPES: frozenset[type] = frozenset({DynamicInt, DynamicFloat})
+
+# ``inspect.signature(DynamicInt)`` (IDE and notebook signature help) follows the class's
+# ``__wrapped__`` member, wrapt's descriptor, and fails; a class-level ``__signature__`` is
+# read first: the constructor's parameters, as ``__init__`` declares them.
+for _proxy_cls in (DynamicInt, DynamicFloat):
+    _init = inspect.signature(_proxy_cls.__init__, eval_str=True)
+    _proxy_cls.__signature__ = _init.replace(  # type: ignore[union-attr]
+        parameters=list(_init.parameters.values())[1:], return_annotation=inspect.Signature.empty
+    )
 
 
 class _InstanceDoc:
@@ -440,7 +450,7 @@ _set_spec: Callable[[Any, DynamicSpec], None] = DynamicScalar.__dict__["_self_sp
 
 
 def is_dynamic_scalar(value: object) -> TypeGuard[DynamicScalar]:
-    """True for a [`DynamicInt`][dynscalar.DynamicInt] or [`DynamicFloat`][dynscalar.DynamicFloat].
+    """True for a ``DynamicInt`` or ``DynamicFloat``.
 
     ``isinstance(x, int)`` sees the wrapped value, so it cannot tell a proxy from an int.
 

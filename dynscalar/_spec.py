@@ -39,9 +39,9 @@ class DynamicSpec:
     """How a marked scalar is traced by ``torch.compile`` (immutable).
 
     You do not build one yourself: the keyword arguments of
-    [`DynamicInt`][dynscalar.DynamicInt], [`mark_dynamic_attr`][dynscalar.mark_dynamic_attr]
-    and [`dynamic_attrs`][dynscalar.dynamic_attrs] make it, and ``value.spec`` or
-    [`explain`][dynscalar.explain] show it.
+    ``DynamicInt``, ``mark_dynamic_attr``
+    and ``dynamic_attrs`` make it, and ``value.spec`` or
+    ``explain`` show it.
 
     Attributes:
         unbacked: ``False`` (default): a *backed* symbol, no guard on the value unless
@@ -51,9 +51,9 @@ class DynamicSpec:
             symbol's value range, checked whenever a value is built, marked or enters a
             compiled region.
         max: inclusive upper bound (ints only), or ``None``.
-        strict: turn the [`SpecializationWarning`][dynscalar.SpecializationWarning]
+        strict: turn the ``SpecializationWarning``
             emitted when code forces the value to a constant into a
-            [`SpecializationError`][dynscalar.SpecializationError].
+            ``SpecializationError``.
 
     Examples:
         >>> from dynscalar import DynamicInt

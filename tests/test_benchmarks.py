@@ -316,10 +316,19 @@ def test_demo_plot_says_how_many_runs_and_starts_at_zero(tmp_path: Path) -> None
     plt.close = figures.append  # keep the figure to inspect it
     try:
         plot_rows(rows, tmp_path / "demo.png")
+        plot_rows(rows, tmp_path / "demo.png", backend="aot_eager")
     finally:
         plt.close = real_close
-    (fig,) = figures
-    assert "median of 3 cold runs per strategy" in fig._suptitle.get_text()
+    fig, other = figures
+    subtitle = fig._suptitle.get_text().splitlines()[1]
+    assert subtitle == (
+        "median of 3 cold runs per strategy (fresh process, fresh inductor cache; backend inductor)"
+    )
+    # an aot_eager run uses no inductor cache, and says so by not naming one
+    assert other._suptitle.get_text().splitlines()[1] == (
+        "median of 3 cold runs per strategy (fresh process; backend aot_eager)"
+    )
+    real_close(other)
     for ax in fig.axes:
         assert ax.get_xlim()[0] == 0
         if ax.get_ylabel() == "seconds":
@@ -383,3 +392,32 @@ def test_compile_time_runs_each_configuration_in_its_own_process() -> None:
     assert set(ratios) == {"imported", "marked"}
     table = compile_time.render(result)
     assert "| eager (1 block) |" in table and "goal <= 1.03x" in table
+
+
+def test_warm_restart_table_and_machine_words() -> None:
+    """``benchmarks.warm_restart``'s table from a result (the processes themselves are the
+    benchmark's: minutes of inductor compiles): both first steps, the paired ratio and the
+    warm process's cache counters; the machine's load in words, not as a load average."""
+    from benchmarks import warm_restart
+
+    def run(config: str, r: int, warm_s: float, aot: dict[str, int]) -> dict[str, Any]:
+        cold = {"first_step_s": 20.0, "fxgraph": {}, "aot_autograd": {}}
+        warm = {"first_step_s": warm_s, "fxgraph": {"fxgraph_cache_hit": 2}, "aot_autograd": aot}
+        return {"config": config, "round": r, "cold": cold, "warm": warm}
+
+    hit = {"autograd_cache_hit": 1}
+    runs = [run("stock", 0, 4.0, hit), run("marked", 0, 5.0, hit)]
+    runs += [run("marked", 1, 6.0, hit), run("stock", 1, 5.0, hit)]
+    result = warm_restart.summarize(runs, warm_restart.CONFIGS)
+    table = warm_restart.render(result)
+    assert (
+        "| `Dropout.p` and `MultiheadAttention.dropout` marked | 20.00 s (20.00-20.00) |" in table
+    )
+    assert "| 5.50 s (5.10-5.90) | 1.23 (1.20-1.24)x | 2 / 0; 1 / 0 / 0 |" in table  # 5/4, 6/5
+    words = warm_restart.machine_words(
+        {"cpu": "Xeon", "cores": 2, "torch": "2.13.0", "python": "3.11", "loadavg_start": [6.4]}
+    )
+    assert words == (
+        "Measured on Xeon, 2 cores, shared with other jobs (a load of about 6 on 2 cores: the "
+        "times are noisy, the cache counters are not); torch 2.13.0, Python 3.11."
+    )

@@ -154,6 +154,52 @@ def test_generated_pages_hold_no_machine_paths_or_measurement_logs(page: str) ->
     assert not MEASUREMENT_LOG.findall(text), (page, MEASUREMENT_LOG.findall(text)[:3])
 
 
+#: The pages a user reads (the changelog page includes CHANGELOG.md: history lives there).
+USER_PAGES = [
+    "README.md",
+    *sorted(f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md") if p.name != "changelog.md"),
+]
+#: A commit as a page would quote one: 7 to 40 hex digits with a digit and a letter, not
+#: part of a name, a path, a colour or a URL.
+COMMIT = re.compile(r"(?<![\w/#.-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}(?![\w-])")
+#: A before/now comparison: rows labelled "(now)" or "(before)", "measured now", a table
+#: with "before" and "now" (or "after") columns.
+BEFORE_NOW = re.compile(
+    r"\((?:now|before)\)|\bmeasured now\b|^\|.*\|\s*before\s*\|\s*(?:now|after)\s*\|",
+    re.I | re.M,
+)
+#: A dated entry ("2.15.0, 2026-12-04: the doctor's test expected ...") or a date followed,
+#: in its paragraph, by a failure or a fix; a date in a table's cell is a result's.
+DATED_FAILURE = re.compile(
+    r"\b20\d\d-\d\d-\d\d\b(?::|(?:(?!\n\n)[^|]){0,300}?\b(?:fail|fix))", re.I
+)
+
+
+def test_the_page_scan_finds_history() -> None:
+    """The scan below can fail: each pattern finds what the pages once held."""
+    assert COMMIT.findall("at 439d4b4, in `bash .ci/run`; dynscalar at `ac3e7dd`") == [
+        "439d4b4",
+        "ac3e7dd",
+    ]
+    assert not COMMIT.search("#c0392b, bundle.a5f9d56c.min.js, 1234567, pytorch#194976")
+    assert BEFORE_NOW.search("| dynamic float, AOTAutograd cache bypassed (before) | 10.08 |")
+    assert BEFORE_NOW.search("| | before | now | target |")
+    assert BEFORE_NOW.search("On inductor, measured now: 3 compiles")
+    assert DATED_FAILURE.search("- 2.15.0, 2026-12-04: the doctor's test expected")
+    assert DATED_FAILURE.search("run on 2026-12-02, where the\nsafety net's test failed")
+    assert not DATED_FAILURE.search("| 2.13.0 | CPU | 1455 passed | 2026-12-04 |")
+
+
+@pytest.mark.parametrize("page", USER_PAGES)
+def test_pages_hold_no_commits_dated_failures_or_before_now_rows(page: str) -> None:
+    """What a page says is true of the code beside it; how it got there (commits, dated
+    failures, before and now) is the changelog's."""
+    text = (ROOT / page).read_text()
+    for pattern in (COMMIT, BEFORE_NOW, DATED_FAILURE):
+        found = [m.group(0) for m in pattern.finditer(text)]
+        assert not found, (page, found[:3])
+
+
 def test_nn_coverage_renders_warnings_relative_to_their_package() -> None:
     """The published JSON keeps the paths its warnings were measured with; the page does not."""
     from tests.nn_coverage import render_docs
@@ -184,6 +230,8 @@ def test_site_builds_strict_without_literal_sphinx_roles(tmp_path: Path) -> None
     assert not {k: v for k, v in found.items() if v}
     api = (site / "api" / "index.html").read_text()
     assert "Bases:" not in api and "BaseObjectProxy" not in api  # wrapt is an implementation detail
+    # docstrings name the API in plain backticks; scripts/griffe_crossrefs.py links them
+    assert 'href="#dynscalar.DynamicScalar"><code>DynamicScalar</code></a> (a wrapt' in api
     for internal in ("check_int", "for_float", "without_range", "has_range"):
         assert f'id="dynscalar.DynamicSpec.{internal}"' not in api, internal
     import dynscalar
@@ -191,6 +239,22 @@ def test_site_builds_strict_without_literal_sphinx_roles(tmp_path: Path) -> None
     header = api[api.index('<header class="md-header') : api.index("</header>")]
     assert f"dynscalar {dynscalar.__version__}" in header  # the version, in the header
     assert "https://github.com/dynscalar/dynscalar" in header  # the repository link
+
+
+def test_docstrings_name_the_api_without_mkdocs_markup() -> None:
+    """``help()`` shows docstrings as written: the API's names are ``DynamicInt`` there, and
+    the site's griffe extension makes them links (checked in the strict build above)."""
+    crossrefs = load(ROOT / "scripts" / "griffe_crossrefs.py").crossrefs
+    assert crossrefs("a ``dynscalar.explain`` or ``explain`` call", {"explain"}) == (
+        "a [`explain`][dynscalar.explain] or [`explain`][dynscalar.explain] call"
+    )
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in sorted((ROOT / "dynscalar").rglob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"\]\[dynscalar\.|\]\[\]", line)
+    ]
+    assert not found, found
 
 
 def test_a_literal_sphinx_role_fails_the_strict_build(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ from dynscalar.tools.doctor.records import ArgumentSite, CallSite, DoctorReport
 from dynscalar.tools.doctor.report import format_json, format_report
 from dynscalar.tools.doctor.run import run_doctor
 
-from .helpers import run_interpreter
+from .helpers import CountingBackend, run_interpreter
 
 FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
 
@@ -361,7 +361,6 @@ Sequential.forward reached torch._dynamo.config.recompile_limit (8):
 Fix: after `model` is created, before the first call, add:
 
     import dynscalar
-    import torch
     for submodule in model.modules():  # every Shift in it
         if isinstance(submodule, Shift):
             dynscalar.mark_dynamic_attr(submodule, "offset")
@@ -399,8 +398,7 @@ def test_instances_of_one_class_are_one_culprit_with_one_fix_and_counts_as_torch
     assert [s["recompiles"] for s in data["scalars"]] == [8, 8]
     assert data["scalars"][1]["instances"] == [f"model[{i}].drop.p" for i in range(6)]
     assert data["scalars"][1]["fix"] == [
-        "import dynscalar",
-        "import torch",
+        "import dynscalar",  # not `import torch`: the script has it at module level
         "for submodule in model.modules():  # every Dropout in it",
         "    if isinstance(submodule, torch.nn.Dropout):",
         '        dynscalar.mark_dynamic_attr(submodule, "p")',
@@ -496,6 +494,8 @@ def test_json_report_and_its_fixes_applied_to_the_calls(tmp_path: Path) -> None:
         "other_recompiles": 0,
         "eager_calls": 0,
         "other_eager_calls": 0,
+        "path_recompiles": 0,
+        "path_eager_calls": 0,
         "paths": [],
         "limits": {},
         "rerun": "python -m dynscalar doctor --json -o report.json functions/run.py",
@@ -588,7 +588,10 @@ def test_exit_code_and_report_on_stderr_by_default(tmp_path: Path) -> None:
     result = doctor(tmp_path, "crash", "main.py", "exit", "3", "--json", options=())
     assert result.returncode == 3
     assert result.stdout == "argv: ['exit', '3', '--json'] name: __main__ file: True\n"
-    report = result.stderr[result.stderr.index("dynscalar doctor:") :]
+    assert result.stderr.startswith(
+        "dynscalar doctor: running crash/main.py exit 3 --json (the report follows when it ends)\n"
+    )
+    report = result.stderr[result.stderr.index("dynscalar doctor: 1") :]
     assert report == CRASH_REPORT.replace(
         "dynscalar doctor: crash/main.py stopped with RuntimeError: loss is nan (exit code 1).\n"
         "Before that, 1",
@@ -944,3 +947,188 @@ def test_a_path_of_a_marked_value_is_still_a_path() -> None:
 
     report = _collect(run)
     assert report.culprits == [] and len(report.paths) == 1
+
+
+def test_instances_taking_one_path_in_one_recompile_are_one_path_counted_once() -> None:
+    """Six marked dropouts leave p == 0 in one call: one recompile (as TORCH_LOGS=recompiles
+    lists it) with six failing guards, one path listing the six instances, as the doctor
+    groups culprits."""
+    import dynscalar as ds
+    from dynscalar.tools.doctor.fixes import fix_blocks
+
+    model = torch.nn.Sequential(*(torch.nn.Dropout(0.0) for _ in range(6)))
+    for drop in model:
+        ds.mark_dynamic_attr(drop, "p")
+    counter = CountingBackend("eager")
+    compiled = torch.compile(model, backend=counter)
+
+    def run() -> None:
+        for p in (0.0, 0.1, 0.2):
+            for drop in model:
+                drop.p = p
+            compiled(torch.ones(8))
+
+    report = _collect(run)
+    assert counter.frame_count == 2  # the p == 0 path, then one recompile for p != 0
+    assert (report.recompiles, report.path_recompiles, report.culprits) == (1, 1, [])
+    (path,) = report.paths
+    assert path.instances == [f"model[{i}].p" for i in range(6)]
+    text = format_report(report)
+    assert "1 recompile took another path of a dynamic scalar" in text
+    assert "Dropout.p (float, 6 instances): 1 recompile of Sequential.forward" in text
+    assert "(and the same guard of each instance)" in text
+    assert "dropout returns its input at p == 0" in text
+    assert "counted under each" not in text
+    data = json.loads(format_json(report))
+    assert data["path_recompiles"] == 1 and len(data["paths"][0]["instances"]) == 6
+    assert fix_blocks(report) == []
+
+
+class _FunctionalDropout(torch.nn.Module):
+    """Attention dropout two ways: ``MultiheadAttention(dropout=)`` and a float attribute
+    handed to SDPA's ``dropout_p``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn = torch.nn.MultiheadAttention(8, 2, dropout=0.0, batch_first=True)
+        self.attn_dropout = 0.0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        a, _ = self.attn(x, x, x, need_weights=False)
+        p = self.attn_dropout if self.training else 0.0
+        q = x.unsqueeze(1)
+        return a + torch.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=p)[:, 0]
+
+
+def test_the_p_0_note_comes_with_every_kind_of_dropout() -> None:
+    """``MultiheadAttention.dropout`` and a module's float handed to SDPA's ``dropout_p``
+    take the p == 0 path as ``Dropout.p`` does: their culprits say so."""
+    model = _FunctionalDropout()
+    compiled = torch.compile(model, backend="eager")
+
+    def run() -> None:
+        for p in (0.0, 0.1):
+            model.attn.dropout = p
+            model.attn_dropout = p
+            compiled(torch.ones(2, 3, 8))
+
+    report = _collect(run)
+    notes = {c.scalar: c.note for c in report.culprits}
+    assert set(notes) == {"MultiheadAttention.dropout", "_FunctionalDropout.attn_dropout"}
+    for note in notes.values():
+        assert note is not None and note.startswith("dropout returns its input at p == 0")
+
+
+FIX_IN_A_FUNCTION = """\
+import torch
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+        self.drop = torch.nn.Dropout(0.0)
+
+    def forward(self, x):
+        return x + self.drop(self.lin(x))
+
+
+def main():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*(Block() for _ in range(3)))
+    # FIX
+    compiled = torch.compile(model, backend="eager")
+    for epoch in range(10):
+        for block in model:
+            block.drop.p = 0.02 * epoch
+        compiled(torch.randn(4, 8))
+    print("trained")
+
+
+main()
+"""
+
+
+@pytest.mark.broad
+def test_the_fix_block_runs_pasted_inside_a_function(tmp_path: Path) -> None:
+    """A script that trains inside ``main()`` and uses its module-level ``torch`` there:
+    the fix block, pasted into ``main`` where the report says, runs (an ``import torch`` in
+    it would make ``torch`` local to ``main`` and fail on its first line), and the doctor
+    then finds only dropout's path, counted once for its three instances."""
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "train.py").write_text(FIX_IN_A_FUNCTION)
+    result = doctor(tmp_path, "proj", "train.py")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.startswith(
+        "dynscalar doctor: running proj/train.py (the report goes to report.txt when it ends)\n"
+    )
+    report = report_of(tmp_path)
+    assert "Dropout.p (float, 3 instances)" in report
+    code = all_fix_code(report)
+    assert code.splitlines() == [
+        "import dynscalar",
+        "for submodule in model.modules():  # every Dropout in it",
+        "    if isinstance(submodule, torch.nn.Dropout):",
+        '        dynscalar.mark_dynamic_attr(submodule, "p")',
+    ]
+    pasted = textwrap.indent(code, "    ")
+    fixed = FIX_IN_A_FUNCTION.replace("    # FIX\n", pasted)
+    (tmp_path / "proj" / "train.py").write_text(fixed)
+    ran = run_interpreter("proj/train.py", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout == "trained\n"
+    # with `import torch` pasted too, as the doctor printed it before
+    broken = FIX_IN_A_FUNCTION.replace(
+        "    # FIX\n", textwrap.indent("import torch\n" + code, "    ")
+    )
+    (tmp_path / "broken.py").write_text(broken)
+    failed = run_interpreter("broken.py", cwd=tmp_path)
+    assert failed.returncode == 1 and "UnboundLocalError" in failed.stderr
+
+    again = doctor(tmp_path, "proj", "train.py")
+    assert again.returncode == 0, again.stderr
+    report = report_of(tmp_path)
+    assert report.startswith("dynscalar doctor: no recompiles were caused by Python scalars.")
+    assert "1 recompile took another path of a dynamic scalar" in report
+    assert "Dropout.p (float, 3 instances): 1 recompile of Sequential.forward" in report
+
+
+def test_a_start_line_and_progress_while_the_script_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A training script may run for minutes before the report: the doctor says it started,
+    then how long it has run, on stderr."""
+    from dynscalar.tools.doctor import run as doctor_run
+
+    (tmp_path / "slow.py").write_text("import time\ntime.sleep(0.5)\nprint('done')\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(doctor_run, "PROGRESS_EVERY_S", 0.1)
+    assert run_doctor("slow.py", ["--fast"], output="report.txt") == 0
+    out, err = capsys.readouterr()
+    assert out == "done\n"
+    lines = err.splitlines()
+    assert lines[0] == (
+        "dynscalar doctor: running slow.py --fast (the report goes to report.txt when it ends)"
+    )
+    assert len(lines) >= 3, err
+    for line in lines[1:]:
+        assert line.startswith("dynscalar doctor: still running (")
+        assert line.endswith(" s, 0 cache misses read so far)")
+
+
+def test_calls_past_the_limit_read_each_versions_guards_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every call past a recompile limit is read against every cached version; what never
+    changes (a version's guard tree, its guard texts) is read once per version, which keeps
+    the doctor's cost per such call small."""
+    read: list[Any] = []
+    scalar_guards = _recompiles._scalar_guards
+    monkeypatch.setattr(
+        _recompiles, "_scalar_guards", lambda root: read.append(root) or scalar_guards(root)
+    )
+    events = watch(TwoScalars(), *((step, 2, 3) for step in range(20)))
+    assert len(events) == 19  # 7 recompiles, the one the limit refused, 11 calls past it
+    assert all(event.causes for event in events)
+    assert len(read) == 8  # one per version (not 1 + 2 + ... + 8 + 11 * 8)
+    assert len({id(root) for root in read}) == 8

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import pickle
+import re
 
 import pytest
 import torch
@@ -162,6 +163,54 @@ def test_names_are_checked() -> None:
         ds.mark_dynamic_attr(Net(), "not a name")
     with pytest.raises(TypeError, match="identifiers given as str"):
         ds.dynamic_attrs(3)  # type: ignore[arg-type]
+
+
+class _Block(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.drop = torch.nn.Dropout(0.1)
+        self.attn = torch.nn.MultiheadAttention(4, 2, dropout=0.1)
+
+
+def test_a_name_a_child_holds_suggests_marking_the_child() -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Dropout(0.1))
+    with pytest.raises(
+        AttributeError,
+        match=r"Sequential has no attribute 'p' to mark dynamic\. Its submodule module\[1\] "
+        r"\(Dropout\) has one: mark it where it lives, e\.g\. "
+        r"mark_dynamic_attr\(module\[1\], 'p'\)\.$",
+    ):
+        ds.mark_dynamic_attr(model, "p")
+    blocks = torch.nn.Sequential(*[_Block() for _ in range(5)])
+    with pytest.raises(
+        AttributeError,
+        match=r"Its submodules module\[0\]\.attn \(MultiheadAttention\), "
+        r"module\[1\]\.attn \(MultiheadAttention\), module\[2\]\.attn "
+        r"\(MultiheadAttention\) and 2 more have one: .*"
+        r"mark_dynamic_attr\(module\[0\]\.attn, 'dropout'\) \(once per submodule\)",
+    ):
+        ds.mark_dynamic_attr(blocks, "dropout")
+    named = torch.nn.ModuleDict({"final-drop": torch.nn.Dropout(0.2)})
+    with pytest.raises(AttributeError, match=r"mark_dynamic_attr\(module\['final-drop'\], 'p'\)"):
+        ds.mark_dynamic_attr(named, "p")
+    # the suggestion is one that works
+    ds.mark_dynamic_attr(model[1], "p")
+    assert ds.is_dynamic_attr(model[1], "p") and not ds.is_dynamic_attr(model, "p")
+
+
+@pytest.mark.parametrize(
+    ("path", "expr"),
+    [("1.p", "module[1], 'p'"), ("0.drop.p", "module[0].drop, 'p'")],
+)
+@pytest.mark.parametrize("api", [ds.mark_dynamic_attr, ds.unmark_dynamic_attr])
+def test_a_dotted_path_suggests_the_submodule(path: str, expr: str, api: object) -> None:
+    model = torch.nn.Sequential(_Block(), torch.nn.Dropout(0.1))
+    name = api.__name__  # type: ignore[attr-defined]
+    with pytest.raises(
+        TypeError,
+        match=re.escape(f"{path!r} is a path: mark the submodule that holds 'p', {name}({expr})."),
+    ):
+        api(model, path)  # type: ignore[operator]
 
 
 def test_all_or_nothing_when_one_name_is_bad() -> None:

@@ -6,7 +6,9 @@ The full conformance suite (every operator, property-based) lives in test_confor
 from __future__ import annotations
 
 import copy
+import inspect
 import pickle
+import pydoc
 
 import pytest
 import torch
@@ -73,3 +75,25 @@ def test_dynamic_float_from_int() -> None:
     assert type(value.value) is float and value == 2.0
     with pytest.raises(TypeError, match="bool"):
         DynamicFloat(True)
+
+
+@pytest.mark.parametrize("cls", [DynamicInt, DynamicFloat])
+def test_signature_and_help_show_the_constructor(cls: type) -> None:
+    """IDE and notebook signature help call ``inspect.signature`` on the class (wrapt's
+    ``__wrapped__`` member made it raise ValueError); ``help()`` shows the docstring as plain
+    text, with no mkdocs cross-reference markup."""
+    sig = inspect.signature(cls)
+    assert list(sig.parameters) == list(inspect.signature(cls.__init__).parameters)[1:]
+    assert sig.parameters["value"].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    assert sig.return_annotation is inspect.Signature.empty
+    sig.bind(1, unbacked=False, strict=True)
+    with pytest.raises(TypeError):
+        sig.bind(1, True)  # the spec is keyword-only, as in the constructor
+    if type(cls) is type:  # wrapt's C proxy; pydoc fails on wrapt's pure-Python ObjectProxy
+        text = pydoc.render_doc(cls, renderer=pydoc.plaintext)  # (its __module__ is a property)
+        assert (
+            f"{cls.__name__}(value: {cls.__name__[7:].lower()}, *, unbacked: bool = False" in text
+        )
+    else:
+        text = inspect.getdoc(cls) or ""
+    assert "][dynscalar." not in text and "``DynamicScalar``" in text

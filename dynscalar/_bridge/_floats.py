@@ -618,6 +618,9 @@ def compile_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dic
     shape_env = getattr(instance, "shape_env", None)
     state = peek_state(shape_env)
     if state is not None and state.floats:
+        # the first graph of the frame: the guards so far are Dynamo's
+        if state.traced_guards is None and shape_env is not None:
+            state.traced_guards = len(shape_env.guards)
         guarded = _not_paths(state, _value_guarded(shape_env, state.floats, alone=True))
         for symbol in sorted(guarded, key=str):
             if (
@@ -631,28 +634,34 @@ def compile_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dic
 def cache_save_hook(
     wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> Any:
-    """Around ``AOTAutogradCache.save(key, entry, remote)``: no entry for a compile that
-    guards one of the bridge's floats.  An entry's guard expression covers its SymInt
-    inputs only (``generate_guards_expression`` prunes the guards to them), and a hit skips
-    the AOT trace that adds such guards to Dynamo's, so a guard on a float made while
+    """Around ``AOTAutogradCache.save(key, entry, remote)``: no entry for a compile whose
+    AOT trace guarded one of the bridge's floats.  An entry's guard expression covers its
+    SymInt inputs only (``generate_guards_expression`` prunes the guards to them), and a hit
+    skips the AOT trace that adds such guards to Dynamo's, so a guard on a float made while
     AOTAutograd traced would be lost and the entry loaded for every value: a value guard
     (nn.CELU's ``alpha`` when its backward compiles) with the value baked in, or a
     predicate (inductor decomposes ``lerp(weight)`` into the formula of one side of
-    ``weight >= 0.5``) with that side's formula.  A compile whose floats are unguarded
-    keeps its entry."""
+    ``weight >= 0.5``) with that side's formula.  A guard Dynamo's trace made (dropout's
+    ``p == 0`` path, a user's ``if p > 0``) is made again by the warm process's trace,
+    before the cache is read, so a compile whose float guards all come from it keeps its
+    entry, as does one whose floats are unguarded."""
 
     context = _torch.TracingContext.try_get()
     shape_env = getattr(getattr(context, "fake_mode", None), "shape_env", None)
     state = peek_state(shape_env)
-    if state is not None and _float_guarded(shape_env, state.floats):
-        log.info("AOTAutograd cache entry not saved: a guard reads a marked float")
+    if state is not None and _float_guarded(shape_env, state.floats, state.traced_guards):
+        log.info(
+            "AOTAutograd cache entry not saved: a guard made by AOTAutograd reads a marked float"
+        )
         return None
     return wrapped(*args, **kwargs)
 
 
-def _float_guarded(shape_env: Any, floats: Any) -> bool:
-    """Some guard of ``shape_env`` reads one of ``floats`` (a value or a predicate)."""
-    return any(s in floats for guard in shape_env.guards for s in guard.expr.free_symbols)
+def _float_guarded(shape_env: Any, floats: Any, traced: int | None) -> bool:
+    """Some guard of ``shape_env`` after its first ``traced`` (all when unknown) reads one of
+    ``floats`` (a value or a predicate)."""
+    guards = shape_env.guards[traced or 0 :]
+    return any(s in floats for guard in guards for s in guard.expr.free_symbols)
 
 
 def _warn_specialized(state: CompileState, s: Any, ops: list[str]) -> None:

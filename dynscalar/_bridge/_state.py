@@ -109,6 +109,9 @@ class CompileState:
     sources: dict[Any, str] = field(default_factory=dict)
     #: the code of the frame being compiled (its root), once a marked value is read
     code: Any = None
+    #: how many shape-env guards Dynamo's trace had made when the backend first ran: a
+    #: guard after them was made by AOTAutograd (``_floats.cache_save_hook``)
+    traced_guards: int | None = None
 
     @property
     def marked(self) -> bool:

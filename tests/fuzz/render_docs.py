@@ -145,7 +145,7 @@ def render(data: dict[str, Any], source: str) -> str:
         "## Figures",
         "",
         f"**Machine:** {m['cpu']}, {m['cores']} cores, torch {m['torch']}, numpy {m['numpy']},",
-        f"Python {m['python']}; dynscalar at `{m['commit']}`; seed {data['seed']}, programs",
+        f"Python {m['python']}; seed {data['seed']}, programs",
         f"{data['indices'][0]}-{data['indices'][1]}; {data['wall_s']:.0f} s.",
         "",
         "| | |",

@@ -41,6 +41,11 @@ class Collector:
         # after the callback), the function's name, and (record, new value) per cause
         self._events: list[tuple[Recompile, str, list[tuple[Culprit | PathTaken, Any]]]] = []
 
+    @property
+    def seen(self) -> int:
+        """How many cache misses (recompiles, calls past a limit) were read so far."""
+        return len(self._events)
+
     def __call__(self, event: Recompile) -> None:
         function = _function_name(event)
         caused: list[tuple[Culprit | PathTaken, Any]] = []
@@ -62,7 +67,8 @@ class Collector:
         and once in all: the instances of one class merged into one culprit
         (:meth:`_merge_instances`) count it once, not once per instance."""
         report = self.report
-        merged = self._merge_instances()
+        merged: dict[int, Culprit | PathTaken] = {**self._merge_instances()}
+        merged.update(self._merge_path_instances())
         limited: set[types.CodeType] = set()  # functions torch stopped compiling
         for event, function, causes in self._events:
             caused: list[tuple[Culprit | PathTaken, Any]] = []
@@ -72,6 +78,7 @@ class Collector:
                     caused.append((record, value))
             listed = event.code not in limited  # by TORCH_LOGS=recompiles
             blamed = any(isinstance(record, Culprit) for record, _ in caused)
+            took = any(isinstance(record, PathTaken) for record, _ in caused)
             if event.refused_by is not None:
                 limited.add(event.code)
                 report.limits.setdefault(function, (str(event.refused_by), event.limit))
@@ -81,10 +88,12 @@ class Collector:
                 report.recompiles += 1
                 report.other_recompiles += not caused
                 report.culprit_recompiles += blamed
+                report.path_recompiles += took
             else:
                 report.eager_calls += 1
                 report.other_eager_calls += not caused
                 report.culprit_eager_calls += blamed
+                report.path_eager_calls += took
             for record, value in caused:
                 if listed:
                     record.recompiles += 1
@@ -121,6 +130,31 @@ class Collector:
             first.instances.append((culprit.path or "", culprit.owner or ""))
             merged[id(culprit)] = first
         self.report.culprits = kept
+        return merged
+
+    def _merge_path_instances(self) -> dict[int, PathTaken]:
+        """One path for an attribute of several instances of one class that took the same
+        path in one compiled function (``p == 0.0`` of the Dropout of each of 6 blocks),
+        listing every instance, as :meth:`_merge_instances` does for culprits; returns, by
+        id, the path each merged one became."""
+        merged: dict[int, PathTaken] = {}
+        firsts: dict[tuple[str, str, type, str], PathTaken] = {}
+        kept: list[PathTaken] = []
+        for path in self.report.paths:
+            cls = path.owner_class
+            if cls is None or not path.path:
+                kept.append(path)
+                continue
+            key = (path.scalar, path.function, cls, path.guard.replace(path.path, "{}"))
+            first = firsts.setdefault(key, path)
+            if first is path:
+                kept.append(path)
+                continue
+            if not first.instances:
+                first.instances.append(first.path or "")
+            first.instances.append(path.path)
+            merged[id(path)] = first
+        self.report.paths = kept
         return merged
 
     def _record(
@@ -190,6 +224,7 @@ def _path_taken(
         where=culprit.where,
         path=culprit.path,
         note=note,
+        owner_class=culprit.owner_class if culprit.kind == "attribute" else None,
     )
 
 
@@ -215,13 +250,19 @@ def _marked(event: Recompile, failure: ScalarGuardFailure, culprit: Culprit) -> 
 
 
 def _is_dropout_p(failure: ScalarGuardFailure) -> bool:
-    """``p`` of a torch.nn dropout module (``Dropout``, ``AlphaDropout``, ...)."""
+    """A dropout probability, whatever kind of dropout reads it: ``p`` of a torch.nn
+    dropout module (``Dropout``, ``AlphaDropout``, ...), ``MultiheadAttention.dropout``, or
+    a float attribute of a module named for dropout (``attn_dropout``, ``dropout_p``,
+    ``drop_rate``), which code hands to ``F.dropout`` or to SDPA's ``dropout_p``: each
+    returns its input at 0 without drawing random numbers."""
     import torch
 
     path = failure.path
     if path is None or not path.steps:
         return False
     last = path.steps[-1]
+    if last.kind != "attr" or not isinstance(last.container, torch.nn.Module):
+        return False
     nn = torch.nn
     dropouts = (
         nn.Dropout,
@@ -231,7 +272,12 @@ def _is_dropout_p(failure: ScalarGuardFailure) -> bool:
         nn.AlphaDropout,
         nn.FeatureAlphaDropout,
     )
-    return last.kind == "attr" and last.key == "p" and isinstance(last.container, dropouts)
+    if isinstance(last.container, dropouts):
+        return last.key == "p"
+    if isinstance(last.container, nn.MultiheadAttention):
+        return last.key == "dropout"
+    value = failure.actual if failure.expected is None else failure.expected
+    return isinstance(value, float) and "drop" in str(last.key).lower()
 
 
 def _describe(event: Recompile, failure: ScalarGuardFailure, function: str) -> Culprit:

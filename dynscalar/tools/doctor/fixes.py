@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
 from typing import Any
 
@@ -14,6 +15,8 @@ __all__ = [
     "code_string",
     "culprit_fix",
     "fix_blocks",
+    "module_names",
+    "script_names",
     "step_expression",
 ]
 
@@ -79,19 +82,78 @@ def _loop_code(root: str, cls: type, names: list[str]) -> tuple[list[str], tuple
     ], needs
 
 
-def culprit_fix(culprit: Culprit) -> list[str]:
-    """The code that fixes this culprit alone, with its imports: a loop for the instances of
-    one class, else the culprit's own line."""
+def script_names(script: str) -> frozenset[str]:
+    """The names the file ``script`` binds at module level (:func:`module_names`); empty
+    when it cannot be read."""
+    try:
+        with open(script, encoding="utf-8") as handle:
+            return module_names(handle.read())
+    except (OSError, SyntaxError, ValueError):
+        return frozenset()
+
+
+def module_names(source: str) -> frozenset[str]:
+    """The names ``source`` binds at module level: imports, assignments, functions and
+    classes, also inside a module-level ``if``/``try``/``with``/``for``.
+
+    Examples:
+        >>> sorted(module_names("import torch\\nimport os.path as p\\nif True:\\n    x = 1"))
+        ['p', 'torch', 'x']
+    """
+    names: set[str] = set()
+    blocks: list[list[ast.stmt]] = [ast.parse(source).body]
+    while blocks:
+        for node in blocks.pop():
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names.update((a.asname or a.name).split(".")[0] for a in node.names)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+            else:  # if / try / with / for at module level: their bodies run there too
+                for name in ("body", "orelse", "finalbody"):
+                    inner = getattr(node, name, None)
+                    if isinstance(inner, list):
+                        blocks.append([n for n in inner if isinstance(n, ast.stmt)])
+                for handler in getattr(node, "handlers", None) or ():
+                    blocks.append(handler.body)
+    return frozenset(names)
+
+
+def _bound(line: str) -> str:
+    """The name an ``import`` line binds: ``import a.b`` binds ``a``; ``import a as b``, ``b``."""
+    name = line.removeprefix("import ").split(" as ")[-1].strip()
+    return name.split(".")[0]
+
+
+def _without_bound(code: list[str], bound: frozenset[str]) -> list[str]:
+    """``code`` without the imports of names the script binds at module level.
+
+    Pasted into a function, ``import torch`` would make ``torch`` local to all of it, and
+    the function's earlier uses of the script's ``torch`` fail (``UnboundLocalError``);
+    a name the script binds at module level is already there, at module level and inside
+    its functions.  An import of a name the script does not bind cannot shadow anything.
+    """
+    return [line for line in code if not (line.startswith("import ") and _bound(line) in bound)]
+
+
+def culprit_fix(culprit: Culprit, bound: frozenset[str] = frozenset()) -> list[str]:
+    """The code that fixes this culprit alone, with the imports the script lacks (``bound``:
+    the names it binds at module level): a loop for the instances of one class, else the
+    culprit's own line."""
     loop = _instance_loop(culprit)
     if loop is None or culprit.attribute is None:
-        return ["import dynscalar", *culprit.imports, *culprit.fix]
+        return _without_bound(["import dynscalar", *culprit.imports, *culprit.fix], bound)
     code, needs = _loop_code(*loop, [culprit.attribute])
-    return ["import dynscalar", *needs, *culprit.imports, *code]
+    return _without_bound(["import dynscalar", *needs, *culprit.imports, *code], bound)
 
 
 def fix_blocks(report: DoctorReport) -> list[FixBlock]:
-    """The code that fixes every culprit, grouped by where it goes; the imports come once,
-    at the start of the first block."""
+    """The code that fixes every culprit, grouped by where it goes; the imports the script
+    lacks come once, at the start of the first block, so each block runs pasted at module
+    level or inside a function."""
     blocks: list[FixBlock] = []
     culprits = report.culprits
     owners: dict[str, list[str]] = {}  # module expression -> attributes to mark
@@ -165,16 +227,18 @@ def fix_blocks(report: DoctorReport) -> list[FixBlock]:
         for culprit in values:
             code += [line for line in (*culprit.imports, *culprit.fix) if line not in code]
         blocks.append(FixBlock("after each assignment of the value, add", code))
-    return _imports_once(blocks)
+    return _imports_once(blocks, script_names(report.script))
 
 
-def _imports_once(blocks: list[FixBlock]) -> list[FixBlock]:
-    """Every block's imports, once, at the start of the first block (the others are pasted
-    further down the same script)."""
+def _imports_once(blocks: list[FixBlock], bound: frozenset[str]) -> list[FixBlock]:
+    """Every block's imports the script lacks (``bound``: what it binds at module level),
+    once, at the start of the first block (the others are pasted further down the same
+    script)."""
     imports = list(
         dict.fromkeys(line for b in blocks for line in b.code if line.startswith("import "))
     )
     kept = [replace(b, code=[line for line in b.code if line not in imports]) for b in blocks]
+    imports = _without_bound(imports, bound)
     if kept:
         kept[0] = replace(kept[0], code=[*imports, *kept[0].code])
     return kept

@@ -8,8 +8,8 @@ import os
 import textwrap
 from typing import Any
 
-from .fixes import culprit_fix, fix_blocks
-from .records import Culprit, DoctorReport
+from .fixes import culprit_fix, fix_blocks, script_names
+from .records import Culprit, DoctorReport, PathTaken
 
 __all__ = ["WIDTH", "format_json", "format_report"]
 
@@ -78,12 +78,15 @@ def _found(report: DoctorReport) -> str:
     return f"{_plural(len(report.culprits), 'Python scalar')} caused {' and '.join(parts)}:"
 
 
-def _instances(culprit: Culprit) -> tuple[str, list[str]]:
-    """How user code reaches a culprit: its path; for several instances of one class,
-    their number, and a line with the paths (the first two and the last)."""
-    paths = [path for path, _ in culprit.instances]
+def _instances(record: Culprit | PathTaken) -> tuple[str, list[str]]:
+    """How user code reaches a culprit or a path: its path; for several instances of one
+    class, their number, and a line with the paths (the first two and the last)."""
+    if isinstance(record, Culprit):
+        paths = [path for path, _ in record.instances]
+    else:
+        paths = list(record.instances)
     if not paths:
-        return culprit.path or "", []
+        return record.path or "", []
     shown = paths if len(paths) <= 3 else [paths[0], paths[1], "...", paths[-1]]
     return f"{len(paths)} instances", _wrapped(", ".join(shown), "      ")
 
@@ -118,8 +121,9 @@ def format_report(report: DoctorReport) -> str:
         # a recompile with two culprits is listed under both
         lines.append("  (a recompile with several of these causes is counted under each)")
     if report.paths:
-        taken = sum(p.recompiles for p in report.paths)
-        eager = sum(p.eager_calls for p in report.paths)
+        # counted as TORCH_LOGS=recompiles lists them: one recompile, whatever number of
+        # scalars took another path in it
+        taken, eager = report.path_recompiles, report.path_eager_calls
         what = " and ".join(
             text
             for text in (
@@ -134,13 +138,19 @@ def format_report(report: DoctorReport) -> str:
             "",
         ]
         for path in report.paths:
-            detail = f", {path.path}" if path.path else ""
+            shown, instances = _instances(path)
+            detail = f", {shown}" if shown else ""
             lines += _headline(
                 f"  {path.scalar} ({path.type}{detail}):",
                 _counts(path.recompiles, path.eager_calls, path.function),
             )
-            lines.append(f"      `{path.guard}` no longer held")
+            lines += instances
+            each = " (and the same guard of each instance)" if instances else ""
+            lines.append(f"      `{path.guard}` no longer held{each}")
             lines += _where_and_note(path.where, path.note)
+        counted = sum(p.recompiles for p in report.paths), sum(p.eager_calls for p in report.paths)
+        if counted != (taken, eager):
+            lines.append("  (a recompile with several of these paths is counted under each)")
     notes = [
         f"{function} reached torch._dynamo.config.{limit_type}"
         f"{'' if limit is None else f' ({limit})'}:\n  its last recompile and every later call "
@@ -199,6 +209,7 @@ def _where_json(where: tuple[str, int, str] | None) -> dict[str, Any] | None:
 
 def format_json(report: DoctorReport) -> str:
     """The doctor's report as JSON, for tools and CI."""
+    bound = script_names(report.script)
     data = {
         "script": report.script,
         "args": report.args,
@@ -208,6 +219,8 @@ def format_json(report: DoctorReport) -> str:
         "other_recompiles": report.other_recompiles,
         "eager_calls": report.eager_calls,
         "other_eager_calls": report.other_eager_calls,
+        "path_recompiles": report.path_recompiles,
+        "path_eager_calls": report.path_eager_calls,
         "scalars": [
             {
                 "scalar": c.scalar,
@@ -222,7 +235,7 @@ def format_json(report: DoctorReport) -> str:
                 "eager_calls": c.eager_calls,
                 "values": [_jsonable(v) for v in c.values],
                 "instances": [path for path, _ in c.instances],
-                "fix": culprit_fix(c),
+                "fix": culprit_fix(c, bound),
                 "note": c.note,
             }
             for c in report.culprits
@@ -235,6 +248,7 @@ def format_json(report: DoctorReport) -> str:
                 "function": p.function,
                 "source": p.source,
                 "guard": p.guard,
+                "instances": list(p.instances),
                 "where": _where_json(p.where),
                 "recompiles": p.recompiles,
                 "eager_calls": p.eager_calls,

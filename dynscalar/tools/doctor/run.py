@@ -6,13 +6,50 @@ import builtins
 import os
 import shlex
 import sys
+import threading
+import time
 import types
 
 from .analysis import Collector
 from .records import DoctorReport
 from .report import format_json, format_report
 
-__all__ = ["rerun_command", "run_doctor"]
+__all__ = ["PROGRESS_EVERY_S", "rerun_command", "run_doctor"]
+
+#: seconds between the progress lines printed while the script runs
+PROGRESS_EVERY_S = 15.0
+
+
+class _Progress:
+    """A line on stderr when the script starts, then one every :data:`PROGRESS_EVERY_S`
+    seconds while it runs (a training script may run for minutes before the report)."""
+
+    def __init__(self, collector: Collector, every: float) -> None:
+        self._collector = collector
+        self._every = every
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="dynscalar-doctor", daemon=True)
+        self._start = time.perf_counter()
+
+    def __enter__(self) -> _Progress:
+        self._start = time.perf_counter()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._every):
+            seen = self._collector.seen
+            elapsed = time.perf_counter() - self._start
+            print(
+                f"dynscalar doctor: still running ({elapsed:.0f} s, {seen} cache "
+                f"miss{'es' * (seen != 1)} read so far)",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def _run_script(script: str, args: list[str]) -> tuple[int, str | None]:
@@ -126,8 +163,14 @@ def run_doctor(
     report.rerun = rerun_command(script, args, as_json=as_json, output=output)
     collector = Collector(report)
     watcher = RecompileWatcher(collector)
+    where = "follows when it ends" if output is None else f"goes to {output} when it ends"
+    print(
+        f"dynscalar doctor: running {shlex.join([script, *args])} (the report {where})",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
-        with watcher:
+        with watcher, _Progress(collector, PROGRESS_EVERY_S):
             report.exit_code, report.crash = _run_script(script, args)
     except BridgeError as exc:  # raised before the script runs: internals moved
         print(str(exc), file=sys.stderr)

@@ -209,6 +209,12 @@ class RecompileWatcher:
         #: code objects whose calls past the limit could not be read (this torch keeps the
         #: limit's strategy for the whole function)
         self.unobserved: set[CodeType] = set()
+        #: per cached version (by its guard manager, kept alive here so the id stays its
+        #: own): its scalar guards, its epilogue guards' texts, and copies of its guard tree
+        #: without given scalars.  A version's guards never change, and every call past a
+        #: limit reads every version again: read once, the watcher's cost per call is small
+        self._versions: dict[int, tuple[Any, list[tuple[str, Any, str]], list[str]]] = {}
+        self._copies: dict[tuple[int, frozenset[str]], Any] = {}
 
     def __enter__(self) -> RecompileWatcher:
         check_recompile_internals()
@@ -370,7 +376,7 @@ class RecompileWatcher:
         global_scope = dict(wrapper.global_scope)
 
         def value_of(source: str) -> Any:
-            return eval(source, global_scope, scope)  # as Dynamo evaluates guard text
+            return eval(_compiled(source), global_scope, scope)  # as Dynamo evaluates guard text
 
         def failure(
             source: str, expected: Any, actual: Any, text: str, guard: str | None
@@ -388,9 +394,19 @@ class RecompileWatcher:
                 pins=guard is None or _pins(guard),
             )
 
+        known = self._versions.get(id(wrapper))
+        if known is None or known[0] is not wrapper:
+            epilogue_texts = [
+                text
+                for leaf in wrapper.root.get_epilogue_lambda_guards()
+                for text in leaf.verbose_code_parts()
+            ]
+            known = (wrapper, list(_scalar_guards(wrapper.root)), epilogue_texts)
+            self._versions[id(wrapper)] = known
+        _, scalar_guards, epilogue_texts = known
         failed: list[ScalarGuardFailure] = []
         failed_sources: set[str] = set()  # EQUALS_MATCH managers to leave out of the copy
-        for source, expected, text in _scalar_guards(wrapper.root):
+        for source, expected, text in scalar_guards:
             try:
                 actual = value_of(source)
             except Exception as exc:  # noqa: BLE001 - unreadable: not a scalar we can judge
@@ -403,35 +419,36 @@ class RecompileWatcher:
         # the symbolic guards: every part of the root's epilogue lambda guards
         epilogue: set[str] = set()
         other_symbolic = False  # a failing part about something else (a tensor's size)
-        for leaf in wrapper.root.get_epilogue_lambda_guards():
-            for text in leaf.verbose_code_parts():
-                epilogue.add(text)
-                try:
-                    passed = bool(value_of(text))
-                except Exception as exc:  # noqa: BLE001
-                    event.errors.append(f"{_guard_key(text)}: {exc!r}")
-                    other_symbolic = True
-                    continue
-                if passed:
-                    continue
-                code = _code_of(text)
-                sources = _scalar_sources(code, value_of)
-                if not sources:
-                    other_symbolic = True
-                    continue
-                parsed = _parse_scalar_guard(text)
-                pinned: int | float | None = None  # a predicate: a path of a dynamic scalar
-                if parsed is not None and len(sources) == 1 and _same(parsed[0], sources[0][0]):
-                    pinned = parsed[1]  # `x == 0.05`: torch specialized it
-                for source, actual in sources:
-                    if source not in _sources(failed):
-                        failed.append(failure(source, pinned, actual, text, code))
+        for text in epilogue_texts:
+            epilogue.add(text)
+            try:
+                passed = bool(value_of(text))
+            except Exception as exc:  # noqa: BLE001
+                event.errors.append(f"{_guard_key(text)}: {exc!r}")
+                other_symbolic = True
+                continue
+            if passed:
+                continue
+            code = _code_of(text)
+            sources = _scalar_sources(code, value_of)
+            if not sources:
+                other_symbolic = True
+                continue
+            parsed = _parse_scalar_guard(text)
+            pinned: int | float | None = None  # a predicate: a path of a dynamic scalar
+            if parsed is not None and len(sources) == 1 and _same(parsed[0], sources[0][0]):
+                pinned = parsed[1]  # `x == 0.05`: torch specialized it
+            for source, actual in sources:
+                if source not in _sources(failed):
+                    failed.append(failure(source, pinned, actual, text, code))
         if not failed:
             return None
         try:
-            rest = wrapper.root.clone_manager(
-                lambda m, skip=frozenset(failed_sources): m.get_source() not in skip
-            )
+            skip = frozenset(failed_sources)
+            rest = self._copies.get((id(wrapper), skip))
+            if rest is None:
+                rest = wrapper.root.clone_manager(lambda m: m.get_source() not in skip)
+                self._copies[(id(wrapper), skip)] = rest
             verdict = rest.check_verbose(f_locals)
             if verdict.result:
                 only_scalars = True
@@ -489,6 +506,12 @@ def _code_name(frame: Any) -> str:
     return getattr(code, "co_qualname", getattr(code, "co_name", "?"))
 
 
+@functools.lru_cache(maxsize=4096)
+def _compiled(source: str) -> CodeType:
+    """``source`` compiled for ``eval`` once (guard texts repeat at every call past a limit)."""
+    return compile(source, "<guard>", "eval")
+
+
 def _guard_key(text: str) -> str:
     return text.split(_HINT, 1)[0].rstrip()
 
@@ -498,6 +521,7 @@ def _code_of(text: str) -> str:
     return _guard_key(text).split("  #", 1)[0].strip()
 
 
+@functools.lru_cache(maxsize=4096)
 def _parse_scalar_guard(text: str) -> tuple[str, int | float] | None:
     """``"L['self'].step == 7   # self.step += 1  # m.py:9 in forward"`` -> (source, 7)."""
     code = _code_of(text)
@@ -534,6 +558,7 @@ def _is_number(node: ast.expr) -> bool:
     return isinstance(node, ast.Constant) and type(node.value) in (int, float)
 
 
+@functools.lru_cache(maxsize=4096)
 def _same(source: str, other: str) -> bool:
     """Whether two spellings of a source are the same expression."""
     try:
@@ -549,10 +574,25 @@ def _scalar_sources(code: str, value_of: Callable[[str], Any]) -> list[tuple[str
     The chains of names rooted at ``L[...]``/``G[...]`` in ``code`` are what it reads
     (``(L['self'].step % 2) == 0`` reads ``L['self'].step``).
     """
+    found: list[tuple[str, Any]] = []
+    for chain in _chains(code):
+        try:
+            value = value_of(chain)
+        except Exception:  # noqa: BLE001 - not readable now: not a scalar guard
+            return []
+        if type(value) is bool or not isinstance(value, (int, float)):
+            return []
+        found.append((chain, value))
+    return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _chains(code: str) -> tuple[str, ...]:
+    """The chains of names rooted at ``L[...]``/``G[...]`` in a guard's code, once each."""
     try:
         tree = ast.parse(code, mode="eval").body
     except SyntaxError:
-        return []
+        return ()
     chains: list[str] = []
     stack: list[ast.AST] = [tree]
     while stack:
@@ -564,16 +604,7 @@ def _scalar_sources(code: str, value_of: Callable[[str], Any]) -> list[tuple[str
                 chains.append(text)
                 continue
         stack.extend(ast.iter_child_nodes(node))
-    found: list[tuple[str, Any]] = []
-    for chain in dict.fromkeys(chains):
-        try:
-            value = value_of(chain)
-        except Exception:  # noqa: BLE001 - not readable now: not a scalar guard
-            return []
-        if type(value) is bool or not isinstance(value, (int, float)):
-            return []
-        found.append((chain, value))
-    return found
+    return tuple(dict.fromkeys(chains))
 
 
 def _scalar_guards(root: Any) -> Iterator[tuple[str, int | float, str]]:
