@@ -476,6 +476,10 @@ PRIVATES: tuple[Private, ...] = (
         why="custom ops ask meta tensors which inputs get a gradient, outside AOT's modes",
     ),
     Private(
+        "torch._C._functorch:peek_interpreter_stack",
+        why="a call traced inside a functorch transform: dynscalar's ops have no vmap rule",
+    ),
+    Private(
         "torch._functorch.compile_utils:rand_ops",
         why="the random ops AOTAutograd's common-subexpression pass never merges (by list, "
         "not by tag): dynscalar's random custom ops are added to it",

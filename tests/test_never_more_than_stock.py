@@ -1,0 +1,130 @@
+"""Never more compiles than stock, and one per path where the value stays symbolic.
+
+Each case of issue 49 that compiled more often than stock torch: the count marked, the
+count stock torch gives (measured inside ``dynscalar.disabled()``, which
+``tests/test_disabled.py`` checks against a process that never imports dynscalar), and
+eager's numbers for every call.  The count before the fix is named in each test.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+import torch
+from torch.func import functional_call, grad, vmap
+
+import dynscalar as ds
+
+from .helpers import CountingBackend
+
+
+def _per_sample(model: torch.nn.Module) -> Any:
+    def loss(params: Any, x: torch.Tensor, y: torch.Tensor, smoothing: float) -> torch.Tensor:
+        out = functional_call(model, params, (x.unsqueeze(0),))
+        return torch.nn.functional.cross_entropy(out, y.unsqueeze(0), label_smoothing=smoothing)
+
+    def per_sample(params: Any, x: torch.Tensor, y: torch.Tensor, smoothing: float) -> Any:
+        return vmap(grad(loss), in_dims=(None, 0, 0, None))(params, x, y, smoothing)
+
+    return per_sample
+
+
+def _run_per_sample(marked: bool) -> int:
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    per_sample = _per_sample(model)
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(per_sample, backend=counter)
+    x, y = torch.randn(5, 4), torch.randint(0, 3, (5,))
+    for smoothing in (0.0, 0.1, 0.2, 0.3):
+        value = ds.DynamicFloat(smoothing) if marked else smoothing
+        got, want = compiled(params, x, y, value), per_sample(params, x, y, smoothing)
+        for name in want:
+            torch.testing.assert_close(got[name], want[name], rtol=0, atol=0)
+    return counter.frame_count
+
+
+def test_a_rule_inside_vmap_of_grad_compiles_as_stock() -> None:
+    """Per-sample gradients with a ``DynamicFloat`` label smoothing: dynscalar's custom ops
+    have no batching rule, so inside a functorch transform the call is traced as stock
+    traces it, the value specialized with one warning that says why.  Before: the rule ran
+    a meta autograd pass inside the transform, which raised; the safety net compiled the
+    frame again as stock and reported an internal error (5 graphs for 4 values)."""
+    with ds.disabled():
+        assert _run_per_sample(marked=False) == 4
+    torch._dynamo.reset()
+    with pytest.warns(ds.SpecializationWarning, match=r"inside a functorch transform") as got:
+        assert _run_per_sample(marked=True) == 4
+    assert len(got) == 1 and "internal error" not in str(got[0].message)
+
+
+class _Schedule:
+    def __init__(self) -> None:
+        self.t = 0
+
+
+class _WrittenThenRead(torch.nn.Module):
+    """A property whose getter reads what this forward assigned just before."""
+
+    def __init__(self, held: bool) -> None:
+        super().__init__()
+        self.held, self.step, self.schedule = held, 0, _Schedule()
+
+    @property
+    def scale(self) -> float:
+        return (self.schedule.t if self.held else self.step) * 0.5
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.held:
+            self.schedule.t += 1
+        else:
+            self.step += 1
+        return x * self.scale
+
+
+def _run_written(model: _WrittenThenRead) -> int:
+    twin = _WrittenThenRead(model.held)
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter)
+    for _ in range(6):
+        x = torch.randn(3)
+        torch.testing.assert_close(compiled(x), twin(x), rtol=0, atol=0)
+    return counter.frame_count
+
+
+@pytest.mark.parametrize(
+    ("held", "read", "fix"),
+    [
+        (False, "self.step", "mark_dynamic_attr(model, 'step')"),
+        (True, "self.schedule.t", "model.schedule.t = dynscalar.mark_dynamic(model.schedule.t)"),
+    ],
+)
+def test_a_property_mark_that_cannot_take_effect_warns_once(
+    held: bool, read: str, fix: str
+) -> None:
+    """The getter reads an attribute this forward wrote: the value is computed by the
+    compiled code, not passed in, so the mark cannot make it symbolic (6 graphs for 6
+    calls, as stock).  One warning says so, names what the getter read and the fix, which
+    compiles once.  Before, the attribute of a held object was reported as "computed
+    without reading an int/float attribute"."""
+    with ds.disabled():
+        assert _run_written(_WrittenThenRead(held)) == 6
+    torch._dynamo.reset()
+    model = ds.mark_dynamic_attr(_WrittenThenRead(held), "scale")
+    with pytest.warns(ds.SpecializationWarning) as got:
+        assert _run_written(model) == 6
+    (message,) = [str(w.message) for w in got]
+    assert f"its getter reads {read}, which this forward assigned before" in message
+    assert fix in message
+    torch._dynamo.reset()
+    model = _WrittenThenRead(held)
+    if held:
+        model.schedule.t = ds.mark_dynamic(model.schedule.t)
+    else:
+        ds.mark_dynamic_attr(model, "step")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.DynscalarWarning)
+        assert _run_written(model) == 1
