@@ -22,6 +22,44 @@ import dynscalar as ds
 from .helpers import CountingBackend
 
 
+def _eval_dropout() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Dropout(0.1), torch.nn.ReLU()).eval()
+
+
+def _run_eval_dropout(model: torch.nn.Module, values: list[float]) -> int:
+    counter = CountingBackend("inductor")
+    compiled = torch.compile(model, backend=counter)
+    twin = _eval_dropout()
+    x = torch.randn(2, 4)
+    for p in values:
+        model[1].p = twin[1].p = p
+        torch.testing.assert_close(compiled(x), twin(x))
+    return counter.frame_count
+
+
+@pytest.mark.inductor
+@pytest.mark.parametrize(
+    ("values", "marked", "stock"),
+    [
+        ([0.1, 0.1], 1, 1),  # before: 2 (torch's float pass restarted to drop the input)
+        ([0.1, 0.2, 0.0, 0.3], 2, 5),  # p != 0 and p == 0: two paths (before: 4)
+    ],
+)
+def test_an_unused_marked_float_on_inductor(values: list[float], marked: int, stock: int) -> None:
+    """An eval-mode model: ``Dropout.p`` marked but never used by the graph (only its
+    paths' guards read it).  torch's float-tensorify pass specializes a float input it did
+    not turn into a tensor and restarts to drop it; it stays an input now, unspecialized."""
+    with ds.disabled():
+        assert _run_eval_dropout(_eval_dropout(), values) == stock
+    torch._dynamo.reset()
+    model = _eval_dropout()
+    ds.mark_dynamic_attr(model[1], "p")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.DynscalarWarning)
+        assert _run_eval_dropout(model, values) == marked
+
+
 def _per_sample(model: torch.nn.Module) -> Any:
     def loss(params: Any, x: torch.Tensor, y: torch.Tensor, smoothing: float) -> torch.Tensor:
         out = functional_call(model, params, (x.unsqueeze(0),))

@@ -267,7 +267,7 @@ def backend_compile_off(
     compiled = wrapped(*args, **kwargs)
     found = failed_here()
     if found is not None and not found.reported:
-        _report(found)  # the failure was dynscalar's: said now (a strict mark raises)
+        _report(found)  # the marked attempt failed where stock compiles: said now (strict raises)
     return compiled
 
 
