@@ -70,29 +70,13 @@ def _math(name: str, instead: str, code: str = "n") -> Construct:
     )
 
 
-#: numpy's scalar functions -> the ``math`` function computing the same, and whether a
-#: marked float stays symbolic there (measured on torch 2.13 with dynscalar's math rule;
-#: ``exp`` and ``log`` force the value, see docs/how-it-works.md)
-NUMPY_MATH: dict[str, tuple[str, bool]] = {
-    "sin": ("sin", True),
-    "cos": ("cos", True),
-    "tan": ("tan", True),
-    "arcsin": ("asin", True),
-    "arccos": ("acos", True),
-    "arctan": ("atan", True),
-    "sinh": ("sinh", True),
-    "cosh": ("cosh", True),
-    "tanh": ("tanh", True),
-    "sqrt": ("sqrt", True),
-    "log2": ("log2", True),
-    "floor": ("floor", True),
-    "ceil": ("ceil", True),
-    "fabs": ("fabs", True),
-    "exp": ("exp", False),
-    "log": ("log", False),
-    "log10": ("log10", False),
-    "expm1": ("expm1", False),
-    "log1p": ("log1p", False),
+#: numpy's scalar functions -> their ``math`` twins; a marked float stays symbolic in the
+#: twin (measured on torch 2.13 with dynscalar's math rule) except in ``NUMPY_FORCED``
+NUMPY_FORCED = ("exp", "log", "log10", "expm1", "log1p")
+NUMPY_MATH = {
+    **{name: name for name in ("sin", "cos", "tan", "sinh", "cosh", "tanh", *NUMPY_FORCED)},
+    **{name: name for name in ("sqrt", "log2", "floor", "ceil", "fabs")},
+    **{f"arc{name}": f"a{name}" for name in ("sin", "cos", "tan")},
 }
 
 
@@ -108,7 +92,7 @@ def numpy_advice(line: str) -> str | None:
     if found is None or found.group(2) not in NUMPY_MATH:
         return None
     name = f"{found.group(1)}.{found.group(2)}"
-    twin, symbolic = NUMPY_MATH[found.group(2)]
+    twin, symbolic = NUMPY_MATH[found.group(2)], found.group(2) not in NUMPY_FORCED
     head = (
         f"`{name}` is evaluated on the exact value while compiling (stock torch.compile "
         "pins it too)"

@@ -13,6 +13,7 @@ import math
 import warnings
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 from torch.func import functional_call, grad, vmap
@@ -237,3 +238,43 @@ def test_adabelief_per_parameter_step_compiles_fewer_than_stock() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error", ds.DynscalarWarning)
         assert _run_adabelief(mark=True) == 3
+
+
+class _Margin(torch.nn.Module):
+    def __init__(self, how: str) -> None:
+        super().__init__()
+        self.how, self.margin = how, 0.5
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.how == "numpy":
+            return x * np.sin(self.margin)
+        return x * math.sin(self.margin)
+
+
+def _run_margin(model: _Margin) -> int:
+    twin = _Margin(model.how)
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(model, backend=counter)
+    for margin in (0.5, 0.3, 0.2, 0.1):
+        model.margin = twin.margin = margin
+        x = torch.randn(3)
+        torch.testing.assert_close(compiled(x), twin(x), rtol=0, atol=0)
+    return counter.frame_count
+
+
+def test_numpy_scalar_math_pins_as_stock_and_advises_the_math_function() -> None:
+    """``np.sin(margin)`` on a marked float is pinned, as stock pins it (one graph per
+    value: 4; stock 5, its automatic dynamic restarting on the second); the warning
+    advises ``math.sin``, which keeps the value symbolic (one graph)."""
+    with ds.disabled():
+        assert _run_margin(_Margin("numpy")) == 5
+    torch._dynamo.reset()
+    with pytest.warns(ds.SpecializationWarning) as got:
+        assert _run_margin(ds.mark_dynamic_attr(_Margin("numpy"), "margin")) == 4
+    (message,) = [str(w.message) for w in got]
+    assert "`np.sin` is evaluated on the exact value" in message
+    assert "write `math.sin(...)` instead, which stays symbolic" in message
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.DynscalarWarning)
+        assert _run_margin(ds.mark_dynamic_attr(_Margin("math"), "margin")) == 1
