@@ -30,6 +30,7 @@ __all__ = [
     "SYMBOLIC",
     "Construct",
     "constructs_in",
+    "numpy_advice",
 ]
 
 #: what the probe finds for a construct on one kind of value
@@ -69,6 +70,45 @@ def _math(name: str, instead: str, code: str = "n") -> Construct:
     )
 
 
+#: numpy's scalar functions -> their ``math`` twins; a marked float stays symbolic in the
+#: twin (measured on torch 2.13 with dynscalar's math rule) except in ``NUMPY_FORCED``
+NUMPY_FORCED = ("exp", "log", "log10", "expm1", "log1p")
+NUMPY_MATH = {
+    **{name: name for name in ("sin", "cos", "tan", "sinh", "cosh", "tanh", *NUMPY_FORCED)},
+    **{name: name for name in ("sqrt", "log2", "floor", "ceil", "fabs")},
+    **{f"arc{name}": f"a{name}" for name in ("sin", "cos", "tan")},
+}
+
+
+def numpy_advice(line: str) -> str | None:
+    """The advice for the first of numpy's scalar functions called on ``line``: its
+    ``math`` twin where that stays symbolic, else a 0-d tensor; None when there is none.
+
+    Examples:
+        >>> numpy_advice("c = np.sin(self.margin)")[:40]
+        '`np.sin` is evaluated on the exact value'
+    """
+    found = re.search(r"\b(np|numpy)\.(\w+)\(", line)
+    if found is None or found.group(2) not in NUMPY_MATH:
+        return None
+    name = f"{found.group(1)}.{found.group(2)}"
+    twin, symbolic = NUMPY_MATH[found.group(2)], found.group(2) not in NUMPY_FORCED
+    head = (
+        f"`{name}` is evaluated on the exact value while compiling (stock torch.compile "
+        "pins it too)"
+    )
+    if symbolic:
+        return (
+            f"{head}: write `math.{twin}(...)` instead, which stays symbolic (it returns a "
+            f"Python float where numpy returns `np.float64`; its result may differ from "
+            "numpy's in the last bit on some platforms)."
+        )
+    return (
+        f"{head}, and so does `math.{twin}`: compute it on a 0-d tensor "
+        f"(`torch.full((), n, dtype=torch.float64).{twin}()`)."
+    )
+
+
 def _on_float64(method: str) -> str:
     return f"`torch.full((), n, dtype=torch.float64).{method}()`"
 
@@ -93,6 +133,16 @@ CONSTRUCTS: tuple[Construct, ...] = (
         r"\bmath\.pow\(",
         "`math.pow` takes a Python number, so it needs the exact value: write `n ** 2` or "
         "compute it on a 0-d tensor instead.",
+    ),
+    Construct(
+        "numpy math",
+        "np.sin(n)",
+        r"\b(np|numpy)\.(" + "|".join(NUMPY_MATH) + r")\(",
+        "numpy's functions are evaluated on the exact value while compiling (stock "
+        "torch.compile pins it too): write `math.sin(n)`, which stays symbolic (so do "
+        "`math`'s cos, tan, sqrt, floor, ceil and the other trigonometric functions; it "
+        "returns a Python float, not `np.float64`), or, for `exp` and `log`, compute on a "
+        "0-d tensor.",
     ),
     Construct(
         "as a size",
@@ -157,6 +207,7 @@ RECORDED: dict[str, Any] = {
         "math.log": {"DynamicInt": SPECIALIZES, "DynamicFloat": SPECIALIZES},
         "math.exp": {"DynamicInt": SPECIALIZES, "DynamicFloat": SPECIALIZES},
         "math.pow": {"DynamicInt": SYMBOLIC, "DynamicFloat": SYMBOLIC},
+        "numpy math": {"DynamicInt": SPECIALIZES, "DynamicFloat": SPECIALIZES},
         "as a size": {"DynamicInt": SYMBOLIC, "DynamicFloat": SYMBOLIC},
         "range()": {"DynamicInt": SPECIALIZES, "DynamicFloat": RAISES},
         "f-string": {"DynamicInt": EAGER, "DynamicFloat": EAGER},

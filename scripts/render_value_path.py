@@ -6,9 +6,10 @@
 A fresh process compiles ``x * n`` with ``n = DynamicInt(2)`` on ``aot_eager`` once (the
 bridge installed, caches warm), resets, and compiles it again for ``DynamicInt(5)`` under
 ``sys.setprofile``: every function of ``dynscalar`` entered, in the order first entered,
-without the table, its wrapper (``_patch``) and the safety net (the plumbing every hook
-call passes).  Consecutive functions of one module make one step of the list, so a
-newcomer reads, top down, which module handles the value next and by which functions.
+without the table, its wrapper (``_patch``), the safety net and the wrapper's call of
+torch's function (``_torchs_own``: the plumbing every hook call passes).  Consecutive
+functions of one module make one step of the list, so a newcomer reads, top down, which
+module handles the value next and by which functions.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "how-it-works.md"
 START, END = "<!-- value-path:start -->\n", "<!-- value-path:end -->\n"
 #: plumbing every hook call passes: the table, its wrapper (the patch mechanism), the
-#: safety net
-PLUMBING = ("_bridge._table", "_bridge._patch", "_bridge._safety")
+#: safety net and the wrapper's call of torch's function (``_torchs_own.by_torch``)
+PLUMBING = ("_bridge._table", "_bridge._patch", "_bridge._safety", "_bridge._torchs_own")
 
 _TRACE = r"""
 import json, sys, torch, dynscalar as ds

@@ -150,13 +150,13 @@ def test_sdpa_scale_is_one_graph_on_inductor() -> None:
 def test_pairwise_norm_is_one_graph_and_order_zero_a_path() -> None:
     """``pairwise_distance``'s order is ``linalg.vector_norm``'s Scalar ``ord``: boxed on
     inductor.  Order 0 counts nonzeros and has no gradient (eager's grad is None): a path
-    of its own, kept from the boxed graph by a predicate guard (``p != 0``), compiled as
-    stock compiles it (one graph and the restart that drops the unused float), no warning;
-    -0.0 takes it too."""
+    of its own, kept from the boxed graph by a predicate guard (``p != 0``), one graph
+    (before, two: torch's float pass restarted to drop the float the path pinned), no
+    warning; -0.0 takes it too."""
     torch._dynamo.reset()
     values = (1.5, 3.0, 0.0, 2.5, -0.0, 1.0)
     _, per_call = _run(nn.PairwiseDistance(2.0), "norm", values, _pair)
-    assert per_call == [1, 1, 3, 3, 3, 3]
+    assert per_call == [1, 1, 2, 2, 2, 2]
 
 
 @pytest.mark.inductor

@@ -366,7 +366,8 @@ def _symbolic_float_refused(gm: torch.fx.GraphModule, example_inputs: Any) -> An
 
 def test_a_backend_failing_on_a_marked_value_compiles_as_stock_torch_does() -> None:
     """The backend refuses the graph dynscalar made (a symbolic float): the frame is traced
-    again as stock torch does (the value a constant), one warning, eager's numbers."""
+    again as stock torch does (the value a constant), one warning naming the error as the
+    backend's (not an internal error of dynscalar's), eager's numbers."""
     model, twin = Scaled(), Scaled()
     ds.mark_dynamic_attr(model, "scale")
     counter = CountingBackend(_symbolic_float_refused)
@@ -375,8 +376,13 @@ def test_a_backend_failing_on_a_marked_value_compiles_as_stock_torch_does() -> N
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert torch.equal(compiled(x), twin(x))
-    failures = [str(w.message) for w in caught if "internal error" in str(w.message)]
-    assert len(failures) == 1 and "NYI symbolic float" in failures[0]
+    failures = [str(w.message) for w in caught if issubclass(w.category, ds.DynscalarWarning)]
+    assert len(failures) == 1 and "NYI symbolic float" in failures[0], failures
+    assert (
+        "the backend raised NotImplementedError: NYI symbolic float (its own error)"
+        in (failures[0])
+    )
+    assert "internal error" not in failures[0] and "Please report" not in failures[0]
     assert counter.frame_count == 2  # the refused attempt, then the constant graph
     # a second value: stock torch makes the changed float symbolic itself (automatic
     # dynamic), and the backend refuses that too: the same failure as stock's, not hidden

@@ -387,6 +387,28 @@ def _kept_from_pass(gm: Any, state: CompileState) -> Iterator[None]:
             node.target = target
 
 
+@contextlib.contextmanager
+def _unused_kept(
+    ours: dict[Any, str], used: set[Any], paths: Any, computed: set[Any]
+) -> Iterator[None]:
+    """A marked float the graph never computes with (``Dropout.p`` in eval mode: only its
+    path guards read it, or a path pinned it, ``p == 0``) stays a graph input through
+    torch's float-tensorify pass.  The pass specializes every float symbol it did not turn
+    into a tensor, and restarts the trace to drop such an input: a second backend compile
+    where stock, which never made the constant an input, compiles once.  For the pass's
+    duration those symbols are among the names it treats as already specialized (it
+    erases their unused ``.item()``); the graph keeps the input, and Dynamo's guards read
+    the value as before."""
+    names = _torch.TensorifyState.force_specializations
+    unused = {s for s in ours if s not in used or (s in paths and s not in computed)}
+    added = {str(s) for s in unused} - names
+    names.update(added)
+    try:
+        yield
+    finally:
+        names.difference_update(added)
+
+
 def _only_ours(gm: Any, ours: dict[Any, str]) -> bool:
     """True when every float symbol of the graph's inputs is one the bridge made (no
     float of stock torch's own, which the pass must see as stock torch does)."""
@@ -515,7 +537,8 @@ def tensorify_hook(
     n_guards = len(shape_env.guards)
 
     try:
-        result = wrapped(*args, **kwargs)
+        with _unused_kept(ours, used, state.paths, used_float_symbols(gm, shape_env, False)):
+            result = wrapped(*args, **kwargs)
     except _torch.TensorifyScalarRestartAnalysis:
         # Not a specialization by itself: torch also restarts to drop a float input the graph
         # never uses (FreeU-style `if self.a and self.b:`).  The compile after the restart

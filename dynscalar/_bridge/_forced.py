@@ -149,15 +149,18 @@ class ForcedFloats:
             self._added.clear()
 
 
-def used_float_symbols(gm: Any, shape_env: Any) -> set[Any]:
+def used_float_symbols(gm: Any, shape_env: Any, forced: bool = True) -> set[Any]:
     """Float symbols the graph needs: an op of ``gm`` computes with them (not the
     ``.item()`` that makes them), or the trace already forced them to a value (a torch
     function taking a Python float: ``torch.nan_to_num(x, nan=v)``).  Other floats a
-    restart specializes are inputs the graph never used, dropped, not forced."""
+    restart specializes are inputs the graph never used, dropped, not forced.  ``forced``
+    False: the ops' symbols alone."""
     import torch
 
     used: set[Any] = {
-        s for s, value in getattr(shape_env, "replacements", {}).items() if value.is_number
+        s
+        for s, value in getattr(shape_env, "replacements", {}).items()
+        if forced and value.is_number
     }
     local_scalar = torch.ops.aten._local_scalar_dense.default
     for node in gm.graph.nodes:

@@ -201,9 +201,17 @@ def _apply(
         if boxed is not None:
             return boxed
         why = f"{why}; {refused}"
+    return _specialized(tx, name, values, keywords, stock, why)
+
+
+def _specialized(
+    tx: Any, name: str, values: list[Any], keywords: dict[str, Any], stock: Any, why: str
+) -> Any:
+    """The call as ``stock`` traces it, its marked floats specialized as stock torch does
+    and reported (``why``)."""
     log.info("%s receives a dynamic float, specialized as stock torch does: %s", name, why)
     with specializing(name, why):
-        if kind == "python":
+        if _kind(tx) == "python":
             _guard_values(tx, [*values, *keywords.values()])
         return stock()
 
@@ -246,6 +254,12 @@ def in_graph_call_hook(
     def stock() -> Any:  # the call as Dynamo makes it
         return wrapped(*args, **kwargs)
 
+    if _torch.peek_interpreter_stack() is not None:
+        # inside vmap/grad (per-sample gradients): dynscalar's custom ops have no batching
+        # rule, so the call is traced as stock traces it, the value specialized
+        why = "it is called inside a functorch transform (vmap, grad), which its rule cannot enter"
+        values, keywords = list(call_args), dict(call_kwargs)
+        return _specialized(tx, found[1] if found else str(name), values, keywords, stock, why)
     if found is None:
         assert name is not None  # neither a rule nor traced through: named above
         return _generic(tx, name, list(call_args), dict(call_kwargs), stock)

@@ -106,8 +106,9 @@ def hook_of(entry: Private, lazy: bool = False) -> Hook:
     """The wrapper function for ``entry``: one frame per call.  It binds the call's
     arguments by the entry's parameter names and runs, inside ``disabled()``, the entry's
     hook for that case (:attr:`~._table.Private.inside_disabled`) or torch's function
-    alone; else its hooks (outermost first, each calling the next as ``wrapped``) inside
-    the safety net, which says what runs instead where some compile is turned off
+    alone; else its hooks (outermost first, each calling the next as ``wrapped``, the
+    innermost torch's function, whose errors are noted as torch's: ``_torchs_own.by_torch``)
+    inside the safety net, which says what runs instead where some compile is turned off
     (``_safety.off_path``) and for a failure (``_safety.handle``).  Hook modules are
     imported once (``lazy``: at the first call)."""
     hooks = [_Resolved(path, lazy) for path in entry.hooks]
@@ -116,7 +117,7 @@ def hook_of(entry: Private, lazy: bool = False) -> Hook:
     names = tuple(entry.params or ())
     if names[:1] == ("self",):
         names = names[1:]
-    net: list[Any] = []  # the safety net's module, imported at the first call
+    net: list[Any] = []  # the safety net's module and ``by_torch``, imported at the first call
     gate: Any = _Resolved(entry.gate, lazy).function() if entry.gate else None
 
     def wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -134,16 +135,17 @@ def hook_of(entry: Private, lazy: bool = False) -> Hook:
             return inside.function()(wrapped, instance, args, kwargs)
         if not net:
             from . import _safety
+            from ._torchs_own import by_torch
 
-            net.append(_safety)
-        safety = net[0]
+            net.extend((_safety, by_torch))
+        safety, by_torch = net
         if safety.OFF.held:  # some compile is turned off: this one, perhaps
             instead = safety.off_path(entry)
             if instead is not safety.NOT_OFF:
                 return run(instead, wrapped, instance, args, kwargs)
         first = hooks[0]
         hook = getattr(first.module, first.name) if first.module is not None else first.function()
-        inner: Any = wrapped
+        inner: Any = by_torch(wrapped)  # what torch's function raises is torch's (``_safety``)
         for resolved in reversed(hooks[1:]):  # several hooks: each one's ``wrapped`` runs
             layer = (  # the next, its arguments by name too
                 getattr(resolved.module, resolved.name)

@@ -255,12 +255,17 @@ def _settle(scope: _Scope, result: Any, spec: DynamicSpec) -> None:
     written = _written_earlier(scope)
     if written:
         names = ", ".join(f"self.{n}" for n in written)
+        holder, _, attribute = written[0].rpartition(".")
+        fix = (  # an object that is not a module holds a dynamic value instead
+            f"model.{holder}.{attribute} = dynscalar.mark_dynamic(model.{holder}.{attribute})"
+            if holder
+            else f"mark_dynamic_attr(model, {attribute!r})"
+        )
         why = (
             f"its getter reads {names}, which this forward assigned before reading the "
             "property: that is a value the compiled code computes, not one it is called "
             "with, and the attribute's own value when the call starts is compiled as "
-            "stock torch compiles it (one compile per value). Mark the attribute itself "
-            f"(mark_dynamic_attr(model, {written[0]!r}))"
+            f"stock torch compiles it (one compile per value). Mark the attribute itself ({fix})"
         )
     elif getattr(realized, "source", None) is not None:
         why = (
@@ -284,17 +289,26 @@ def _settle(scope: _Scope, result: Any, spec: DynamicSpec) -> None:
 
 
 def _written_earlier(scope: _Scope) -> list[str]:
-    """Attributes of the property's module that the getter's code names and that the
-    compiled frame assigned before the getter ran: Dynamo reads them from its pending side
-    effects, never through the builder, so no mark reaches them."""
+    """Attributes that the getter's code names, of the property's module or of an object
+    it holds under a name the getter reads (``self.sched.t``), and that the compiled frame
+    assigned before the getter ran: Dynamo reads them from its pending side effects, never
+    through the builder, so no mark reaches them.  Named as the getter reads them."""
     code = getattr(getattr(scope.descriptor, "fget", None), "__code__", None)
     mutations = getattr(getattr(scope.output, "side_effects", None), "store_attr_mutations", {})
     if code is None or not mutations:
         return []
-    for variable, stored in mutations.items():
-        if getattr(variable, "value", None) is scope.owner:
-            return [name for name in stored if name in code.co_names]
-    return []
+    owners = {id(scope.owner): ""}
+    for name in code.co_names:
+        held = vars(scope.owner).get(name)
+        if held is not None and not isinstance(held, numbers.Number):
+            owners.setdefault(id(held), f"{name}.")
+    return [
+        f"{owners[id(value)]}{name}"
+        for variable, stored in mutations.items()
+        if id(value := getattr(variable, "value", None)) in owners
+        for name in stored
+        if name in code.co_names
+    ]
 
 
 def property_mark(builder: Any) -> tuple[DynamicSpec, str, str] | None:

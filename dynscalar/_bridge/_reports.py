@@ -280,7 +280,7 @@ def report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) ->
 
 def _advice_for(at: Location) -> str:
     """Advice for the construct found on the user's line (dynscalar/_constructs.py)."""
-    from .._constructs import constructs_in
+    from .._constructs import constructs_in, numpy_advice
 
     found = constructs_in(at.line, _indexed_type(at))
     if not found:
@@ -290,6 +290,8 @@ def _advice_for(at: Location) -> str:
             "constructs force a value on this torch)."
         )
     first = found[0]
+    if first.key == "numpy math":
+        return f"What forces it there: {numpy_advice(at.line)}"
     return f"What forces it there: {first.shown}. {first.advice}"
 
 

@@ -2,7 +2,12 @@
 
 Every hook of the table runs under the net: the table's wrapper (``_patch.hook_of``) runs
 the hook and hands its failure to :func:`handle` (one frame per hook call), which says
-what runs instead (the net names a hook by its path; the wrapper runs it).  When a hook
+what runs instead (the net names a hook by its path; the wrapper runs it).  An exception
+keeps its owner: what torch's wrapped function raised (``_torchs_own.by_torch``: torch's,
+the user's code's or backend's) goes on to torch's caller unchanged, which handles it as
+stock does (a cache key torch cannot compute is a silent bypass), except while Dynamo
+traces marked values, where the frame is traced again as below (the report waits for the
+stock attempt, so an error stock raises too reaches the user as stock's).  When a hook
 raises and the exception is not one Dynamo itself uses for control flow (a graph break,
 a restart, a traced user exception) nor one of dynscalar's own deliberate errors
 (``DynscalarError``: a bad value, a strict specialization), the failure is dynscalar's.
@@ -56,7 +61,7 @@ from ._python import comparison_output
 from ._reports import STRICT_INVOLVED, dynscalar_error_in, refuse
 from ._restarts import restart_frame, take_restart, tracer
 from ._state import peek_state
-from ._torchs_own import is_torchs_own, torchs_own
+from ._torchs_own import is_torchs_own, raised_by_torch, torchs_own
 from ._turned_off import OFF, Failure, abandon, failed_here
 
 log = logging.getLogger("dynscalar")
@@ -187,8 +192,15 @@ def handle(entry: Any, error: Exception) -> str | None:
     deliberate = dynscalar_error_in(error)
     if deliberate is not None:
         raise deliberate from None
-    failed = _failure(entry.name, error, entry.hooks)
     current = _compile()
+    if raised_by_torch(error) and not (
+        current is not None and entry.phase == "dynamo" and _marks_in_compile()[0]
+    ):
+        # torch's own error (or the program's, or its backend's), where no mark is traced
+        # or outside Dynamo's trace: torch's caller handles it as stock does (a cache key
+        # torch cannot compute is a cache bypass), never reported as dynscalar's
+        raise error
+    failed = _failure(entry.name, error, entry.hooks)
     if current is None or entry.phase != "dynamo":
         # Not tracing (the export wrapper), or a backend pass (the float-tensorify pass):
         # torch's own function (or the entry's off form), as stock runs it.  A backend
@@ -224,6 +236,7 @@ def backend_compile_hook(
     try:
         return wrapped(*args, **kwargs)
     except Exception as error:
+        by_torch = raised_by_torch(error)  # the backend's own error, not begun in dynscalar
         cause = getattr(error, "inner_exception", None) or error.__cause__ or error
         if (
             state is None
@@ -234,7 +247,9 @@ def backend_compile_hook(
             or isinstance(cause, DynscalarError)  # a deliberate error of dynscalar's
         ):
             raise torchs_own(error) from error.__cause__
-        failed = _failure(_BACKEND, cause if isinstance(cause, Exception) else error)
+        failed = _failure(
+            _BACKEND, cause if isinstance(cause, Exception) else error, by_backend=by_torch
+        )
         _turn_off(current, failed, error)
         raise  # not reached: _turn_off raises
 
@@ -252,7 +267,7 @@ def backend_compile_off(
     compiled = wrapped(*args, **kwargs)
     found = failed_here()
     if found is not None and not found.reported:
-        _report(found)  # the failure was dynscalar's: said now (a strict mark raises)
+        _report(found)  # the marked attempt failed where stock compiles: said now (strict raises)
     return compiled
 
 
@@ -280,9 +295,14 @@ class KnownLimit(Exception):
     stock torch compiles the plain values, with the reason (not an internal error)."""
 
 
-def _failure(entry: str, error: Exception, hooks: tuple[str, ...] = ()) -> Failure:
+def _failure(
+    entry: str, error: Exception, hooks: tuple[str, ...] = (), by_backend: bool = False
+) -> Failure:
     """What is known of a failure in ``entry``'s hook: the message (not reported yet) and
-    whether a ``strict=True`` mark is involved in the compile."""
+    whether a ``strict=True`` mark is involved in the compile.  ``error`` is named as
+    its owner's: the backend's (``by_backend``: raised by the backend on the graph with
+    the marks symbolic), torch's (raised by torch's function the hook wrapped), else an
+    internal error of dynscalar's."""
     try:
         labels, strict = _marks_in_compile()
     except Exception:  # noqa: BLE001 - the report must not fail in turn
@@ -290,11 +310,18 @@ def _failure(entry: str, error: Exception, hooks: tuple[str, ...] = ()) -> Failu
     values = ", ".join(labels) if labels else "the marked values"
     known = isinstance(error, KnownLimit)
     first = f"{type(error).__name__}: {error}".splitlines()[0][:300]
-    what = str(error) if known else f"an internal error in its hook on {entry} ({first})"
+    if known:
+        what = f"{error} while compiling {values}"
+    elif by_backend:
+        known = True  # the backend's own error, which a mark made it meet: not ours
+        what = f"the backend raised {first} (its own error) on the graph with {values} symbolic"
+    elif raised_by_torch(error):
+        what = f"torch's {entry} raised {first} while compiling {values}"
+    else:
+        what = f"an internal error in its hook on {entry} ({first}) while compiling {values}"
     message = (
-        f"dynscalar: {what} while compiling {values}; this frame is compiled as stock "
-        "torch.compile compiles the plain values instead (results are eager's; a changing "
-        "value may recompile)."
+        f"dynscalar: {what}; this frame is compiled as stock torch.compile compiles the "
+        "plain values instead (results are eager's; a changing value may recompile)."
     )
     if not known:
         message += " Please report this with your torch version."

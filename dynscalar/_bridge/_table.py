@@ -486,6 +486,10 @@ PRIVATES: tuple[Private, ...] = (
     Private("torch._C:_dispatch_tls_local_exclude_set", why="the dispatch keys now excluded"),
     Private("torch._C:DispatchKey", why="autograd's dispatch keys, re-included"),
     Private(
+        "torch._C._functorch:peek_interpreter_stack",
+        why="a call traced inside a functorch transform: dynscalar's ops have no vmap rule",
+    ),
+    Private(
         "torch._functorch.compile_utils:rand_ops",
         why="the random ops AOTAutograd's common-subexpression pass never merges (by list, "
         "not by tag): dynscalar's random custom ops are added to it",

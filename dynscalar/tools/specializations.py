@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from .._constructs import CONSTRUCTS, EAGER, RAISES, SPECIALIZES, SYMBOLIC
@@ -68,6 +69,7 @@ PROBES: dict[str, Probe] = {
         note="Traced as `**` on the `eager` and `aot_eager` backends; `inductor` forces the "
         "value (its tensor power returns `inf` where `math.pow` raises `OverflowError`).",
     ),
+    "numpy math": Probe(lambda x, n: x * np.sin(n), lambda x, n: x * math.sin(n)),
     "as a size": Probe(lambda x, n: x * torch.ones(math.ceil(n / 2)).sum()),
     "range()": Probe(
         lambda x, n: x + sum(1.0 for _ in range(n)),

@@ -31,8 +31,9 @@ class Row:
     feature: bool = False  # dropout: one draw per (N, C) channel
     alpha: bool = False  # dropout: alpha dropout (dropped values are a constant)
     compiles: int = 1  # the graphs a perfectly dynamic value needs
-    # the value never reaches the graph (eval): torch's tensorify pass restarts the first
-    # compile to drop the unused float input on inductor (one more graph, first call)
+    # the value never reaches the graph (eval): an input the graph never uses, which
+    # torch's tensorify pass keeps on inductor (before issue 49 it restarted the first
+    # compile to drop it: one more graph)
     unused: bool = False
     # backends on which the value is compiled as stock torch compiles it (no rule keeps it
     # symbolic exactly): one graph per value, warned; on inductor the first compile tries
@@ -49,8 +50,8 @@ class Row:
     learned: tuple[str, ...] = ()
     # the values at which the op's inductor form takes another path, as ATen's kernel does
     # (pow's special exponents: 2 squares, 0.5 takes the square root): each a path of its
-    # own on inductor, compiled once, its first compile restarting to drop the float the
-    # pinned path no longer reads
+    # own on inductor, compiled once (the float the pinned path no longer reads stays an
+    # unused input; before issue 49 the path's first compile restarted to drop it)
     special: tuple[float, ...] = ()
     note: str = ""
 
@@ -72,8 +73,8 @@ class Row:
         if backend == "inductor" and self.special:
             pinned = {v for v in self.values if v in self.special}
             general = any(v not in self.special for v in self.values)
-            return len(pinned) * 2 + general
-        return self.compiles + (self.unused and restart) + (backend in self.learned)
+            return len(pinned) + general
+        return self.compiles + (backend in self.learned)
 
     def new_paths(self, backend: str) -> list[bool]:
         """For each value, whether it is the first of its path on ``backend``."""
