@@ -155,7 +155,7 @@ def test_the_inductor_column_measures_random_draws_against_stock_inductor(
     form drawing with ``rand_like`` (the one before) draws other masks and leaves the
     generator elsewhere, and is refused."""
     from dynscalar.ops import _tensor
-    from tests.ops_matrix import run
+    from dynscalar.tools.matrix import run
 
     rule = ops.RULES["feature_dropout"]
     x = harness.make((4, 6, 3), torch.float32, "contiguous", torch.Generator().manual_seed(0))

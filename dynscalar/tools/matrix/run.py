@@ -220,7 +220,7 @@ def _random_case(
     stock inductor cannot compile it."""
     results = []
     for side in ("stock", "rule"):
-        torch._dynamo.reset()
+        torch.compiler.reset()
         compiled = torch.compile(call, backend="inductor")
 
         def run(compiled: Any = compiled, side: str = side) -> tuple[Any, Any, Any]:
