@@ -89,7 +89,8 @@ def user_backend(mark: str) -> list[Any]:
 def int_pow(mark: str) -> list[Any]:
     """``int_tensor ** n`` on inductor with ``n`` a symbolic int: inductor's lowering
     raises (``aten::pow() Expected a value of type 'Tensor' for argument 'exponent'``).
-    Stock meets it once automatic dynamic makes the changed argument symbolic."""
+    Stock meets it once automatic dynamic makes the changed argument symbolic; a marked
+    ``n`` reaches eager's kernel boxed."""
 
     def f(x: torch.Tensor, n: int) -> torch.Tensor:
         return x**n
