@@ -290,23 +290,39 @@ def differentiable(form: _forms.ScalarForm) -> bool:
     return "_foreach_" not in form.op and form.op not in ("aten::full", "aten::fill.Scalar")
 
 
-def form_column(ops: list[str] | None = None) -> dict[str, Any]:
-    """Every cell of the forms (``ops``: limited to these overload names)."""
-    cells: dict[str, Any] = {}
+def form_plan(
+    ops: list[str] | None = None,
+) -> Iterator[tuple[_forms.ScalarForm, torch.dtype, bool]]:
+    """(form, dtype, grad) of every cell of the forms (``ops``: limited to these overload
+    names), in the column's order."""
     for form in _forms.FORMS.values():
         if ops is not None and form.op not in ops:
             continue
-        plan = [(d, False) for d in NOGRAD_DTYPES]
+        yield from ((form, d, False) for d in NOGRAD_DTYPES)
         if differentiable(form):
-            plan += [(d, True) for d in GRAD_DTYPES]
-        for dtype, grad in plan:
-            start = time.perf_counter()
-            result = form_cell(form, dtype, grad)
-            result["seconds"] = round(time.perf_counter() - start, 1)
-            key = _admission.form_key(form, dtype, grad)
-            cells[key] = result
-            print(key, result, flush=True)
+            yield from ((form, d, True) for d in GRAD_DTYPES)
+
+
+def form_column(ops: list[str] | None = None) -> dict[str, Any]:
+    """Every cell of the forms (``ops``: limited to these overload names)."""
+    cells: dict[str, Any] = {}
+    for form, dtype, grad in form_plan(ops):
+        start = time.perf_counter()
+        result = form_cell(form, dtype, grad)
+        result["seconds"] = round(time.perf_counter() - start, 1)
+        key = _admission.form_key(form, dtype, grad)
+        cells[key] = result
+        print(key, result, flush=True)
     return cells
 
 
-__all__ = ["VALUE", "VALUES", "form_cell", "form_column", "overload", "samples", "template"]
+__all__ = [
+    "VALUE",
+    "VALUES",
+    "form_cell",
+    "form_column",
+    "form_plan",
+    "overload",
+    "samples",
+    "template",
+]

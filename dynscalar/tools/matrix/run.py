@@ -252,16 +252,40 @@ def _random_case(
     return ""
 
 
-def inductor_column(rules: list[str] | None = None) -> dict[str, Any]:
-    cells_: dict[str, Any] = {}
+def inductor_plan(
+    rules: list[str] | None = None,
+) -> Iterator[tuple[ops.Rule, str, torch.dtype, bool]]:
+    """(rule, callable, dtype, grad) of every inductor cell, in the column's order."""
     for rule, callable_name in cells(rules):
         for dtype in INDUCTOR_DTYPES:
-            for grad in (False, True):
-                if grad and not rule.differentiable:
-                    continue
-                start = time.perf_counter()
-                result = inductor_cell(rule, callable_name, dtype, grad)
-                result["seconds"] = round(time.perf_counter() - start, 1)
-                cells_[_admission.key(rule, callable_name, dtype, grad)] = result
-                print(_admission.key(rule, callable_name, dtype, grad), result, flush=True)
+            for grad in (False, True) if rule.differentiable else (False,):
+                yield rule, callable_name, dtype, grad
+
+
+def python_keys() -> set[str]:
+    """The cells of a complete ``"python"`` column (what :func:`python_column` measures:
+    every dtype, and the floating-point ones under each autocast dtype too)."""
+    plain = {
+        _admission.key(rule, callable_name, dtype, grad)
+        for rule, callable_name in cells()
+        for dtype in DTYPES
+        for grad in {g for g, _ in _variants(rule)}
+    }
+    return plain | {
+        _admission.key(rule, callable_name, dtype, grad, cast)
+        for cast in AUTOCAST_DTYPES
+        for rule, callable_name in cells()
+        for dtype in AUTOCAST_INPUTS
+        for grad in {g for g, _ in _variants(rule)}
+    }
+
+
+def inductor_column(rules: list[str] | None = None) -> dict[str, Any]:
+    cells_: dict[str, Any] = {}
+    for rule, callable_name, dtype, grad in inductor_plan(rules):
+        start = time.perf_counter()
+        result = inductor_cell(rule, callable_name, dtype, grad)
+        result["seconds"] = round(time.perf_counter() - start, 1)
+        cells_[_admission.key(rule, callable_name, dtype, grad)] = result
+        print(_admission.key(rule, callable_name, dtype, grad), result, flush=True)
     return cells_
