@@ -23,6 +23,7 @@ import torch
 from dynscalar import ops
 from dynscalar._bridge import _torch
 from dynscalar.ops import _admission
+from dynscalar.ops._compare import same
 
 from . import harness
 
@@ -231,7 +232,7 @@ def _random_case(
             state = torch.get_rng_state()
             grads = None
             if grad and isinstance(out, torch.Tensor) and out.requires_grad:
-                out.sum().backward()
+                out.sum().backward()  # type: ignore[no-untyped-call]
                 grads = [a.grad for a in inputs if isinstance(a, torch.Tensor) and a.requires_grad]
             return out, grads, state
 
@@ -244,7 +245,7 @@ def _random_case(
             return f"rule {type(error).__name__}"
     (s_out, s_grads, s_state), (r_out, r_grads, r_state) = results
     for what, got, want in (("outputs", r_out, s_out), ("gradients", r_grads, s_grads)):
-        difference = harness._same(got, want)
+        difference = same(got, want)
         if difference:
             return f"{what} are not stock inductor's ({difference})"
     if not torch.equal(r_state, s_state):
@@ -272,7 +273,7 @@ def python_keys() -> set[str]:
         for grad in {g for g, _ in _variants(rule)}
     }
     return plain | {
-        _admission.key(rule, callable_name, dtype, grad, cast)
+        _admission.key(rule, callable_name, dtype, grad, dtype_name(cast))
         for cast in AUTOCAST_DTYPES
         for rule, callable_name in cells()
         for dtype in AUTOCAST_INPUTS
