@@ -1006,16 +1006,6 @@ class _NonLeafInput(torch.nn.Module):
         return self.inner(x * 1.0)  # type: ignore[no-any-return]
 
 
-class _SmoothedClassifier(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.lin = torch.nn.Linear(6, 5)
-        self.loss = torch.nn.CrossEntropyLoss(label_smoothing=0.1)
-
-    def forward(self, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        return self.loss(self.lin(x), target)  # type: ignore[no-any-return]
-
-
 class _BiasedAttention(torch.nn.Module):
     """An attention with a learned float bias as its mask (T5-style position bias) and a
     scale that warms up."""
@@ -1077,8 +1067,10 @@ def _amp_steps(
 def amp_label_smoothing(mark: str | None) -> Outcome:
     """``CrossEntropyLoss(label_smoothing=)`` ramped per step under bf16 autocast (its
     autocast policy: float32, so the loss is float32 as eager's)."""
+    from .autocast_patterns import Smoothed
+
     torch.manual_seed(0)
-    model = _SmoothedClassifier()
+    model = Smoothed()
     x = torch.linspace(-2.0, 2.0, 24).reshape(4, 6)
     target = torch.tensor([0, 3, 1, 4])
     values = [0.1, 0.15, 0.2, 0.25]
