@@ -49,6 +49,7 @@ from ._custom import (
     laid_out,
     meta_gradients,
     outside_modes,
+    required,
     requiring_grad,
     size_hint,
 )
@@ -235,8 +236,7 @@ def _needed(
 ) -> list[int]:
     """The tensors a gradient is computed for: those with a gradient from the call that
     required grad in the forward (``requiring``; None: every one with a gradient)."""
-    found = _positions(key, tensors, scalars)
-    return found if requiring is None else [i for i in found if requiring[i]]
+    return required(_positions(key, tensors, scalars), requiring)
 
 
 def _vjp_impl(

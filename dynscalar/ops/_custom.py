@@ -64,6 +64,7 @@ __all__ = [
     "random_defined",
     "random_ops",
     "requiring_for",
+    "required",
     "requiring_grad",
     "size_hint",
     "with_autocast",
@@ -395,9 +396,8 @@ def op_for(rule: Rule) -> Any:
         requiring = requiring_grad(ctx.needs_input_grad, len(values))
         grads = iter(vjp(grad, *state, *values, requiring=requiring, autocast=ctx.autocast))
         result: list[Any] = [None] * len(values)
-        for i in _differentiable(signature, values):
-            if requiring[i]:
-                result[i] = next(grads)
+        for i in _needed(signature, values, requiring):
+            result[i] = next(grads)
         return tuple(result[: signature.positional])  # keyword-only inputs get none
 
     return define(rule.name, schema, impl, fake, backward, setup_context, random=rule.random)
@@ -525,8 +525,13 @@ def _needed(
 ) -> list[int]:
     """The inputs a gradient is computed for: those with a gradient from the op that
     required grad in the forward (``requiring``; None: every one with a gradient)."""
-    found = _differentiable(signature, values)
-    return found if requiring is None else [i for i in found if requiring[i]]
+    return required(_differentiable(signature, values), requiring)
+
+
+def required(positions: list[int], requiring: Sequence[bool] | None) -> list[int]:
+    """The ``positions`` whose input required grad in the forward (``requiring``; None:
+    all of them): the inputs a gradient is computed for."""
+    return positions if requiring is None else [i for i in positions if requiring[i]]
 
 
 def _shape_key(value: Any) -> Any:
