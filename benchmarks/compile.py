@@ -60,7 +60,7 @@ class HookTimer:
         import wrapt
         from torch._dynamo.variables.lazy import LazyVariableTracker
 
-        from dynscalar._bridge._install import applied_patches
+        from benchmarks.harness import applied_patches
 
         restore: list[tuple[Any, str, Any]] = []
         for owner, name in applied_patches():

@@ -336,3 +336,17 @@ def span(values: list[float], fmt: str = ".0f") -> str:
     """``lo-hi`` of ``values`` as formatted, or one value when both ends print the same."""
     lo, hi = format(min(values), fmt), format(max(values), fmt)
     return lo if lo == hi else f"{lo}-{hi}"
+
+
+def applied_patches() -> list[tuple[Any, str]]:
+    """(owner, attribute) of every bridge patch in place (the installed ones, and the
+    degraded ones while in place); ``vars(owner)[attribute]`` is its ``wrapt.FunctionWrapper``
+    (the benchmarks time the hooks through this)."""
+    from dynscalar._bridge import _install, _patch
+
+    with _install.lock:
+        return [
+            (p.owner, p.attribute)
+            for p in _patch.APPLIED + _install._degraded
+            if vars(p.owner).get(p.attribute) is p.wrapper
+        ]

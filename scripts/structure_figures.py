@@ -118,12 +118,15 @@ def hooks() -> dict[str, object]:
     sys.path.insert(0, str(ROOT))
     from dynscalar._bridge._table import PRIVATES
 
-    per_target = {p.target: len(p.hooks) for p in PRIVATES if p.hooks}
+    def hooks_of(p: object) -> tuple[str, ...]:  # ``hooks`` (a chain) before the stages
+        return tuple(getattr(p, "hooks", None) or filter(None, [getattr(p, "hook", None)]))
+
+    per_target = {p.target: len(hooks_of(p)) for p in PRIVATES if hooks_of(p)}
     named = sorted(
         {
             path.partition(":")[0]
             for p in PRIVATES
-            for path in (*p.hooks, p.degraded_hook, p.inside_disabled, p.gate)
+            for path in (*hooks_of(p), p.degraded_hook, p.inside_disabled, p.gate, p.off_hook)
             if path
         }
     )
@@ -147,11 +150,9 @@ def compile_state() -> dict[str, object]:
     sites: Counter[str] = Counter()
     for path in _library_files():
         for node in ast.walk(ast.parse(path.read_text())):
-            if (
-                isinstance(node, ast.Call)
-                and getattr(node.func, "id", getattr(node.func, "attr", None))
-                in ("compile_state", "peek_state")
-            ):
+            if isinstance(node, ast.Call) and getattr(
+                node.func, "id", getattr(node.func, "attr", None)
+            ) in ("compile_state", "peek_state"):
                 sites[str(path.relative_to(PACKAGE))] += 1
     return {"fields": fields, "modules": len(sites), "call_sites": sum(sites.values())}
 

@@ -55,7 +55,7 @@ def test_install_is_idempotent() -> None:
 
 
 def test_moved_internal_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
-    entry = _table.find(":VariableBuilder.wrap_symint")
+    entry = next(p for p in _table.PRIVATES if p.target.endswith(":VariableBuilder.wrap_symint"))
     moved = dataclasses.replace(entry, params=("self", "value", "dynamism"))
     table = tuple(moved if p is entry else p for p in _table.PRIVATES)
     monkeypatch.setattr(_table, "PRIVATES", table)

@@ -58,18 +58,18 @@ def test_reset_empties_every_bridge_cache() -> None:
     context = torch._guards.CompileContext(None)
     _restarts._specialize_next[context] = {"L['self'].step": "a restart"}
     rebox.rebox(3, rebox.key_of(ds.DynamicInt, ds.DynamicSpec()))
-    _properties._reads[code] = {"L['self'].p": _properties.PropertyRead("L['self']", "Linear", "p")}
+    _properties.READS[code] = {"L['self'].p": _properties.PropertyRead("L['self']", "Linear", "p")}
     _attrs.record_property_reads(module, "p", ("self.q",))
     forced = _floats._forced_floats
     forced._ops["dynscalar-forced:test"] = ["aten.op"]
     names = TensorifyState.force_specializations
     names.update({"dynscalar-forced:test", "zf_stock"})
     try:
-        assert rebox._MADE and _properties._reads and _attrs.property_reads(module, "p")
+        assert rebox._MADE and _properties.READS and _attrs.property_reads(module, "p")
         reset_caches()
         assert _restarts._specialize_next.get(context) is None
         assert not rebox._MADE
-        assert _properties.read_through_property(code, "L['self'].p") is None
+        assert _properties.READS.get(code) is None
         assert _attrs.property_reads(module, "p") is None
         assert forced.ops(object()) == [] and not forced._ops
         # our memory leaves torch's set; stock's own names stay (torch._dynamo.reset's job)

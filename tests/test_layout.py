@@ -201,3 +201,63 @@ def test_no_import_cycle_in_the_package() -> None:
     graph = _import_graph()
     cycles = _cycles(graph)
     assert not cycles, "import cycles:\n" + "\n".join(_describe(graph, c) for c in cycles)
+
+
+# ----------------------------------------------------------------------------- stages
+#: the bridge's patch layer: the table of private names and the mechanism wrapping them
+PATCH_LAYER = {"dynscalar._bridge._table", "dynscalar._bridge._patch"}
+#: the modules that may import it: the bridge's entry, the namespace, the installer
+PATCH_LAYER_USERS = {"dynscalar._bridge", "dynscalar._bridge._torch", "dynscalar._bridge._install"}
+
+
+def test_every_hook_lives_in_a_stage_module() -> None:
+    """The table names only functions of ``dynscalar._bridge.stages`` (the hook, and its
+    forms for ``disabled()``, the degraded mode, a frame compiled as stock, its gate), and
+    each exists there."""
+    from dynscalar._bridge._table import PRIVATES
+
+    paths = [
+        (entry.name, path)
+        for entry in PRIVATES
+        for path in (
+            entry.hook,
+            entry.degraded_hook,
+            entry.off_hook,
+            entry.disabled_hook,
+            entry.gate,
+        )
+        if path
+    ]
+    assert paths
+    outside = [(name, path) for name, path in paths if not path.startswith("stages.")]
+    assert not outside, outside
+    for _, path in paths:
+        module, _, function = path.partition(":")
+        assert callable(getattr(importlib.import_module(f"dynscalar._bridge.{module}"), function))
+
+
+def test_no_torch_target_has_two_hooks() -> None:
+    """One hook per torch function: where concerns meet at one call, the stage's hook calls
+    them in order (an ``instead_of`` entry is the same target's alternative for another
+    torch release, applied only where the other is not)."""
+    from collections import Counter
+
+    from dynscalar._bridge._table import PRIVATES
+
+    hooked = Counter(p.target for p in PRIVATES if p.hook and p.instead_of is None)
+    assert [t for t, n in hooked.items() if n > 1] == []
+
+
+def test_rules_and_ops_never_import_the_patch_layer() -> None:
+    """The rules (the bridge's modules apart from its entry, namespace, installer and the
+    stage modules, which the patch mechanism imports) and ``dynscalar.ops`` import neither
+    the table nor the patch mechanism."""
+    graph = _import_graph()
+    offenders = {
+        module: sorted(PATCH_LAYER & set(targets))
+        for module, targets in graph.items()
+        if module.startswith(("dynscalar._bridge", "dynscalar.ops"))
+        and module not in PATCH_LAYER | PATCH_LAYER_USERS
+        and PATCH_LAYER & set(targets)
+    }
+    assert offenders == {}, offenders

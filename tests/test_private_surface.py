@@ -131,7 +131,7 @@ MOVED_READ_ONLY_NAME = (
 import dataclasses, warnings
 import dynscalar, dynscalar._bridge._install as bridge, dynscalar._bridge._table as table
 # a torch release that renamed a class the bridge only reads (never patches)
-entry = table.find(":LocalSource")
+entry = next(p for p in table.PRIVATES if p.target.endswith(":LocalSource"))
 moved = dataclasses.replace(entry, target="torch._dynamo.source:LocalSourceRenamed")
 table.PRIVATES = tuple(moved if p is entry else p for p in table.PRIVATES)
 """

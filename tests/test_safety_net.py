@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import copy
 import importlib
+import inspect
+import re
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -206,16 +208,48 @@ INDUCTOR_ONLY = {
     "_floats:check_cacheable_hook",
 }
 #: hooks that run outside any compile (their failure calls torch's function directly)
-OUTSIDE_COMPILE = {"_export:export_hook", "_install:compile_start_hook", "_state:reset_hook"}
+OUTSIDE_COMPILE = {
+    "stages.export:export_hook",
+    "_install:compile_start_hook",
+    "_state:reset_hook",
+}
 
 
-def _hooks() -> list[str]:
-    return sorted({hook for entry in _table.PRIVATES for hook in entry.hooks})
+def _concerns(stage_hook: str) -> list[str]:
+    """The rules a stage's hook calls (``"_ops:builtin_call_hook"``), read from its source:
+    a program fails each of them where it runs, under the stage's table entry."""
+    module, _, name = stage_hook.partition(":")
+    stage = importlib.import_module(f"dynscalar._bridge.{module}")
+    source = inspect.getsource(getattr(stage, name))
+    found = []
+    for alias, value in vars(stage).items():
+        if inspect.ismodule(value) and value.__name__.startswith("dynscalar._bridge."):
+            rule = value.__name__.removeprefix("dynscalar._bridge.")
+            found += [f"{rule}:{n}" for n in re.findall(rf"\b{alias}\.(\w+)\(", source)]
+    return found or [stage_hook]  # a hook with the rule in its own body is failed itself
+
+
+#: rule -> the table entry whose stage hook calls it
+ENTRY_OF = {
+    concern: entry for entry in _table.PRIVATES if entry.hook for concern in _concerns(entry.hook)
+}
 
 
 def test_every_hook_of_the_table_has_a_program() -> None:
-    missing = set(_hooks()) - set(PROGRAMS) - INDUCTOR_ONLY - OUTSIDE_COMPILE
+    missing = set(ENTRY_OF) - set(PROGRAMS) - INDUCTOR_ONLY - OUTSIDE_COMPILE
     assert not missing, f"add a program for {sorted(missing)}"
+
+
+def test_every_rule_a_stage_composes_is_found() -> None:
+    """The two targets where several concerns meet: each concern is failed on its own."""
+    found = {c for c, e in ENTRY_OF.items() if e.name == "BuiltinVariable.call_function"}
+    assert found == {
+        "_writeback.record:builtin_call_hook",
+        "_ops:builtin_call_hook",
+        "_python:python_raises_hook",
+    }
+    found = {c for c, e in ENTRY_OF.items() if e.name == "OutputGraph.call_user_compiler"}
+    assert found == {"_safety:backend_compile_hook", "_floats:compile_hook"}
 
 
 def _inject(monkeypatch: pytest.MonkeyPatch, hook: str) -> None:
@@ -233,7 +267,7 @@ def _inject(monkeypatch: pytest.MonkeyPatch, hook: str) -> None:
 def test_a_failing_hook_compiles_as_stock_torch_does(
     hook: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    entry = next(e for e in _table.PRIVATES if hook in e.hooks)
+    entry = ENTRY_OF[hook]
     if entry.optional and entry.found_params() != entry.params:
         pytest.skip(f"{entry.name} is an optional entry this torch does not need (not patched)")
     with ds.disabled(), warnings.catch_warnings():
@@ -333,7 +367,7 @@ def test_a_failing_hook_raises_for_a_strict_mark(monkeypatch: pytest.MonkeyPatch
 def test_a_failing_export_hook_exports_as_stock_torch_does(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _inject(monkeypatch, "_export:export_hook")
+    _inject(monkeypatch, "stages.export:export_hook")
     model = ds.mark_dynamic_attr(Step(), "step")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

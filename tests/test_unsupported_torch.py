@@ -9,7 +9,7 @@ import warnings
 import dataclasses
 import dynscalar, dynscalar._bridge._install as bridge, dynscalar._bridge._table as table
 # Simulate a torch release where wrap_symint changed its signature.
-entry = table.find(":VariableBuilder.wrap_symint")
+entry = next(p for p in table.PRIVATES if p.target.endswith(":VariableBuilder.wrap_symint"))
 moved = dataclasses.replace(entry, params=("self", "value", "dynamism"))
 table.PRIVATES = tuple(moved if p is entry else p for p in table.PRIVATES)
 import torch
@@ -57,7 +57,7 @@ import warnings
 import dataclasses
 import dynscalar, dynscalar._bridge._table as table
 # Simulate a torch release where the float-tensorify pass changed its signature.
-entry = table.find(":tensorify_python_scalars")
+entry = next(p for p in table.PRIVATES if p.target.endswith(":tensorify_python_scalars"))
 moved = dataclasses.replace(entry, params=("gm", "shape_env"))
 table.PRIVATES = tuple(moved if p is entry else p for p in table.PRIVATES)
 import torch

@@ -85,14 +85,19 @@ def _hide_bridge_frames() -> None:
     ShapeEnv attributes a guard to the innermost frame whose file is not in
     ``symbolic_shapes.uninteresting_files()``; without this, a guard made under this hook
     is attributed to the hook itself, and torch's recompile-limit warning ends with
-    "_bridge/_forcing.py:<line> in evaluate_sym_node_hook". That function returns one cached
+    "_bridge/stages/symbolic.py:<line> in evaluate_sym_node_hook". That function returns one cached
     set; adding the bridge's files to it makes torch skip them as it skips its own. Done at
     the first call (Dynamo is fully imported then), not at install time.
     """
     global _bridge_frames_hidden
     _bridge_frames_hidden = True
     bridge = os.path.dirname(os.path.abspath(__file__))
-    files = {os.path.join(bridge, name) for name in os.listdir(bridge) if name.endswith(".py")}
+    files = {
+        os.path.join(folder, name)
+        for folder, _, names in os.walk(bridge)
+        for name in names
+        if name.endswith(".py")
+    }
     try:
         _torch.uninteresting_files().update(files)
     except Exception:  # cosmetic: a torch without it names our frame

@@ -24,7 +24,6 @@ from ._table import Phase
 log = logging.getLogger("dynscalar")
 
 __all__ = [
-    "applied_patches",
     "compile_start_hook",
     "disabled",
     "ensure_phase",
@@ -43,17 +42,6 @@ _degraded_by_disabled = False  # whether disabled() put them there (and takes th
 def is_installed() -> bool:
     """True once the bridge is installed into Dynamo in this process (even while disabled)."""
     return _patch.PHASES.get("dynamo") is True
-
-
-def applied_patches() -> list[tuple[Any, str]]:
-    """(owner, attribute) of every patch in place; ``vars(owner)[attribute]`` is its
-    ``wrapt.FunctionWrapper`` (the benchmarks time the hooks through this)."""
-    with lock:
-        return [
-            (p.owner, p.attribute)
-            for p in _patch.APPLIED + _degraded
-            if vars(p.owner).get(p.attribute) is p.wrapper
-        ]
 
 
 def install() -> None:

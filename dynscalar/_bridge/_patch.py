@@ -106,12 +106,12 @@ def hook_of(entry: Private, lazy: bool = False) -> Hook:
     """The wrapper function for ``entry``: one frame per call.  It binds the call's
     arguments by the entry's parameter names and runs, inside ``disabled()``, the entry's
     hook for that case (:attr:`~._table.Private.inside_disabled`) or torch's function
-    alone; else its hooks (outermost first, each calling the next as ``wrapped``, the
-    innermost torch's function, whose errors are noted as torch's: ``_torchs_own.by_torch``)
-    inside the safety net, which says what runs instead where some compile is turned off
-    (``_safety.off_path``) and for a failure (``_safety.handle``).  Hook modules are
-    imported once (``lazy``: at the first call)."""
-    hooks = [_Resolved(path, lazy) for path in entry.hooks]
+    alone; else its hook (its ``wrapped`` is torch's function, whose errors are noted as
+    torch's: ``_torchs_own.by_torch``) inside the safety net, which says what runs instead
+    where some compile is turned off (``_safety.off_path``) and for a failure
+    (``_safety.handle``).  Hook modules are imported once (``lazy``: at the first call)."""
+    assert entry.hook is not None, f"{entry.name} has no hook"
+    hook = _Resolved(entry.hook, lazy)
     inside = _Resolved(entry.inside_disabled, lazy) if entry.inside_disabled else None
     starred = any(name.startswith("*") for name in entry.params or ())
     names = tuple(entry.params or ())
@@ -143,25 +143,9 @@ def hook_of(entry: Private, lazy: bool = False) -> Hook:
             instead = safety.off_path(entry)
             if instead is not safety.NOT_OFF:
                 return run(instead, wrapped, instance, args, kwargs)
-        first = hooks[0]
-        hook = getattr(first.module, first.name) if first.module is not None else first.function()
-        inner: Any = by_torch(wrapped)  # what torch's function raises is torch's (``_safety``)
-        for resolved in reversed(hooks[1:]):  # several hooks: each one's ``wrapped`` runs
-            layer = (  # the next, its arguments by name too
-                getattr(resolved.module, resolved.name)
-                if resolved.module is not None
-                else resolved.function()
-            )
-
-            # the defaults hold this layer's hook and the next (a closure per layer)
-            def inner(*a: Any, _hook: Any = layer, _next: Any = inner, **k: Any) -> Any:
-                if a and not starred:
-                    k = {**dict(zip(names, a, strict=False)), **k}
-                    a = ()
-                return _hook(_next, instance, a, k)
-
-        try:
-            return hook(inner, instance, args, kwargs)
+        function = getattr(hook.module, hook.name) if hook.module is not None else hook.function()
+        try:  # what torch's function raises is torch's (``_safety``)
+            return function(by_torch(wrapped), instance, args, kwargs)
         except Exception as error:  # noqa: BLE001 - the net decides (it re-raises the rest)
             return run(safety.handle(entry, error), wrapped, instance, args, kwargs)
 

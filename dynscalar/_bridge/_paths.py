@@ -26,7 +26,6 @@ Examples:
 from __future__ import annotations
 
 import ast
-import json
 import keyword
 import os
 import sys
@@ -45,7 +44,6 @@ __all__ = [
     "is_library_file",
     "name_at_call_site",
     "parse_source",
-    "quoted",
     "render_step",
     "root_name",
     "user_path",
@@ -336,8 +334,3 @@ def _orig_mod(value: Any) -> Any:
         return object.__getattribute__(value, "__dict__").get("_modules", {}).get("_orig_mod")
     except (AttributeError, TypeError):
         return None
-
-
-def quoted(text: str) -> str:
-    """A double-quoted Python string literal, as the doctor's suggested code spells keys."""
-    return json.dumps(text) if text.isascii() and text.isprintable() else repr(text)

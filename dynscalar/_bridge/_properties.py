@@ -33,7 +33,7 @@ getter reads, and what it returns, is learned here, while tracing.
 
 What each marked property resolved to (the attribute chains made symbolic) is recorded in
 the mark store for :func:`dynscalar.explain`; which source every module property's number
-came from, per compiled code object, for the doctor (:func:`read_through_property`).
+came from, per compiled code object, for the doctor (``READS``).
 Nothing here realizes a variable Dynamo left lazy, except a marked property's number.
 """
 
@@ -67,7 +67,7 @@ __all__ = [
     "note_number_wrapped",
     "property_get_hook",
     "property_mark",
-    "read_through_property",
+    "READS",
     "restart_if_forced_in_getter",
 ]
 
@@ -98,13 +98,8 @@ class PropertyRead(NamedTuple):
 # for every module property traced (marked or not): the doctor names a recompile on
 # ``L['self'].progress.completed`` by the property user code reads it through.  Kept by the
 # code object itself (code objects compare by value: an equal one is another function).
-_reads: _caches.ObjectKeyed[CodeType, dict[str, PropertyRead]] = _caches.ObjectKeyed()
-_caches.register(_reads.clear)
-
-
-def read_through_property(code: CodeType, source: str) -> PropertyRead | None:
-    """The module property compiled ``code`` read the number at ``source`` through, if any."""
-    return (_reads.get(code) or {}).get(source)
+READS: _caches.ObjectKeyed[CodeType, dict[str, PropertyRead]] = _caches.ObjectKeyed()
+_caches.register(READS.clear)
 
 
 def _remember_read(tx: Any, scope: _Scope, result: Any) -> None:
@@ -121,7 +116,7 @@ def _remember_read(tx: Any, scope: _Scope, result: Any) -> None:
     if not number or code is None:
         return
     read = PropertyRead(str(scope.owner_source.name), type(scope.owner).__name__, scope.name)
-    _reads.setdefault(code, {})[str(source.name)] = read
+    READS.setdefault(code, {})[str(source.name)] = read
 
 
 def _peek(result: Any) -> tuple[Any, Any]:

@@ -143,13 +143,12 @@ __all__ = [
     "IeeeNotGt",
     "IeeeNotLe",
     "IeeeNotLt",
+    "USER_COMPARISONS",
     "add_hook",
     "bound_hook",
-    "bound_off",
     "call_operator",
     "comparison_output",
     "eq_hook",
-    "float_gate",
     "floor_division_operands",
     "ge_hook",
     "gt_hook",
@@ -163,7 +162,6 @@ __all__ = [
     "operator_for",
     "python_raises_hook",
     "range_hook",
-    "run_node_gate",
     "run_node_hook",
     "sub_hook",
 ]
@@ -408,28 +406,7 @@ def _predicate(node: Any, other: Any, comparison: type[_IeeeCompare]) -> Any:
 
 
 _local = threading.local()
-_USER_COMPARISONS = frozenset(c._op for c in _COMPARISONS)
-
-
-def float_gate(node: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """Whether the hooks on ``SymNode`` arithmetic and comparisons run: only with a float
-    operand (they act on float results alone), so int (shape) arithmetic runs torch's
-    code after this one check."""
-    if node.pytype is float:
-        return True
-    other = args[0] if args else kwargs.get("other")
-    return getattr(other, "pytype", None) is float
-
-
-def run_node_gate(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """Whether :func:`run_node_hook` runs: for a comparison of the user's program, or in
-    a compile that holds a mark (its assertion handling); Dynamo passes its
-    ``OutputGraph`` as the tracer."""
-    node = args[1] if len(args) > 1 else kwargs.get("node")
-    if getattr(node, "target", None) in _USER_COMPARISONS:
-        return True
-    tracer = args[0] if args else kwargs.get("tracer")
-    return peek_state(getattr(tracer, "shape_env", None)) is not None
+USER_COMPARISONS = frozenset(c._op for c in _COMPARISONS)
 
 
 def run_node_hook(
@@ -441,7 +418,7 @@ def run_node_hook(
     Python's.  torch compares symbolic floats for its own bookkeeping too
     (``SymNodeVariable.create`` checks a new value against its example value, ``e != e``),
     and there sympy's answer is the one it means."""
-    comparison = getattr(kwargs.get("node"), "target", None) in _USER_COMPARISONS
+    comparison = getattr(kwargs.get("node"), "target", None) in USER_COMPARISONS
     depth = getattr(_local, "depth", 0)
     _local.depth = depth + comparison
     try:
@@ -552,11 +529,6 @@ def bound_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[
     if isinstance(expr, Boolean) and expr.has(*_COMPARISONS):
         return _torch.ValueRanges.unknown_bool()
     return wrapped(*args, **kwargs)
-
-
-#: the same hook where the safety net falls back (a failure here, or a frame compiled as
-#: stock): a comparison already built must never reach torch's analysis
-bound_off = bound_hook
 
 
 eq_hook = _comparison_hook(IeeeEq)

@@ -15,7 +15,6 @@ import os
 import re
 import threading
 import warnings
-import weakref
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
@@ -33,12 +32,12 @@ __all__ = [
     "at_line",
     "instance_path",
     "passthrough",
+    "SPECIALIZED",
     "record_specialized",
     "refuse",
     "remember",
     "report_specialization",
     "specializing",
-    "specialized_because",
     "traced_location",
     "user_line",
     "user_location",
@@ -84,11 +83,11 @@ def remember(
         state.code = code
 
 
-#: id of a compiled frame's code -> (a weak reference to it, {Dynamo's name of a marked
-#: value -> why torch compiled it for one value}); keyed by identity, never by a code
-#: object's value (two functions defined from the same source compare equal)
-_specialized: dict[int, tuple[weakref.ref[Any], dict[str, str]]] = {}
-_caches.register(_specialized.clear)
+#: compiled frame's code -> {Dynamo's name of a marked value -> why torch compiled it for
+#: one value}, kept by the code object itself (two functions defined from the same source
+#: compare equal); the doctor reads it (``tools.doctor.analysis``)
+SPECIALIZED: _caches.ObjectKeyed[Any, dict[str, str]] = _caches.ObjectKeyed()
+_caches.register(SPECIALIZED.clear)
 
 
 def record_specialized(state: Any, symbols: Any, why: str) -> None:
@@ -101,25 +100,9 @@ def record_specialized(state: Any, symbols: Any, why: str) -> None:
     sources = [state.sources[s] for s in symbols if s in state.sources]
     if not sources:
         return
-    key = id(code)
-    found = _specialized.get(key)
-    if found is None or found[0]() is not code:
-
-        def forget(_: Any, key: int = key) -> None:
-            _specialized.pop(key, None)
-
-        found = _specialized[key] = (weakref.ref(code, forget), {})
+    found = SPECIALIZED.setdefault(code, {})
     for source in sources:
-        found[1].setdefault(source, why)
-
-
-def specialized_because(code: Any, source: str) -> str | None:
-    """Why torch compiled the marked value Dynamo names ``source`` for one value in a
-    compile of ``code`` (None: it did not, or no such record)."""
-    found = _specialized.get(id(code))
-    if found is None or found[0]() is not code:
-        return None
-    return found[1].get(source)
+        found.setdefault(source, why)
 
 
 def instance_path(source_name: str) -> str:

@@ -200,7 +200,7 @@ def handle(entry: Any, error: Exception) -> str | None:
         # or outside Dynamo's trace: torch's caller handles it as stock does (a cache key
         # torch cannot compute is a cache bypass), never reported as dynscalar's
         raise error
-    failed = _failure(entry.name, error, entry.hooks)
+    failed = _failure(entry.name, error, (entry.hook,) if entry.hook else ())
     if current is None or entry.phase != "dynamo":
         # Not tracing (the export wrapper), or a backend pass (the float-tensorify pass):
         # torch's own function (or the entry's off form), as stock runs it.  A backend

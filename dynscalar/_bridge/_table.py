@@ -4,8 +4,9 @@ Why it exists: a torch release moves private names, and the bridge must notice b
 patches anything.  Each :class:`Private` entry says where the name lives, the parameters
 (or dataclass fields) it must have, the hook the bridge wraps it with (if any), and when
 that happens.  The checks, the installer and its undo (``_install``), the doctor's
-recompile watcher (``tools.doctor.watcher``) and the benchmarks all read this table, so adding or
-retiring a patch is one entry here plus its hook function; the bridge's other modules
+recompile watcher (``tools.doctor.watcher``, with entries of its own) and the benchmarks
+all read this table, so adding or retiring a patch is one entry here plus its hook
+function (in a stage module, ``stages``); the bridge's other modules
 read the entries without hooks through ``_torch``, the only module spelling a private
 name.  Below the entries' type is :func:`check`, which compares every entry of a phase
 with the installed torch; the patch mechanism that wraps the entries with their hooks is
@@ -20,11 +21,14 @@ When an entry is checked and applied (``phase``):
   holds a mark;
 * ``"export"``: at ``import dynscalar`` (``torch.export.export`` is public; wrapping it
   early lets the user's first export be seen);
-* ``"doctor"``: while ``python -m dynscalar doctor`` watches recompiles (its hooks are
-  methods of the watcher, so ``hooks`` is empty there);
+* ``"doctor"``: checked (:func:`check_entries`, with the doctor's own entries, kept with it
+  in ``tools.doctor.watcher.PRIVATES``) while ``python -m dynscalar doctor`` watches
+  recompiles; the watcher's wrappers are its methods, so ``hook`` is None there.  The one
+  entry here is read by the bridge too (``_guards``);
 * ``"logs"``: read once at ``import dynscalar`` to register the ``dynscalar`` log name;
-* ``"tools"``: read by the exactness harness (``dynscalar.tools.matrix``) when it runs,
-  never checked by the bridge (importing ``torch._dynamo.testing`` changes Dynamo's state).
+* ``"tools"``: the exactness harness's own entries, kept with it
+  (``tools.matrix.privates``), read when it runs, never checked by the bridge (importing
+  ``torch._dynamo.testing`` changes Dynamo's state).
 
 Importing this module imports nothing from torch: names are resolved when checked.
 
@@ -48,7 +52,7 @@ __all__ = [
     "Private",
     "by_phase",
     "check",
-    "find",
+    "check_entries",
     "named",
 ]
 
@@ -64,9 +68,9 @@ class Private:
     #: Expected parameter names (a dataclass: its field names), ``*args`` and ``**kwargs``
     #: written with their stars; None checks existence only.
     params: tuple[str, ...] | None = None
-    #: Hook functions in ``dynscalar._bridge`` (``"_module:function"``), outermost first;
-    #: several make one chained wrapper.  Empty: read, never patched.
-    hooks: tuple[str, ...] = ()
+    #: The hook, a function of a stage module of ``dynscalar._bridge.stages``
+    #: (``"stages.trace:builtin_call_hook"``): one per target.  None: read, never patched.
+    hook: str | None = None
     phase: Phase = "dynamo"
     #: A patch for one torch version's code (or one of two alternatives): applied only
     #: where ``params`` match, skipped without an error elsewhere.
@@ -79,7 +83,7 @@ class Private:
     #: The hook used in a frame the safety net compiles as stock torch does (``_safety``);
     #: None: the degraded hook, else torch's function itself.
     off_hook: str | None = None
-    #: The hook kept in place of ``hooks`` inside ``disabled()`` (where the bridge is
+    #: The hook kept in place of ``hook`` inside ``disabled()`` (where the bridge is
     #: installed, so the entry was checked): write-back's recording and codegen, which act
     #: only in a compile that read a proxy, so that the objects it stores stay what eager
     #: stores; a compile that reads none is stock torch's.
@@ -91,6 +95,10 @@ class Private:
     gate: str | None = None
     #: Why the bridge needs it, in a few words.
     why: str = ""
+    #: A fix of torch's behaviour on some releases: which ones need it and the upstream
+    #: issue or change (``tests/test_version_fixes.py`` fails once the installed torch no
+    #: longer needs a fix the bridge still applies).
+    fixes: str = ""
     #: The short name ``_torch`` gives its root object, where the first part of the
     #: qualified name would be ambiguous (two modules' ``config``).
     alias: str | None = None
@@ -190,14 +198,6 @@ _STARS: dict[Any, str] = {
 }
 
 
-def find(target_suffix: str) -> Private:
-    """The one entry whose target ends with ``target_suffix`` (``":VariableBuilder._wrap"``)."""
-    found = [p for p in PRIVATES if p.target.endswith(target_suffix)]
-    if len(found) != 1:
-        raise KeyError(f"{target_suffix!r} matches {len(found)} entries of the table")
-    return found[0]
-
-
 def by_phase(phase: Phase) -> tuple[Private, ...]:
     """The entries checked (and applied) at ``phase``, in table order."""
     return tuple(p for p in PRIVATES if p.phase == phase)
@@ -208,7 +208,7 @@ def check(phase: Phase, who: str = "dynscalar", what: str = "the bridge") -> lis
     """Raise ``BridgeError`` unless every entry of ``phase`` has the expected shape
     (messages start with ``who`` and say that ``what`` was written for another shape).
 
-    Returns the entries to patch: those with hooks, minus optional ones whose signature
+    Returns the entries to patch: those with a hook, minus optional ones whose signature
     differs here, and alternatives (``instead_of``) whose optional entry is used.
     """
     from .._compat import MIN_TORCH, TORCH_SUPPORTED, TORCH_VERSION
@@ -218,8 +218,18 @@ def check(phase: Phase, who: str = "dynscalar", what: str = "the bridge") -> lis
         raise BridgeError(
             f"dynscalar needs torch>={MIN_TORCH}; torch {TORCH_VERSION} is installed."
         )
+    return check_entries(by_phase(phase), who, what)
+
+
+def check_entries(
+    entries: tuple[Private, ...], who: str = "dynscalar", what: str = "the bridge"
+) -> list[Private]:
+    """:func:`check` for ``entries`` (the doctor's and the harness's own, kept with them)."""
+    from .._compat import TORCH_VERSION
+    from .._diagnostics import BridgeError
+
     skipped: set[str] = set()
-    for entry in by_phase(phase):
+    for entry in entries:
         try:
             found = entry.found_params() if entry.params is not None else entry.resolve()
         except (ImportError, AttributeError) as exc:
@@ -241,8 +251,8 @@ def check(phase: Phase, who: str = "dynscalar", what: str = "the bridge") -> lis
         )
     return [
         entry
-        for entry in by_phase(phase)
-        if entry.hooks
+        for entry in entries
+        if entry.hook
         and entry.target not in skipped
         and (entry.instead_of is None or entry.instead_of in skipped)
     ]
@@ -257,17 +267,17 @@ _C = "torch._dynamo.codegen"
 _BT = "torch._dynamo.bytecode_transformation"
 _AC = "torch._functorch._aot_autograd.autograd_cache"
 _SN = "torch.fx.experimental.sym_node"
-#: a SymNode hook runs only with a float operand (``_python.float_gate``)
-_SNG = "_python:float_gate"
+#: a SymNode hook runs only with a float operand (``stages.symbolic.float_gate``)
+_SNG = "stages.symbolic:float_gate"
 
 PRIVATES: tuple[Private, ...] = (
     # ---- tracing: which values become symbolic graph inputs (_wrap, _ints)
     Private(
         f"{_B}:VariableBuilder._wrap",
         ("self", "value"),
-        hooks=("_wrap:wrap_hook",),
-        degraded_hook="_wrap:wrap_degraded",
-        off_hook="_wrap:wrap_off",
+        hook="stages.build:wrap_hook",
+        degraded_hook="stages.build:wrap_degraded",
+        off_hook="stages.build:wrap_off",
         why="marked values become symbolic graph inputs",
     ),
     Private(f"{_B}:VariableBuilder.wrap_symint", ("self", "value", "dynamism", "context")),
@@ -275,8 +285,8 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         "torch._dynamo.output_graph:OutputGraph.call_user_compiler",
         ("self", "gm", "example_inputs"),
-        hooks=("_safety:backend_compile_hook", "_floats:compile_hook"),
-        off_hook="_safety:backend_compile_off",
+        hook="stages.aot:backend_compile_hook",
+        off_hook="stages.aot:backend_compile_off",
         why="a backend that fails on a graph with marked values: traced again as stock; "
         "a marked float the restarted trace specialized is warned; a failure of dynscalar's "
         "is reported once the stock attempt compiled (else the error was the program's)",
@@ -284,8 +294,8 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         "torch._dynamo.convert_frame:ConvertFrameAssert.__call__",
         ("self", "frame", "cache_entry", "hooks", "frame_state", "skip"),
-        hooks=("_install:compile_start_hook",),
-        gate="_install:floats_pending",
+        hook="stages.build:compile_start_hook",
+        gate="stages.build:floats_pending",
         why="the float path's patches go in before the first frame compiles, never from "
         "inside a trace",
     ),
@@ -319,7 +329,7 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         f"{_B}:VariableBuilder.__call__",
         ("self", "value"),
-        hooks=("_properties:builder_call_hook",),
+        hook="stages.build:builder_call_hook",
         why="a marked getter reading a value already made a constant says so",
     ),
     Private(
@@ -344,32 +354,32 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         f"{_S}:ShapeEnv._make_data_dependent_error",
         ("self", "expr", "unhinted_expr", "expr_sym_node_id"),
-        hooks=("_ints:data_dependent_hook",),
+        hook="stages.symbolic:data_dependent_hook",
         why="a branch on an unbacked mark names the attribute",
     ),
     Private(
         f"{_S}:ShapeEnv.evaluate_sym_node",
         ("self", "sym_node", "size_oblivious", "fallback_value"),
-        hooks=("_forcing:evaluate_sym_node_hook",),
+        hook="stages.symbolic:evaluate_sym_node_hook",
         why="specialization warnings at the user's line",
     ),
     Private(
         f"{_T}:SymNodeVariable.evaluate_expr",
         ("self", "output_graph"),
-        hooks=("_ints:unbacked_branch_hook",),
+        hook="stages.symbolic:unbacked_branch_hook",
         why="dynscalar's explanation first in an unbacked-branch error",
     ),
     # ---- op rules: torch ops whose float parameter torch would force (_ops, dynscalar.ops)
     Private(
         "torch._dynamo.variables.torch:TorchInGraphFunctionVariable.call_function",
         ("self", "tx", "args", "kwargs"),
-        hooks=("_ops:in_graph_call_hook",),
+        hook="stages.trace:in_graph_call_hook",
         why="torch functions taking a marked float follow their op rule",
     ),
     Private(
         f"{_T}:TensorVariable.call_method",
         ("self", "tx", "name", "args", "kwargs"),
-        hooks=("_ops:tensor_method_hook",),
+        hook="stages.trace:tensor_method_hook",
         why="tensor methods taking a marked float follow their op rule",
     ),
     Private(
@@ -380,12 +390,8 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         "torch._dynamo.variables.builtin:BuiltinVariable.call_function",
         ("self", "tx", "args", "kwargs"),
-        hooks=(
-            "_writeback.record:builtin_call_hook",
-            "_ops:builtin_call_hook",
-            "_python:python_raises_hook",
-        ),
-        disabled_hook="_writeback.record:record_call_hook",
+        hook="stages.trace:builtin_call_hook",
+        disabled_hook="stages.trace:record_call_hook",
         why="write-back records builtin calls; max/min of a marked value (bool, NaN, deep); "
         "int()/round() of a NaN or infinite float and division by zero raise Python's error "
         "in a marked compile",
@@ -393,9 +399,11 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         "torch._dynamo.variables.builtin:BuiltinVariable.call_range",
         ("self", "tx", "*args"),
-        hooks=("_python:range_hook",),
+        hook="stages.trace:range_hook",
         optional=True,
         why="torch 2.13 builds range(SymFloat) where Python raises; 2.14 raises itself",
+        fixes="torch 2.13; from 2.14 call_range converts its arguments with __index__ "
+        "(pytorch/pytorch#187129), raising Python's TypeError itself",
     ),
     Private("torch._dynamo.exc:raise_observed_exception"),
     Private(
@@ -407,15 +415,15 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         f"{_F}:PropertyVariable.tp_descr_get_impl",
         ("self", "tx", "obj", "owner"),
-        hooks=("_properties:property_get_hook",),
+        hook="stages.trace:property_get_hook",
         why="a marked property's getter reads its numbers as marked",
     ),
     # ---- write-back: values leaving compiled code keep eager's class (_writeback)
     Private(
         "torch._dynamo.side_effects:SideEffects.codegen_update_mutated",
         ("self", "cg", "log_side_effects"),
-        hooks=("_writeback.codegen:codegen_update_mutated_hook",),
-        disabled_hook="_writeback.codegen:codegen_update_mutated_hook",
+        hook="stages.codegen:codegen_update_mutated_hook",
+        disabled_hook="stages.codegen:codegen_update_mutated_hook",
         why="attributes and items assigned in compiled code",
     ),
     Private("torch._dynamo.side_effects:SideEffects._get_modified_vars", ("self",)),
@@ -428,29 +436,29 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         "torch._dynamo.output_graph:OutputGraph.codegen_suffix",
         ("self", "tx", "stack_values", "cg", "log_side_effects"),
-        hooks=("_writeback.codegen:codegen_suffix_hook",),
-        disabled_hook="_writeback.codegen:codegen_suffix_hook",
+        hook="stages.codegen:codegen_suffix_hook",
+        disabled_hook="stages.codegen:codegen_suffix_hook",
         why="values handed on at a graph break and return values",
     ),
     Private(
         f"{_T}:SymNodeVariable.call_method",
         ("self", "tx", "name", "args", "kwargs"),
-        hooks=("_writeback.record:symnode_method_hook",),
-        disabled_hook="_writeback.record:symnode_record_hook",
+        hook="stages.trace:symnode_method_hook",
+        disabled_hook="stages.trace:symnode_record_hook",
         why="write-back records methods called on symbolic values",
     ),
     Private(
         "torch._dynamo.variables.constant:ConstantVariable.call_method",
         ("self", "tx", "name", "args", "kwargs"),
-        hooks=("_writeback.record:constant_method_hook",),
-        disabled_hook="_writeback.record:constant_method_hook",
+        hook="stages.trace:constant_method_hook",
+        disabled_hook="stages.trace:constant_method_hook",
         why="write-back records dunder calls on a proxy compiled as a constant",
     ),
     Private(
         f"{_F}:PolyfilledFunctionVariable.call_function",
         ("self", "tx", "args", "kwargs"),
-        hooks=("_writeback.record:record_call_hook",),
-        disabled_hook="_writeback.record:record_call_hook",
+        hook="stages.trace:record_call_hook",
+        disabled_hook="stages.trace:record_call_hook",
         why="write-back records polyfilled builtins (sum, max, ...)",
     ),
     Private(f"{_C}:PyCodegen.load_import_from", ("self", "module_name", "object_name")),
@@ -500,14 +508,14 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         "torch._functorch._aot_autograd.graph_compile:tensorify_python_scalars",
         ("gm", "shape_env", "fake_mode"),
-        hooks=("_floats:tensorify_hook",),
+        hook="stages.aot:tensorify_hook",
         phase="floats",
         why="the pass that keeps marked floats symbolic; a float it forces is reported",
     ),
     Private(
         f"{_AC}:autograd_cache_key",
         ("mod", "example_inputs", "config", "compiler_config_extra"),
-        hooks=("_floats:cache_key_hook",),
+        hook="stages.aot:cache_key_hook",
         phase="floats",
         optional=True,
         why="graphs with a marked float get an AOTAutograd cache key of their own",
@@ -515,7 +523,7 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         f"{_AC}:check_cacheable",
         ("gm",),
-        hooks=("_floats:check_cacheable_hook",),
+        hook="stages.aot:check_cacheable_hook",
         phase="floats",
         instead_of=f"{_AC}:autograd_cache_key",
         why="where the key function moved, graphs with a marked float bypass the cache",
@@ -524,7 +532,7 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         f"{_AC}:AOTAutogradCache.save",
         ("key", "entry", "remote"),
-        hooks=("_floats:cache_save_hook",),
+        hook="stages.aot:cache_save_hook",
         phase="floats",
         why="no cache entry where a marked float is guarded by value (its guard would be lost)",
     ),
@@ -541,7 +549,7 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         f"{_SN}:SymNode._add",
         ("self", "other"),
-        hooks=("_python:add_hook",),
+        hook="stages.symbolic:add_hook",
         gate=_SNG,
         phase="floats",
         why="float arithmetic of marked values in Python's order, not sympy's (guards)",
@@ -549,24 +557,24 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         f"{_SN}:SymNode._sub",
         ("self", "other"),
-        hooks=("_python:sub_hook",),
+        hook="stages.symbolic:sub_hook",
         gate=_SNG,
         phase="floats",
     ),
     Private(
         f"{_SN}:SymNode._mul",
         ("self", "other"),
-        hooks=("_python:mul_hook",),
+        hook="stages.symbolic:mul_hook",
         gate=_SNG,
         phase="floats",
     ),
     Private(
-        f"{_SN}:SymNode._neg", ("self",), hooks=("_python:neg_hook",), gate=_SNG, phase="floats"
+        f"{_SN}:SymNode._neg", ("self",), hook="stages.symbolic:neg_hook", gate=_SNG, phase="floats"
     ),
     Private(
         f"{_SN}:SymNode._eq",
         ("self", "other"),
-        hooks=("_python:eq_hook",),
+        hook="stages.symbolic:eq_hook",
         gate=_SNG,
         phase="floats",
         why="comparisons of marked float expressions decided as Python does (NaN, inf)",
@@ -574,43 +582,43 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         f"{_SN}:SymNode._ne",
         ("self", "other"),
-        hooks=("_python:ne_hook",),
+        hook="stages.symbolic:ne_hook",
         gate=_SNG,
         phase="floats",
     ),
     Private(
         f"{_SN}:SymNode._lt",
         ("self", "other"),
-        hooks=("_python:lt_hook",),
+        hook="stages.symbolic:lt_hook",
         gate=_SNG,
         phase="floats",
     ),
     Private(
         f"{_SN}:SymNode._le",
         ("self", "other"),
-        hooks=("_python:le_hook",),
+        hook="stages.symbolic:le_hook",
         gate=_SNG,
         phase="floats",
     ),
     Private(
         f"{_SN}:SymNode._gt",
         ("self", "other"),
-        hooks=("_python:gt_hook",),
+        hook="stages.symbolic:gt_hook",
         gate=_SNG,
         phase="floats",
     ),
     Private(
         f"{_SN}:SymNode._ge",
         ("self", "other"),
-        hooks=("_python:ge_hook",),
+        hook="stages.symbolic:ge_hook",
         gate=_SNG,
         phase="floats",
     ),
     Private(
         f"{_S}:bound_sympy",
         ("expr", "ranges"),
-        hooks=("_python:bound_hook",),
-        off_hook="_python:bound_off",
+        hook="stages.symbolic:bound_hook",
+        off_hook="stages.symbolic:bound_hook",
         phase="floats",
         why="real-number value ranges never decide a comparison kept as Python's",
     ),
@@ -618,8 +626,8 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         "torch._dynamo.utils:run_node",
         ("tracer", "node", "args", "kwargs", "nnmodule"),
-        hooks=("_python:run_node_hook",),
-        gate="_python:run_node_gate",
+        hook="stages.symbolic:run_node_hook",
+        gate="stages.symbolic:run_node_gate",
         phase="floats",
         why="the comparisons of the user's program (not torch's own) are kept as Python's",
     ),
@@ -652,24 +660,13 @@ PRIVATES: tuple[Private, ...] = (
     Private(
         "torch._dynamo:reset",
         (),
-        hooks=("_state:reset_hook",),
-        degraded_hook="_state:reset_hook",
+        hook="stages.build:reset_hook",
+        degraded_hook="stages.build:reset_hook",
         why="torch._dynamo.reset() and torch.compiler.reset() forget dynscalar's caches too",
     ),
     # ---- read only, through _torch: what the hooks build, test and raise
     Private("torch:_dynamo", alias="dynamo", why="reset(); importing it installs the bridge"),
     Private("torch._dynamo:config", alias="dynamo_config"),
-    Private(
-        "torch._functorch:config",
-        alias="functorch_config",
-        phase="tools",
-        why="the exactness harness compiles with AOTAutograd's cache off (tools/matrix)",
-    ),
-    Private(
-        "torch._dynamo.testing:CompileCounterWithBackend",
-        phase="tools",
-        why="the exactness harness counts the graphs inductor compiles (tools/matrix)",
-    ),
     Private("torch._dynamo:convert_frame", why="the frame callback's file"),
     Private("torch._dynamo.source:LocalSource"),
     Private("torch._dynamo.source:GetItemSource"),
@@ -711,44 +708,18 @@ PRIVATES: tuple[Private, ...] = (
             "preserve_module_call_signature",
             "prefer_deferred_runtime_asserts_over_guards",
         ),
-        hooks=("_export:export_hook",),
+        hook="stages.export:export_hook",
         phase="export",
         optional=True,
         why="marks read by an export are specialized with a warning",
     ),
-    # ---- the doctor's recompile watcher (tools/doctor/watcher); its wrappers are the watcher's
-    Private(
-        "torch._dynamo.convert_frame:get_and_maybe_log_recompilation_reasons",
-        ("cache_entries", "frame", "backend", "skip_logging"),
-        phase="doctor",
-        why="called once per recompile with the cached versions and the frame",
-    ),
-    Private(
-        "torch._dynamo.convert_frame:exceeds_recompile_limit",
-        ("cache_size", "compile_id"),
-        phase="doctor",
-        why="tells when recompile_limit stopped compiling",
-    ),
+    # ---- the doctor's watcher wraps it; _guards reads it for its guards' texts
     Private(
         f"{_G}:get_verbose_code_parts",
         ("code_parts", "guard", "recompile_hint"),
         phase="doctor",
         why="keeps the user frame of each scalar guard",
     ),
-    Private(
-        "torch._dynamo.convert_frame:ConvertFrame.__call__",
-        ("self", "frame", "cache_entry", "hooks", "frame_state", "skip"),
-        phase="doctor",
-        why="the limit's run-cached-only strategy, kept for one call so later calls are seen",
-    ),
-    Private(
-        "torch._dynamo.types:ConvertFrameReturn",
-        ("frame_exec_strategy", "apply_to_code", "guarded_code", "skip_reason"),
-        phase="doctor",
-    ),
-    Private(f"{_G}:GuardManagerWrapper", phase="doctor"),
-    Private("torch._C._dynamo.guards:DictGuardManager.get_key_value_managers", phase="doctor"),
-    Private("torch._C._dynamo.guards:EQUALS_MATCH", phase="doctor"),
     # ---- TORCH_LOGS=dynscalar (_logs)
     Private("torch._logging._internal:register_log", ("setting_name", "log_name"), phase="logs"),
     Private("torch._logging._internal:log_registry", phase="logs"),

@@ -23,6 +23,7 @@ import contextlib
 import functools
 import logging
 import numbers
+import os
 import weakref
 from typing import Any, NamedTuple
 
@@ -43,7 +44,7 @@ from .._marks import (
 )
 from .._proxy import DynamicScalar
 from .._spec import INT64_MAX, INT64_MIN, DynamicSpec
-from . import _patch, _torch
+from . import _torch
 from ._callers import caller_mark, records_made, resumed_code, star_names
 from ._floats import wrap_float
 from ._guards import guard_function_marks, guard_mark_state, guard_proxy
@@ -246,16 +247,17 @@ def _place(source: Any, code: Any) -> tuple[str, Any] | None:
     return None
 
 
+#: the bridge's files: its wrapper and hooks sit between Dynamo's frame callbacks
+_BRIDGE = os.path.dirname(__file__) + os.sep
+
+
 def _caller_of_compiled_frame(tx: Any) -> Any:
     """The Python frame that called the frame Dynamo is compiling: the first frame out of
-    Dynamo's frame callback (``convert_frame``'s ``__call__``, and the table's wrapper
-    around it, made by ``_patch``), past the compiled frame itself where CPython links it
-    already."""
+    Dynamo's frame callback (``convert_frame``'s ``__call__``, and the bridge's wrapper and
+    hook around it), past the compiled frame itself where CPython links it already."""
     import sys
 
     callback = _torch.convert_frame.__file__
-    # the table's wrapper on ``ConvertFrameAssert.__call__`` sits between Dynamo's callbacks
-    callbacks = (callback, _patch.__file__)
     frame: Any = sys._getframe(2)
     inner = None
     while frame is not None:
@@ -263,7 +265,8 @@ def _caller_of_compiled_frame(tx: Any) -> Any:
             inner is not None
             and inner.f_code.co_filename == callback
             and inner.f_code.co_name == "__call__"
-            and frame.f_code.co_filename not in callbacks
+            and frame.f_code.co_filename != callback
+            and not frame.f_code.co_filename.startswith(_BRIDGE)
         ):
             break
         inner, frame = frame, frame.f_back

@@ -196,11 +196,11 @@ def _specialized(event: Recompile, failure: ScalarGuardFailure, culprit: Culprit
     """Why torch compiled a marked value for one value (an op inside torch that forced it,
     a Python construct), as the bridge filed it when it warned; None for a value that is
     not marked, or whose guard is a path of a dynamic value (``p == 0.0``)."""
-    from ..._bridge._reports import specialized_because
+    from ..._bridge._reports import SPECIALIZED
 
     if not failure.pins or not _marked(event, failure, culprit):
         return None
-    return specialized_because(event.code, failure.source)
+    return (SPECIALIZED.get(event.code) or {}).get(failure.source)
 
 
 def _path_taken(

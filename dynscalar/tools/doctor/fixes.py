@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ast
+import json
 from dataclasses import replace
 from typing import Any
 
-from ..._bridge._paths import quoted, render_step
+from ..._bridge._paths import render_step
 from .records import ArgumentSite, Culprit, DoctorReport, FixBlock
 
 __all__ = [
@@ -40,7 +41,7 @@ def step_expression(expr: str, kind: str, key: str | int, container: Any) -> str
 
 def code_string(text: str) -> str:
     """A double-quoted Python string literal, like the rest of the suggested code."""
-    return quoted(text)
+    return json.dumps(text) if text.isascii() and text.isprintable() else repr(text)
 
 
 def class_expression(cls: type) -> tuple[str, tuple[str, ...]]:

@@ -35,10 +35,11 @@ changes only after the limit (a dropout schedule per epoch) is found in the same
 Torch's "hit config.recompile_limit" warning is printed once per function, as without the
 doctor.
 
-Private torch names used (the ``"doctor"`` entries of ``_table``, plus attributes of guard
-managers read on an instance), checked by :func:`check_recompile_internals` before anything
-is patched; every patch is a pass-through wrapper that returns what the original returns
-(the limit's strategy kept for one call instead of for the code object):
+Private torch names used (the entries of :data:`PRIVATES`, checked like the bridge's
+table, plus attributes of guard managers read on an instance), checked by
+:func:`check_recompile_internals` before anything is patched; every patch is a
+pass-through wrapper that returns what the original returns (the limit's strategy kept for
+one call instead of for the code object):
 
 * ``convert_frame.get_and_maybe_log_recompilation_reasons(cache_entries, frame, backend,
   skip_logging)``: called once per recompile with the cached versions and the frame;
@@ -87,6 +88,38 @@ __all__ = [
 _WRAPPER_ATTRIBUTES = ("root", "global_scope", "closure_vars")
 _MANAGER_METHODS = ("get_leaf_guards", "get_child_managers", "get_source", "check")
 _ROOT_METHODS = ("clone_manager", "check_verbose", "get_epilogue_lambda_guards")
+#: the private torch names the watcher reads and wraps (its wrappers are its own methods)
+PRIVATES: tuple[_table.Private, ...] = (
+    _table.Private(
+        "torch._dynamo.convert_frame:get_and_maybe_log_recompilation_reasons",
+        ("cache_entries", "frame", "backend", "skip_logging"),
+        phase="doctor",
+        why="called once per recompile with the cached versions and the frame",
+    ),
+    _table.Private(
+        "torch._dynamo.convert_frame:exceeds_recompile_limit",
+        ("cache_size", "compile_id"),
+        phase="doctor",
+        why="tells when recompile_limit stopped compiling",
+    ),
+    _table.Private(
+        "torch._dynamo.convert_frame:ConvertFrame.__call__",
+        ("self", "frame", "cache_entry", "hooks", "frame_state", "skip"),
+        phase="doctor",
+        why="the limit's run-cached-only strategy, kept for one call so later calls are seen",
+    ),
+    _table.Private(
+        "torch._dynamo.types:ConvertFrameReturn",
+        ("frame_exec_strategy", "apply_to_code", "guarded_code", "skip_reason"),
+        phase="doctor",
+    ),
+    _table.Private("torch._dynamo.guards:GuardManagerWrapper", phase="doctor"),
+    _table.Private(
+        "torch._C._dynamo.guards:DictGuardManager.get_key_value_managers", phase="doctor"
+    ),
+    _table.Private("torch._C._dynamo.guards:EQUALS_MATCH", phase="doctor"),
+)
+
 _SCALAR_GUARD = "EQUALS_MATCH"  # the leaf guard class Dynamo uses for `x == 7`
 _HINT = " (HINT: "  # Dynamo appends hints to a guard's text
 _LIMIT_WARNING = "torch._dynamo hit config.%s (%s)"  # Dynamo's warning at the limit
@@ -97,9 +130,11 @@ def check_recompile_internals() -> None:
     import torch
 
     version = torch.__version__
-    _table.check("doctor", who="dynscalar doctor", what="the doctor")
+    _table.check_entries(
+        PRIVATES + _table.by_phase("doctor"), who="dynscalar doctor", what="the doctor"
+    )
     try:  # the table checked that these exist; their instances are checked here
-        wrapper = _torch.GuardManagerWrapper()
+        wrapper = _entry(":GuardManagerWrapper").root()()
     except (ImportError, AttributeError, TypeError) as exc:
         raise BridgeError(
             f"dynscalar doctor: a torch._dynamo internal it reads moved in torch {version}: "
@@ -224,7 +259,7 @@ class RecompileWatcher:
             (":get_verbose_code_parts", self._verbose_hook),
             (":ConvertFrame.__call__", self._convert_hook),
         ):
-            entry = _table.find(target)
+            entry = _entry(target)
             self._patches.append(_patch.wrap(entry, functools.partial(hook, entry)))
         logging.getLogger("torch._dynamo.convert_frame").addFilter(self._limit_filter)
         return self
@@ -482,13 +517,22 @@ class _OnceAtTheLimit(logging.Filter):
 
 
 # ----------------------------------------------------------------------------- helpers
+def _entry(target_suffix: str) -> _table.Private:
+    """The one entry of :data:`PRIVATES` (or the table's ``"doctor"`` entry the bridge reads
+    too) whose target ends with ``target_suffix``."""
+    found = [p for p in PRIVATES + _table.by_phase("doctor") if p.target.endswith(target_suffix)]
+    if len(found) != 1:
+        raise KeyError(f"{target_suffix!r} matches {len(found)} entries of the table")
+    return found[0]
+
+
 def _through(
     code: CodeType, source: str, global_scope: dict[str, Any], scope: dict[str, Any]
 ) -> tuple[int, str, str] | None:
     """The module property the compiled code read ``source`` through (``_properties``)."""
-    from ..._bridge._properties import read_through_property
+    from ..._bridge._properties import READS
 
-    read = read_through_property(code, source)
+    read = (READS.get(code) or {}).get(source)
     if read is None:
         return None
     owner = _source_path(read.owner_source, global_scope, scope)

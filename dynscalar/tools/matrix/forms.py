@@ -24,9 +24,9 @@ from unittest import mock
 import torch
 
 import dynscalar
-from dynscalar._bridge import _torch
 from dynscalar._caches import reset_caches
 from dynscalar.ops import _admission, _forms
+from dynscalar.tools.matrix.privates import COMPILE_COUNTER, FUNCTORCH_CONFIG
 
 from . import harness
 from .run import _distance
@@ -203,7 +203,7 @@ def _measure(
         stock_got = [type(error).__name__] * len(VALUES)
     torch.compiler.reset()
     reset_caches()  # once-per-process warnings warn again: each one is read below
-    counter = _torch.CompileCounterWithBackend("inductor")
+    counter = COMPILE_COUNTER.root()("inductor")
     marked = torch.compile(call, backend=counter)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", dynscalar.DynscalarWarning)
@@ -259,7 +259,7 @@ def form_cell(
     cases = 0
     admit = mock.patch.object(_admission, "form_admitted", lambda *a, **k: (True, ""))
     # forms admitted by force here: no AOTAutograd cache entry may outlive the measurement
-    no_cache = _torch.functorch_config.patch(enable_autograd_cache=False)
+    no_cache = FUNCTORCH_CONFIG.root().patch(enable_autograd_cache=False)
     with harness.rng_devices(device), admit, no_cache:
         for layout in LAYOUTS:
             generator = torch.Generator().manual_seed(0)

@@ -21,9 +21,9 @@ from typing import Any
 import torch
 
 from dynscalar import ops
-from dynscalar._bridge import _torch
 from dynscalar.ops import _admission
 from dynscalar.ops._compare import same
+from dynscalar.tools.matrix.privates import FUNCTORCH_CONFIG
 
 from . import harness
 
@@ -151,7 +151,7 @@ def inductor_cell(
         harness.rng_devices(device),
         mock.patch.object(_admission, "admitted", lambda *a, **k: (True, "")),
         # rules admitted by force here: no AOTAutograd cache entry may outlive it
-        _torch.functorch_config.patch(enable_autograd_cache=False),
+        FUNCTORCH_CONFIG.root().patch(enable_autograd_cache=False),
     ):
         generator = torch.Generator().manual_seed(0)
         x = harness.make(shape, dtype, "contiguous", generator)

@@ -18,8 +18,8 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from .._proxy import DynamicScalar
-from ._reports import dynscalar_error_in, refuse
+from ..._proxy import DynamicScalar
+from .._reports import dynscalar_error_in, refuse
 
 __all__ = ["export_hook"]
 
@@ -37,8 +37,8 @@ def _marked_reads(module: Any, args: Any, kwargs: Any) -> list[tuple[str, Any, A
     """(where, plain value, spec) of each marked scalar non-strict export would read."""
     import torch
 
-    from .. import explain
-    from .._attrs import compiled_original
+    from ... import explain
+    from ..._attrs import compiled_original
 
     found: list[tuple[str, Any, Any]] = []
     if isinstance(module, torch.nn.Module):
