@@ -61,7 +61,7 @@ class Block(torch.nn.Module):
 def _unsaved_rule() -> None:
     """``marked_unsaved`` (not run by default): the rule before graphs whose float guards all
     come from Dynamo's trace kept their AOTAutograd entries, for a before/after check."""
-    from dynscalar._bridge import _floats
+    from dynscalar._bridge.stages import aot as _floats
 
     guarded = _floats._float_guarded
     _floats._float_guarded = lambda env, floats, traced: guarded(env, floats, None)  # type: ignore[assignment]

@@ -50,8 +50,9 @@ def test_reset_empties_every_bridge_cache() -> None:
     from torch._dynamo.symbolic_convert import TensorifyState
 
     from dynscalar import _attrs
-    from dynscalar._bridge import _floats, _properties, _restarts
+    from dynscalar._bridge import _properties, _restarts
     from dynscalar._bridge._writeback import rebox
+    from dynscalar._bridge.stages import aot
 
     module = torch.nn.Linear(2, 2)
     code = test_reset_empties_every_bridge_cache.__code__
@@ -60,7 +61,7 @@ def test_reset_empties_every_bridge_cache() -> None:
     rebox.rebox(3, rebox.key_of(ds.DynamicInt, ds.DynamicSpec()))
     _properties.READS[code] = {"L['self'].p": _properties.PropertyRead("L['self']", "Linear", "p")}
     _attrs.record_property_reads(module, "p", ("self.q",))
-    forced = _floats._forced_floats
+    forced = aot._forced_floats
     forced._ops["dynscalar-forced:test"] = ["aten.op"]
     names = TensorifyState.force_specializations
     names.update({"dynscalar-forced:test", "zf_stock"})

@@ -169,8 +169,8 @@ def _dropout() -> Outcome:
 
 
 PROGRAMS: dict[str, Callable[[], Outcome]] = {
-    "_wrap:wrap_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
-    "_forcing:evaluate_sym_node_hook": lambda: _run(Ranged, ("step",), [1, 2, 3]),
+    "stages.build:wrap_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
+    "stages.symbolic:evaluate_sym_node_hook": lambda: _run(Ranged, ("step",), [1, 2, 3]),
     "_ints:unbacked_branch_hook": lambda: _run(Branch, ("step",), [1, 2, 3]),
     "_ints:data_dependent_hook": lambda: _run(
         Unbacked, ("step",), [1, 2, 3], spec={"unbacked": True}
@@ -182,12 +182,12 @@ PROGRAMS: dict[str, Callable[[], Outcome]] = {
     "_python:range_hook": lambda: _run(Ranged, ("step",), [1, 2, 3]),
     "_properties:property_get_hook": lambda: _run(Property, ("step",), [1, 2, 3], setter="count"),
     "_properties:builder_call_hook": lambda: _run(Property, ("step",), [1, 2, 3], setter="count"),
-    "_writeback.codegen:codegen_update_mutated_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
-    "_writeback.codegen:codegen_suffix_hook": lambda: _run(Returns, ("step",), [1, 2, 3]),
+    "stages.codegen:codegen_update_mutated_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
+    "stages.codegen:codegen_suffix_hook": lambda: _run(Returns, ("step",), [1, 2, 3]),
     "_writeback.record:symnode_method_hook": lambda: _run(Sums, ("step",), [1, 2, 3]),
     "_writeback.record:record_call_hook": lambda: _run(Sums, ("step",), [1, 2, 3]),
     "_writeback.record:constant_method_hook": lambda: _run(Dunder, ("step",), [1, 2, 3]),
-    "_floats:tensorify_hook": lambda: _run(Scaled, ("scale",), [0.5, 0.25, 0.75]),
+    "stages.aot:tensorify_hook": lambda: _run(Scaled, ("scale",), [0.5, 0.25, 0.75]),
     "_python:add_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
     "_python:sub_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
     "_python:mul_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
@@ -198,14 +198,14 @@ PROGRAMS: dict[str, Callable[[], Outcome]] = {
     },
     "_python:python_raises_hook": lambda: _run(Sized, ("scale",), [0.5, 0.25, 0.75]),
     "_safety:backend_compile_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
-    "_floats:compile_hook": lambda: _run(Scaled, ("scale",), [0.5, 0.25, 0.75]),
+    "stages.aot:compile_hook": lambda: _run(Scaled, ("scale",), [0.5, 0.25, 0.75]),
 }
 
 #: hooks a compile reaches only on inductor with its caches on (measured separately)
 INDUCTOR_ONLY = {
-    "_floats:cache_key_hook",
-    "_floats:cache_save_hook",
-    "_floats:check_cacheable_hook",
+    "stages.aot:cache_key_hook",
+    "stages.aot:cache_save_hook",
+    "stages.aot:check_cacheable_hook",
 }
 #: hooks that run outside any compile (their failure calls torch's function directly)
 OUTSIDE_COMPILE = {
@@ -216,8 +216,9 @@ OUTSIDE_COMPILE = {
 
 
 def _concerns(stage_hook: str) -> list[str]:
-    """The rules a stage's hook calls (``"_ops:builtin_call_hook"``), read from its source:
-    a program fails each of them where it runs, under the stage's table entry."""
+    """The hooks of rules a stage's hook calls (``"_ops:builtin_call_hook"``, or one of the
+    stage module's own), read from its source: a program fails each of them where it
+    runs, under the stage's table entry; a stage hook calling none is failed itself."""
     module, _, name = stage_hook.partition(":")
     stage = importlib.import_module(f"dynscalar._bridge.{module}")
     source = inspect.getsource(getattr(stage, name))
@@ -225,8 +226,13 @@ def _concerns(stage_hook: str) -> list[str]:
     for alias, value in vars(stage).items():
         if inspect.ismodule(value) and value.__name__.startswith("dynscalar._bridge."):
             rule = value.__name__.removeprefix("dynscalar._bridge.")
-            found += [f"{rule}:{n}" for n in re.findall(rf"\b{alias}\.(\w+)\(", source)]
-    return found or [stage_hook]  # a hook with the rule in its own body is failed itself
+            found += [f"{rule}:{n}" for n in re.findall(rf"\b{alias}\.(\w+_hook)\(", source)]
+    found += [
+        f"{module}:{n}"
+        for n in re.findall(r"(?<![.\w])(\w+_hook)\(", source)
+        if n != name and callable(getattr(stage, n, None))
+    ]
+    return found or [stage_hook]
 
 
 #: rule -> the table entry whose stage hook calls it
@@ -249,7 +255,7 @@ def test_every_rule_a_stage_composes_is_found() -> None:
         "_python:python_raises_hook",
     }
     found = {c for c, e in ENTRY_OF.items() if e.name == "OutputGraph.call_user_compiler"}
-    assert found == {"_safety:backend_compile_hook", "_floats:compile_hook"}
+    assert found == {"_safety:backend_compile_hook", "stages.aot:compile_hook"}
 
 
 def _inject(monkeypatch: pytest.MonkeyPatch, hook: str) -> None:
@@ -317,7 +323,7 @@ _NOT_WRITEBACK = [
     hook
     for hook in sorted(PROGRAMS)
     if not hook.startswith("_writeback.")
-    and not hook.startswith("_floats:")
+    and not hook.startswith(("stages.aot:", "stages.codegen:"))
     and hook not in _FLOAT_PHASE
     and hook != "_safety:backend_compile_hook"
 ]

@@ -61,9 +61,9 @@ def test_every_dynscalar_cache_is_cleared_by_torchs_reset(reset: str) -> None:
 
 
 def _failing_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make the ``_wrap`` hook fail in the next compile only (a failure of dynscalar's,
-    which the safety net turns into a stock compile of that frame)."""
-    from dynscalar._bridge import _wrap
+    """Make the ``VariableBuilder._wrap`` hook (``stages.build``) fail in the next compile
+    only (a failure of dynscalar's, which the safety net turns into a stock compile)."""
+    from dynscalar._bridge.stages import build as _wrap
 
     original = _wrap.wrap_hook
 

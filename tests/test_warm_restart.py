@@ -106,7 +106,7 @@ def test_only_a_float_guard_made_while_aotautograd_traced_keeps_the_entry_out() 
     """A guard Dynamo's trace made is made again by a warm process's trace before the cache
     is read; one AOTAutograd's trace made would be lost on a hit (the entry's guard
     expression covers SymInt inputs only), so the entry is not saved."""
-    from dynscalar._bridge._floats import _float_guarded
+    from dynscalar._bridge.stages.aot import _float_guarded
 
     p, s = sympy.Symbol("zf0"), sympy.Symbol("s0")
     floats = {p: "drop.p"}

@@ -15,7 +15,7 @@ from a dynscalar mark (``_state.is_dynamic_float``); every other call goes to Dy
   (``F.dropout``, ``F.multi_head_attention_forward``) is traced through, so the float
   reaches the torch op inside it, which the rule above handles.
 * Ops whose float is a ``Scalar`` need nothing here: Dynamo traces it, and the AOT
-  hooks (``_floats``) keep it a Python float on ``"python"`` backends.
+  hooks (``stages.aot``) keep it a Python float on ``"python"`` backends.
 
 ``max``/``min`` of a marked value follow Python's rules in ``_python`` (bool and NaN
 operands, deep expressions).
@@ -487,7 +487,7 @@ def _inductor_form(
     """A call on inductor of an op with a scalar form (``dynscalar.ops._forms``) whose
     tensors require grad: the form traced in its place where the inductor column admits it
     (AOTAutograd would trace the op's autograd formula, which can force the float before
-    any graph pass rewrites the op; without gradients the pass does it, ``_floats``)."""
+    any graph pass rewrites the op; without gradients the pass does it, ``stages.aot``)."""
     from ..ops import _forms
     from ..ops._admission import form_admitted
     from ..ops._custom import autocast_state

@@ -7,7 +7,7 @@ returns through their own sources (``L['self'].progress.completed``), whose owne
 object that carries no mark.  So the hook on ``tp_descr_get_impl`` keeps, per thread, the
 stack of module properties being inlined; while one is active,
 
-* every int/float the tracer wraps (``_wrap``) without a mark of its own gets the innermost
+* every int/float the tracer wraps (``stages.build``) without a mark of its own gets the innermost
   marked property's mark (:func:`property_mark`), with the property's mark-state guards:
   the instance's marks entry for the property name, or its absence and the class marks
   along the MRO, exactly as for an attribute.  Unmarked properties of modules get those
@@ -17,7 +17,7 @@ stack of module properties being inlined; while one is active,
   does not compile, so the trace restarts with that value read as stock reads it
   (:func:`restart_if_forced_in_getter`); the element it selects keeps the mark;
 * a number the frame already read as a constant, read again by a marked getter, comes
-  back from Dynamo's cache without reaching ``_wrap``: the mark cannot change it, and
+  back from Dynamo's cache without reaching ``stages.build``: the mark cannot change it, and
   :func:`builder_call_hook` says so once (``strict=True``: raises);
 * the getter's result, when it is still lazy (Dynamo wraps a constant read lazily and
   realizes it where it is used, which is after the getter returned), is realized before
@@ -76,7 +76,8 @@ log = logging.getLogger("dynscalar")
 
 class _Local(threading.local):
     """Per thread: the module properties whose getters are being inlined (innermost
-    last), and how many numbers the ``_wrap`` hook has met (:func:`note_number_wrapped`)."""
+    last), and how many numbers the ``VariableBuilder._wrap`` hook has met
+    (:func:`note_number_wrapped`)."""
 
     def __init__(self) -> None:
         self.stack: list[_Scope] = []
@@ -341,7 +342,8 @@ def _marked_scope(output: Any) -> tuple[_Scope, DynamicSpec] | None:
 
 # ----------------------------------------------------------------------------- constants
 def note_number_wrapped() -> None:
-    """Called by the ``_wrap`` hook for every number it meets (see :func:`builder_call_hook`)."""
+    """Called by the ``VariableBuilder._wrap`` hook for every number it meets (see
+    :func:`builder_call_hook`)."""
     _local.wrapped += 1
 
 
@@ -350,7 +352,7 @@ def builder_call_hook(
 ) -> Any:
     """``VariableBuilder.__call__(value)``: while a marked property's getter is inlined, a
     number the compiled code already read as a constant earlier in the frame comes back
-    from Dynamo's cache without reaching ``_wrap``, so the mark cannot make it symbolic:
+    from Dynamo's cache without reaching ``stages.build``, so the mark cannot make it symbolic:
     say so once (``strict=True``: raise), whatever the getter computes from it."""
     if not _local.stack:
         return wrapped(*args, **kwargs)

@@ -223,7 +223,7 @@ def report_specialization(hits: list[tuple[str, DynamicSpec]], value: object) ->
     user, innermost = traced_location()
     if innermost is None:
         # No traced frame: a backend pass (e.g. the float-tensorify pass) is evaluating the
-        # symbol, not user code.  _floats reports those cases itself.
+        # symbol, not user code.  stages.aot reports those cases itself.
         return None
     at = user or innermost
     names = sorted({label for label, _ in hits})

@@ -18,7 +18,7 @@ floats):
 * **Float ops the tensorify pass cannot lower** on a float derived from a marked int
   (``(step + 0.5) % 1.0``: torch 2.13's ``TensorReferenceAnalysis`` has no ``python_mod``,
   and the pass failed with ``AttributeError``).  For a marked *float* the float path
-  already specializes it (``_floats``); for an int the analysis restarts.
+  already specializes it (``stages.aot``); for an int the analysis restarts.
 
 On the restart the marked ints involved are compiled like unmarked values for that one
 compile: a constant guarded by value, exact, with a ``SpecializationWarning``

@@ -110,7 +110,7 @@ class CompileState:
     #: the code of the frame being compiled (its root), once a marked value is read
     code: Any = None
     #: how many shape-env guards Dynamo's trace had made when the backend first ran: a
-    #: guard after them was made by AOTAutograd (``_floats.cache_save_hook``)
+    #: guard after them was made by AOTAutograd (``stages.aot.cache_save_hook``)
     traced_guards: int | None = None
 
     @property
@@ -169,7 +169,7 @@ _resolved: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDicti
 def resolved(shape_env: Any) -> dict[Any, Any]:
     """Source -> object, for the compile ``shape_env`` belongs to.
 
-    Filled by ``_wrap`` while it looks up the owners of attributes; dropped with the
+    Filled by ``stages.build`` while it looks up the owners of attributes; dropped with the
     compile (the ``OutputGraph`` itself is unhashable, its ``ShapeEnv`` is not).
     """
     with lock:

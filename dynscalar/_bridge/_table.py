@@ -271,7 +271,7 @@ _SN = "torch.fx.experimental.sym_node"
 _SNG = "stages.symbolic:float_gate"
 
 PRIVATES: tuple[Private, ...] = (
-    # ---- tracing: which values become symbolic graph inputs (_wrap, _ints)
+    # ---- tracing: which values become symbolic graph inputs (stages.build, _ints)
     Private(
         f"{_B}:VariableBuilder._wrap",
         ("self", "value"),
@@ -320,7 +320,7 @@ PRIVATES: tuple[Private, ...] = (
         ("base", "member"),
         why="a proxy's spec read past its attribute hooks (_guards.guard_proxy)",
     ),
-    # the sources of a module's attributes, where a marked value is found (_wrap)
+    # the sources of a module's attributes, where a marked value is found (stages.build)
     Private("torch._dynamo.source:NNModuleSource", ("base",)),
     Private("torch._dynamo.source:UnspecializedNNModuleSource", ("base",)),
     Private("torch._dynamo.source:UnspecializedBuiltinNNModuleSource", ("base",)),
@@ -502,7 +502,7 @@ PRIVATES: tuple[Private, ...] = (
         why="the random ops AOTAutograd's common-subexpression pass never merges (by list, "
         "not by tag): dynscalar's random custom ops are added to it",
     ),
-    # ---- the float path (_floats, _forced), before the first frame compiles
+    # ---- the float path (stages.aot, _forced), before the first frame compiles
     Private(f"{_B}:VariableBuilder.wrap_symfloat", ("self", "value"), phase="floats"),
     Private(f"{_B}:VariableBuilder.install_guards", ("self", "*guards"), phase="floats"),
     Private(

@@ -10,7 +10,7 @@ tensor-method, constant-method and property calls the trace meets), :mod:`.symbo
 
 The table (``_table``) names only these modules, one hook per target.  Where several
 concerns meet at one call, the stage's hook calls them in an order it shows; the
-concerns themselves (``_wrap``, ``_ops``, ``_python``, ``_writeback``, ``_floats``, ...)
+concerns themselves (``_ops``, ``_python``, ``_writeback``, ``_properties``, ``_guards``, ...)
 are the bridge's rules and never import the table or the patch mechanism.
 
 Examples:
