@@ -210,7 +210,7 @@ INDUCTOR_ONLY = {
 #: hooks that run outside any compile (their failure calls torch's function directly)
 OUTSIDE_COMPILE = {
     "stages.export:export_hook",
-    "_install:compile_start_hook",
+    "stages.build:compile_start_hook",
     "_state:reset_hook",
 }
 

@@ -24,7 +24,6 @@ from ._table import Phase
 log = logging.getLogger("dynscalar")
 
 __all__ = [
-    "compile_start_hook",
     "disabled",
     "ensure_phase",
     "floats_pending",
@@ -108,20 +107,9 @@ def ensure_phase(phase: Phase) -> bool:
 
 
 def floats_pending(instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """The gate of :func:`compile_start_hook`: only until the float phase is checked."""
+    """The gate of the hook on ``ConvertFrameAssert.__call__`` (``stages.build``): only
+    until the float phase is checked."""
     return "floats" not in _patch.PHASES
-
-
-def compile_start_hook(
-    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> Any:
-    """Around ``ConvertFrameAssert.__call__`` (a frame about to compile), until the float
-    phase is checked: check and apply it here, before any trace starts (its modules import
-    ``torch._inductor``, still initializing when ``torch._dynamo`` is imported), so no
-    patch ever goes in from inside a trace hook.  Its hooks on torch's symbolic arithmetic
-    pass a gate first (``Private.gate``): a compile without a mark runs torch's code."""
-    ensure_phase("floats")
-    return wrapped(*args, **kwargs)
 
 
 def phase_problem(phase: Phase) -> str | None:

@@ -55,7 +55,7 @@ def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str, label: str
     if proxied:
         guard_proxy_or_plain(source, type(value), value._self_spec)
         source = plain_source(source)
-        compile_state(shape_env).read_through.add(source)
+        compile_state(shape_env).marks.read_through.add(source)
     plain = int(value.__wrapped__) if proxied else value
     dynamism = _torch.DimDynamic.UNBACKED if spec.unbacked else _torch.DimDynamic.DYNAMIC
     sizes = _no_size_constraint(shape_env) if spec.unbacked else contextlib.nullcontext()
@@ -66,10 +66,10 @@ def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str, label: str
         return var
     symbol = sym_num.node.expr
     state = compile_state(shape_env)
-    if state.backend is None:
-        state.backend = backend_kind(builder.tx)
+    if state.ops.backend is None:
+        state.ops.backend = backend_kind(builder.tx)
     if spec.unbacked:
-        state.unbacked[symbol] = label
+        state.marks.unbacked[symbol] = label
     else:
         remember(
             shape_env,
@@ -80,7 +80,7 @@ def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str, label: str
             source_name(position),
             builder.tx.output.root_tx.f_code,
         )
-    state.origins[var.as_proxy().node] = (
+    state.writeback.origins[var.as_proxy().node] = (
         Origin(where, value.spec, DynamicInt, position) if proxied else Origin(where, spec, None)
     )
     if spec.has_range:
@@ -105,7 +105,7 @@ def data_dependent_hook(
     """Name the marked attribute when torch cannot branch on an unbacked symbol."""
     error = wrapped(*args, **kwargs)
     state = peek_state(instance)
-    ours = state.unbacked if state is not None else None
+    ours = state.marks.unbacked if state is not None else None
     expr = kwargs.get("expr")
     if not ours or expr is None or not error.args:
         return error

@@ -74,9 +74,9 @@ def _traced_through(fn: Any) -> bool:
 
 def _kind(tx: Any) -> str:
     state = compile_state(tx.output.shape_env)
-    if state.backend is None:
-        state.backend = backend_kind(tx)
-    return state.backend
+    if state.ops.backend is None:
+        state.ops.backend = backend_kind(tx)
+    return state.ops.backend
 
 
 def _examples(values: list[Any], keywords: dict[str, Any]) -> Any:
@@ -593,7 +593,7 @@ def _watch_inductor(tx: Any, name: str, arguments: list[Any], keywords: dict[str
         return
     call = _described(tx, name, arguments, keywords)
     if call is not None:
-        calls = compile_state(tx.output.shape_env).stock_calls
+        calls = compile_state(tx.output.shape_env).ops.stock_calls
         calls.setdefault(name, []).append((symbols, call))
 
 
@@ -606,7 +606,7 @@ def learn_forcing(state: Any, forced: set[Any]) -> list[str]:
     from ..ops._custom import outside_modes
 
     names = []
-    for name, calls in state.stock_calls.items():
+    for name, calls in state.ops.stock_calls.items():
         if name in _forcing_inductor:
             continue
         for symbols, call in calls:
@@ -641,7 +641,7 @@ def _boxable(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any])
         for value in paths:
             if sym == value:  # a predicate guard: this value is a path of its own
                 state = compile_state(tx.output.shape_env)
-                state.paths.update(sym.node.expr.free_symbols)
+                state.marks.paths.update(sym.node.expr.free_symbols)
                 return None, f"eager's call takes another path at {value}"
     return call, ""
 

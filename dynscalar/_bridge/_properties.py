@@ -322,7 +322,7 @@ def property_mark(builder: Any) -> tuple[DynamicSpec, str, str] | None:
         name = str(builder.source.name)
         if name in _forced_in_getters():
             return None  # the getter's own code forces it: compiled as stock compiles it
-        compile_state(output.shape_env).via_property.add(name)
+        compile_state(output.shape_env).marks.via_property.add(name)
         scope.used = True
         scope.reads.append(_relative(name, str(scope.owner_source.name)))
         why = f"read by the marked property {scope.where}"
@@ -418,7 +418,7 @@ def restart_if_forced_in_getter(shape_env: Any, symbols: list[Any]) -> None:
         name
         for symbol in symbols
         for name in symbol_source_names(shape_env, symbol)
-        if name in state.via_property
+        if name in state.marks.via_property
     }
     if not names or _torch.is_in_torch_dispatch_mode():
         return

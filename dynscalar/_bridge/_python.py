@@ -181,7 +181,7 @@ def _state_of(tx: Any) -> Any:
 
 def _any_marked(state: Any, symbols: Any) -> bool:
     """True when one of ``symbols`` is a symbol a mark made in ``state``'s compile."""
-    tables = (state.floats, state.backed, state.unbacked)
+    tables = (state.marks.floats, state.marks.backed, state.marks.unbacked)
     return any(symbol in table for symbol in symbols for table in tables)
 
 
@@ -450,7 +450,7 @@ def _specialize_if_marked(kwargs: dict[str, Any], error: AssertionError) -> None
         state = peek_state(value.node.shape_env)
         if state is None:
             continue
-        symbols = value.node.expr.free_symbols & set(state.backed)
+        symbols = value.node.expr.free_symbols & set(state.marks.backed)
         if symbols:
             ask_restart(
                 value.node.shape_env,
@@ -735,7 +735,7 @@ def _too_deep(tx: Any, items: list[Any]) -> bool:
     decided, statically or by a guard)."""
 
     deep = False
-    heights = compile_state(tx.output.shape_env).heights
+    heights = compile_state(tx.output.shape_env).python.heights
     for item in items:
         if isinstance(item, _torch.SymNodeVariable):
             node = getattr(item.sym_num, "node", None)
@@ -769,7 +769,7 @@ def _select(tx: Any, fn: Any, items: list[Any]) -> Any:
     that compares greater (``max``) or smaller (``min``).  Each comparison is traced as the
     user's ``if`` would be: decided statically where it can be, else a guard on the
     predicate (never on a value).  Returns the winning operand itself, which write-back
-    then stores as it is (``CompileState.selected``): the very object eager returns."""
+    then stores as it is (``CompileState.writeback.selected``): the very object eager returns."""
 
     compare = _torch.BuiltinVariable(operator.gt if fn is max else operator.lt)
     best = items[0]
@@ -781,7 +781,7 @@ def _select(tx: Any, fn: Any, items: list[Any]) -> Any:
             wins = bool(result.evaluate_expr(tx.output))
         if wins:
             best = item
-    compile_state(tx.output.shape_env).selected = best
+    compile_state(tx.output.shape_env).writeback.selected = best
     return best
 
 

@@ -75,12 +75,12 @@ def remember(
     :func:`record_specialized` files a specialization under).
     """
     state = compile_state(shape_env)
-    state.backed[symbol] = (where, spec)
-    state.labels[symbol] = label
+    state.marks.backed[symbol] = (where, spec)
+    state.marks.labels[symbol] = label
     if source is not None:
-        state.sources[symbol] = source
+        state.marks.sources[symbol] = source
     if code is not None:
-        state.code = code
+        state.marks.code = code
 
 
 #: compiled frame's code -> {Dynamo's name of a marked value -> why torch compiled it for
@@ -94,10 +94,10 @@ def record_specialized(state: Any, symbols: Any, why: str) -> None:
     """File ``why`` as the reason torch compiled the marked ``symbols`` for one value, under
     the frame the compile belongs to (the doctor reads it: a recompile on a marked value is
     then a specialization to fix, not a path)."""
-    code = state.code
+    code = state.marks.code
     if code is None:
         return
-    sources = [state.sources[s] for s in symbols if s in state.sources]
+    sources = [state.marks.sources[s] for s in symbols if s in state.marks.sources]
     if not sources:
         return
     found = SPECIALIZED.setdefault(code, {})

@@ -89,7 +89,7 @@ def symbol_source_names(shape_env: Any, symbol: Any) -> list[str]:
     """The names of the sources a symbol was made for (a proxy's: where the proxy is,
     without the ``.real`` its plain value is read through)."""
     state = peek_state(shape_env)
-    read_through = state.read_through if state is not None else set()
+    read_through = state.marks.read_through if state is not None else set()
     return [
         source_name(source.base if source in read_through else source)
         for source in shape_env.var_to_sources.get(symbol, ())
@@ -98,7 +98,7 @@ def symbol_source_names(shape_env: Any, symbol: Any) -> list[str]:
 
 def marked_ints(state: CompileState) -> set[Any]:
     """The backed int symbols the bridge made in this compile."""
-    return {s for s in state.backed if s not in state.floats}
+    return {s for s in state.marks.backed if s not in state.marks.floats}
 
 
 def specialize_ints_and_restart(
@@ -119,7 +119,7 @@ def _specialize_next_trace(
         for symbol in symbols:
             for name in symbol_source_names(shape_env, symbol):
                 pending[name] = reason
-            log.info("%s %s; specializing it", state.backed[symbol][0], reason)
+            log.info("%s %s; specializing it", state.marks.backed[symbol][0], reason)
 
 
 #: the compile whose trace asked for a restart from where torch wraps every exception
@@ -253,4 +253,4 @@ def ints_in_floats(gm: Any, state: CompileState) -> set[Any]:
 def unbacked_in_floats(gm: Any, state: CompileState) -> list[str]:
     """Descriptions of our unbacked int symbols that float values of ``gm`` are computed
     from (they cannot be specialized: an unbacked symbol has no value to guard on)."""
-    return sorted(state.unbacked[s] for s in _float_symbols(gm) & state.unbacked.keys())
+    return sorted(state.marks.unbacked[s] for s in _float_symbols(gm) & state.marks.unbacked.keys())

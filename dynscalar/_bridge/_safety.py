@@ -151,8 +151,8 @@ def _marks_in_compile() -> tuple[list[str], bool]:
     state = peek_state(getattr(output, "shape_env", None))
     if state is None:
         return [], False
-    labels = sorted(set(state.labels.values()) | set(state.unbacked.values()))
-    strict = any(spec.strict for _, spec in state.backed.values())
+    labels = sorted(set(state.marks.labels.values()) | set(state.marks.unbacked.values()))
+    strict = any(spec.strict for _, spec in state.marks.backed.values())
     return labels, strict
 
 
@@ -224,7 +224,7 @@ def backend_compile_hook(
     compile off the same way (:class:`KnownLimit`)."""
     state = peek_state(getattr(instance, "shape_env", None))
     current = _compile()
-    if state is not None and state.backend != "python" and current is not None:
+    if state is not None and state.ops.backend != "python" and current is not None:
         expr = comparison_output(kwargs["gm"])
         if expr is not None:
             limit = KnownLimit(

@@ -22,7 +22,12 @@ from .._spec import DynamicSpec
 from . import _torch
 
 __all__ = [
+    "Aot",
     "CompileState",
+    "Marks",
+    "Ops",
+    "Python",
+    "WriteBack",
     "Origin",
     "compile_state",
     "is_dynamic_float",
@@ -53,8 +58,9 @@ class Origin:
 
 
 @dataclass
-class CompileState:
-    """What the bridge made symbolic in one compile (one ShapeEnv)."""
+class Marks:
+    """What the marks made symbolic in one compile, and what is reported of them (the
+    build and symbolic stages, ``_reports``)."""
 
     #: backed int/float symbol -> (attribute description, spec): specialization reports
     backed: dict[Any, tuple[str, DynamicSpec]] = field(default_factory=dict)
@@ -62,6 +68,30 @@ class CompileState:
     unbacked: dict[Any, str] = field(default_factory=dict)
     #: float symbol -> attribute description: the AOT float passes
     floats: dict[Any, str] = field(default_factory=dict)
+    #: symbol -> "instance path (Class.attr)" for warnings
+    labels: dict[Any, str] = field(default_factory=dict)
+    #: backed symbol -> Dynamo's name for the marked value (``L['self'].step``): the
+    #: specializations the doctor reads (``_reports.specialized_because``)
+    sources: dict[Any, str] = field(default_factory=dict)
+    #: the code of the frame being compiled (its root), once a marked value is read
+    code: Any = None
+    #: float symbol -> where the user's code read it (warnings from backend passes)
+    read_at: dict[Any, Any] = field(default_factory=dict)
+    #: source names of values given a property's mark while its getter ran (_properties)
+    via_property: set[str] = field(default_factory=set)
+    #: sources through which a proxy's plain value became a graph input (``<src>.real``)
+    read_through: set[Any] = field(default_factory=set)
+    #: symbols whose specialization by user code was already reported
+    reported: set[Any] = field(default_factory=set)
+    #: symbols a predicate pinned to one value (``if p == 0``, a form's special value):
+    #: one path of a dynamic value, not a specialization to report
+    paths: set[Any] = field(default_factory=set)
+
+
+@dataclass
+class WriteBack:
+    """What write-back needs to store eager's objects back (``_writeback``, ``stages.codegen``)."""
+
     #: FX node of a marked value's graph input -> its origin: write-back
     origins: dict[Any, Origin] = field(default_factory=dict)
     #: FX node -> the Python-level call that made it (``_writeback.calls.Call``): write-back
@@ -71,10 +101,6 @@ class CompileState:
     #: id of a constant made from a proxy the bridge could not make symbolic (an int
     #: outside int64, a restart) -> (variable, origin): write-back
     constants: dict[int, tuple[Any, Origin]] = field(default_factory=dict)
-    #: sympy expression -> its height (``_python``: max/min of deep expressions)
-    heights: dict[Any, int] = field(default_factory=dict)
-    #: the operand a max/min traced as comparisons handed back (write-back: not replayed)
-    selected: Any = None
     #: FX node -> its shadow, what eager Python holds for it (computed once): write-back
     node_shadows: dict[Any, Any] = field(default_factory=dict)
     #: id of a tagged or constant variable -> (variable, its shadow): write-back
@@ -85,38 +111,54 @@ class CompileState:
     planned: dict[int, tuple[Any, Any]] = field(default_factory=dict)
     #: id of a value replayed at run time (node or variable) -> (it, its slot): write-back
     replays: dict[int, tuple[Any, Any]] = field(default_factory=dict)
-    #: symbols whose specialization by user code was already reported
-    reported: set[Any] = field(default_factory=set)
+    #: the operand a max/min traced as comparisons handed back (write-back: not replayed)
+    selected: Any = None
+
+
+@dataclass
+class Python:
+    """Python's semantics on symbolic values (``_python``)."""
+
+    #: sympy expression -> its height (``_python``: max/min of deep expressions)
+    heights: dict[Any, int] = field(default_factory=dict)
+
+
+@dataclass
+class Ops:
+    """Op routing (``_ops``): the calls traced as stock, and where the graph goes."""
+
     #: callable name -> (the float symbols, the call's template key, example tensors,
     #: values and gradient mode) of each call traced as Dynamo traces it on inductor
     #: (``_ops``: a call that forces one of them is traced boxed next time)
     stock_calls: dict[str, list[Any]] = field(default_factory=dict)
-    #: symbols a predicate pinned to one value (``if p == 0``, a form's special value):
-    #: one path of a dynamic value, not a specialization to report
-    paths: set[Any] = field(default_factory=set)
-    #: symbol -> "instance path (Class.attr)" for warnings
-    labels: dict[Any, str] = field(default_factory=dict)
-    #: float symbol -> where the user's code read it (warnings from backend passes)
-    read_at: dict[Any, Any] = field(default_factory=dict)
     #: the kind of backend the graph goes to (``_backends.Kind``), once asked
     backend: str | None = None
-    #: source names of values given a property's mark while its getter ran (_properties)
-    via_property: set[str] = field(default_factory=set)
-    #: sources through which a proxy's plain value became a graph input (``<src>.real``)
-    read_through: set[Any] = field(default_factory=set)
-    #: backed symbol -> Dynamo's name for the marked value (``L['self'].step``): the
-    #: specializations the doctor reads (``_reports.specialized_because``)
-    sources: dict[Any, str] = field(default_factory=dict)
-    #: the code of the frame being compiled (its root), once a marked value is read
-    code: Any = None
+
+
+@dataclass
+class Aot:
+    """The backend's compile (``stages.aot``)."""
+
     #: how many shape-env guards Dynamo's trace had made when the backend first ran: a
     #: guard after them was made by AOTAutograd (``stages.aot.cache_save_hook``)
     traced_guards: int | None = None
 
+
+@dataclass
+class CompileState:
+    """Everything the bridge keeps about one compile (one ShapeEnv), by owner."""
+
+    marks: Marks = field(default_factory=Marks)
+    writeback: WriteBack = field(default_factory=WriteBack)
+    python: Python = field(default_factory=Python)
+    ops: Ops = field(default_factory=Ops)
+    aot: Aot = field(default_factory=Aot)
+
     @property
     def marked(self) -> bool:
         """Whether a marked value became symbolic in this compile."""
-        return bool(self.backed or self.unbacked or self.floats)
+        marks = self.marks
+        return bool(marks.backed or marks.unbacked or marks.floats)
 
 
 _states: weakref.WeakKeyDictionary[Any, CompileState] = weakref.WeakKeyDictionary()
@@ -149,7 +191,8 @@ def _marked_symbols(tx: Any, variable: Any, floats_only: bool) -> bool:
     state = peek_state(getattr(tx.output, "shape_env", None))
     if state is None:
         return False
-    tables = (state.floats,) if floats_only else (state.floats, state.backed, state.unbacked)
+    marks = state.marks
+    tables = (marks.floats,) if floats_only else (marks.floats, marks.backed, marks.unbacked)
     return any(s in table for s in sym.node.expr.free_symbols for table in tables)
 
 

@@ -71,7 +71,7 @@ def _specialized(tx: Any, variable: Any) -> Any:
         state = peek_state(getattr(tx.output, "shape_env", None))
         if state is not None:
             origin = Origin("", shadow._self_spec, type(shadow))
-            state.constants[id(made)] = (made, origin)
+            state.writeback.constants[id(made)] = (made, origin)
     return made
 
 

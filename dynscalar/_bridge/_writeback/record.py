@@ -47,7 +47,7 @@ def _from_constant(state: Any, variable: Any) -> bool:
     """True for a constant made from a proxy, or computed from one (see ``_record``)."""
     variable = realized(variable)
     key = id(variable)
-    for table in (state.constants, state.variable_calls):
+    for table in (state.writeback.constants, state.writeback.variable_calls):
         tagged = table.get(key)
         if tagged is not None and tagged[0] is variable:
             return True
@@ -71,22 +71,25 @@ def _copy_of(variable: Any) -> Any:
 def _record(tx: Any, result: Any, fn: Any, args: Any, kwargs: Any, before: int, graph: Any) -> Any:
     """Remember that ``fn(*args, **kwargs)`` (a Python-level call) made ``result``."""
     state = peek_state(getattr(tx.output, "shape_env", None))
-    if state is None or not (state.origins or state.constants):
+    if state is None or not (state.writeback.origins or state.writeback.constants):
         return result
-    if fn in SELECTING and result is state.selected and result is not None:
+    if fn in SELECTING and result is state.writeback.selected and result is not None:
         # ``max``/``min`` traced as comparisons (``_decompositions._select``) hand back the
         # winning operand itself; the comparisons' guards fix which one, so it is the very
         # object eager returns: nothing to replay.
-        state.selected = None
+        state.writeback.selected = None
         return result
     operands = [*args, *kwargs.values()]
-    if isinstance(result, _torch.ConstantVariable) and state.constants:
+    if isinstance(result, _torch.ConstantVariable) and state.writeback.constants:
         # arithmetic on a proxy compiled as a constant (an int outside int64, a restart)
         if any(_from_constant(state, operand) for operand in operands):
             result = _copy_of(result)
-            state.variable_calls[id(result)] = (result, Call(fn, list(args), dict(kwargs)))
+            state.writeback.variable_calls[id(result)] = (
+                result,
+                Call(fn, list(args), dict(kwargs)),
+            )
         return result
-    items = sequence_items(result) if state.constants else None
+    items = sequence_items(result) if state.writeback.constants else None
     if items and all(isinstance(realized(i), _torch.ConstantVariable) for i in items):
         # a tuple of constants (``divmod`` of a specialized float): each item replays its
         # own item of eager's call, which holds proxies
@@ -94,7 +97,7 @@ def _record(tx: Any, result: Any, fn: Any, args: Any, kwargs: Any, before: int, 
             copies = [_copy_of(realized(item)) for item in items]
             for index, copy in enumerate(copies):
                 call = Call(ItemOf(fn, index), list(args), dict(kwargs))
-                state.variable_calls[id(copy)] = (copy, call)
+                state.writeback.variable_calls[id(copy)] = (copy, call)
             result = result.clone(items=copies)
         return result
     if not isinstance(result, _torch.SymNodeVariable) or not any(_symbolic(o) for o in operands):
@@ -105,13 +108,13 @@ def _record(tx: Any, result: Any, fn: Any, args: Any, kwargs: Any, before: int, 
     if made > 0 and node.graph is graph:
         for candidate in itertools.islice(reversed(graph.nodes), made):
             if candidate is node:
-                state.calls[node] = call  # the outermost call that made it wins
-                state.node_shadows.pop(node, None)  # an inner call's shadow, if asked for
+                state.writeback.calls[node] = call  # the outermost call that made it wins
+                state.writeback.node_shadows.pop(node, None)  # an inner call's shadow, if asked for
                 return result
     # An existing value handed back unchanged (`pow(a, 1)`, `+a`): tag a copy of the
     # variable, so other uses of the value keep their meaning.
     result = _copy_of(result)
-    state.variable_calls[id(result)] = (result, call)
+    state.writeback.variable_calls[id(result)] = (result, call)
     return result
 
 

@@ -75,19 +75,19 @@ class Shadows:
 
     def __init__(self, state: Any) -> None:
         self.state = state
-        self.origins: dict[Any, Origin] = state.origins
-        self.calls: dict[Any, Call] = state.calls
-        self.variable_calls: dict[int, tuple[Any, Call]] = state.variable_calls
-        self.constants: dict[int, tuple[Any, Origin]] = state.constants
-        self.nodes: dict[Any, Any] = state.node_shadows
-        self.variables: dict[int, tuple[Any, Any]] = state.variable_shadows
+        self.origins: dict[Any, Origin] = state.writeback.origins
+        self.calls: dict[Any, Call] = state.writeback.calls
+        self.variable_calls: dict[int, tuple[Any, Call]] = state.writeback.variable_calls
+        self.constants: dict[int, tuple[Any, Origin]] = state.writeback.constants
+        self.nodes: dict[Any, Any] = state.writeback.node_shadows
+        self.variables: dict[int, tuple[Any, Any]] = state.writeback.variable_shadows
 
     def guard_classes(self, variable: Any) -> None:
         """The shadow of ``variable`` decides what compiled code does (a proxy written back,
         a dunder call only the proxy has): guard the class of every proxy it was computed
         from, where a plain value may be found too.  Each unit is visited once per compile
-        (``CompileState.class_guarded``), so guarding N values costs N steps in all."""
-        seen = self.state.class_guarded
+        (``CompileState.writeback.class_guarded``), so guarding N values costs N steps in all."""
+        seen = self.state.writeback.class_guarded
         pending = self._units_in([realized(variable)])
         while pending:
             unit = pending.pop()
@@ -309,7 +309,7 @@ def shadow_of(tx: Any, variable: Any) -> Any:
     """What eager code holds for the traced ``variable`` (``UNKNOWN`` outside a marked
     compile)."""
     state = peek_state(getattr(tx.output, "shape_env", None))
-    if state is None or not (state.origins or state.constants):
+    if state is None or not (state.writeback.origins or state.writeback.constants):
         return UNKNOWN
     shadows = Shadows(state)
     shadow = shadows.of_variable(variable)
@@ -321,7 +321,7 @@ def shadow_of(tx: Any, variable: Any) -> Any:
 def proxy_shadow(tx: Any, variable: Any) -> bool:
     """True when eager code holds a proxy for the traced ``variable``."""
     state = peek_state(getattr(tx.output, "shape_env", None))
-    if state is None or not state.origins:
+    if state is None or not state.writeback.origins:
         return False
     shadows = Shadows(state)
     if not isinstance(shadows.of_variable(variable), DynamicScalar):

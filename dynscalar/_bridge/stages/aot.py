@@ -89,7 +89,7 @@ def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: s
         # proxy and for a plain float found there later.
         guard_proxy_or_plain(source, type(value), value._self_spec)
         source = plain_source(source)
-        compile_state(builder.tx.output.shape_env).read_through.add(source)
+        compile_state(builder.tx.output.shape_env).marks.read_through.add(source)
     # VariableBuilder.wrap_symfloat returns a constant unless both are off; the patch is
     # scoped to this one call and restored on exit.
     config = _torch.dynamo_config.patch(specialize_float=False, assume_static_by_default=False)
@@ -99,12 +99,12 @@ def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: s
     if isinstance(sym, torch.SymFloat):
         shape_env = builder.tx.output.shape_env
         state = compile_state(shape_env)
-        if state.backend is None:
-            state.backend = backend_kind(builder.tx)
+        if state.ops.backend is None:
+            state.ops.backend = backend_kind(builder.tx)
         read_at = user_location()
         for s in sym.node.expr.free_symbols:
-            state.floats[s] = where
-            state.read_at[s] = read_at
+            state.marks.floats[s] = where
+            state.marks.read_at[s] = read_at
             remember(
                 shape_env,
                 s,
@@ -115,7 +115,7 @@ def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: s
                 builder.tx.output.root_tx.f_code,
             )
             _forced_floats.on_wrap(s, _memory_key(builder, source))
-        state.origins[var.as_proxy().node] = (
+        state.writeback.origins[var.as_proxy().node] = (
             Origin(where, value.spec, DynamicFloat, position)
             if proxied
             else Origin(where, spec, None)
@@ -270,7 +270,9 @@ def _special_value(
                 node.update_arg(at, special)
             else:
                 node.update_kwarg(at, special)
-            state.paths.update(s for s in sym.node.expr.free_symbols if s in state.floats)
+            state.marks.paths.update(
+                s for s in sym.node.expr.free_symbols if s in state.marks.floats
+            )
             return True
     return False
 
@@ -372,7 +374,7 @@ def _kept_from_pass(gm: Any, state: CompileState) -> Iterator[None]:
     """
     import torch
 
-    ours = set(state.floats) | set(state.backed) | set(state.unbacked)
+    ours = set(state.marks.floats) | set(state.marks.backed) | set(state.marks.unbacked)
     local_scalar = torch.ops.aten._local_scalar_dense.default
     hidden: list[tuple[Any, Any, Any]] = []
     for node in gm.graph.nodes:
@@ -387,7 +389,7 @@ def _kept_from_pass(gm: Any, state: CompileState) -> Iterator[None]:
         if node.target is local_scalar:
             node.target = _dynscalar_item
     names = _torch.TensorifyState.force_specializations
-    added = {str(s) for s in state.floats} - names
+    added = {str(s) for s in state.marks.floats} - names
     names.update(added)
     try:
         yield
@@ -480,19 +482,19 @@ def tensorify_hook(
     state = peek_state(shape_env)
     if state is not None:
         guard_int64(gm, shape_env, state)  # may restart with an overflowing int specialized
-    ours = state.floats if state is not None else None
+    ours = state.marks.floats if state is not None else None
 
-    if state is not None and state.backend == "python":
+    if state is not None and state.ops.backend == "python":
         # The graph runs as Python code: every op receives a marked value (and every float
         # computed from one) as the Python number it is at run time, exactly as eager code
         # hands it over.  Nothing of the bridge's is turned into a tensor or specialized;
         # a float of stock torch's own in the same graph takes the pass as usual.
         try:
-            if not _only_ours(gm, state.floats):
+            if not _only_ours(gm, state.marks.floats):
                 with _kept_from_pass(gm, state):
                     wrapped(*args, **kwargs)
         finally:
-            _forced_floats.on_success(state.floats)
+            _forced_floats.on_success(state.marks.floats)
             forget_restarts()
         return None
     if not ours:
@@ -548,7 +550,7 @@ def tensorify_hook(
     n_guards = len(shape_env.guards)
 
     try:
-        with _unused_kept(ours, used, state.paths, used_float_symbols(gm, shape_env, False)):
+        with _unused_kept(ours, used, state.marks.paths, used_float_symbols(gm, shape_env, False)):
             result = wrapped(*args, **kwargs)
     except _torch.TensorifyScalarRestartAnalysis:
         # Not a specialization by itself: torch also restarts to drop a float input the graph
@@ -557,7 +559,7 @@ def tensorify_hook(
         # restarted trace never reaches this pass: ``compile_hook``).  What it forced
         # while the graph used it is remembered for later compiles, as torch remembers its
         # own floats (_forced).
-        _forced_floats.on_restart(ours, used - state.paths, ops, state.paths)
+        _forced_floats.on_restart(ours, used - state.marks.paths, ops, state.marks.paths)
         raise
     except Exception as exc:
         # e.g. a float `%` (TensorReferenceAnalysis has no python_mod in torch 2.13): do what
@@ -596,9 +598,9 @@ def tensorify_hook(
 def _refuse_if_strict(state: Any, baked: set[Any], ops: list[str]) -> None:
     """A ``strict=True`` mark torch would bake in: :class:`DynamicFloatSpecializedError`."""
     strict = sorted(
-        state.floats[s]
+        state.marks.floats[s]
         for s in baked
-        if (spec := state.backed.get(s, ("", None))[1]) and spec.strict
+        if (spec := state.marks.backed.get(s, ("", None))[1]) and spec.strict
     )
     if strict:
         raise DynamicFloatSpecializedError(
@@ -627,8 +629,8 @@ def _value_guarded(shape_env: Any, floats: Any, alone: bool) -> set[Any]:
 
 def _not_paths(state: CompileState, symbols: set[Any]) -> set[Any]:
     """``symbols`` without those a path pinned (``p == 0``, a form's special value): in
-    this attempt (``state.paths``), or in the one a restart dropped them from."""
-    return {s for s in symbols if s not in state.paths and not _forced_floats.is_path(s)}
+    this attempt (``state.marks.paths``), or in the one a restart dropped them from."""
+    return {s for s in symbols if s not in state.marks.paths and not _forced_floats.is_path(s)}
 
 
 def _report_value_guards(shape_env: Any, state: CompileState, ops: list[str]) -> None:
@@ -638,8 +640,8 @@ def _report_value_guards(shape_env: Any, state: CompileState, ops: list[str]) ->
     are torch's own specializations, e.g. after the tensorify pass restarted analysis with
     the value specialized (torch >= 2.15 does that where 2.13/2.14 baked the value in).
     """
-    specialized = _not_paths(state, _value_guarded(shape_env, state.floats, alone=False))
-    for s in sorted(specialized - state.reported, key=str):
+    specialized = _not_paths(state, _value_guarded(shape_env, state.marks.floats, alone=False))
+    for s in sorted(specialized - state.marks.reported, key=str):
         _warn_specialized(state, s, ops)
 
 
@@ -651,15 +653,15 @@ def compile_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dic
 
     shape_env = getattr(instance, "shape_env", None)
     state = peek_state(shape_env)
-    if state is not None and state.floats:
+    if state is not None and state.marks.floats:
         # the first graph of the frame: the guards so far are Dynamo's
-        if state.traced_guards is None and shape_env is not None:
-            state.traced_guards = len(shape_env.guards)
-        guarded = _not_paths(state, _value_guarded(shape_env, state.floats, alone=True))
+        if state.aot.traced_guards is None and shape_env is not None:
+            state.aot.traced_guards = len(shape_env.guards)
+        guarded = _not_paths(state, _value_guarded(shape_env, state.marks.floats, alone=True))
         for symbol in sorted(guarded, key=str):
             if (
                 _torch.TensorifyState.should_specialize(str(symbol))
-                and symbol not in state.reported
+                and symbol not in state.marks.reported
             ):
                 _warn_specialized(state, symbol, [])
     return wrapped(*args, **kwargs)
@@ -683,7 +685,7 @@ def cache_save_hook(
     context = _torch.TracingContext.try_get()
     shape_env = getattr(getattr(context, "fake_mode", None), "shape_env", None)
     state = peek_state(shape_env)
-    if state is not None and _float_guarded(shape_env, state.floats, state.traced_guards):
+    if state is not None and _float_guarded(shape_env, state.marks.floats, state.aot.traced_guards):
         log.info(
             "AOTAutograd cache entry not saved: a guard made by AOTAutograd reads a marked float"
         )
@@ -702,9 +704,9 @@ def _warn_specialized(state: CompileState, s: Any, ops: list[str]) -> None:
     """One ``SpecializationWarning`` (``strict=True``: the error) for the marked float
     ``s`` that torch specializes after its float-tensorify pass, naming the op inside
     torch that forced it and a fix for code as it is written; filed for the doctor."""
-    state.reported.add(s)
-    label = state.labels.get(s, state.floats[s])
-    filename, lineno, line = state.read_at.get(s, ("<unknown>", 0, ""))
+    state.marks.reported.add(s)
+    label = state.marks.labels.get(s, state.marks.floats[s])
+    filename, lineno, line = state.marks.read_at.get(s, ("<unknown>", 0, ""))
     at = f" (read at {at_line(filename, lineno, line)})" if lineno else ""
     log.info("%s specialized by torch after the float-tensorify pass", label)
     forced_by = ops or _forced_floats.ops(s)  # after a restart: what the first try saw
@@ -720,7 +722,7 @@ def _warn_specialized(state: CompileState, s: Any, ops: list[str]) -> None:
         f"does (exact results, a graph per value). {advice}"
     )
     record_specialized(state, [s], f"{used}. {advice}")
-    spec = state.backed.get(s, ("", None))[1]
+    spec = state.marks.backed.get(s, ("", None))[1]
     refuse(
         message,
         spec is not None and spec.strict,
@@ -790,7 +792,7 @@ def _has_dynamic_float_input(gm: Any) -> bool:
         if memo is None:
             continue
         state = peek_state(ev.fake_mode.shape_env)
-        if state is not None and any(s in state.floats for s in memo.node.expr.free_symbols):
+        if state is not None and any(s in state.marks.floats for s in memo.node.expr.free_symbols):
             return True
     return False
 

@@ -489,7 +489,7 @@ def _compile_unmarked(
     if isinstance(value, DynamicScalar):  # write-back: eager arithmetic on it gives proxies
         state = compile_state(builder.tx.output.shape_env)
         origin = Origin(where, value._self_spec, type(value))
-        state.constants[id(result)] = (result, origin)
+        state.writeback.constants[id(result)] = (result, origin)
     return result
 
 
@@ -546,9 +546,9 @@ def _remember_proxy(builder: Any, value: DynamicScalar, result: Any) -> None:
         state = compile_state(builder.tx.output.shape_env)
         origin = Origin(str(builder.source.name), value._self_spec, type(value))
         if isinstance(result, _torch.ConstantVariable):
-            state.constants[id(result)] = (result, origin)
+            state.writeback.constants[id(result)] = (result, origin)
         elif isinstance(result, _torch.SymNodeVariable):
-            state.origins[result.as_proxy().node] = origin
+            state.writeback.origins[result.as_proxy().node] = origin
     except (ImportError, AttributeError):  # internals moved: the value is written back plain
         return
 
@@ -610,9 +610,13 @@ Kwargs = dict[str, Any]
 
 
 def compile_start_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
-    """``ConvertFrameAssert.__call__``: the float phase's patches go in before the first
-    frame compiles (``_install``)."""
-    return _install.compile_start_hook(wrapped, instance, args, kwargs)
+    """``ConvertFrameAssert.__call__`` (a frame about to compile), until the float phase is
+    checked: check and apply it here, before any trace starts (its modules import
+    ``torch._inductor``, still initializing when ``torch._dynamo`` is imported), so no
+    patch ever goes in from inside a trace hook.  Its hooks on torch's symbolic arithmetic
+    pass a gate first (``Private.gate``): a compile without a mark runs torch's code."""
+    ensure_phase("floats")
+    return wrapped(*args, **kwargs)
 
 
 def floats_pending(instance: Any, args: Args, kwargs: Kwargs) -> bool:

@@ -149,7 +149,7 @@ def _inline_rebox(codegen: Any, inner: Any, cls: type, spec: DynamicSpec) -> Non
 def _plan(variable: Any, shadows: Shadows) -> Any | None:
     """What to reconstruct in place of an assigned ``variable`` (None: Dynamo's own),
     the same object for every pass of the compile."""
-    planned = shadows.state.planned
+    planned = shadows.state.writeback.planned
     hit = planned.get(id(variable))
     if hit is not None and hit[0] is variable:
         return hit[1]
@@ -180,7 +180,7 @@ def _slot(variable: Any, shadows: Shadows) -> _Slot:
     """The run-time replay of the value ``variable`` holds (one per value and compile)."""
     variable = realized(variable)
     unit = shadows.unit_of(variable)
-    replays = shadows.state.replays
+    replays = shadows.state.writeback.replays
     hit = replays.get(id(unit))
     if hit is not None and hit[0] is unit:
         return hit[1]  # type: ignore[no-any-return]
@@ -346,7 +346,7 @@ def codegen_update_mutated_hook(
     place) become what eager Python would have stored."""
     cg = kwargs["cg"]
     state = peek_state(getattr(cg.tx.output, "shape_env", None))
-    if state is None or not (state.origins or state.constants):
+    if state is None or not (state.writeback.origins or state.writeback.constants):
         return wrapped(*args, **kwargs)
     _guard_rebuilt_dicts(cg.tx, instance)
     shadows = Shadows(state)
@@ -377,7 +377,7 @@ def codegen_suffix_hook(
     state = peek_state(getattr(instance, "shape_env", None))
     if (
         state is None
-        or not (state.origins or state.constants)
+        or not (state.writeback.origins or state.writeback.constants)
         or not stack
         or getattr(tx, "export", False)
     ):
@@ -400,7 +400,7 @@ def _marked_value(state: Any) -> Any:
         variable = realized(variable)
         if not isinstance(variable, _torch.SymNodeVariable):
             return None
-        origin = state.origins.get(variable.as_proxy().node)
+        origin = state.writeback.origins.get(variable.as_proxy().node)
         if origin is None or origin.proxy is not None:
             return None
         return origin.spec, origin.where

@@ -69,26 +69,27 @@ def evaluate_sym_node_hook(
     if not _bridge_frames_hidden:
         _hide_bridge_frames()
     state = peek_state(instance)
-    if state is not None and state.backed:
+    if state is not None and state.marks.backed:
+        marks = state.marks
         sym_node = kwargs["sym_node"]
         expr = sym_node.expr
         if sym_node.pytype is bool:
             result = wrapped(*args, **kwargs)
             if _pins_one_symbol(expr, bool(result)):  # `p == 0` held: that path's pin
-                state.paths.update(s for s in expr.free_symbols if s in state.backed)
+                state.marks.paths.update(s for s in expr.free_symbols if s in state.marks.backed)
             return result
         if not getattr(expr, "is_number", True):
-            ours = [s for s in expr.free_symbols if s in state.backed]
+            ours = [s for s in expr.free_symbols if s in state.marks.backed]
             if ours and watching_forced(ours):  # the frame is traced again without it
                 return wrapped(*args, **kwargs)
-            if ours and state.via_property:
+            if ours and state.marks.via_property:
                 restart_if_forced_in_getter(instance, ours)  # raises to restart the trace
             reported = ours and report_specialization(
-                [(state.labels.get(s, state.backed[s][0]), state.backed[s][1]) for s in ours],
+                [(marks.labels.get(s, marks.backed[s][0]), marks.backed[s][1]) for s in ours],
                 sym_node.hint,
             )
             if reported:
-                state.reported.update(ours)
+                state.marks.reported.update(ours)
                 record_specialized(state, ours, reported)
     return wrapped(*args, **kwargs)
 

@@ -43,18 +43,16 @@ def builtin_call_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -
        by zero; then torch's function.
     """
 
+    # a concern passing the call on positionally: the next one reads its arguments by name
     def raising(*a: Any, **k: Any) -> Any:
-        return _python.python_raises_hook(wrapped, instance, (), _named(a, k))
+        named = {**dict(zip(_CALL, a, strict=False)), **k} if a else k
+        return _python.python_raises_hook(wrapped, instance, (), named)
 
     def routed(*a: Any, **k: Any) -> Any:
-        return _ops.builtin_call_hook(raising, instance, (), _named(a, k))
+        named = {**dict(zip(_CALL, a, strict=False)), **k} if a else k
+        return _ops.builtin_call_hook(raising, instance, (), named)
 
     return record.builtin_call_hook(routed, instance, args, kwargs)
-
-
-def _named(args: Args, kwargs: Kwargs) -> Kwargs:
-    """A call passed on positionally, its arguments by name as the next concern reads them."""
-    return {**dict(zip(_CALL, args, strict=False)), **kwargs} if args else kwargs
 
 
 def record_call_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
