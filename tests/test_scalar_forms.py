@@ -134,6 +134,28 @@ def test_foreach_add_with_a_marked_alpha_compiles_once_on_inductor() -> None:
 
 
 @pytest.mark.inductor
+@pytest.mark.parametrize("inplace", [True, False])
+def test_foreach_lerp_with_a_marked_weight_compiles_once_on_inductor(inplace: bool) -> None:
+    """Adam's ``torch._foreach_lerp_(exp_avgs, grads, 1 - beta1)``: on torch 2.14 and 2.15
+    inductor's decomposition made the weight a constant tensor (a graph per beta1); its form
+    is traced in the call's place (2.13's Dynamo decomposes the in-place call itself)."""
+
+    def step(beta1: Any, avgs: list[torch.Tensor], grads: list[torch.Tensor]) -> Any:
+        avgs = [a.clone() for a in avgs]
+        if inplace:
+            torch._foreach_lerp_(avgs, grads, 1 - beta1)
+            return avgs
+        return torch._foreach_lerp(avgs, grads, 1 - beta1)
+
+    generator = torch.Generator().manual_seed(0)
+    avgs = [torch.randn(4, 3, generator=generator), torch.randn(3, generator=generator)]
+    grads = [torch.randn_like(a) for a in avgs]
+    stock, marked, graphs = _stock_and_marked(step, [0.9, 0.95, 0.85], avgs, grads)
+    assert graphs == 1
+    _assert_identical(marked, stock)
+
+
+@pytest.mark.inductor
 def test_a_branch_inductor_decomposes_on_never_loads_the_other_branchs_cache_entry() -> None:
     """Inductor decomposes ``lerp(start, end, weight)`` into the formula of one side of
     ``weight >= 0.5``, a guard made while AOTAutograd traces.  An AOTAutograd cache entry

@@ -254,6 +254,10 @@ def in_graph_call_hook(
     def stock() -> Any:  # the call as Dynamo makes it
         return wrapped(*args, **kwargs)
 
+    def own() -> Any:  # Dynamo's own handling of the call (None: the op goes in its graph)
+        handler = _torch.TorchInGraphFunctionVariable._get_handlers().get(fn)
+        return (handler and handler(instance, tx, *call_args, **call_kwargs)) or None
+
     if _torch.peek_interpreter_stack() is not None:
         # inside vmap/grad (per-sample gradients): dynscalar's custom ops have no batching
         # rule, so the call is traced as stock traces it, the value specialized
@@ -262,7 +266,7 @@ def in_graph_call_hook(
         return _specialized(tx, found[1] if found else str(name), values, keywords, stock, why)
     if found is None:
         assert name is not None  # neither a rule nor traced through: named above
-        return _generic(tx, name, list(call_args), dict(call_kwargs), stock)
+        return _generic(tx, name, list(call_args), dict(call_kwargs), stock, own)
     rule, name = found
     return _apply(rule, name, tx, list(call_args), stock, dict(call_kwargs))
 
@@ -424,7 +428,14 @@ _forcing: set[str] = set()
 _caches.register(_forcing.clear)
 
 
-def _generic(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any], stock: Any) -> Any:
+def _generic(
+    tx: Any,
+    name: str,
+    arguments: list[Any],
+    keywords: dict[str, Any],
+    stock: Any,
+    own: Any = lambda: None,
+) -> Any:
     """A torch call with a marked value and no rule of its own, on a ``"python"`` backend:
     the call as ``dynscalar::apply`` (``dynscalar.ops._apply``) where torch would force the
     value - inside AOTAutograd (a derivative formula, with a tensor that requires grad) or
@@ -433,7 +444,7 @@ def _generic(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any],
 
     kind = _kind(tx)
     if kind == "inductor":
-        return _inductor_form(tx, name, arguments, keywords, stock)
+        return _inductor_form(tx, name, arguments, keywords, stock, own)
     if kind != "python":
         return stock()
     call = _described(tx, name, arguments, keywords)
@@ -482,19 +493,27 @@ def _described(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any
 
 
 def _inductor_form(
-    tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any], stock: Any
+    tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any], stock: Any, own: Any
 ) -> Any:
     """A call on inductor of an op with a scalar form (``dynscalar.ops._forms``) whose
     tensors require grad: the form traced in its place where the inductor column admits it
     (AOTAutograd would trace the op's autograd formula, which can force the float before
-    any graph pass rewrites the op; without gradients the pass does it, ``stages.aot``)."""
+    any graph pass rewrites the op; without gradients the pass does it, ``stages.aot``).  A
+    form marked ``dynamo`` is traced without gradients too (inductor's decomposition would
+    force the float), unless Dynamo handles the call itself (``own``: torch 2.13 decomposes
+    ``_foreach_lerp_`` with a float weight in Dynamo, and the op never reaches AOTAutograd)."""
     from ..ops import _forms
     from ..ops._admission import form_admitted
     from ..ops._custom import autocast_state
 
     values = [_realized(a) for a in arguments]
     named = {k: _realized(v) for k, v in keywords.items()}
-    tensors = [v for v in (*values, *named.values()) if isinstance(v, _torch.TensorVariable)]
+    tensors = [
+        t
+        for v in (*values, *named.values())
+        for t in (v.items if isinstance(v, _torch.BaseListVariable) else [v])
+        if isinstance(t, _torch.TensorVariable)
+    ]
     if name in _forcing_inductor or _int_power(tx, name, values, named, tensors):
         boxed, refused = _boxed(tx, name, arguments, keywords)
         if boxed is not None:
@@ -502,10 +521,9 @@ def _inductor_form(
         with specializing(name, f"it forces the value on inductor; {refused}"):
             return stock()
     _watch_inductor(tx, name, arguments, keywords)
-    if not tensors or not torch.is_grad_enabled():
-        return stock()
-    if not any(bool(getattr(_example(t), "requires_grad", False)) for t in tensors):
-        return stock()
+    grad = torch.is_grad_enabled() and any(
+        bool(getattr(_example(t), "requires_grad", False)) for t in tensors
+    )
     candidates = _forms.CALLABLES.get(name)
     if candidates is None and "::" in name:
         found = _forms.FORMS.get(name)
@@ -514,17 +532,24 @@ def _inductor_form(
             candidates = ((name, tuple(a.name for a in schema.arguments)),)
     for op, order in candidates or ():
         form = _forms.FORMS[op]
-        if len(values) > len(order) or any(k not in order for k in named):
+        if not (grad or form.dynamo) or len(values) > len(order):
+            continue
+        if any(k not in order for k in named):
             continue
         bound = dict(zip(order, values, strict=False)) | named
         moved = [n for n in form.arguments if n in bound and is_dynamic_float(tx, bound[n])]
         target = _forms_target(op)
         schema = target._schema.arguments
-        if not moved or not _tensors_where_expected(schema, bound):
+        if not moved or not tensors or not _tensors_where_expected(schema, bound):
             continue
+        handled = own() if form.dynamo else None
+        if handled is not None:
+            return handled
         example = _example(tensors[0])
         dtype, device = example.dtype, example.device.type
-        ok, why = form_admitted(form, dtype, True, device, autocast_state(device))
+        ok, why = form_admitted(form, dtype, grad, device, autocast_state(device))
+        if not ok and form.dynamo:  # the op as Dynamo makes it, as without the form
+            return stock()
         if not ok:
             boxed, refused = _boxed(tx, name, arguments, keywords)
             if boxed is not None:
@@ -541,7 +566,7 @@ def _inductor_form(
         special = tuple((n, form.special_values(n)) for n in moved if form.special_values(n))
         inplace = (name.endswith("_") and not name.endswith("__")) or name.endswith("__ipow__")
         constants = [form.arguments, special, names, positional, inplace]
-        log.debug("%s receives a dynamic float with gradients: tracing its form", name)
+        log.debug("%s receives a dynamic float: tracing its form", name)
         return _trace(
             tx,
             _forms.traced,

@@ -377,6 +377,12 @@ PRIVATES: tuple[Private, ...] = (
         why="torch functions taking a marked float follow their op rule",
     ),
     Private(
+        "torch._dynamo.variables.torch:TorchInGraphFunctionVariable._get_handlers",
+        (),
+        why="Dynamo's own handling of a torch call, tried before a scalar form is traced in "
+        "its place (torch 2.13 decomposes _foreach_lerp_ with a float weight itself)",
+    ),
+    Private(
         f"{_T}:TensorVariable.call_method",
         ("self", "tx", "name", "args", "kwargs"),
         hook="stages.trace:tensor_method_hook",

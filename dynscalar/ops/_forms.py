@@ -72,6 +72,11 @@ class ScalarForm:
     #: ``pow(x, 2)`` is ``x * x``): there the op is compiled with the value itself, a
     #: predicate guard on it (``Eq(e, 2.0)``) making it one more path, never one per value
     special: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    #: traced by Dynamo in the call's place with or without gradients (else only with
+    #: them): inductor's decomposition of the op reads the value as a number before any
+    #: graph pass could rewrite it (torch 2.14's ``_foreach_lerp.Scalar`` makes it a
+    #: constant tensor)
+    dynamo: bool = False
 
     def special_values(self, argument: str) -> tuple[float, ...]:
         """The values of ``argument`` at which the op takes another path."""
@@ -155,6 +160,13 @@ def _addcdiv(ops: Any, self: Any, tensor1: Any, tensor2: Any, *, value: Any = 1)
     return ops.aten.add.Tensor(self, ops.aten.mul.Tensor(quotient, value))
 
 
+# decomposition.py _foreach_lerp_scalar (torch 2.14): per tensor fma(w, end - start, start),
+# or fma(-(1 - w), end - start, end) where |w| >= 0.5; _lerp_tensor is that formula with
+# the side chosen per value by `where` instead of by the number
+def _foreach_lerp(ops: Any, self: Any, tensors1: Any, weight: Any) -> Any:
+    return [ops.aten.lerp.Tensor(s, e, weight) for s, e in zip(self, tensors1, strict=True)]
+
+
 # register_foreach_pointwise(aten._foreach_pow.ScalarAndTensor, pow): pow(self, e_i) each
 def _foreach_pow_base(ops: Any, self: Any, exponent: Any) -> Any:
     return [ops.aten.pow.Tensor_Tensor(self, e) for e in exponent]
@@ -225,6 +237,13 @@ FORMS: dict[str, ScalarForm] = {
         ScalarForm("aten::addcdiv", ("value",), _addcdiv, _COMPOUND),
         ScalarForm("aten::_foreach_addcmul.Scalar", ("value",), _foreach_addcmul, _COMPOUND),
         ScalarForm("aten::_foreach_addcdiv.Scalar", ("value",), _foreach_addcdiv, _COMPOUND),
+        ScalarForm(
+            "aten::_foreach_lerp.Scalar",
+            ("weight",),
+            _foreach_lerp,
+            "lerp.Tensor per tensor: the decomposition's formula, its side chosen by where",
+            dynamo=True,
+        ),
         ScalarForm("aten::_foreach_pow.ScalarAndTensor", ("self",), _foreach_pow_base, _COMPOUND),
         ScalarForm(
             "prims::fma", ("a", "b", "c"), _overload("prims::fma"), "inductor lowers fma itself"
@@ -283,6 +302,7 @@ def with_tensors(
 
 _POW = ("aten::pow.Tensor_Scalar", ("self", "exponent"))
 _LERP = ("aten::lerp.Scalar", ("self", "end", "weight"))
+_FOREACH_LERP = ("aten::_foreach_lerp.Scalar", ("self", "tensors1", "weight"))
 _CLAMP = ("aten::clamp", ("self", "min", "max"))
 
 #: torch callables (as the bridge names them) -> the ATen overloads with a form they reach
@@ -290,7 +310,8 @@ _CLAMP = ("aten::clamp", ("self", "min", "max"))
 #: AOTAutograd traces an op's autograd formula, which can read a ``Scalar`` as a number
 #: (``lerp``'s ``1 - weight.toDouble()``, ``pow``'s ``exponent - 1``) and so force it before
 #: any graph pass; there the bridge traces the form in the call's place (:func:`traced`),
-#: so the formula is the tensor overload's.
+#: so the formula is the tensor overload's.  A form marked ``dynamo`` is traced so without
+#: gradients too, where Dynamo would put the op in its graph with the float.
 CALLABLES: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     **dict.fromkeys(
         ("torch.pow", "Tensor.pow", "Tensor.__pow__", "Tensor.pow_", "Tensor.__ipow__"),
@@ -298,6 +319,7 @@ CALLABLES: dict[str, tuple[tuple[str, tuple[str, ...]], ...]] = {
     ),
     "Tensor.__rpow__": (("aten::pow.Scalar", ("exponent", "self")),),
     **dict.fromkeys(("torch.lerp", "Tensor.lerp", "Tensor.lerp_"), (_LERP,)),
+    **dict.fromkeys(("torch._foreach_lerp", "torch._foreach_lerp_"), (_FOREACH_LERP,)),
     **dict.fromkeys(
         ("torch.clamp", "torch.clip", "Tensor.clamp", "Tensor.clip", "Tensor.clamp_"), (_CLAMP,)
     ),
@@ -336,11 +358,12 @@ def traced(
     op itself with that value (a predicate guard each); otherwise ``fn`` with each number
     among ``tensor_arguments`` a 0-d tensor of the computation dtype of the call's first
     tensor.  ``inplace``: the result is copied into the first argument, which is returned
-    (``lerp_``)."""
+    (``lerp_``; a foreach op's list: each of its tensors, None returned as ATen does)."""
     import torch
 
     arguments = dict(zip(names, values, strict=True))
-    like = next(v for v in values if isinstance(v, torch.Tensor))
+    flat = [t for v in values for t in (v if isinstance(v, (list, tuple)) else [v])]
+    like = next(v for v in flat if isinstance(v, torch.Tensor))
     pinned = dict(arguments)
     hits = 0
     for name, candidates in special:
@@ -361,6 +384,10 @@ def traced(
     args = [chosen[n] for n in names[:positional]]
     kwargs = {n: chosen[n] for n in names[positional:]}
     out = call(*args, **kwargs) if call is not None else fn(torch.ops, *args, **kwargs)
+    if inplace and isinstance(values[0], (list, tuple)):
+        for tensor, result in zip(values[0], out, strict=True):
+            tensor.copy_(result)
+        return None
     if inplace:
         return like.copy_(out)
     return out

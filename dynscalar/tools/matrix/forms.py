@@ -95,6 +95,8 @@ def samples(
         yield "value", (x, mask, v), {}
     elif op == "aten::where.ScalarOther":
         yield "other", (mask, x, v), {}
+    elif op == "aten::_foreach_lerp.Scalar":
+        yield "weight", (xs, ys, v), {}
     elif op.startswith("aten::_foreach_") and op.endswith(".Scalar") and "addc" not in op:
         yield "scalar", (xs, v), {}
     elif op in ("aten::mul.Scalar", "aten::div.Scalar"):
