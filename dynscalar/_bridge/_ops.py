@@ -48,7 +48,13 @@ from ._state import compile_state, is_dynamic_float, is_dynamic_value
 
 log = logging.getLogger("dynscalar")
 
-__all__ = ["builtin_call_hook", "in_graph_call_hook", "tensor_method_hook", "watching_forced"]
+__all__ = [
+    "builtin_call_hook",
+    "in_graph_call_hook",
+    "numpy_call_hook",
+    "tensor_method_hook",
+    "watching_forced",
+]
 
 _local = threading.local()
 
@@ -352,6 +358,38 @@ def _math_call(
     )
     log.debug("math.%s receives a dynamic value: traced as its form", form.name)
     return _trace(tx, _math.apply, [_torch.UserFunctionVariable(compute), checked, *operands], {})
+
+
+def numpy_call_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Around ``NumpyVariable.call_function(tx, args, kwargs)``: ``np.sin(x)`` of one marked
+    float, where its ``math`` twin returns numpy's result bit for bit
+    (``dynscalar.ops._math.numpy_exact``), is traced as that twin behind its domain and
+    handed on as Dynamo represents numpy's result (a 0-d float64 array); anything else as
+    Dynamo traces it (stock torch converts the float with ``torch.as_tensor``, which forces
+    it to a constant)."""
+    from ..ops import _math
+
+    tx, call_args, call_kwargs = kwargs["tx"], kwargs["args"], kwargs["kwargs"]
+    form = _math.numpy_form(instance.value)
+    if (
+        form is None
+        or call_kwargs
+        or len(call_args) != 1
+        or not _torch.dynamo_config.trace_numpy
+        or not _realize_floats(tx, call_args)
+    ):
+        return wrapped(*args, **kwargs)
+    operand = _realized(call_args[0])
+    hint = _trace_value(operand)
+    compute, domain = form.functions()
+    assert domain is not None  # every numpy form has one
+    if hint is None or not domain(hint) or not _math.numpy_exact(instance.value, hint):
+        return wrapped(*args, **kwargs)
+    log.debug("np.%s receives a dynamic float: traced as its math twin", form.name)
+    functions = [_torch.UserFunctionVariable(compute), _torch.UserFunctionVariable(domain)]
+    return _trace(tx, _math.to_numpy, [*functions, operand], {})
 
 
 #: ``math`` functions that return an int argument unchanged
