@@ -447,9 +447,14 @@ def test_pytorch_optimizer_sam_keeps_the_momentum_with_rho_and_lr_marked(
 ) -> None:
     """SAM over SGD with momentum, LambdaLR on the base optimizer, ``rho`` changed every
     step (aot_eager).  Marked, the learning rate reaches the base optimizer's step and the
-    shared state keeps ``momentum_buffer`` (the compiled ``second_step`` pops ``old_p``
-    and rebuilds the state dicts: their keys are guarded, one recompile when the buffers
-    appear).  Stock: the frames reading ``lr`` compile once per learning rate."""
+    shared state keeps ``momentum_buffer``.  Stock: the frames reading ``lr`` compile once
+    per learning rate.  The 8 marked graphs are 4 frames with a graph, each on 2 paths,
+    none of them a marked value's: ``first_step`` (``len(self.state) != 0``: the state is
+    empty at the first step), SGD's ``step`` (no momentum buffer yet, then one), SAM's
+    ``second_step`` (it pops ``old_p`` and rebuilds the state dicts, whose keys are
+    guarded: the buffers appear after the first step), and this test's closure (its
+    unmarked loop counter ``i``, static at the first call, made dynamic by torch's
+    automatic dynamic at the second).  Issue 49 counted the ideal as one per frame (4)."""
     po = _pytorch_optimizer()
     schedulers: list[Any] = []
 
