@@ -21,6 +21,7 @@ from torch.func import functional_call, grad, vmap
 import dynscalar as ds
 
 from .helpers import CountingBackend
+from .optim_patterns import AdaBelief
 
 
 def _eval_dropout() -> torch.nn.Module:
@@ -178,42 +179,13 @@ def test_a_property_mark_that_cannot_take_effect_warns_once(
         assert _run_written(model) == 1
 
 
-class _AdaBelief(torch.optim.Optimizer):
-    """torch-optimizer's AdaBelief step: a per-parameter int ``state['step']`` in the bias
-    corrections, the group's ``lr`` divided by one of them."""
-
-    def __init__(self, params: Any, lr: float) -> None:
-        super().__init__(params, {"lr": lr, "betas": (0.9, 0.999), "eps": 1e-16})
-
-    @torch.no_grad()
-    def step(self) -> None:  # type: ignore[override]
-        for group in self.param_groups:
-            beta1, beta2 = group["betas"]
-            for p in group["params"]:
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = 0
-                    state["exp_avg"] = torch.zeros_like(p)
-                    state["exp_avg_var"] = torch.zeros_like(p)
-                state["step"] += 1
-                exp_avg, exp_avg_var = state["exp_avg"], state["exp_avg_var"]
-                bias_correction1 = 1 - beta1 ** state["step"]
-                bias_correction2 = 1 - beta2 ** state["step"]
-                exp_avg.mul_(beta1).add_(p.grad, alpha=1 - beta1)
-                residual = p.grad - exp_avg
-                exp_avg_var.mul_(beta2).addcmul_(residual, residual, value=1 - beta2)
-                denom = exp_avg_var.add_(group["eps"]).sqrt() / math.sqrt(bias_correction2)
-                step_size = group["lr"] / bias_correction1
-                p.addcdiv_(exp_avg, denom.add_(group["eps"]), value=-step_size)
-
-
 def _run_adabelief(state: tuple[str, ...] | None) -> tuple[int, float]:
     """Six compiled steps beside an eager twin, ``lr`` marked with the state entries
     ``state`` unless None (stock); (graphs, the largest distance from eager's weights)."""
     torch.manual_seed(0)
     model = torch.nn.Linear(4, 3)
     twin = copy.deepcopy(model)
-    opts = [_AdaBelief(m.parameters(), lr=0.01) for m in (model, twin)]
+    opts = [AdaBelief(m.parameters(), lr=0.01) for m in (model, twin)]
     scheds = [torch.optim.lr_scheduler.LambdaLR(o, lambda e: 0.9**e) for o in opts]
     if state is not None:
         ds.mark_dynamic_param_groups(opts[0], "lr", state=state)
