@@ -223,6 +223,8 @@ def test_adabelief_per_parameter_step_compiles_once_per_path() -> None:
         stock, stock_distance = _run_adabelief(None)
     assert stock == 7
     torch._dynamo.reset()
+    assert _run_adabelief(None) == (stock, stock_distance)  # imported, nothing marked
+    torch._dynamo.reset()
     with warnings.catch_warnings():
         warnings.simplefilter("error", ds.DynscalarWarning)
         graphs, distance = _run_adabelief(())
