@@ -110,6 +110,38 @@ def test_a_rule_inside_vmap_of_grad_compiles_as_stock() -> None:
     assert len(got) == 1 and "internal error" not in str(got[0].message)
 
 
+def _run_powers(marked: bool) -> int:
+    def per_sample(x: torch.Tensor, p: float) -> torch.Tensor:
+        return vmap(grad(lambda t: t.pow(p).sum()))(x)
+
+    counter = CountingBackend("aot_eager")
+    compiled = torch.compile(per_sample, backend=counter)
+    x = torch.rand(3, 4) + 0.5
+    for p in (1.5, 2.5, 3.5):
+        got = compiled(x, ds.DynamicFloat(p) if marked else p)
+        torch.testing.assert_close(got, per_sample(x, p), rtol=0, atol=0)
+    return counter.frame_count
+
+
+def test_a_generic_call_inside_vmap_of_grad_compiles_as_stock() -> None:
+    """``t.pow(p)`` (a tensor method with no rule: the generic rule) inside
+    ``vmap(grad(...))``: traced as stock traces it, the value specialized with one warning
+    that says why (3 graphs for 3 values; stock 4, its automatic dynamic restarting on the
+    second).  Before: the generic rule's trace-time admission run drew random samples
+    inside the transform, which ``vmap`` refuses; the safety net compiled the frame again
+    as stock and reported an internal error.  Nor may the generic rule restart the frame
+    there (it does when a call's fake run forces the value): the restart leaves the
+    transform's levels pushed, and the frame falls back to eager and fails (``Cannot access
+    storage of BatchedTensorImpl``; measured with a rule's tensor form traced inside
+    ``vmap(grad(...))`` on inductor)."""
+    with ds.disabled():
+        assert _run_powers(marked=False) == 4
+    torch._dynamo.reset()
+    with pytest.warns(ds.SpecializationWarning, match=r"inside a functorch transform") as got:
+        assert _run_powers(marked=True) == 3
+    assert len(got) == 1 and "internal error" not in str(got[0].message)
+
+
 class _Schedule:
     def __init__(self) -> None:
         self.t = 0

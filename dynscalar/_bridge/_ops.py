@@ -196,6 +196,9 @@ def _apply(
     """The call ``name(*values, **keywords)`` of an op with a rule: traced as the rule's
     entry for the backend where one is admitted, else boxed (inductor) or as ``stock``
     traces it, the value specialized and reported."""
+    inside = _in_transform(tx, name, values, keywords, stock)
+    if inside is not None:
+        return inside
     entry, why, handed = _entry(rule, name, tx, values, keywords)
     if entry is not None:
         log.debug("%s receives a dynamic float: tracing %s", name, entry.__name__)
@@ -207,6 +210,20 @@ def _apply(
         if boxed is not None:
             return boxed
         why = f"{why}; {refused}"
+    return _specialized(tx, name, values, keywords, stock, why)
+
+
+def _in_transform(
+    tx: Any, name: str, values: list[Any], keywords: dict[str, Any], stock: Any
+) -> Any:
+    """Inside a functorch transform (``vmap``, ``grad``: per-sample gradients), the call as
+    ``stock`` traces it, its marked floats specialized: dynscalar's custom ops have no
+    batching rule, and what would choose them runs the call or restarts the frame while
+    the transform's levels are live (an admission run draws random samples, which ``vmap``
+    refuses; a restart leaves the levels pushed).  None outside a transform."""
+    if _torch.peek_interpreter_stack() is None:
+        return None
+    why = "it is called inside a functorch transform (vmap, grad), which its rule cannot enter"
     return _specialized(tx, name, values, keywords, stock, why)
 
 
@@ -260,12 +277,6 @@ def in_graph_call_hook(
     def stock() -> Any:  # the call as Dynamo makes it
         return wrapped(*args, **kwargs)
 
-    if _torch.peek_interpreter_stack() is not None:
-        # inside vmap/grad (per-sample gradients): dynscalar's custom ops have no batching
-        # rule, so the call is traced as stock traces it, the value specialized
-        why = "it is called inside a functorch transform (vmap, grad), which its rule cannot enter"
-        values, keywords = list(call_args), dict(call_kwargs)
-        return _specialized(tx, found[1] if found else str(name), values, keywords, stock, why)
     if found is None:
         assert name is not None  # neither a rule nor traced through: named above
         return _generic(tx, name, list(call_args), dict(call_kwargs), stock)
@@ -469,6 +480,9 @@ def _generic(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any],
     in Dynamo's own fake call (learned the first time: the frame is traced again) - and
     the exactness matrix admits it; the call as Dynamo makes it otherwise."""
 
+    inside = _in_transform(tx, name, arguments, keywords, stock)
+    if inside is not None:
+        return inside
     kind = _kind(tx)
     if kind == "inductor":
         return _inductor_form(tx, name, arguments, keywords, stock)
