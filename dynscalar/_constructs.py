@@ -71,7 +71,9 @@ def _math(name: str, instead: str, code: str = "n") -> Construct:
 
 
 #: numpy's scalar functions -> their ``math`` twins; a marked float stays symbolic in the
-#: twin (measured on torch 2.13 with dynscalar's math rule) except in ``NUMPY_FORCED``
+#: twin (measured on torch 2.13 with dynscalar's math rule) except in ``NUMPY_FORCED``.
+#: The advice is given where numpy's own call was pinned: on an int, or a function whose
+#: result differs from its twin's (``dynscalar.ops._math.numpy_exact``)
 NUMPY_FORCED = ("exp", "log", "log10", "expm1", "log1p")
 NUMPY_MATH = {
     **{name: name for name in ("sin", "cos", "tan", "sinh", "cosh", "tanh", *NUMPY_FORCED)},
@@ -138,11 +140,13 @@ CONSTRUCTS: tuple[Construct, ...] = (
         "numpy math",
         "np.sin(n)",
         r"\b(np|numpy)\.(" + "|".join(NUMPY_MATH) + r")\(",
-        "numpy's functions are evaluated on the exact value while compiling (stock "
-        "torch.compile pins it too): write `math.sin(n)`, which stays symbolic (so do "
-        "`math`'s cos, tan, sqrt, floor, ceil and the other trigonometric functions; it "
-        "returns a Python float, not `np.float64`), or, for `exp` and `log`, compute on a "
-        "0-d tensor.",
+        "On a float, `np.sin`, `np.cos` and `np.sqrt` stay symbolic where numpy returns "
+        "what `math` returns, bit for bit (checked once per process); numpy's other "
+        "functions, and any on an int, are evaluated on the exact value while compiling "
+        "(stock torch.compile pins them too): write their `math` twin (`math.tan(n)` for "
+        "`np.tan(n)`), which stays symbolic (so do `math`'s floor, ceil and the other "
+        "trigonometric functions; it returns a Python float, not `np.float64`), or, for "
+        "`exp` and `log`, compute on a 0-d tensor.",
     ),
     Construct(
         "as a size",
@@ -207,7 +211,7 @@ RECORDED: dict[str, Any] = {
         "math.log": {"DynamicInt": SPECIALIZES, "DynamicFloat": SPECIALIZES},
         "math.exp": {"DynamicInt": SPECIALIZES, "DynamicFloat": SPECIALIZES},
         "math.pow": {"DynamicInt": SYMBOLIC, "DynamicFloat": SYMBOLIC},
-        "numpy math": {"DynamicInt": SPECIALIZES, "DynamicFloat": SPECIALIZES},
+        "numpy math": {"DynamicInt": SPECIALIZES, "DynamicFloat": SYMBOLIC},
         "as a size": {"DynamicInt": SYMBOLIC, "DynamicFloat": SYMBOLIC},
         "range()": {"DynamicInt": SPECIALIZES, "DynamicFloat": RAISES},
         "f-string": {"DynamicInt": EAGER, "DynamicFloat": EAGER},

@@ -19,6 +19,7 @@ from ._diagnostics import DynscalarTypeError
 from ._marks import (
     ARG_MARKS_KEY,
     GROUP_MARKS_KEY,
+    STATE_MARKS_KEY,
     auto_marked,
     class_marks_of,
     function_marks,
@@ -99,11 +100,11 @@ def explain(obj: Any, *, show: bool = True) -> Explanation:
     For a module (compiled or not) and its submodules: marked attributes, attributes holding
     a ``DynamicInt``/``DynamicFloat``, and the marked arguments of each ``forward``
     (``mark_dynamic_args(module, ...)`` or ``@dynamic_args``); for a function (compiled or
-    not): its marked arguments; for an optimizer: its marked param-group keys
-    (``mark_dynamic_param_groups``).  Prints the table unless ``show=False``; returns the
-    records either way.  Runs no user code: a marked property is listed with what its getter
-    read when it was last compiled (``MarkRecord.reads``), and its value as
-    ``<computed by its getter>``.
+    not): its marked arguments; for an optimizer: its marked param-group keys and
+    per-parameter state entries (``mark_dynamic_param_groups``).  Prints the table unless
+    ``show=False``; returns the records either way.  Runs no user code: a marked property
+    is listed with what its getter read when it was last compiled (``MarkRecord.reads``),
+    and its value as ``<computed by its getter>``.
 
     Examples:
         >>> import torch
@@ -202,6 +203,19 @@ def _explain_optimizer(optimizer: torch.optim.Optimizer) -> Explanation:
                 f"param_groups[*][{key!r}]",
                 value,
                 "mark_dynamic_param_groups",
+                spec,
+            )
+        )
+    for name, spec in sorted((instance_marks(optimizer, STATE_MARKS_KEY) or {}).items()):
+        held = [state.get(name) for state in optimizer.state.values() if name in state]
+        value = held[0] if len(set(map(repr, held))) == 1 else held
+        records.append(
+            MarkRecord(
+                "",
+                type(optimizer).__name__,
+                f"state[*][{name!r}]",
+                value,
+                "mark_dynamic_param_groups(state=...)",
                 spec,
             )
         )

@@ -20,7 +20,8 @@ Where marks live:
   wrappers that lead to it (held weakly): a marked function that is garbage collected takes
   its marks along;
 * **optimizer hyperparameters** (``mark_dynamic_param_groups``): on the optimizer,
-  ``optimizer.__dict__[GROUP_MARKS_KEY]``, and on every optimizer it holds that holds the
+  ``optimizer.__dict__[GROUP_MARKS_KEY]`` (per-parameter state entries under
+  ``STATE_MARKS_KEY``), and on every optimizer it holds that holds the
   same param-group dicts (:func:`group_holders`: a wrapper's base optimizer), so the marks
   follow the dicts whichever optimizer compiled code reads them through;
 * **auto_dynamic's snapshot** and the names it promoted to marks: on the instance,
@@ -65,6 +66,7 @@ __all__ = [
     "MARKS_KEY",
     "MARK_TABLE",
     "PROMOTED_KEY",
+    "STATE_MARKS_KEY",
     "Marks",
     "arg_marks_made",
     "auto_marked",
@@ -81,6 +83,7 @@ __all__ = [
     "lock",
     "lookup_arg_mark",
     "lookup_group_mark",
+    "lookup_state_mark",
     "lookup_mark",
     "promote",
     "start_auto",
@@ -91,6 +94,7 @@ __all__ = [
 MARKS_KEY = "_dynscalar_marks"
 ARG_MARKS_KEY = "_dynscalar_arg_marks"
 GROUP_MARKS_KEY = "_dynscalar_group_marks"
+STATE_MARKS_KEY = "_dynscalar_state_marks"  # per-parameter state entries (state[p][name])
 AUTO_KEY = "_dynscalar_auto"
 PROMOTED_KEY = "_dynscalar_auto_promoted"  # names auto_dynamic marked (for explain)
 
@@ -399,6 +403,19 @@ def lookup_group_mark(optimizer: object, key: str) -> DynamicSpec | None:
     """
     marks = instance_marks(optimizer, GROUP_MARKS_KEY)
     return marks.get(key) if marks else None
+
+
+def lookup_state_mark(optimizer: object, name: str) -> DynamicSpec | None:
+    """The mark of the per-parameter state entry ``optimizer.state[p][name]``, if any.
+
+    Examples:
+        >>> class Opt:
+        ...     pass
+        >>> lookup_state_mark(Opt(), "step") is None
+        True
+    """
+    marks = instance_marks(optimizer, STATE_MARKS_KEY)
+    return marks.get(name) if marks else None
 
 
 def _groups_of(owner: object) -> list[Any] | None:

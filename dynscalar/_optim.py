@@ -26,7 +26,7 @@ import torch
 
 from ._attrs import check_names
 from ._diagnostics import DynscalarAttributeError, DynscalarTypeError, did_you_mean
-from ._marks import GROUP_MARKS_KEY, Marks, edit_marks, group_holders
+from ._marks import GROUP_MARKS_KEY, STATE_MARKS_KEY, Marks, edit_marks, group_holders
 from ._spec import DynamicSpec
 
 __all__ = ["mark_dynamic_param_groups", "unmark_dynamic_param_groups"]
@@ -35,12 +35,22 @@ OptimizerT = TypeVar("OptimizerT", bound=torch.optim.Optimizer)
 
 
 def mark_dynamic_param_groups(
-    optimizer: OptimizerT, *keys: str, strict: bool = False
+    optimizer: OptimizerT,
+    *keys: str,
+    state: tuple[str, ...] | str = (),
+    strict: bool = False,
 ) -> OptimizerT:
     """Trace the float hyperparameters ``keys`` (default ``"lr"``) of every param group
     symbolically when ``optimizer.step`` is compiled.  A tuple hyperparameter (Adam's
     ``betas``, which OneCycleLR and CyclicLR cycle) has each of its floats traced
     symbolically.  Returns ``optimizer``.
+
+    ``state`` names per-parameter state entries (``optimizer.state[p][name]``) whose int or
+    float is traced symbolically too: torch-optimizer's AdaBelief, Yogi and the like count
+    steps in a plain int ``state["step"]``, which stock torch reads as a constant at the
+    second step and makes dynamic at the third (one graph more).  The entries need not
+    exist yet (the first step makes them); a tensor there is left as it is (already a
+    graph input).  With ``state`` given, ``keys`` may be empty.
 
     The marks follow the param-group dicts: a wrapper optimizer (SAM, Lookahead) and the
     optimizer it wraps over the same dicts see the same marks, whichever of the two is
@@ -54,13 +64,15 @@ def mark_dynamic_param_groups(
         >>> opt = dynscalar.mark_dynamic_param_groups(opt)
         >>> sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda epoch: 0.9**epoch)
         >>> step = torch.compile(opt.step, backend="eager")  # one compile for every lr
+        >>> # an int step counter kept per parameter (state[p]["step"]), symbolic too
+        >>> opt = dynscalar.mark_dynamic_param_groups(opt, "lr", state="step")
     """
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise DynscalarTypeError(
             f"dynscalar.mark_dynamic_param_groups: expected a torch.optim.Optimizer, got "
             f"{type(optimizer).__name__}."
         )
-    checked = check_names(keys or ("lr",), "mark_dynamic_param_groups")
+    checked, entries = _names(keys, state, "mark_dynamic_param_groups")
     spec = DynamicSpec.build(strict=strict, where="dynscalar.mark_dynamic_param_groups")
     for index, group in enumerate(optimizer.param_groups):
         for key in checked:
@@ -82,13 +94,16 @@ def mark_dynamic_param_groups(
                     "be marked (a tensor learning rate is already a graph input)."
                 )
     _edit_holders(optimizer, lambda marks: marks.update(dict.fromkeys(checked, spec)))
+    _edit_holders(optimizer, lambda marks: marks.update(dict.fromkeys(entries, spec)), state=True)
     return optimizer
 
 
-def unmark_dynamic_param_groups(optimizer: OptimizerT, *keys: str) -> OptimizerT:
-    """Undo ``mark_dynamic_param_groups`` for ``keys``
-    (default ``"lr"``), on ``optimizer`` and on the optimizers over the same param groups
-    it holds.  Returns ``optimizer``.
+def unmark_dynamic_param_groups(
+    optimizer: OptimizerT, *keys: str, state: tuple[str, ...] | str = ()
+) -> OptimizerT:
+    """Undo ``mark_dynamic_param_groups`` for ``keys`` (default ``"lr"``, none where
+    ``state`` is given) and the per-parameter state entries ``state``, on ``optimizer`` and
+    on the optimizers over the same param groups it holds.  Returns ``optimizer``.
 
     Examples:
         >>> import torch, dynscalar
@@ -102,19 +117,37 @@ def unmark_dynamic_param_groups(optimizer: OptimizerT, *keys: str) -> OptimizerT
             f"dynscalar.unmark_dynamic_param_groups: expected a torch.optim.Optimizer, got "
             f"{type(optimizer).__name__}."
         )
-    checked = check_names(keys or ("lr",), "unmark_dynamic_param_groups")
+    checked, entries = _names(keys, state, "unmark_dynamic_param_groups")
 
-    def unmark(marks: Marks) -> None:
-        for key in checked:
-            marks.pop(key, None)
+    def unmark(names: tuple[str, ...]) -> Callable[[Marks], None]:
+        def edit(marks: Marks) -> None:
+            for name in names:
+                marks.pop(name, None)
 
-    _edit_holders(optimizer, unmark)
+        return edit
+
+    _edit_holders(optimizer, unmark(checked))
+    _edit_holders(optimizer, unmark(entries), state=True)
     return optimizer
 
 
-def _edit_holders(optimizer: torch.optim.Optimizer, edit: Callable[[Marks], None]) -> None:
-    """Apply ``edit`` to the param-group marks of ``optimizer`` and of every optimizer it
-    holds over the same param-group dicts (a wrapper's base optimizer)."""
+def _names(
+    keys: tuple[str, ...], state: tuple[str, ...] | str, api: str
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(param-group keys, state entries), checked: ``"lr"`` when neither is given."""
+    entries = (state,) if isinstance(state, str) else tuple(state)
+    names = keys or (() if entries else ("lr",))
+    return (check_names(names, api) if names else ()), (
+        check_names(entries, api) if entries else ()
+    )
+
+
+def _edit_holders(
+    optimizer: torch.optim.Optimizer, edit: Callable[[Marks], None], state: bool = False
+) -> None:
+    """Apply ``edit`` to the param-group marks (``state``: the state-entry marks) of
+    ``optimizer`` and of every optimizer it holds over the same param-group dicts (a
+    wrapper's base optimizer)."""
     holders = [holder for _, holder in group_holders(optimizer, list(optimizer.param_groups))]
     for target in (optimizer, *holders):
-        edit_marks(target.__dict__, edit, key=GROUP_MARKS_KEY)
+        edit_marks(target.__dict__, edit, key=STATE_MARKS_KEY if state else GROUP_MARKS_KEY)

@@ -10,7 +10,9 @@
 * :class:`DebiasedAdam`: the step of pytorch-optimizer's Adam family (``AdaBelief``,
   ``AdamP``, ...): ``group['step']`` an int in the group, bias corrections from
   ``BaseOptimizer.debias`` (``1.0 - math.pow(beta, step)``,
-  ``pytorch_optimizer/base/optimizer.py``).
+  ``pytorch_optimizer/base/optimizer.py``);
+* :class:`AdaBelief`: torch-optimizer's (``torch_optimizer/adabelief.py``): an int
+  ``state['step']`` per parameter, made at the first step.
 
 Plain torch only: ``tests/harm_scenarios.py`` runs them in a process that never imports
 dynscalar.
@@ -25,7 +27,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["SAM", "DebiasedAdam", "Lookahead", "state_of"]
+__all__ = ["SAM", "AdaBelief", "DebiasedAdam", "Lookahead", "state_of"]
 
 
 class SAM(torch.optim.Optimizer):
@@ -110,6 +112,35 @@ class Lookahead(torch.optim.Optimizer):
                 group["counter"] = 0
                 self.update(group)
         return loss
+
+
+class AdaBelief(torch.optim.Optimizer):
+    """torch-optimizer's AdaBelief step: a per-parameter int ``state['step']`` in the bias
+    corrections, the group's ``lr`` divided by one of them."""
+
+    def __init__(self, params: Any, lr: float) -> None:
+        super().__init__(params, {"lr": lr, "betas": (0.9, 0.999), "eps": 1e-16})
+
+    @torch.no_grad()
+    def step(self) -> None:  # type: ignore[override]
+        for group in self.param_groups:
+            beta1, beta2 = group["betas"]
+            for p in group["params"]:
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = 0
+                    state["exp_avg"] = torch.zeros_like(p)
+                    state["exp_avg_var"] = torch.zeros_like(p)
+                state["step"] += 1
+                exp_avg, exp_avg_var = state["exp_avg"], state["exp_avg_var"]
+                bias_correction1 = 1 - beta1 ** state["step"]
+                bias_correction2 = 1 - beta2 ** state["step"]
+                exp_avg.mul_(beta1).add_(p.grad, alpha=1 - beta1)
+                residual = p.grad - exp_avg
+                exp_avg_var.mul_(beta2).addcmul_(residual, residual, value=1 - beta2)
+                denom = exp_avg_var.add_(group["eps"]).sqrt() / math.sqrt(bias_correction2)
+                step_size = group["lr"] / bias_correction1
+                p.addcdiv_(exp_avg, denom.add_(group["eps"]), value=-step_size)
 
 
 class DebiasedAdam(torch.optim.Optimizer):

@@ -120,3 +120,34 @@ def test_a_misspelt_hyperparameter_gets_a_did_you_mean() -> None:
         ds.mark_dynamic_param_groups(optimizer, "lrr")
     with pytest.raises(AttributeError, match=r"Its hyperparameters are lr, momentum"):
         ds.mark_dynamic_param_groups(optimizer, "momentun")
+
+
+def test_a_tensor_state_entry_marked_is_left_as_it_is() -> None:
+    """torch's own optimizers keep ``state['step']`` in a tensor (already a graph input):
+    marking the entry changes nothing - the graphs and the weights of ``lr`` alone."""
+    got, graphs = train("Adam", mark=True, backend="aot_eager")
+
+    def with_state(params: Any) -> torch.optim.Optimizer:
+        return ds.mark_dynamic_param_groups(torch.optim.Adam(params, lr=0.1), state="step")
+
+    OPTIMIZERS["Adam(state)"] = with_state
+    try:
+        want, state_graphs = train("Adam(state)", mark=True, backend="aot_eager")
+    finally:
+        del OPTIMIZERS["Adam(state)"]
+    assert state_graphs == graphs == GRAPHS["Adam"]
+    for a, b in zip(got, want, strict=True):
+        assert torch.equal(a, b)
+
+
+def test_state_entries_are_marked_unmarked_and_explained() -> None:
+    optimizer = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1)
+    assert ds.mark_dynamic_param_groups(optimizer, state=("step",)) is optimizer
+    optimizer.state[optimizer.param_groups[0]["params"][0]]["step"] = 3
+    rows = [(r.attribute, r.value) for r in ds.explain(optimizer, show=False)]
+    assert rows == [("state[*]['step']", 3)]  # no "lr": state alone marks no group key
+    ds.mark_dynamic_param_groups(optimizer, "lr")
+    ds.unmark_dynamic_param_groups(optimizer, state="step")
+    assert [r.attribute for r in ds.explain(optimizer, show=False)] == ["param_groups[*]['lr']"]
+    with pytest.raises(ds.DynscalarTypeError, match="identifier"):
+        ds.mark_dynamic_param_groups(optimizer, state=("not a name",))

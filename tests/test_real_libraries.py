@@ -447,9 +447,14 @@ def test_pytorch_optimizer_sam_keeps_the_momentum_with_rho_and_lr_marked(
 ) -> None:
     """SAM over SGD with momentum, LambdaLR on the base optimizer, ``rho`` changed every
     step (aot_eager).  Marked, the learning rate reaches the base optimizer's step and the
-    shared state keeps ``momentum_buffer`` (the compiled ``second_step`` pops ``old_p``
-    and rebuilds the state dicts: their keys are guarded, one recompile when the buffers
-    appear).  Stock: the frames reading ``lr`` compile once per learning rate."""
+    shared state keeps ``momentum_buffer``.  Stock: the frames reading ``lr`` compile once
+    per learning rate.  The 8 marked graphs are 4 frames with a graph, each on 2 paths,
+    none of them a marked value's: ``first_step`` (``len(self.state) != 0``: the state is
+    empty at the first step), SGD's ``step`` (no momentum buffer yet, then one), SAM's
+    ``second_step`` (it pops ``old_p`` and rebuilds the state dicts, whose keys are
+    guarded: the buffers appear after the first step), and this test's closure (its
+    unmarked loop counter ``i``, static at the first call, made dynamic by torch's
+    automatic dynamic at the second).  Issue 49 counted the ideal as one per frame (4)."""
     po = _pytorch_optimizer()
     schedulers: list[Any] = []
 
@@ -667,6 +672,60 @@ def test_schedulefree_sgd_with_a_decaying_learning_rate_on_inductor(
     stock, _ = _schedulefree_steps(False, "inductor") if mark else (got, count)
     for g, w, s in zip(got, want, stock, strict=True):
         assert (g - w).abs().max() <= (s - w).abs().max()
+
+
+def _radam_schedulefree(keys: tuple[str, ...], steps: int = 8) -> int:
+    """schedulefree's RAdamScheduleFree, compiled ``opt.step`` (aot_eager) beside an eager
+    twin, a new learning rate after every step, ``keys`` marked; weights bit for bit after
+    every step; returns the graphs."""
+    schedulefree = pytest.importorskip("schedulefree", reason="needs the reallib extra")
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    twin = copy.deepcopy(model)
+    opts = [schedulefree.RAdamScheduleFree(m.parameters(), lr=0.01) for m in (model, twin)]
+    for opt in opts:
+        opt.train()
+    if keys:
+        ds.mark_dynamic_param_groups(opts[0], *keys)
+    counter = CountingBackend("aot_eager")
+    step = torch.compile(opts[0].step, backend=counter)
+    x = torch.randn(8, 4)
+    for i in range(steps):
+        for net, opt, run in ((model, opts[0], step), (twin, opts[1], opts[1].step)):
+            opt.zero_grad()
+            net(x).pow(2).sum().backward()
+            run()
+            opt.param_groups[0]["lr"] = 0.01 * 0.9 ** (i + 1)
+        for a, b in zip(model.parameters(), twin.parameters(), strict=True):
+            assert torch.equal(a, b), f"step {i}"
+    return counter.frame_count
+
+
+_RADAM_FLOATS = ("lr", "lr_max", "weight_sum")
+
+
+def test_schedulefree_radam_compiles_once_per_path() -> None:
+    """RAdamScheduleFree with a decaying learning rate: three paths (the step that creates
+    the state, ``rho_t <= 4`` and ``rho_t > 4``), three graphs with every float the step
+    reads or writes marked.  The step only writes ``group["scheduled_lr"]`` (for logging),
+    but Dynamo guards it by value all the same: reading ``optimizer.param_groups`` realizes
+    every value of every group (``OptimizerVariable._set_capturable``), so left unmarked
+    it costs one more graph when it first changes (4, the count issue 49 measured; the
+    ideal is 3).  With only ``lr`` marked, ``lr_max`` and ``weight_sum`` change every step:
+    a graph per step (8 for 8).  Stock torch fails at the second step: automatic dynamic
+    makes ``k`` and ``lr_max`` symbolic there, and the fake run of ``weight / weight_sum``
+    (both 0.0 while ``rho_t <= 4``) divides by zero (``TorchRuntimeError``) where eager's
+    ``try`` catches ``ZeroDivisionError``."""
+    with ds.disabled(), pytest.raises(torch._dynamo.exc.TorchRuntimeError, match="ZeroDivision"):
+        _radam_schedulefree(())
+    torch._dynamo.reset()
+    assert _radam_schedulefree(("lr",)) == 8
+    torch._dynamo.reset()
+    assert _radam_schedulefree(_RADAM_FLOATS) == 4
+    torch._dynamo.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ds.DynscalarWarning)
+        assert _radam_schedulefree((*_RADAM_FLOATS, "scheduled_lr")) == 3
 
 
 def test_kornia_adjustments_with_per_call_factors_compile_once() -> None:

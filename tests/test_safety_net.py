@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 
@@ -74,6 +75,11 @@ class Scaled(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x.mul(self.scale) + self.scale
+
+
+class Sine(Scaled):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * np.sin(self.scale)
 
 
 class Affine(Scaled):
@@ -178,6 +184,7 @@ PROGRAMS: dict[str, Callable[[], Outcome]] = {
     "_ops:in_graph_call_hook": _dropout,
     "_ops:tensor_method_hook": lambda: _run(Scaled, ("scale",), [0.5, 0.25, 0.75]),
     "_ops:builtin_call_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
+    "_ops:numpy_call_hook": lambda: _run(Sine, ("scale",), [0.5, 0.25, 0.75]),
     "_writeback.record:builtin_call_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
     "_python:range_hook": lambda: _run(Ranged, ("step",), [1, 2, 3]),
     "_properties:property_get_hook": lambda: _run(Property, ("step",), [1, 2, 3], setter="count"),

@@ -26,7 +26,7 @@ import torch
 import dynscalar as ds
 
 from .helpers import CountingBackend
-from .optim_patterns import SAM, DebiasedAdam, Lookahead, state_of
+from .optim_patterns import SAM, AdaBelief, DebiasedAdam, Lookahead, state_of
 
 BACKENDS = ["eager", "aot_eager"]
 
@@ -226,6 +226,60 @@ def test_debias_with_math_pow_compiles_once_per_path(backend: str) -> None:
     creates the state (one path), every later step shares the second graph."""
     assert train_debiased(False, backend) == 6
     assert train_debiased(True, backend) == 2
+
+
+def train_sam_adabelief(state: tuple[str, ...] | None, steps: int = 6) -> int:
+    """SAM over an AdaBelief-style base optimizer (an int ``state[p]['step']``), a new
+    learning rate after every step, ``lr`` and the state entries ``state`` marked on the
+    wrapper (None: stock), aot_eager; weights next to an eager twin after every step."""
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    twin = copy.deepcopy(model)
+    x = torch.randn(8, 4)
+
+    def make(m: torch.nn.Module) -> tuple[SAM, Callable[[], Any]]:
+        opt = SAM(m.parameters(), AdaBelief, rho=0.05, lr=0.01)
+
+        def closure() -> torch.Tensor:
+            opt.zero_grad()
+            loss = m(x).pow(2).sum()
+            loss.backward()
+            return loss
+
+        return opt, closure
+
+    (opt, closure), (opt2, closure2) = make(model), make(twin)
+    if state is not None:
+        ds.mark_dynamic_param_groups(opt, "lr", state=state)
+    counter = CountingBackend("aot_eager")
+    step = torch.compile(opt.step, backend=counter)
+    with torch._dynamo.config.patch(enable_dynamo_decompositions=False):
+        for i in range(steps):
+            closure()
+            step(closure)
+            closure2()
+            opt2.step(closure2)
+            for o in (opt, opt2):
+                for group in o.param_groups:
+                    group["lr"] = 0.01 * 0.9 ** (i + 1)
+            for p, q in zip(model.parameters(), twin.parameters(), strict=True):
+                # AdaBelief's bias corrections: last-bit differences, stock's too
+                torch.testing.assert_close(p, q)
+    assert [s["step"] for s in opt.state.values()] == [steps, steps]
+    return counter.frame_count
+
+
+def test_a_state_entry_marked_on_the_wrapper_reaches_the_base_optimizer() -> None:
+    """``state="step"`` marked on SAM reaches the base optimizer's step, which reads the
+    shared ``state`` through itself: 5 graphs (SAM's frames on their paths: ``first_step``
+    and the resumed step each once more when the state appears); ``lr`` alone 7 (the int
+    read as a constant at the second step, dynamic at the third); stock 12."""
+    with ds.disabled():
+        assert train_sam_adabelief(None) == 12
+    torch._dynamo.reset()
+    assert train_sam_adabelief(()) == 7
+    torch._dynamo.reset()
+    assert train_sam_adabelief(("step",)) == 5
 
 
 # ----------------------------------------------------------------------------- soundness

@@ -48,7 +48,13 @@ from ._state import compile_state, is_dynamic_float, is_dynamic_value
 
 log = logging.getLogger("dynscalar")
 
-__all__ = ["builtin_call_hook", "in_graph_call_hook", "tensor_method_hook", "watching_forced"]
+__all__ = [
+    "builtin_call_hook",
+    "in_graph_call_hook",
+    "numpy_call_hook",
+    "tensor_method_hook",
+    "watching_forced",
+]
 
 _local = threading.local()
 
@@ -190,6 +196,9 @@ def _apply(
     """The call ``name(*values, **keywords)`` of an op with a rule: traced as the rule's
     entry for the backend where one is admitted, else boxed (inductor) or as ``stock``
     traces it, the value specialized and reported."""
+    inside = _in_transform(tx, name, values, keywords, stock)
+    if inside is not None:
+        return inside
     entry, why, handed = _entry(rule, name, tx, values, keywords)
     if entry is not None:
         log.debug("%s receives a dynamic float: tracing %s", name, entry.__name__)
@@ -201,6 +210,20 @@ def _apply(
         if boxed is not None:
             return boxed
         why = f"{why}; {refused}"
+    return _specialized(tx, name, values, keywords, stock, why)
+
+
+def _in_transform(
+    tx: Any, name: str, values: list[Any], keywords: dict[str, Any], stock: Any
+) -> Any:
+    """Inside a functorch transform (``vmap``, ``grad``: per-sample gradients), the call as
+    ``stock`` traces it, its marked floats specialized: dynscalar's custom ops have no
+    batching rule, and what would choose them runs the call or restarts the frame while
+    the transform's levels are live (an admission run draws random samples, which ``vmap``
+    refuses; a restart leaves the levels pushed).  None outside a transform."""
+    if _torch.peek_interpreter_stack() is None:
+        return None
+    why = "it is called inside a functorch transform (vmap, grad), which its rule cannot enter"
     return _specialized(tx, name, values, keywords, stock, why)
 
 
@@ -258,12 +281,6 @@ def in_graph_call_hook(
         handler = _torch.TorchInGraphFunctionVariable._get_handlers().get(fn)
         return (handler and handler(instance, tx, *call_args, **call_kwargs)) or None
 
-    if _torch.peek_interpreter_stack() is not None:
-        # inside vmap/grad (per-sample gradients): dynscalar's custom ops have no batching
-        # rule, so the call is traced as stock traces it, the value specialized
-        why = "it is called inside a functorch transform (vmap, grad), which its rule cannot enter"
-        values, keywords = list(call_args), dict(call_kwargs)
-        return _specialized(tx, found[1] if found else str(name), values, keywords, stock, why)
     if found is None:
         assert name is not None  # neither a rule nor traced through: named above
         return _generic(tx, name, list(call_args), dict(call_kwargs), stock, own)
@@ -358,6 +375,38 @@ def _math_call(
     return _trace(tx, _math.apply, [_torch.UserFunctionVariable(compute), checked, *operands], {})
 
 
+def numpy_call_hook(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    """Around ``NumpyVariable.call_function(tx, args, kwargs)``: ``np.sin(x)`` of one marked
+    float, where its ``math`` twin returns numpy's result bit for bit
+    (``dynscalar.ops._math.numpy_exact``), is traced as that twin behind its domain and
+    handed on as Dynamo represents numpy's result (a 0-d float64 array); anything else as
+    Dynamo traces it (stock torch converts the float with ``torch.as_tensor``, which forces
+    it to a constant)."""
+    from ..ops import _math
+
+    tx, call_args, call_kwargs = kwargs["tx"], kwargs["args"], kwargs["kwargs"]
+    form = _math.numpy_form(instance.value)
+    if (
+        form is None
+        or call_kwargs
+        or len(call_args) != 1
+        or not _torch.dynamo_config.trace_numpy
+        or not _realize_floats(tx, call_args)
+    ):
+        return wrapped(*args, **kwargs)
+    operand = _realized(call_args[0])
+    hint = _trace_value(operand)
+    compute, domain = form.functions()
+    assert domain is not None  # every numpy form has one
+    if hint is None or not domain(hint) or not _math.numpy_exact(instance.value, hint):
+        return wrapped(*args, **kwargs)
+    log.debug("np.%s receives a dynamic float: traced as its math twin", form.name)
+    functions = [_torch.UserFunctionVariable(compute), _torch.UserFunctionVariable(domain)]
+    return _trace(tx, _math.to_numpy, [*functions, operand], {})
+
+
 #: ``math`` functions that return an int argument unchanged
 _INT_IDENTITIES = (math.floor, math.ceil, math.trunc)
 
@@ -442,6 +491,9 @@ def _generic(
     in Dynamo's own fake call (learned the first time: the frame is traced again) - and
     the exactness matrix admits it; the call as Dynamo makes it otherwise."""
 
+    inside = _in_transform(tx, name, arguments, keywords, stock)
+    if inside is not None:
+        return inside
     kind = _kind(tx)
     if kind == "inductor":
         return _inductor_form(tx, name, arguments, keywords, stock, own)

@@ -389,6 +389,12 @@ PRIVATES: tuple[Private, ...] = (
         why="tensor methods taking a marked float follow their op rule",
     ),
     Private(
+        "torch._dynamo.variables.misc:NumpyVariable.call_function",
+        ("self", "tx", "args", "kwargs"),
+        hook="stages.trace:numpy_call_hook",
+        why="numpy's scalar math on a marked float stays symbolic where it equals numpy's",
+    ),
+    Private(
         "torch._dynamo.symbolic_convert:InstructionTranslatorBase.inline_user_function_return",
         ("self", "fn", "args", "kwargs", "allow_nested_graph_breaks"),
     ),

@@ -44,11 +44,13 @@ from ..._diagnostics import BridgeUnavailableWarning, DynscalarError, warn_once
 from ..._marks import (
     ARG_MARKS_KEY,
     GROUP_MARKS_KEY,
+    STATE_MARKS_KEY,
     auto_marked,
     group_holders,
     lookup_arg_mark,
     lookup_group_mark,
     lookup_mark,
+    lookup_state_mark,
     wrapped_parameter,
 )
 from ..._proxy import DynamicScalar
@@ -220,7 +222,7 @@ def _find_stored_mark(builder: Any, value: Any, numeric: bool) -> _Found | None:
                 return found._replace(where=f"{found.where}[{source.index}]")
         return None
     if kind is _torch.DictGetItemSource and isinstance(source.index, str):
-        return _param_group_mark(builder, source)
+        return _state_mark(builder, source) or _param_group_mark(builder, source)
     return None
 
 
@@ -323,6 +325,30 @@ def _param_group_mark(builder: Any, source: Any) -> _Found | None:
             held_by = ".".join((type(optimizer).__name__, *path))
             return _Found(lookup_group_mark(holder, key), f"{where} (held by {held_by})", why)
     return _Found(None, where, why)
+
+
+def _state_mark(builder: Any, source: Any) -> _Found | None:
+    """The mark of a per-parameter state entry ``optimizer.state[p][name]`` (``source``),
+    guards installed; None for a source of another shape.  The optimizer read through
+    holds the mark: ``mark_dynamic_param_groups`` puts it on the optimizers it holds over
+    the same param groups too (a wrapper shares its base optimizer's ``state``)."""
+    entry = source.base
+    if type(entry) is not _torch.DictGetItemSource:
+        return None
+    attribute = entry.base
+    if type(attribute) is not _torch.AttrSource or attribute.member != "state":
+        return None
+    optimizer = _resolve(builder, attribute.base)
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        return None
+    name = source.index
+    where = f"{type(optimizer).__name__}.state[...][{name!r}]"
+    guard_mark_state(builder.tx, attribute.base, optimizer, name, STATE_MARKS_KEY)
+    return _Found(
+        lookup_state_mark(optimizer, name),
+        where,
+        "marked with mark_dynamic_param_groups(state=...)",
+    )
 
 
 def _frame_self(tx: Any) -> tuple[Any, Any]:

@@ -18,6 +18,7 @@ __all__ = [
     "builtin_call_hook",
     "constant_method_hook",
     "in_graph_call_hook",
+    "numpy_call_hook",
     "property_get_hook",
     "range_hook",
     "record_call_hook",
@@ -86,6 +87,12 @@ def in_graph_call_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) 
 def tensor_method_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
     """``TensorVariable.call_method``: a tensor method taking a marked float (``_ops``)."""
     return _ops.tensor_method_hook(wrapped, instance, args, kwargs)
+
+
+def numpy_call_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
+    """``NumpyVariable.call_function``: ``np.sin`` of a marked float traced as its ``math``
+    twin where numpy's result is the same bit for bit (``_ops``)."""
+    return _ops.numpy_call_hook(wrapped, instance, args, kwargs)
 
 
 def range_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
