@@ -47,6 +47,7 @@ if scenario == "argument":
     g = torch.compile(f, backend="aot_eager")
     x = torch.randn(3)
     call = lambda v: g(x, ds.DynamicInt(v))
+    eager = lambda v: f(x, v)
 else:
     class M(torch.nn.Module):
         def __init__(self):
@@ -59,7 +60,10 @@ else:
     ds.mark_dynamic_attr(m, "step")
     g = torch.compile(m, backend="aot_eager")
     x = torch.randn(3)
-    call = lambda v: g(x)
+    def call(v):
+        m.step = v - 1
+        return g(x)
+    eager = lambda v: x * v
 call(2)
 torch._dynamo.reset()
 package = ds.__file__.rsplit("/", 1)[0] + "/"
@@ -72,14 +76,22 @@ def profile(frame, event, arg):
     events.append((module.removesuffix(".__init__"), frame.f_code.co_qualname))
 
 sys.setprofile(profile)
-call(5)
+out = call(5)
 sys.setprofile(None)
+assert torch.equal(out, eager(5)), (out, eager(5))
 print(json.dumps(events))
 """
 
+#: the scenarios, as the how-it-works page names them
+SCENARIOS = {
+    "argument": "`torch.compile(lambda x, n: x * n)` called with `n = DynamicInt(5)`",
+    "attribute": '`mark_dynamic_attr(m, "step")`; `self.step += 1; return x * self.step`',
+}
 
-def traced(scenario: str) -> dict[str, object]:
-    """Steps, modules, returns, calls and the plumbing share of one scenario's compile."""
+
+def events(scenario: str) -> list[tuple[str, str]]:
+    """(module, function) of every dynscalar call one scenario's compile makes, in order
+    (a fresh process; the result checked against eager's)."""
     done = subprocess.run(
         [sys.executable, "-c", _TRACE, scenario],
         capture_output=True,
@@ -87,15 +99,32 @@ def traced(scenario: str) -> dict[str, object]:
         check=True,
         cwd=ROOT,
     )
-    events = [tuple(e) for e in json.loads(done.stdout.strip().splitlines()[-1])]
-    plumbing = sum(1 for module, _ in events if module.startswith(PLUMBING))
-    path = [e for e in events if not e[0].startswith(PLUMBING) and "<" not in e[1]]
-    seen_functions: set[tuple[str, str]] = set()
-    first = [e for e in path if not (e in seen_functions or seen_functions.add(e))]
-    steps: list[str] = []
-    for module, _ in first:
-        if not steps or steps[-1] != module:
-            steps.append(module)
+    return [tuple(e) for e in json.loads(done.stdout.strip().splitlines()[-1])]
+
+
+def first_entered(calls: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The functions in the order first entered, without the plumbing and nested functions."""
+    path = [e for e in calls if not e[0].startswith(PLUMBING) and "<" not in e[1]]
+    seen: set[tuple[str, str]] = set()
+    return [e for e in path if not (e in seen or seen.add(e))]  # type: ignore[func-returns-value]
+
+
+def steps_of(path: list[tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    """Consecutive functions of one module as one step: (module, functions)."""
+    steps: list[tuple[str, list[str]]] = []
+    for module, name in path:
+        if steps and steps[-1][0] == module:
+            steps[-1][1].append(name)
+        else:
+            steps.append((module, [name]))
+    return steps
+
+
+def traced(scenario: str) -> dict[str, object]:
+    """Steps, modules, returns, calls and the plumbing share of one scenario's compile."""
+    calls = events(scenario)
+    plumbing = sum(1 for module, _ in calls if module.startswith(PLUMBING))
+    steps = [module for module, _ in steps_of(first_entered(calls))]
     left: set[str] = set()
     returns = 0
     for i, module in enumerate(steps):
@@ -107,9 +136,9 @@ def traced(scenario: str) -> dict[str, object]:
         "steps": len(steps),
         "modules": len(set(steps)),
         "returns": returns,
-        "calls": len(events),
-        "functions": len(set(events)),
-        "plumbing_share": round(plumbing / max(len(events), 1), 3),
+        "calls": len(calls),
+        "functions": len(set(calls)),
+        "plumbing_share": round(plumbing / max(len(calls), 1), 3),
     }
 
 

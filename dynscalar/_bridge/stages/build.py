@@ -305,12 +305,10 @@ def _param_group_mark(builder: Any, source: Any) -> _Found | None:
     groups = source.base
     if not (isinstance(groups, _torch.GetItemSource) and isinstance(groups.index, int)):
         return None
-    attribute = groups.base
-    if type(attribute) is not _torch.AttrSource or attribute.member != "param_groups":
+    found = _optimizer_of(builder, groups, "param_groups")
+    if found is None:
         return None
-    optimizer = _resolve(builder, attribute.base)
-    if not isinstance(optimizer, torch.optim.Optimizer):
-        return None
+    attribute, optimizer = found
     key = source.index
     where = f"{type(optimizer).__name__}.param_groups[{groups.index}][{key!r}]"
     why = "marked with mark_dynamic_param_groups"
@@ -327,20 +325,28 @@ def _param_group_mark(builder: Any, source: Any) -> _Found | None:
     return _Found(None, where, why)
 
 
+def _optimizer_of(builder: Any, item: Any, member: str) -> tuple[Any, Any] | None:
+    """(the ``optimizer.<member>`` source, the optimizer) where ``item`` is an item read from
+    an optimizer's ``member`` (``param_groups``, ``state``); None otherwise."""
+    attribute = item.base
+    if type(attribute) is not _torch.AttrSource or attribute.member != member:
+        return None
+    optimizer = _resolve(builder, attribute.base)
+    return (attribute, optimizer) if isinstance(optimizer, torch.optim.Optimizer) else None
+
+
 def _state_mark(builder: Any, source: Any) -> _Found | None:
     """The mark of a per-parameter state entry ``optimizer.state[p][name]`` (``source``),
     guards installed; None for a source of another shape.  The optimizer read through
     holds the mark: ``mark_dynamic_param_groups`` puts it on the optimizers it holds over
     the same param groups too (a wrapper shares its base optimizer's ``state``)."""
     entry = source.base
-    if type(entry) is not _torch.DictGetItemSource:
+    found = (
+        _optimizer_of(builder, entry, "state") if type(entry) is _torch.DictGetItemSource else None
+    )
+    if found is None:
         return None
-    attribute = entry.base
-    if type(attribute) is not _torch.AttrSource or attribute.member != "state":
-        return None
-    optimizer = _resolve(builder, attribute.base)
-    if not isinstance(optimizer, torch.optim.Optimizer):
-        return None
+    attribute, optimizer = found
     name = source.index
     where = f"{type(optimizer).__name__}.state[...][{name!r}]"
     guard_mark_state(builder.tx, attribute.base, optimizer, name, STATE_MARKS_KEY)
