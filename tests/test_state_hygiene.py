@@ -63,15 +63,15 @@ def test_every_dynscalar_cache_is_cleared_by_torchs_reset(reset: str) -> None:
 def _failing_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Make the ``VariableBuilder._wrap`` hook (``stages.build``) fail in the next compile
     only (a failure of dynscalar's, which the safety net turns into a stock compile)."""
-    from dynscalar._bridge.stages import build as _wrap
+    from dynscalar._bridge.stages import build
 
-    original = _wrap.wrap_hook
+    original = build.wrap_hook
 
     def failing(*args: Any, **kwargs: Any) -> Any:
-        monkeypatch.setattr(_wrap, "wrap_hook", original)
+        monkeypatch.setattr(build, "wrap_hook", original)
         raise RuntimeError("injected once")
 
-    monkeypatch.setattr(_wrap, "wrap_hook", failing)
+    monkeypatch.setattr(build, "wrap_hook", failing)
 
 
 def test_a_compile_turned_off_does_not_reach_an_equal_function_after_a_reset(

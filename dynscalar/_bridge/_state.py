@@ -71,7 +71,7 @@ class Marks:
     #: symbol -> "instance path (Class.attr)" for warnings
     labels: dict[Any, str] = field(default_factory=dict)
     #: backed symbol -> Dynamo's name for the marked value (``L['self'].step``): the
-    #: specializations the doctor reads (``_reports.specialized_because``)
+    #: specializations the doctor reads (``_reports.SPECIALIZED``)
     sources: dict[Any, str] = field(default_factory=dict)
     #: the code of the frame being compiled (its root), once a marked value is read
     code: Any = None

@@ -2,8 +2,8 @@
 marks raise), in strict and in non-strict export, and a dynscalar error is catchable by
 its public class.
 
-* **Strict export** traces with Dynamo: the ``_wrap`` hook specializes each marked value it
-  meets (``_wrap._specialize_for_export``).  torch.export re-raises errors from tracing as
+* **Strict export** traces with Dynamo: the ``stages.build`` hook specializes each marked value it
+  meets (``stages.build._specialize_for_export``).  torch.export re-raises errors from tracing as
   its own ``UserError``; the hook below re-raises the dynscalar error it wraps instead (the
   ``UserError`` is its ``__cause__``), so ``except dynscalar.SpecializationError`` works.
 * **Non-strict export** (torch's default) runs ``forward`` in Python on fake tensors: a
