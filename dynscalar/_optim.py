@@ -137,9 +137,8 @@ def _names(
     """(param-group keys, state entries), checked: ``"lr"`` when neither is given."""
     entries = (state,) if isinstance(state, str) else tuple(state)
     names = keys or (() if entries else ("lr",))
-    return (check_names(names, api) if names else ()), (
-        check_names(entries, api) if entries else ()
-    )
+    checked = check_names(names, api) if names else ()
+    return checked, check_names(entries, api) if entries else ()
 
 
 def _edit_holders(
