@@ -151,3 +151,62 @@ def test_at_the_prompt_a_warning_has_no_empty_backticks() -> None:
     (line,) = [line for line in result.stdout.splitlines() if "is forced" in line]
     assert line.startswith("dynscalar: m.n (M.n) is forced to one value (3) at <stdin>:8; ")
     assert "``" not in line and "(``)" not in line
+
+
+class _Steps(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.drop = torch.nn.Dropout(0.0)
+        self.drop.n = 2
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * self.drop.n
+
+
+def test_labels_are_named_only_when_a_message_uses_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compile names its marked values (``_paths.user_path``: the parse, the call site's
+    variables) only for a message it emits; a compile that emits none names nothing."""
+    from dynscalar._bridge import _reports
+
+    named: list[str] = []
+
+    def counted(source: str, **kwargs: object) -> str:
+        named.append(source)
+        return user_path(source, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_reports, "user_path", counted)
+    quiet = _Steps()
+    ds.mark_dynamic_attr(quiet.drop, "n")
+    compiled = torch.compile(quiet, backend="eager")
+    for n in (2, 3):
+        quiet.drop.n = n
+        assert torch.equal(compiled(torch.ones(2)), torch.ones(2) * n)
+    assert named == []
+
+    model = Writes()
+    ds.mark_dynamic_attr(model.drop, "n")
+    with pytest.warns(ds.SpecializationWarning, match=r"model\.drop\.n \(Dropout\.n\) is forced"):
+        torch.compile(model, backend="eager")(torch.ones(2))
+    assert named == ["L['self'].__dict__['_modules']['drop'].n"]
+
+
+def test_a_label_keeps_no_frame_alive_and_outlives_its_compile() -> None:
+    """The label holds the traced frame's translator weakly: gone with the compile, it is
+    named from the text alone (``self`` of a module is ``model``)."""
+    import gc
+    import weakref
+
+    from dynscalar._bridge._reports import Label
+
+    class Translator:
+        def __init__(self) -> None:
+            self.f_locals = {"self": torch.nn.Dropout(0.0)}
+
+    tx = Translator()
+    label = Label("L['self'].p", "Dropout.p", tx)
+    alive = weakref.ref(tx)
+    del tx
+    gc.collect()
+    assert alive() is None
+    assert str(label) == "model.p (Dropout.p)"
+    assert str(Label("L['p']", "p", None)) == "p"

@@ -56,13 +56,13 @@ from __future__ import annotations
 
 import functools
 import types
-import weakref
 from collections.abc import Callable
 from typing import Any
 
 from .._marks import MARK_TABLE, MARKS_KEY, key_of
 from . import _torch
 from ._sources import source_name
+from ._state import lookup_state
 
 __all__ = [
     "guard_class_marks",
@@ -179,14 +179,17 @@ def _mark_table_source(tx: Any) -> Any:
 # (``functools.partial`` guards are not even deduplicated there: each is a separate check at
 # run time).  So each is installed once per guard set, and again whenever that set no
 # longer holds it (Dynamo builds a new set when it rolls a trace back, and can clear one).
-_installed: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
-
-
 def _install_once(key: Any, build: Callable[[], Any]) -> None:
-    guards = _torch.TracingContext.get().guards_context.dynamo_guards
-    memo = _installed.get(guards)
-    if memo is None:
-        memo = _installed[guards] = {}
+    context = _torch.TracingContext.get()
+    guards = context.guards_context.dynamo_guards
+    shape_env = getattr(context.fake_mode, "shape_env", None)
+    if shape_env is None:  # no compile to remember it in: installed each time
+        _torch.install_guard(build(), skip=1)
+        return
+    lookups = lookup_state(shape_env).lookups
+    if lookups.guard_set is not guards:
+        lookups.guard_set, lookups.guards = guards, {}
+    memo = lookups.guards
     guard = memo.get(key)
     if guard is not None and guard in guards.inner:
         return

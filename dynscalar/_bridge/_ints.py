@@ -27,7 +27,7 @@ from .._spec import DynamicSpec
 from . import _torch
 from ._backends import backend_kind
 from ._guards import guard_proxy_or_plain
-from ._reports import remember
+from ._reports import Label, remember
 from ._sources import plain_source, source_name, swapped_source
 from ._state import Origin, compile_state, peek_state
 
@@ -46,7 +46,7 @@ def _no_size_constraint(shape_env: Any) -> Iterator[None]:
         del shape_env._constrain_range_for_size
 
 
-def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str, label: str) -> Any:
+def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str, label: Label) -> Any:
     """A SymInt graph input for ``value`` (an exact int, or a ``DynamicInt``)."""
 
     proxied = isinstance(value, DynamicScalar)
@@ -109,7 +109,7 @@ def data_dependent_hook(
     expr = kwargs.get("expr")
     if not ours or expr is None or not error.args:
         return error
-    names = sorted({ours[s] for s in getattr(expr, "free_symbols", ()) if s in ours})
+    names = sorted({str(ours[s]) for s in getattr(expr, "free_symbols", ()) if s in ours})
     if names:
         hint = (
             f"dynscalar: {', '.join(names)} is marked unbacked=True, so torch.compile cannot "

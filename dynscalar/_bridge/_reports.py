@@ -13,9 +13,12 @@ import contextlib
 import logging
 import os
 import re
+import sys
 import threading
 import warnings
+import weakref
 from collections.abc import Iterator
+from types import FrameType
 from typing import Any, NamedTuple
 
 from .. import _caches
@@ -28,9 +31,9 @@ from ._state import compile_state
 log = logging.getLogger("dynscalar")
 
 __all__ = [
+    "Label",
     "Location",
     "at_line",
-    "instance_path",
     "passthrough",
     "SPECIALIZED",
     "record_specialized",
@@ -64,7 +67,7 @@ def remember(
     symbol: Any,
     where: str,
     spec: DynamicSpec,
-    label: str,
+    label: Label,
     source: str | None = None,
     code: Any = None,
 ) -> None:
@@ -105,22 +108,57 @@ def record_specialized(state: Any, symbols: Any, why: str) -> None:
         found.setdefault(source, why)
 
 
-def instance_path(source_name: str) -> str:
-    """The path the user's code writes for a value Dynamo reads from ``source_name``:
-    ``L['self'].__dict__['_modules']['blocks']._modules['0'].p`` -> ``model.blocks[0].p``,
-    ``L['self'].param_groups[0]['lr']`` -> ``opt.param_groups[0]['lr']``
-    (:func:`dynscalar._bridge._paths.user_path`).
-
-    While Dynamo traces, the compiled module or optimizer is named as the call site names
-    it (the variable bound to it there), else ``model`` or ``optimizer``; any other root
-    keeps its variable name.
-    """
-    try:
-        f_locals = _torch.InstructionTranslator.current_tx().f_locals
-    except Exception:  # noqa: BLE001 - not tracing: named from the text alone
-        f_locals = None
-    caller = call_site_frame() if f_locals is not None else None
+def _named(source_name: str, tx: Any) -> str:
+    f_locals = getattr(tx, "f_locals", None)
+    caller = _call_site() if f_locals is not None else None
     return user_path(source_name, f_locals=f_locals, caller=caller)
+
+
+def _call_site() -> Any:
+    """The user's call of the function being compiled: the innermost frame outside torch
+    and dynscalar below Dynamo's compile (``convert_frame``), so that a user's own backend
+    or a logging handler between is not taken for it."""
+    frame = sys._getframe(1)
+    outer: FrameType | None = frame
+    while outer is not None and not outer.f_code.co_filename.endswith(_CONVERT_FRAME):
+        outer = outer.f_back
+    return call_site_frame(outer if outer is not None else frame)
+
+
+_CONVERT_FRAME = os.path.join("_dynamo", "convert_frame.py")
+
+
+class Label:
+    """A marked value as messages name it, ``model.step (M.step)``: the path the user's
+    code writes for it (``L['self'].__dict__['_modules']['blocks']._modules['0'].p`` ->
+    ``model.blocks[0].p``, ``L['self'].param_groups[0]['lr']`` ->
+    ``opt.param_groups[0]['lr']``: :func:`dynscalar._bridge._paths.user_path`, the
+    compiled module or optimizer named as the call site names it, else ``model`` or
+    ``optimizer``) and the attribute, computed when a message first uses it.
+
+    Made for every marked value a compile wraps; most are never printed.  Holds the
+    traced frame's translator weakly, so the compile's state (which outlives the compile)
+    keeps no user frame or locals alive; named from the text alone once that is gone.
+
+    Example:
+        >>> str(Label("L['self']._modules['drop'].p", "Dropout.p", None))
+        'model.drop.p (Dropout.p)'
+    """
+
+    __slots__ = ("_source", "_text", "_tx", "_where")
+
+    def __init__(self, source_name: str, where: str, tx: Any) -> None:
+        self._source, self._where, self._text = source_name, where, ""
+        self._tx = weakref.ref(tx) if tx is not None else None
+
+    def __str__(self) -> str:
+        if not self._text:
+            path = _named(self._source, self._tx() if self._tx is not None else None)
+            self._text = f"{path} ({self._where})" if path != self._where else self._where
+            self._tx = None
+        return self._text
+
+    __repr__ = __str__
 
 
 def at_line(filename: str, lineno: int, line: str) -> str:

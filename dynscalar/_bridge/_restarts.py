@@ -253,4 +253,5 @@ def ints_in_floats(gm: Any, state: CompileState) -> set[Any]:
 def unbacked_in_floats(gm: Any, state: CompileState) -> list[str]:
     """Descriptions of our unbacked int symbols that float values of ``gm`` are computed
     from (they cannot be specialized: an unbacked symbol has no value to guard on)."""
-    return sorted(state.marks.unbacked[s] for s in _float_symbols(gm) & state.marks.unbacked.keys())
+    unbacked = state.marks.unbacked
+    return sorted(str(unbacked[s]) for s in _float_symbols(gm) & unbacked.keys())

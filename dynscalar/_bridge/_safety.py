@@ -151,7 +151,8 @@ def _marks_in_compile() -> tuple[list[str], bool]:
     state = peek_state(getattr(output, "shape_env", None))
     if state is None:
         return [], False
-    labels = sorted(set(state.marks.labels.values()) | set(state.marks.unbacked.values()))
+    marks = state.marks
+    labels = sorted({str(label) for label in (*marks.labels.values(), *marks.unbacked.values())})
     strict = any(spec.strict for _, spec in state.marks.backed.values())
     return labels, strict
 

@@ -24,6 +24,7 @@ from . import _torch
 __all__ = [
     "Aot",
     "CompileState",
+    "Lookups",
     "Marks",
     "Ops",
     "Python",
@@ -32,10 +33,10 @@ __all__ = [
     "compile_state",
     "is_dynamic_float",
     "is_dynamic_value",
+    "lookup_state",
     "lock",
     "peek_state",
     "reset_hook",
-    "resolved",
 ]
 
 lock = threading.RLock()
@@ -64,12 +65,14 @@ class Marks:
 
     #: backed int/float symbol -> (attribute description, spec): specialization reports
     backed: dict[Any, tuple[str, DynamicSpec]] = field(default_factory=dict)
-    #: unbacked int symbol -> its label (``model.step (M.step)``): data-dependent error messages
-    unbacked: dict[Any, str] = field(default_factory=dict)
+    #: unbacked int symbol -> its label (``model.step (M.step)``, a ``_reports.Label``):
+    #: data-dependent error messages
+    unbacked: dict[Any, Any] = field(default_factory=dict)
     #: float symbol -> attribute description: the AOT float passes
     floats: dict[Any, str] = field(default_factory=dict)
-    #: symbol -> "instance path (Class.attr)" for warnings
-    labels: dict[Any, str] = field(default_factory=dict)
+    #: symbol -> "instance path (Class.attr)" for warnings (``_reports.Label``: named when
+    #: a message first uses it)
+    labels: dict[Any, Any] = field(default_factory=dict)
     #: backed symbol -> Dynamo's name for the marked value (``L['self'].step``): the
     #: specializations the doctor reads (``_reports.SPECIALIZED``)
     sources: dict[Any, str] = field(default_factory=dict)
@@ -86,6 +89,21 @@ class Marks:
     #: symbols a predicate pinned to one value (``if p == 0``, a form's special value):
     #: one path of a dynamic value, not a specialization to report
     paths: set[Any] = field(default_factory=set)
+
+
+@dataclass
+class Lookups:
+    """What the build stage remembers while it looks for marks, in every compile that reads
+    an int/float while marks exist (``stages.build``, ``_guards``); kept here without
+    making the compile a marked one (:attr:`CompileState.active`)."""
+
+    #: source -> weak reference to the object it points to in the frame being traced (a
+    #: trace never replaces the objects its frame reaches; it records mutations)
+    owners: dict[Any, Any] = field(default_factory=dict)
+    #: the guard set the "no marks" guards below were installed in (Dynamo builds a new
+    #: set when it rolls a trace back) and key -> the guard installed there (``_guards``)
+    guard_set: Any = None
+    guards: dict[Any, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -146,13 +164,21 @@ class Aot:
 
 @dataclass
 class CompileState:
-    """Everything the bridge keeps about one compile (one ShapeEnv), by owner."""
+    """Everything the bridge keeps about one compile (one ShapeEnv), by owner.
 
+    ``active`` says whether a mark took part in the compile (:func:`compile_state` sets it;
+    :func:`peek_state` sees only active states): the stage hooks' gates read it, so the
+    lookups every compile makes (``lookups``, through :func:`lookup_state`) leave an
+    unmarked compile on stock's path.
+    """
+
+    active: bool = False
     marks: Marks = field(default_factory=Marks)
     writeback: WriteBack = field(default_factory=WriteBack)
     python: Python = field(default_factory=Python)
     ops: Ops = field(default_factory=Ops)
     aot: Aot = field(default_factory=Aot)
+    lookups: Lookups = field(default_factory=Lookups)
 
     @property
     def marked(self) -> bool:
@@ -164,8 +190,9 @@ class CompileState:
 _states: weakref.WeakKeyDictionary[Any, CompileState] = weakref.WeakKeyDictionary()
 
 
-def compile_state(shape_env: Any) -> CompileState:
-    """The state of the compile ``shape_env`` belongs to, created on first use."""
+def lookup_state(shape_env: Any) -> CompileState:
+    """The state of the compile ``shape_env`` belongs to, created on first use without
+    making it active (what the build stage's lookups keep, in any compile)."""
     with lock:
         state = _states.get(shape_env)
         if state is None:
@@ -173,11 +200,20 @@ def compile_state(shape_env: Any) -> CompileState:
         return state
 
 
+def compile_state(shape_env: Any) -> CompileState:
+    """The state of the compile ``shape_env`` belongs to, created on first use; a mark
+    takes part in that compile (``active``)."""
+    state = lookup_state(shape_env)
+    state.active = True
+    return state
+
+
 def peek_state(shape_env: Any) -> CompileState | None:
     """The state of ``shape_env``'s compile, or None when nothing was marked in it."""
     if shape_env is None:
         return None
-    return _states.get(shape_env)
+    state = _states.get(shape_env)
+    return state if state is not None and state.active else None
 
 
 def _marked_symbols(tx: Any, variable: Any, floats_only: bool) -> bool:
@@ -204,22 +240,6 @@ def is_dynamic_float(tx: Any, variable: Any) -> bool:
 def is_dynamic_value(tx: Any, variable: Any) -> bool:
     """True for a traced SymInt/SymFloat over a symbol a dynscalar mark made."""
     return _marked_symbols(tx, variable, floats_only=False)
-
-
-_resolved: weakref.WeakKeyDictionary[Any, dict[Any, Any]] = weakref.WeakKeyDictionary()
-
-
-def resolved(shape_env: Any) -> dict[Any, Any]:
-    """Source -> object, for the compile ``shape_env`` belongs to.
-
-    Filled by ``stages.build`` while it looks up the owners of attributes; dropped with the
-    compile (the ``OutputGraph`` itself is unhashable, its ``ShapeEnv`` is not).
-    """
-    with lock:
-        cache = _resolved.get(shape_env)
-        if cache is None:
-            cache = _resolved[shape_env] = {}
-        return cache
 
 
 def reset_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

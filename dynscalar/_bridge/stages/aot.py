@@ -35,7 +35,15 @@ from .._forced import ForcedFloats, used_float_symbols
 from .._guards import guard_proxy_or_plain
 from .._ops import learn_forcing
 from .._paths import is_library_file
-from .._reports import at_line, passthrough, record_specialized, refuse, remember, user_location
+from .._reports import (
+    Label,
+    at_line,
+    passthrough,
+    record_specialized,
+    refuse,
+    remember,
+    user_location,
+)
 from .._restarts import (
     forget_restarts,
     guard_int64,
@@ -75,7 +83,7 @@ def _memory_key(builder: Any, source: Any) -> str:
     return f"dynscalar-forced:{code.co_filename}:{code.co_firstlineno}:{code.co_name}:{name}"
 
 
-def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: str) -> Any:
+def wrap_float(builder: Any, value: Any, spec: DynamicSpec, where: str, label: Label) -> Any:
     """A marked float as a backed SymFloat (unbacked specs never get here: check_float)."""
     import torch
 
@@ -705,7 +713,7 @@ def _warn_specialized(state: CompileState, s: Any, ops: list[str]) -> None:
     ``s`` that torch specializes after its float-tensorify pass, naming the op inside
     torch that forced it and a fix for code as it is written; filed for the doctor."""
     state.marks.reported.add(s)
-    label = state.marks.labels.get(s, state.marks.floats[s])
+    label = str(state.marks.labels.get(s, state.marks.floats[s]))
     filename, lineno, line = state.marks.read_at.get(s, ("<unknown>", 0, ""))
     at = f" (read at {at_line(filename, lineno, line)})" if lineno else ""
     log.info("%s specialized by torch after the float-tensorify pass", label)

@@ -61,10 +61,10 @@ from .._guards import guard_function_marks, guard_mark_state, guard_proxy
 from .._install import ensure_phase, phase_problem
 from .._ints import wrap_int
 from .._properties import note_number_wrapped, property_mark
-from .._reports import instance_path, passthrough, refuse, user_line
+from .._reports import Label, passthrough, refuse, user_line
 from .._restarts import restart_reason
 from .._sources import record_for_automatic_dynamic, swapped_source
-from .._state import Origin, compile_state, resolved
+from .._state import Origin, compile_state, lookup_state
 from .._turned_off import note_strict
 from .aot import wrap_float
 
@@ -100,14 +100,14 @@ def _resolve(builder: Any, source: Any) -> Any:
     What ``OutputGraph.resolve_source_value`` returns, without its cost: that evaluates
     the source's whole chain anew with ``eval`` (one per level, ``L['self']._modules[
     'blocks']._modules['47']...``), for every attribute of every module.  Here objects are
-    remembered (weakly) for the compile (``_state.resolved``: a trace never replaces the
+    remembered (weakly) for the compile (``CompileState.lookups``: a trace never replaces the
     objects its frame reaches; it records mutations as side effects), and the usual levels
     - an attribute, a dict item, a module wrapper - are one ``getattr`` or subscript on the
     remembered parent.
     """
     output = builder.tx.output
     try:
-        return _value_of(source, resolved(output.shape_env), output)
+        return _value_of(source, lookup_state(output.shape_env).lookups.owners, output)
     except Exception:  # noqa: BLE001 - then as Dynamo resolves it
         pass
     try:
@@ -467,8 +467,7 @@ def wrap_hook(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[s
         check_marked_value(plain, spec, where)  # bad type or out of range: clear error here
     except DynscalarError as exc:
         raise passthrough(exc) from None
-    path = instance_path(instance.source.name)
-    label = f"{path} ({where})" if path != where else where
+    label = Label(instance.source.name, where, instance.tx.output.root_tx)
     log.info("%s (value %r) becomes a symbolic graph input: %s", label, plain, why)
     if proxied and _is_argument(instance.source):
         record_for_automatic_dynamic(instance, plain)

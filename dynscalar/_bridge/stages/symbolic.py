@@ -85,7 +85,7 @@ def evaluate_sym_node_hook(
             if ours and state.marks.via_property:
                 restart_if_forced_in_getter(instance, ours)  # raises to restart the trace
             reported = ours and report_specialization(
-                [(marks.labels.get(s, marks.backed[s][0]), marks.backed[s][1]) for s in ours],
+                [(str(marks.labels.get(s, marks.backed[s][0])), marks.backed[s][1]) for s in ours],
                 sym_node.hint,
             )
             if reported:
