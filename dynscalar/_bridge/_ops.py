@@ -41,9 +41,9 @@ import torch
 from .. import _caches, ops
 from . import _torch
 from ._backends import backend_kind
+from ._floats import restart_frame
 from ._python import max_min_operands
 from ._reports import specializing
-from ._restarts import restart_frame
 from ._state import compile_state, is_dynamic_float, is_dynamic_value
 
 log = logging.getLogger("dynscalar")

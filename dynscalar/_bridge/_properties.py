@@ -56,9 +56,9 @@ from .._marks import lookup_mark
 from .._proxy import DynamicScalar
 from .._spec import DynamicSpec
 from . import _torch
+from ._floats import restart_frame, symbol_source_names
 from ._guards import guard_mark_state
 from ._reports import refuse, user_line
-from ._restarts import restart_frame, symbol_source_names
 from ._state import compile_state
 
 __all__ = [

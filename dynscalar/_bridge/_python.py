@@ -124,7 +124,7 @@ from sympy.logic.boolalg import Boolean
 
 from .._proxy import DynamicScalar
 from . import _torch
-from ._restarts import ask_restart
+from ._floats import ask_restart
 from ._state import compile_state, is_dynamic_value, peek_state
 from ._torchs_own import torchs_own
 from ._writeback.calls import realized

@@ -57,9 +57,9 @@ from typing import Any
 
 from .._diagnostics import BridgeError, DynscalarError, DynscalarWarning
 from . import _torch
+from ._floats import restart_frame, take_restart, tracer
 from ._python import comparison_output
 from ._reports import STRICT_INVOLVED, dynscalar_error_in, refuse
-from ._restarts import restart_frame, take_restart, tracer
 from ._state import peek_state
 from ._torchs_own import is_torchs_own, raised_by_torch, torchs_own
 from ._turned_off import OFF, Failure, abandon, failed_here
@@ -274,7 +274,7 @@ def backend_compile_off(
 
 def _turn_off(context: Any, failed: Failure, error: Exception) -> None:
     """Trace the compile again as stock torch does (from the frame's first instruction,
-    ``_restarts.restart_frame``), its failure reported once the stock attempt compiles
+    ``_floats.restart_frame``), its failure reported once the stock attempt compiles
     (:func:`backend_compile_off`)."""
     OFF[context] = failed
     abandon()

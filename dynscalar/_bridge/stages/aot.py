@@ -31,7 +31,16 @@ from ..._proxy import DynamicFloat, DynamicScalar
 from ..._spec import DynamicSpec
 from .. import _safety, _torch
 from .._backends import backend_kind
-from .._forced import ForcedFloats, used_float_symbols
+from .._floats import (
+    ForcedFloats,
+    forget_restarts,
+    guard_int64,
+    ints_in_floats,
+    restart_frame,
+    specialize_ints_and_restart,
+    unbacked_in_floats,
+    used_float_symbols,
+)
 from .._guards import guard_proxy_or_plain
 from .._ops import learn_forcing
 from .._paths import is_library_file
@@ -43,14 +52,6 @@ from .._reports import (
     refuse,
     remember,
     user_location,
-)
-from .._restarts import (
-    forget_restarts,
-    guard_int64,
-    ints_in_floats,
-    restart_frame,
-    specialize_ints_and_restart,
-    unbacked_in_floats,
 )
 from .._sources import plain_source, source_name, swapped_source
 from .._state import CompileState, Origin, compile_state, peek_state
@@ -512,7 +513,7 @@ def tensorify_hook(
             raise
         except Exception as exc:
             # e.g. `(step + 0.5) % 1.0` of a marked int: the pass cannot lower the float `%`
-            # either; compile the ints such floats come from as constants (_restarts)
+            # either; compile the ints such floats come from as constants (_floats)
             involved = ints_in_floats(gm, state) if state is not None else set()
             unbacked = unbacked_in_floats(gm, state) if state is not None else []
             if state is not None and unbacked and not involved:
@@ -566,7 +567,7 @@ def tensorify_hook(
         # tells, by its guards (reported below, or before its backend compiles when the
         # restarted trace never reaches this pass: ``compile_hook``).  What it forced
         # while the graph used it is remembered for later compiles, as torch remembers its
-        # own floats (_forced).
+        # own floats (_floats).
         _forced_floats.on_restart(ours, used - state.marks.paths, ops, state.marks.paths)
         raise
     except Exception as exc:
@@ -595,7 +596,7 @@ def tensorify_hook(
         _forced_floats.on_restart(baked, set(baked), ops)
         raise _torch.TensorifyScalarRestartAnalysis
     # Reported while the compile's restarts are known (a path's pin they dropped is none);
-    # then they are over: the names torch keeps for them are ours to manage (_forced),
+    # then they are over: the names torch keeps for them are ours to manage (_floats),
     # torch's own are left as they are.
     _report_value_guards(shape_env, state, ops)
     _forced_floats.on_success(ours)
@@ -763,7 +764,7 @@ def _advice(label: str, filename: str) -> str:
 #
 # So such graphs get a key of their own: torch's key plus a component that only the bridge
 # adds (a hash of the bridge's files, which hold the passes run on them and the guards
-# they add, e.g. _restarts' int64 guards, of the op rules and scalar forms with their
+# they add, e.g. _floats' int64 guards, of the op rules and scalar forms with their
 # admitted inductor cells, which decide what the graph computes, and of dynscalar's
 # version).  A stock graph never
 # computes that key, so it never reads an entry the bridge stored, and the bridge never

@@ -57,12 +57,12 @@ from ..._proxy import DynamicScalar
 from ..._spec import INT64_MAX, INT64_MIN, DynamicSpec
 from .. import _install, _properties, _state, _torch
 from .._callers import caller_mark, records_made, resumed_code, star_names
+from .._floats import restart_reason
 from .._guards import guard_function_marks, guard_mark_state, guard_proxy
 from .._install import ensure_phase, phase_problem
 from .._ints import wrap_int
 from .._properties import note_number_wrapped, property_mark
 from .._reports import Label, passthrough, refuse, user_line
-from .._restarts import restart_reason
 from .._sources import record_for_automatic_dynamic, swapped_source
 from .._state import Origin, compile_state, lookup_state
 from .._turned_off import note_strict
