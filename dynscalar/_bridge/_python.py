@@ -94,7 +94,7 @@ Dynamo cannot take the operands as they are:
   sympy's recursion limit.
 
 **Operators Dynamo would trace otherwise** (applied by write-back's recorder,
-``_writeback/arith.py``, which owns the proxies' side of them):
+``_writeback``, which owns the proxies' side of them):
 
 * ``pow`` with a negative dynamic float base (:func:`negative_power_operands`): torch
   refuses the symbolic power; the float is specialized, as stock torch would;
@@ -127,7 +127,6 @@ from . import _torch
 from ._restarts import ask_restart
 from ._state import compile_state, is_dynamic_value, peek_state
 from ._torchs_own import torchs_own
-from ._writeback.calls import realized
 
 __all__ = [
     "DEEP",
@@ -172,6 +171,14 @@ __all__ = [
 #: torch refuses for a negative symbolic float base
 _POWERS = frozenset({operator.pow, operator.ipow, pow})
 Hook = Callable[[Any, Any, tuple[Any, ...], dict[str, Any]], Any]
+
+
+def _realized(variable: Any) -> Any:
+    """The variable behind a realized ``LazyVariableTracker`` (others unchanged): write-back's
+    ``realized``, which this module cannot import (write-back imports this one)."""
+    if isinstance(variable, _torch.LazyVariableTracker) and variable.is_realized():
+        return variable.unwrap()
+    return variable
 
 
 def _state_of(tx: Any) -> Any:
@@ -636,7 +643,7 @@ def _zero_division(tx: Any, fn: Any, call_args: Any) -> None:
     operands raises it in Python (see the module docstring); else return."""
     if len(call_args) != 2:
         return
-    left, right = (realized(a) for a in call_args)
+    left, right = (_realized(a) for a in call_args)
     if not (_marked(tx, left) or _marked(tx, right) or _symbolic_zero(fn, right)):
         return
     divisor = left if fn in _POWERS else right
@@ -682,7 +689,7 @@ def python_raises_hook(
     if fn is int or fn is round:
         tx, call_args, call_kwargs = kwargs["tx"], kwargs["args"], kwargs["kwargs"]
         if len(call_args) == 1 and not call_kwargs:
-            value = _non_finite(tx, realized(call_args[0]))
+            value = _non_finite(tx, _realized(call_args[0]))
             if value is not None:
                 _raise_conversion(tx, value)
     elif (fn in _DIVISIONS or fn in _POWERS) and not kwargs["kwargs"]:
@@ -808,7 +815,7 @@ def negative_power_operands(fn: Any, operands: Any) -> tuple[int, ...]:
     if fn not in _POWERS or len(operands) < 2:
         return ()
     symbolic = _torch.SymNodeVariable
-    base, exponent = realized(operands[0]), realized(operands[1])
+    base, exponent = _realized(operands[0]), _realized(operands[1])
 
     def negative(variable: Any) -> bool:
         if isinstance(variable, symbolic):
@@ -849,7 +856,7 @@ def floor_division_operands(tx: Any, fn: Any, operands: Any) -> tuple[int, ...]:
     symbolic form, so the operands are specialized (a guard on each value, as stock torch
     compiles every float; reported as a specialization) and the result is Python's, on
     constants that stand for the proxies eager holds (``self.t //= 2`` stays a
-    ``DynamicFloat``: write-back's side, ``_writeback/arith.py``).  A zero divisor is left
+    ``DynamicFloat``: write-back's side, ``_writeback``).  A zero divisor is left
     to the division-by-zero rule (:func:`python_raises_hook`), which asks ``b == 0``
     without specializing; an unbacked operand has no value."""
     import torch
@@ -857,7 +864,7 @@ def floor_division_operands(tx: Any, fn: Any, operands: Any) -> tuple[int, ...]:
     if fn not in _FLOOR_DIVISIONS or len(operands) != 2:
         return ()
     symbolic = _torch.SymNodeVariable
-    values = [realized(v) for v in operands]
+    values = [_realized(v) for v in operands]
     syms = [v.sym_num for v in values if isinstance(v, symbolic)]
     if not syms or not any(_made_from_mark(tx, s) for s in syms):
         return ()

@@ -94,7 +94,7 @@ class WriteBack:
 
     #: FX node of a marked value's graph input -> its origin: write-back
     origins: dict[Any, Origin] = field(default_factory=dict)
-    #: FX node -> the Python-level call that made it (``_writeback.calls.Call``): write-back
+    #: FX node -> the Python-level call that made it (``_writeback.Call``): write-back
     calls: dict[Any, Any] = field(default_factory=dict)
     #: id of a variable returned unchanged by a call -> (variable, call): write-back
     variable_calls: dict[int, tuple[Any, Any]] = field(default_factory=dict)
