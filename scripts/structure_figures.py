@@ -222,7 +222,7 @@ def code_lines(path: Path) -> int:
 
 #: mechanism -> module prefixes (relative to dynscalar/, without .py), first match wins
 MECHANISMS = {
-    "write-back": ("_bridge/_writeback/",),
+    "write-back": ("_bridge/_writeback", "_bridge/_rebox"),
     "Python semantics": ("_bridge/_python",),
     "floats (AOT phase, forcing, restarts)": (
         "_bridge/_floats",

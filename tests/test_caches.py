@@ -50,15 +50,14 @@ def test_reset_empties_every_bridge_cache() -> None:
     from torch._dynamo.symbolic_convert import TensorifyState
 
     from dynscalar import _attrs
-    from dynscalar._bridge import _floats, _properties
-    from dynscalar._bridge._writeback import rebox
+    from dynscalar._bridge import _floats, _properties, _rebox
     from dynscalar._bridge.stages import aot
 
     module = torch.nn.Linear(2, 2)
     code = test_reset_empties_every_bridge_cache.__code__
     context = torch._guards.CompileContext(None)
     _floats._specialize_next[context] = {"L['self'].step": "a restart"}
-    rebox.rebox(3, rebox.key_of(ds.DynamicInt, ds.DynamicSpec()))
+    _rebox.rebox(3, _rebox.key_of(ds.DynamicInt, ds.DynamicSpec()))
     _properties.READS[code] = {"L['self'].p": _properties.PropertyRead("L['self']", "Linear", "p")}
     _attrs.record_property_reads(module, "p", ("self.q",))
     forced = aot._forced_floats
@@ -66,10 +65,10 @@ def test_reset_empties_every_bridge_cache() -> None:
     names = TensorifyState.force_specializations
     names.update({"dynscalar-forced:test", "zf_stock"})
     try:
-        assert rebox._MADE and _properties.READS and _attrs.property_reads(module, "p")
+        assert _rebox._MADE and _properties.READS and _attrs.property_reads(module, "p")
         reset_caches()
         assert _floats._specialize_next.get(context) is None
-        assert not rebox._MADE
+        assert not _rebox._MADE
         assert _properties.READS.get(code) is None
         assert _attrs.property_reads(module, "p") is None
         assert forced.ops(object()) == [] and not forced._ops

@@ -185,15 +185,15 @@ PROGRAMS: dict[str, Callable[[], Outcome]] = {
     "_ops:tensor_method_hook": lambda: _run(Scaled, ("scale",), [0.5, 0.25, 0.75]),
     "_ops:builtin_call_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
     "_ops:numpy_call_hook": lambda: _run(Sine, ("scale",), [0.5, 0.25, 0.75]),
-    "_writeback.record:builtin_call_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
+    "_writeback:builtin_call_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
     "_python:range_hook": lambda: _run(Ranged, ("step",), [1, 2, 3]),
     "_properties:property_get_hook": lambda: _run(Property, ("step",), [1, 2, 3], setter="count"),
     "_properties:builder_call_hook": lambda: _run(Property, ("step",), [1, 2, 3], setter="count"),
     "stages.codegen:codegen_update_mutated_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
     "stages.codegen:codegen_suffix_hook": lambda: _run(Returns, ("step",), [1, 2, 3]),
-    "_writeback.record:symnode_method_hook": lambda: _run(Sums, ("step",), [1, 2, 3]),
-    "_writeback.record:record_call_hook": lambda: _run(Sums, ("step",), [1, 2, 3]),
-    "_writeback.record:constant_method_hook": lambda: _run(Dunder, ("step",), [1, 2, 3]),
+    "_writeback:symnode_method_hook": lambda: _run(Sums, ("step",), [1, 2, 3]),
+    "_writeback:record_call_hook": lambda: _run(Sums, ("step",), [1, 2, 3]),
+    "_writeback:constant_method_hook": lambda: _run(Dunder, ("step",), [1, 2, 3]),
     "stages.aot:tensorify_hook": lambda: _run(Scaled, ("scale",), [0.5, 0.25, 0.75]),
     "_python:add_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
     "_python:sub_hook": lambda: _run(Affine, ("scale",), [0.5, 0.25, 0.75]),
@@ -257,7 +257,7 @@ def test_every_rule_a_stage_composes_is_found() -> None:
     """The two targets where several concerns meet: each concern is failed on its own."""
     found = {c for c, e in ENTRY_OF.items() if e.name == "BuiltinVariable.call_function"}
     assert found == {
-        "_writeback.record:builtin_call_hook",
+        "_writeback:builtin_call_hook",
         "_ops:builtin_call_hook",
         "_python:python_raises_hook",
     }
@@ -329,7 +329,7 @@ _FLOAT_PHASE = {
 _NOT_WRITEBACK = [
     hook
     for hook in sorted(PROGRAMS)
-    if not hook.startswith("_writeback.")
+    if not hook.startswith("_writeback:")
     and not hook.startswith(("stages.aot:", "stages.codegen:"))
     and hook not in _FLOAT_PHASE
     and hook != "_safety:backend_compile_hook"

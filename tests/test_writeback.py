@@ -772,7 +772,7 @@ def test_the_generated_code_grows_linearly(body: Any, init: Any) -> None:
     """Twice the values, twice the added code and shadows: 100 -> 200 -> 400 values add
     100 and then 200 values' worth (a replay emitting its operands' chains again, or a
     shadow computed again at each use, would add three times as much the second time)."""
-    from dynscalar._bridge._writeback.shadows import Shadows
+    from dynscalar._bridge._writeback import Shadows
 
     computed: list[int] = []
     original = Shadows._compute

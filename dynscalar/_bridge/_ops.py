@@ -256,7 +256,7 @@ def in_graph_call_hook(
     tx, call_args, call_kwargs = kwargs["tx"], kwargs["args"], kwargs["kwargs"]
     fn = instance.value
     if _is_math(fn):
-        from ._writeback.record import folded
+        from ._writeback import folded
 
         result = _math_call(tx, fn, list(call_args), dict(call_kwargs), wrapped, args, kwargs)
         return folded(tx, result, fn, list(call_args), dict(call_kwargs))
@@ -349,7 +349,7 @@ def _math_call(
         # AssertionError (stock with dynamic=True raises it too); the value handed back is
         # the operand, recorded as the call that made it (write-back: eager's
         # `DynamicInt.__floor__`)
-        from ._writeback.record import handed_back
+        from ._writeback import handed_back
 
         return handed_back(tx, operands[0], fn, [call_args[0]])
     hints = [_trace_value(v) for v in operands]

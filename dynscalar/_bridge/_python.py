@@ -94,7 +94,7 @@ Dynamo cannot take the operands as they are:
   sympy's recursion limit.
 
 **Operators Dynamo would trace otherwise** (applied by write-back's recorder,
-``_writeback/arith.py``, which owns the proxies' side of them):
+``_writeback``, which owns the proxies' side of them):
 
 * ``pow`` with a negative dynamic float base (:func:`negative_power_operands`): torch
   refuses the symbolic power; the float is specialized, as stock torch would;
@@ -125,9 +125,8 @@ from sympy.logic.boolalg import Boolean
 from .._proxy import DynamicScalar
 from . import _torch
 from ._floats import ask_restart
-from ._state import compile_state, is_dynamic_value, peek_state
+from ._state import compile_state, is_dynamic_value, peek_state, realized
 from ._torchs_own import torchs_own
-from ._writeback.calls import realized
 
 __all__ = [
     "DEEP",
@@ -849,7 +848,7 @@ def floor_division_operands(tx: Any, fn: Any, operands: Any) -> tuple[int, ...]:
     symbolic form, so the operands are specialized (a guard on each value, as stock torch
     compiles every float; reported as a specialization) and the result is Python's, on
     constants that stand for the proxies eager holds (``self.t //= 2`` stays a
-    ``DynamicFloat``: write-back's side, ``_writeback/arith.py``).  A zero divisor is left
+    ``DynamicFloat``: write-back's side, ``_writeback``).  A zero divisor is left
     to the division-by-zero rule (:func:`python_raises_hook`), which asks ``b == 0``
     without specializing; an unbacked operand has no value."""
     import torch

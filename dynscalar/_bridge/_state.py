@@ -36,6 +36,7 @@ __all__ = [
     "lookup_state",
     "lock",
     "peek_state",
+    "realized",
     "reset_hook",
 ]
 
@@ -112,7 +113,7 @@ class WriteBack:
 
     #: FX node of a marked value's graph input -> its origin: write-back
     origins: dict[Any, Origin] = field(default_factory=dict)
-    #: FX node -> the Python-level call that made it (``_writeback.calls.Call``): write-back
+    #: FX node -> the Python-level call that made it (``_writeback.Call``): write-back
     calls: dict[Any, Any] = field(default_factory=dict)
     #: id of a variable returned unchanged by a call -> (variable, call): write-back
     variable_calls: dict[int, tuple[Any, Any]] = field(default_factory=dict)
@@ -131,6 +132,9 @@ class WriteBack:
     replays: dict[int, tuple[Any, Any]] = field(default_factory=dict)
     #: the operand a max/min traced as comparisons handed back (write-back: not replayed)
     selected: Any = None
+    #: (id of a proxy variable, dunder name) being traced as its operator now: the
+    #: operator's own dunder call inside takes Dynamo's path (``_writeback.dunder_of_proxy``)
+    routing: set[tuple[int, str]] = field(default_factory=set)
 
 
 @dataclass
@@ -230,6 +234,13 @@ def _marked_symbols(tx: Any, variable: Any, floats_only: bool) -> bool:
     marks = state.marks
     tables = (marks.floats,) if floats_only else (marks.floats, marks.backed, marks.unbacked)
     return any(s in table for s in sym.node.expr.free_symbols for table in tables)
+
+
+def realized(variable: Any) -> Any:
+    """The variable behind a realized ``LazyVariableTracker`` (others unchanged)."""
+    if isinstance(variable, _torch.LazyVariableTracker) and variable.is_realized():
+        return variable.unwrap()
+    return variable
 
 
 def is_dynamic_float(tx: Any, variable: Any) -> bool:

@@ -339,7 +339,7 @@ PRIVATES: tuple[Private, ...] = (
     ),
     Private("torch._dynamo.exc:TensorifyScalarRestartAnalysis", why="restarts of a trace"),
     Private("torch._guards:CompileContext", why="one compile's restarts"),
-    # ---- guards (_guards, _restarts)
+    # ---- guards (_guards, _floats)
     Private(f"{_G}:install_guard", ("*guards", "skip")),
     Private(f"{_G}:GuardBuilder.TYPE_MATCH", ("self", "guard")),
     Private(f"{_G}:GuardBuilder.CONSTANT_MATCH", ("self", "guard")),
@@ -514,7 +514,7 @@ PRIVATES: tuple[Private, ...] = (
         why="the random ops AOTAutograd's common-subexpression pass never merges (by list, "
         "not by tag): dynscalar's random custom ops are added to it",
     ),
-    # ---- the float path (stages.aot, _forced), before the first frame compiles
+    # ---- the float path (stages.aot, _floats), before the first frame compiles
     Private(f"{_B}:VariableBuilder.wrap_symfloat", ("self", "value"), phase="floats"),
     Private(f"{_B}:VariableBuilder.install_guards", ("self", "*guards"), phase="floats"),
     Private(
@@ -666,7 +666,7 @@ PRIVATES: tuple[Private, ...] = (
         "torch._inductor:config",
         alias="inductor_config",
         phase="floats",
-        why="cpp_wrapper: inductor's C++ wrapper computes returned ints as int64 (_restarts)",
+        why="cpp_wrapper: inductor's C++ wrapper computes returned ints as int64 (_floats)",
     ),
     # ---- a reset of torch's compile state resets dynscalar's caches too (_state)
     Private(

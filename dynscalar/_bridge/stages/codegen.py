@@ -7,7 +7,7 @@ Two hooks run while Dynamo generates the code after the graph:
 :func:`codegen_update_mutated_hook` (attributes assigned, and the lists, tuples and dicts
 written back) and :func:`codegen_suffix_hook` (the return value, and the stack and live
 locals handed on at a graph break).  Each value whose shadow is a proxy is put back as one
-(``_Rebox``: built inline with C calls, or by :func:`~.rebox.rebox`, or reloaded where it
+(``_Rebox``: built inline with C calls, or by :func:`~._rebox.rebox`, or reloaded where it
 was read unchanged); each whose shadow is ambiguous is replayed (``_Replay``: the user's
 ``max``/``min`` run again on the eager objects after the graph).
 
@@ -33,13 +33,11 @@ from typing import Any
 from ..._diagnostics import DynscalarError
 from ..._proxy import DynamicInt, DynamicScalar, _alloc, _set_wrapped
 from ..._spec import DynamicSpec
-from .. import _torch
+from .. import _rebox, _torch
 from .._callers import RECORD_LOCAL, record_call
 from .._sources import PLAIN_MEMBER
-from .._state import peek_state
-from .._writeback import rebox
-from .._writeback.calls import Call, realized, sequence_items
-from .._writeback.shadows import AMBIGUOUS, Shadows
+from .._state import peek_state, realized
+from .._writeback import AMBIGUOUS, Call, Shadows, sequence_items
 
 __all__ = [
     "codegen_suffix_hook",
@@ -90,7 +88,7 @@ def _classes() -> dict[str, type]:
             _emit_replays(codegen, self.slot, self.shadows)
 
     _variable_classes.update(rebox=_Rebox, replay=_Replay)
-    rebox.skip_tracing()
+    _rebox.skip_tracing()
     return _variable_classes
 
 
@@ -104,9 +102,9 @@ def _reconstruct_rebox(codegen: Any, inner: Any, cls: type, spec: DynamicSpec, s
         return
     if source is not None and not plain_read:
         # Any other source: rebox returns a proxy found there unchanged.
-        key = rebox.key_of(cls, spec)
-        rebox.resolve(key)  # the first call finds it
-        codegen.add_push_null(lambda: codegen.load_import_from(rebox.__name__, "rebox"))
+        key = _rebox.key_of(cls, spec)
+        _rebox.resolve(key)  # the first call finds it
+        codegen.add_push_null(lambda: codegen.load_import_from(_rebox.__name__, "rebox"))
         codegen(inner)
         codegen.append_output(codegen.create_load_const(key))
         codegen.extend_output(_torch.create_call_function(2, False))
@@ -115,7 +113,7 @@ def _reconstruct_rebox(codegen: Any, inner: Any, cls: type, spec: DynamicSpec, s
 
 
 def _inline_rebox(codegen: Any, inner: Any, cls: type, spec: DynamicSpec) -> None:
-    """Emit what :func:`~.rebox.rebox` does, for a value the graph computed, as C calls only::
+    """Emit what :func:`~._rebox.rebox` does, for a value the graph computed, as C calls only::
 
         obj = _alloc(cls); _set_wrapped(obj, int(<inner>)); obj._self_spec = spec; push obj
 

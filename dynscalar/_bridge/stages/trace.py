@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .. import _ops, _properties, _python
-from .._writeback import record
+from .. import _ops, _properties, _python, _writeback
 
 __all__ = [
     "builtin_call_hook",
@@ -36,7 +35,7 @@ def builtin_call_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -
     """``BuiltinVariable.call_function(tx, args, kwargs)`` (``max``, ``pow``, ``int``,
     ``operator.iadd``, ...): three concerns, in this order, each calling the next:
 
-    1. write-back (``_writeback.record``): Python's arithmetic where Dynamo's differs
+    1. write-back (``_writeback``): Python's arithmetic where Dynamo's differs
        (a float's negative power and floor division, ``~`` of a proxy), and the call
        recorded for write-back once the rest made its result;
     2. op routing (``_ops``): ``max``/``min`` operands, ``value ** tensor`` as ``torch.pow``;
@@ -53,29 +52,29 @@ def builtin_call_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -
         named = {**dict(zip(_CALL, a, strict=False)), **k} if a else k
         return _ops.builtin_call_hook(raising, instance, (), named)
 
-    return record.builtin_call_hook(routed, instance, args, kwargs)
+    return _writeback.builtin_call_hook(routed, instance, args, kwargs)
 
 
 def record_call_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
     """``PolyfilledFunctionVariable.call_function`` (``sum``, ``math.prod``), and
     ``BuiltinVariable.call_function`` inside ``disabled()``: the call recorded for
     write-back, traced as stock."""
-    return record.record_call_hook(wrapped, instance, args, kwargs)
+    return _writeback.record_call_hook(wrapped, instance, args, kwargs)
 
 
 def symnode_method_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
     """``SymNodeVariable.call_method`` (``a.__add__(1)``): recorded for write-back."""
-    return record.symnode_method_hook(wrapped, instance, args, kwargs)
+    return _writeback.symnode_method_hook(wrapped, instance, args, kwargs)
 
 
 def symnode_record_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
     """``SymNodeVariable.call_method`` inside ``disabled()``: recorded, traced as stock."""
-    return record.symnode_record_hook(wrapped, instance, args, kwargs)
+    return _writeback.symnode_record_hook(wrapped, instance, args, kwargs)
 
 
 def constant_method_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
     """``ConstantVariable.call_method`` of a constant made from a proxy: recorded."""
-    return record.constant_method_hook(wrapped, instance, args, kwargs)
+    return _writeback.constant_method_hook(wrapped, instance, args, kwargs)
 
 
 def in_graph_call_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:

@@ -1,14 +1,16 @@
 """Run time: the proxy eager would have stored, built from the plain value the graph made.
 
 A compiled call that assigns a proxy attribute builds the proxy right after the graph ran,
-with C calls only (``codegen``'s inline form: no Python frame).  :func:`rebox` is the same
-as one Python call, for values replayed from a source other than the proxy's
+with C calls only (``stages.codegen``'s inline form: no Python frame).  :func:`rebox` is the
+same as one Python call, for values replayed from a source other than the proxy's
 ``__wrapped__``: a dict hit on one string constant (its hash is cached in the string) for
 the class and canonical spec, then the proxy built as ``_proxy`` builds arithmetic results.
+It is write-back's (``_writeback``) only run-time part, a module of its own because the
+generated code imports it by name and Dynamo is kept from tracing it (:func:`skip_tracing`).
 
 Examples:
     >>> import dynscalar as ds
-    >>> from dynscalar._bridge._writeback.rebox import key_of, rebox
+    >>> from dynscalar._bridge._rebox import key_of, rebox
     >>> made = rebox(3, key_of(ds.DynamicInt, ds.DynamicSpec()))
     >>> type(made).__name__, made == 3
     ('DynamicInt', True)
@@ -19,10 +21,10 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from ... import _caches
-from ..._proxy import DynamicFloat, DynamicInt, DynamicScalar, _alloc, _set_spec, _set_wrapped
-from ..._spec import DynamicSpec
-from .. import _torch
+from .. import _caches
+from .._proxy import DynamicFloat, DynamicInt, DynamicScalar, _alloc, _set_spec, _set_wrapped
+from .._spec import DynamicSpec
+from . import _torch
 
 __all__ = ["key_of", "rebox", "resolve", "skip_tracing"]
 
