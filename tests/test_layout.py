@@ -3,7 +3,9 @@ and the library never imports the tools."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
+import pathlib
 import sys
 
 from .helpers import COUNTER_SOURCE, ROOT, run_python
@@ -261,3 +263,56 @@ def test_rules_and_ops_never_import_the_patch_layer() -> None:
         and PATCH_LAYER & set(targets)
     }
     assert offenders == {}, offenders
+
+
+def test_the_bridge_reaches_ops_through_the_package_alone() -> None:
+    """The bridge imports ``dynscalar.ops`` (its roles: ``ops.custom``, ``ops.forms``, ...),
+    never one of its private modules."""
+    graph = _import_graph()
+    private = {
+        module: sorted(t for t in targets if t.startswith("dynscalar.ops."))
+        for module, targets in graph.items()
+        if module.startswith("dynscalar._bridge")
+    }
+    assert {m: t for m, t in private.items() if t} == {}
+    assert any("dynscalar.ops" in targets for targets in graph.values())
+
+
+def _module_level_tables(path: pathlib.Path) -> list[str]:
+    """Module-level assignments of a weak-keyed table or an ``int``-keyed dict or set (an
+    ``id()`` table): ``name (line)``."""
+    found = []
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.AnnAssign):
+            target, value, annotation = node.target, node.value, ast.unparse(node.annotation)
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value, annotation = node.targets[0], node.value, ""
+        else:
+            continue
+        text = ast.unparse(value) if value is not None else ""
+        weak = "WeakKeyDictionary" in text or "WeakValueDictionary" in text
+        by_id = annotation.startswith(("dict[int", "set[tuple[int", "set[int"))
+        if weak or by_id:
+            found.append(f"{ast.unparse(target)} (line {node.lineno})")
+    return found
+
+
+def test_per_compile_state_lives_in_the_compile_state() -> None:
+    """No module of the bridge but ``_state`` keeps a weak-keyed or ``id()``-keyed table
+    of its own: what one compile needs is a field of ``CompileState`` (a compile's
+    restarts, which outlive its ShapeEnv, are kept by its ``CompileContext`` through
+    ``_caches.ObjectKeyed``)."""
+    bridge = ROOT / "dynscalar" / "_bridge"
+    found = {
+        str(path.relative_to(bridge)): tables
+        for path in sorted(bridge.rglob("*.py"))
+        if path.name != "_state.py" and (tables := _module_level_tables(path))
+    }
+    assert found == {}
+    # the check finds the tables _state keeps
+    assert _module_level_tables(bridge / "_state.py") == [f"_states (line {_line_of('_states')})"]
+
+
+def _line_of(name: str) -> int:
+    source = (ROOT / "dynscalar" / "_bridge" / "_state.py").read_text().splitlines()
+    return next(i for i, line in enumerate(source, 1) if line.startswith(f"{name}:"))

@@ -73,12 +73,12 @@ def _lend_torch_helpers() -> None:
     announcing its random ops to torch's common-subexpression pass, which must not merge
     two draws into one (it knows random ops by a list of packets, not by their tag)."""
 
-    from ..ops import _custom
+    from ..ops import custom
 
-    _custom.outside_modes[0] = _torch._disable_current_modes
-    _custom.autograd_on[0] = _autograd_on
-    _custom.random_defined[0] = _never_merged
-    for packet in _custom.random_ops():
+    custom.outside_modes[0] = _torch._disable_current_modes
+    custom.autograd_on[0] = _autograd_on
+    custom.random_defined[0] = _never_merged
+    for packet in custom.random_ops():
         _never_merged(packet)
 
 

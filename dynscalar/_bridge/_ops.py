@@ -21,7 +21,7 @@ from a dynscalar mark (``_state.is_dynamic_float``); every other call goes to Dy
 operands, deep expressions).
 
 A ``math`` function with a marked argument (Dynamo traces them as in-graph functions too)
-follows one rule (:func:`_math_call`, forms in ``dynscalar/ops/_math.py``): raising for the
+follows one rule (:func:`_math_call`, forms in ``dynscalar/ops/ops.math_twins.py``): raising for the
 trace-time values, it is compiled with them as constants (the compiled call raises eager's
 error); with a form, on a ``"python"`` backend, it is traced as that form behind its
 domain; otherwise as Dynamo traces it.
@@ -120,8 +120,6 @@ def _entry(
     is traced under (``autocast``: under ``torch.autocast`` a call has cells of its own,
     and eager's kernel runs under that state) and which inputs require grad
     (``requiring``: ATen picks some kernels by it), where there is one."""
-    from ..ops import _custom
-    from ..ops._admission import admitted
 
     kind = _kind(tx)
     example = next(  # of the first tensor (not realized: a lazy one is not yet a tensor)
@@ -135,14 +133,14 @@ def _entry(
     if example is None:
         return None, "none of its arguments is a tensor", {}
     dtype, device = example.dtype, example.device.type
-    autocast = _custom.autocast_state(device)
+    autocast = ops.custom.autocast_state(device)
     grad = torch.is_grad_enabled() and any(  # grad mode as traced (no_grad: no gradient)
         bool(getattr(_example(v), "requires_grad", False))
         for v in map(_realized, [*values, *keywords.values()])
         if isinstance(v, _torch.TensorVariable)
     )
     if kind == "python":
-        ok, why = admitted(rule, name, dtype, grad, "python", device, autocast)
+        ok, why = ops.admission.admitted(rule, name, dtype, grad, "python", device, autocast)
         if not ok:
             return None, why, {}
         entry = ops.python_entry(rule, name)  # defines its ops, which precompute reads
@@ -154,8 +152,8 @@ def _entry(
             return None, "its arguments could not be read before AOTAutograd traces them", {}
         # which inputs get a gradient, told the rule's generic op before AOTAutograd traces
         # its backward (``dynscalar.ops._custom.precompute``)
-        _custom.precompute(rule, *examples)
-        return entry, "", {**handed, "requiring": _custom.requiring_for(rule, *examples)}
+        ops.custom.precompute(rule, *examples)
+        return entry, "", {**handed, "requiring": ops.custom.requiring_for(rule, *examples)}
     if kind == "inductor":
         form = ops.inductor_entry(rule, name)
         if form is None:
@@ -166,7 +164,7 @@ def _entry(
             return None, f"its tensor form for inductor keeps only {kept} symbolic", {}
         # a tensor form is plain torch ops, each cast by its own autocast policy: under
         # autocast, only a cell measured under it admits the form
-        ok, why = admitted(rule, name, dtype, grad, "inductor", device, autocast)
+        ok, why = ops.admission.admitted(rule, name, dtype, grad, "inductor", device, autocast)
         return (form, "", {}) if ok else (None, why, {})
     return None, "the backend is neither inductor nor one that runs the graph as Python code", {}
 
@@ -178,9 +176,8 @@ def _marked_outside(
     where a marked float reaches a parameter outside them; () when none does."""
     if rule.inductor_scalars is None:
         return ()
-    from ..ops._custom import aten_overload
 
-    names = [a.name for a in aten_overload(rule)._schema.arguments]
+    names = [a.name for a in ops.custom.aten_overload(rule)._schema.arguments]
     bound = [*zip(names, values, strict=False), *keywords.items()]
     if any(
         name not in rule.inductor_scalars and is_dynamic_float(tx, _realized(value))
@@ -290,9 +287,8 @@ def in_graph_call_hook(
 
 def _form_overload(fn: Any) -> str | None:
     """``"aten::pow.Tensor_Scalar"`` for an ATen overload that has a scalar form."""
-    from ..ops._forms import form_for
 
-    form = form_for(fn) if type(fn).__name__ == "OpOverload" else None
+    form = ops.forms.form_for(fn) if type(fn).__name__ == "OpOverload" else None
     return form.op if form is not None else None
 
 
@@ -306,10 +302,9 @@ def _holds_dynamic(tx: Any, variable: Any) -> bool:
 
 def _factory(fn: Any) -> Any:
     """What to trace for ``torch.tensor``/``torch.as_tensor`` (``ops._factories``)."""
-    from ..ops._factories import FACTORIES
 
     try:
-        return FACTORIES.get(fn)
+        return ops.factories.FACTORIES.get(fn)
     except TypeError:  # an unhashable callable
         return None
 
@@ -333,8 +328,6 @@ def _math_call(
     compiled call raises eager's error, as stock torch's constant folding does); on a
     ``"python"`` backend, a function with a form is traced as that form; anything else
     as Dynamo traces it."""
-
-    from ..ops import _math
 
     operands = [_realized(a) for a in call_args]
     if (
@@ -364,7 +357,7 @@ def _math_call(
                 for v in operands
             ]
             return wrapped(tx, constants, {})
-    form = _math.FORMS.get(fn)
+    form = ops.math_twins.FORMS.get(fn)
     if form is None or _kind(tx) != "python":
         return wrapped(*args, **kwargs)
     compute, domain = form.functions()
@@ -372,7 +365,9 @@ def _math_call(
         _torch.UserFunctionVariable(domain) if domain else _torch.ConstantVariable.create(None)
     )
     log.debug("math.%s receives a dynamic value: traced as its form", form.name)
-    return _trace(tx, _math.apply, [_torch.UserFunctionVariable(compute), checked, *operands], {})
+    return _trace(
+        tx, ops.math_twins.apply, [_torch.UserFunctionVariable(compute), checked, *operands], {}
+    )
 
 
 def numpy_call_hook(
@@ -384,10 +379,9 @@ def numpy_call_hook(
     handed on as Dynamo represents numpy's result (a 0-d float64 array); anything else as
     Dynamo traces it (stock torch converts the float with ``torch.as_tensor``, which forces
     it to a constant)."""
-    from ..ops import _math
 
     tx, call_args, call_kwargs = kwargs["tx"], kwargs["args"], kwargs["kwargs"]
-    form = _math.numpy_form(instance.value)
+    form = ops.math_twins.numpy_form(instance.value)
     if (
         form is None
         or call_kwargs
@@ -400,11 +394,11 @@ def numpy_call_hook(
     hint = _trace_value(operand)
     compute, domain = form.functions()
     assert domain is not None  # every numpy form has one
-    if hint is None or not domain(hint) or not _math.numpy_exact(instance.value, hint):
+    if hint is None or not domain(hint) or not ops.math_twins.numpy_exact(instance.value, hint):
         return wrapped(*args, **kwargs)
     log.debug("np.%s receives a dynamic float: traced as its math twin", form.name)
     functions = [_torch.UserFunctionVariable(compute), _torch.UserFunctionVariable(domain)]
-    return _trace(tx, _math.to_numpy, [*functions, operand], {})
+    return _trace(tx, ops.math_twins.to_numpy, [*functions, operand], {})
 
 
 #: ``math`` functions that return an int argument unchanged
@@ -504,11 +498,10 @@ def _generic(
         return stock()
     if not call.grad and name not in _forcing:
         return _watching(tx, name, stock)
-    from ..ops import _apply
 
-    ok, why = _apply.admitted(call.key, call.examples, call.hints, call.grad)
+    ok, why = ops.apply.admitted(call.key, call.examples, call.hints, call.grad)
     if ok and call.grad:
-        _apply.precompute(call.key, call.examples, [s.sym_num for s in call.scalars])
+        ops.apply.precompute(call.key, call.examples, [s.sym_num for s in call.scalars])
     if not ok:
         log.info("%s receives a dynamic value, kept as Dynamo traces it: %s", name, why)
         with specializing(name, why):
@@ -532,7 +525,6 @@ class _Call(NamedTuple):
 def _described(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]) -> Any:
     """The call as a :class:`_Call`, its template registered; None where no template can
     describe it (an argument a template cannot hold, an in-place call)."""
-    from ..ops import _apply
 
     built = _template(tx, name, arguments, keywords)
     if built is None:
@@ -541,7 +533,7 @@ def _described(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any
     examples = [_example(t) for t in tensors]
     grad = torch.is_grad_enabled() and any(e.requires_grad for e in examples)
     hints = [_hint(v) for v in scalars]
-    return _Call(template, _apply.register(template), tensors, scalars, hints, examples, grad)
+    return _Call(template, ops.apply.register(template), tensors, scalars, hints, examples, grad)
 
 
 def _inductor_form(
@@ -554,9 +546,6 @@ def _inductor_form(
     form marked ``dynamo`` is traced without gradients too (inductor's decomposition would
     force the float), unless Dynamo handles the call itself (``own``: torch 2.13 decomposes
     ``_foreach_lerp_`` with a float weight in Dynamo, and the op never reaches AOTAutograd)."""
-    from ..ops import _forms
-    from ..ops._admission import form_admitted
-    from ..ops._custom import autocast_state
 
     values = [_realized(a) for a in arguments]
     named = {k: _realized(v) for k, v in keywords.items()}
@@ -576,14 +565,14 @@ def _inductor_form(
     grad = torch.is_grad_enabled() and any(
         bool(getattr(_example(t), "requires_grad", False)) for t in tensors
     )
-    candidates = _forms.CALLABLES.get(name)
+    candidates = ops.forms.CALLABLES.get(name)
     if candidates is None and "::" in name:
-        found = _forms.FORMS.get(name)
+        found = ops.forms.FORMS.get(name)
         if found is not None:
             schema = _forms_target(name)._schema
             candidates = ((name, tuple(a.name for a in schema.arguments)),)
     for op, order in candidates or ():
-        form = _forms.FORMS[op]
+        form = ops.forms.FORMS[op]
         if not (grad or form.dynamo) or len(values) > len(order):
             continue
         if any(k not in order for k in named):
@@ -599,7 +588,9 @@ def _inductor_form(
             return handled
         example = _example(tensors[0])
         dtype, device = example.dtype, example.device.type
-        ok, why = form_admitted(form, dtype, grad, device, autocast_state(device))
+        ok, why = ops.admission.form_admitted(
+            form, dtype, grad, device, ops.custom.autocast_state(device)
+        )
         if not ok and form.dynamo:  # the op as Dynamo makes it, as without the form
             return stock()
         if not ok:
@@ -621,7 +612,7 @@ def _inductor_form(
         log.debug("%s receives a dynamic float: tracing its form", name)
         return _trace(
             tx,
-            _forms.traced,
+            ops.forms.traced,
             [
                 _torch.VariableTracker.build(tx, target),
                 _torch.VariableTracker.build(tx, form.fn),
@@ -679,8 +670,6 @@ def learn_forcing(state: Any, forced: set[Any]) -> list[str]:
     ``forced`` symbols, are not yet traced boxed, and which the exactness matrix admits
     boxed: from now on they are (the caller traces the frame again).  [] when there is
     none: the value is specialized as stock."""
-    from ..ops import _apply
-    from ..ops._custom import outside_modes
 
     names = []
     for name, calls in state.ops.stock_calls.items():
@@ -689,8 +678,12 @@ def learn_forcing(state: Any, forced: set[Any]) -> list[str]:
         for symbols, call in calls:
             if not symbols & forced:
                 continue
-            with outside_modes[0]():  # called inside AOTAutograd's trace: real sample calls
-                ok, _ = _apply.admitted(call.key, call.examples, call.hints, call.grad, boxed=True)
+            with ops.custom.outside_modes[
+                0
+            ]():  # called inside AOTAutograd's trace: real sample calls
+                ok, _ = ops.apply.admitted(
+                    call.key, call.examples, call.hints, call.grad, boxed=True
+                )
             if ok:
                 names.append(name)
                 break
@@ -703,15 +696,14 @@ def _boxable(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any])
     ``dynscalar::apply_boxed`` at the traced values; else (None, why not).  A value at
     which eager's call takes another path (``boxed_paths``) is kept from the boxed graph by
     a predicate guard, and is itself not boxable."""
-    from ..ops import _apply
 
     call = _described(tx, name, arguments, keywords)
     if call is None:
         return None, "its arguments are not ones a dynscalar::apply call can take"
-    ok, why = _apply.admitted(call.key, call.examples, call.hints, call.grad, boxed=True)
+    ok, why = ops.apply.admitted(call.key, call.examples, call.hints, call.grad, boxed=True)
     if not ok:
         return None, f"eager's kernel as an opaque call is not admitted: {why}"
-    paths = _apply.boxed_paths(call.key, call.examples, call.hints, call.grad)
+    paths = ops.apply.boxed_paths(call.key, call.examples, call.hints, call.grad)
     if paths:
         (scalar,) = call.scalars
         sym = scalar.sym_num
@@ -728,25 +720,24 @@ def _boxed(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]) -
     kernel, the numbers handed over as 0-d tensors, float64 for a float and int64 for an
     int, which the kernel receives as an int) where the exactness matrix admits it, and '';
     else (None, why not)."""
-    from ..ops import _apply
 
     call, why = _boxable(tx, name, arguments, keywords)
     if call is None:
         return None, why
-    _apply.remember_hints(call.key, call.hints)
+    ops.apply.remember_hints(call.key, call.hints)
     if call.grad:
-        _apply.precompute(call.key, call.examples, [s.sym_num for s in call.scalars])
+        ops.apply.precompute(call.key, call.examples, [s.sym_num for s in call.scalars])
     log.debug("%s receives a dynamic value on inductor: eager's kernel, boxed", name)
     boxes = [
         _trace(
             tx,
             torch.scalar_tensor,
             [s],
-            {"dtype": _torch.ConstantVariable.create(_apply.box_dtype(s.sym_num))},
+            {"dtype": _torch.ConstantVariable.create(ops.apply.box_dtype(s.sym_num))},
         )
         for s in call.scalars
     ]
-    return _traced_apply(tx, call, boxes, _apply.boxed_op()), ""
+    return _traced_apply(tx, call, boxes, ops.apply.boxed_op()), ""
 
 
 def _forms_target(op: str) -> Any:
@@ -808,17 +799,13 @@ def _example(variable: Any) -> Any:
 def _hint(variable: Any) -> int | float:
     """A traced marked value's trace-time value, an int for an int (a call receives a
     marked int as an int, as in eager)."""
-    from ..ops._apply import traced_number
 
-    return traced_number(variable.sym_num)
+    return ops.apply.traced_number(variable.sym_num)
 
 
 def _template(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]) -> Any:
     """(Template, tensor variables, scalar variables) for the call, or None when one of
     its arguments is neither a tensor, a marked value, a list of tensors nor a constant."""
-
-    from ..ops._apply import Template
-    from ..ops._custom import autocast_state
 
     if _writes_inputs(name) or "out" in keywords:
         return None  # a custom op may not write its inputs: the call stays Dynamo's
@@ -855,12 +842,13 @@ def _template(tx: Any, name: str, arguments: list[Any], keywords: dict[str, Any]
     if any(s is None for s in [*slots, *named.values()]) or not tensors or not scalars:
         return None
     # the call runs under the autocast state it is traced under (on its tensors' device)
-    autocast = autocast_state(_example(tensors[0]).device.type)
-    template = Template(name, tuple(slots), tuple(sorted(named.items())), "tensor", autocast)  # type: ignore[arg-type]
+    autocast = ops.custom.autocast_state(_example(tensors[0]).device.type)
+    args, kwargs = tuple(slots), tuple(sorted(named.items()))
+    template = ops.apply.Template(name, args, kwargs, "tensor", autocast)  # type: ignore[arg-type]
     out = _out_kind(tx, template, tensors, scalars)
     if out is None:
         return None
-    return Template(name, template.args, template.kwargs, out, autocast), tensors, scalars
+    return ops.apply.Template(name, template.args, template.kwargs, out, autocast), tensors, scalars
 
 
 def _writes_inputs(name: str) -> bool:
@@ -889,9 +877,8 @@ def _out_kind(tx: Any, template: Any, tensors: list[Any], scalars: list[Any]) ->
 def _traced_apply(tx: Any, call: _Call, scalars: list[Any], op: Any = None) -> Any:
     """``call`` as the generic custom op (``op``: the boxed one, ``scalars`` 0-d tensors),
     handed which of its tensors require grad where one does (ATen picks kernels by it)."""
-    from ..ops import _apply
 
-    op = op or _apply.op()
+    op = op or ops.apply.op()
     requiring = [bool(e.requires_grad) for e in call.examples] if call.grad else []
     keywords = {"requiring": _torch.ConstantVariable.create(requiring)} if any(requiring) else {}
     result = _torch.VariableTracker.build(tx, op).call_function(

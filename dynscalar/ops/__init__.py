@@ -14,6 +14,10 @@
 Plain torch only (public API and ``torch.library``); the bridge (``dynscalar._bridge``)
 decides when a rule applies.  Nothing here runs a kernel or registers an op at import.
 
+The bridge reaches these modules through this package alone, by role: ``admission``,
+``apply``, ``custom``, ``factories``, ``forms`` and ``math_twins`` (``_math``) are the
+modules above under the names the bridge calls them by; it never imports ``ops._*``.
+
 Examples:
     >>> from dynscalar import ops
     >>> ops.rule_for(__import__("torch").layer_norm)[0].scalars
@@ -26,8 +30,14 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from . import _admission as admission
+from . import _apply as apply
+from . import _custom as custom
+from . import _factories as factories
+from . import _forms as forms
+from . import _math as math_twins
 from ._forms import FORMS, ScalarForm
-from ._table import NATIVE_METHODS, RULES, Rule
+from ._table import NATIVE_METHODS, RULES, Rule, resolve_callable
 
 __all__ = [
     "FORMS",
@@ -35,24 +45,18 @@ __all__ = [
     "RULES",
     "Rule",
     "ScalarForm",
+    "admission",
+    "apply",
+    "custom",
+    "factories",
+    "forms",
     "inductor_entry",
+    "math_twins",
     "python_entry",
     "resolve_callable",
     "rule_for",
     "rule_for_method",
 ]
-
-
-def resolve_callable(name: str) -> Any:
-    """``"torch.dropout"`` -> the function; ``"Tensor.bernoulli_"`` -> the method name."""
-    if name.startswith("Tensor."):
-        return name.removeprefix("Tensor.")
-    import torch
-
-    owner: Any = torch
-    for part in name.split(".")[1:]:
-        owner = getattr(owner, part)
-    return owner
 
 
 @functools.cache

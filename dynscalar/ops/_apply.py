@@ -39,7 +39,6 @@ from typing import Any
 
 import torch
 
-from . import resolve_callable
 from ._compare import fill, same
 from ._custom import (
     as_eager,
@@ -53,6 +52,7 @@ from ._custom import (
     requiring_grad,
     size_hint,
 )
+from ._table import resolve_callable
 
 __all__ = [
     "Template",

@@ -41,7 +41,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["NATIVE_METHODS", "RULES", "Rule"]
+__all__ = ["NATIVE_METHODS", "RULES", "Rule", "resolve_callable"]
 
 
 @dataclass(frozen=True)
@@ -185,3 +185,15 @@ NATIVE_METHODS: frozenset[str] = frozenset(
         *("new_full", "new_zeros", "new_ones", "new_empty"),
     }
 )
+
+
+def resolve_callable(name: str) -> Any:
+    """``"torch.dropout"`` -> the function; ``"Tensor.bernoulli_"`` -> the method name."""
+    if name.startswith("Tensor."):
+        return name.removeprefix("Tensor.")
+    import torch
+
+    owner: Any = torch
+    for part in name.split(".")[1:]:
+        owner = getattr(owner, part)
+    return owner

@@ -29,6 +29,7 @@ from ..._diagnostics import (
 )
 from ..._proxy import DynamicFloat, DynamicScalar
 from ..._spec import DynamicSpec
+from ...ops import admission, forms
 from .. import _safety, _torch
 from .._backends import backend_kind
 from .._floats import (
@@ -299,9 +300,6 @@ def _scalar_forms_prepass(
     the float as it does for stock torch.  Returns the number of rewrites."""
     import torch
 
-    from ...ops._admission import form_admitted
-    from ...ops._forms import computation_dtype, form_for, slots, with_tensors
-
     state = peek_state(fake_mode.shape_env)
     assert state is not None  # `ours` came from it
     graph = gm.graph
@@ -309,16 +307,16 @@ def _scalar_forms_prepass(
     ops = _GraphOps(graph, fake_mode)
     count = 0
     for node in list(graph.nodes):
-        form = form_for(node.target) if node.op == "call_function" else None
+        form = forms.form_for(node.target) if node.op == "call_function" else None
         if form is None:
             continue
-        where = slots(node.target, node.args, node.kwargs)
+        where = forms.slots(node.target, node.args, node.kwargs)
         values = {n: node.args[i] if k == "args" else node.kwargs[i] for n, (k, i) in where.items()}
         moved = [n for n in form.arguments if _marked_argument(values.get(n), ours)]
         out = _first_tensor(node.meta.get("val"))
         if not moved or out is None or not out.dtype.is_floating_point:
             continue
-        admitted, why = form_admitted(form, out.dtype, grad, out.device.type)
+        admitted, why = admission.form_admitted(form, out.dtype, grad, out.device.type)
         if not admitted:
             dtype = str(out.dtype).removeprefix("torch.")
             mode = "with gradients" if grad else "without gradients"
@@ -331,7 +329,7 @@ def _scalar_forms_prepass(
             u.target is operator.getitem for u in users
         ):
             continue
-        compute = computation_dtype(out.dtype)
+        compute = forms.computation_dtype(out.dtype)
 
         def as_tensor(value: Any, dtype: Any = compute, device: Any = out.device) -> Any:
             if not isinstance(value, torch.fx.Node):  # a plain number beside the float
@@ -347,7 +345,7 @@ def _scalar_forms_prepass(
             count += 1
             continue
         with graph.inserting_before(node):
-            args, kwargs = with_tensors(
+            args, kwargs = forms.with_tensors(
                 form, node.target, node.args, node.kwargs, as_tensor, is_scalar
             )
             result = form.apply(ops, *args, **kwargs)
