@@ -38,12 +38,14 @@ __all__ = ["data_dependent_hook", "unbacked_branch_hook", "wrap_int"]
 
 @contextlib.contextmanager
 def _no_size_constraint(shape_env: Any) -> Iterator[None]:
-    """Unbacked *scalars* are not sizes: skip torch's ``>= 0`` size constraint."""
-    shape_env._constrain_range_for_size = lambda *args, **kwargs: None
+    """Unbacked *scalars* are not sizes: torch's ``>= 0`` size constraint is skipped while
+    one is made (``stages.build.size_constraint_hook``)."""
+    marks = compile_state(shape_env).marks
+    marks.unsized = True
     try:
         yield
     finally:
-        del shape_env._constrain_range_for_size
+        marks.unsized = False
 
 
 def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str, label: Label) -> Any:

@@ -79,6 +79,9 @@ class Marks:
     sources: dict[Any, str] = field(default_factory=dict)
     #: the code of the frame being compiled (its root), once a marked value is read
     code: Any = None
+    #: an unbacked marked int is being made now: torch's size constraint is skipped
+    #: (``stages.build.size_constraint_hook``)
+    unsized: bool = False
     #: float symbol -> where the user's code read it (warnings from backend passes)
     read_at: dict[Any, Any] = field(default_factory=dict)
     #: source names of values given a property's mark while its getter ran (_properties)

@@ -301,6 +301,13 @@ PRIVATES: tuple[Private, ...] = (
     ),
     Private(f"{_S}:ShapeEnv.constrain_symbol_range", ("self", "s", "compiler_min", "compiler_max")),
     Private(
+        f"{_S}:ShapeEnv._constrain_range_for_size",
+        ("self", "a", "min", "max"),
+        hook="stages.build:size_constraint_hook",
+        gate="stages.build:unsized_gate",
+        why="an unbacked marked int is a scalar, not a size: no >= 0 constraint",
+    ),
+    Private(
         "torch._dynamo.resume_execution:ContinueExecutionCache.generated_code_metadata",
         why="a resume function's original code, where argument marks live",
     ),

@@ -75,6 +75,8 @@ __all__ = [
     "compile_start_hook",
     "floats_pending",
     "reset_hook",
+    "size_constraint_hook",
+    "unsized_gate",
     "wrap_degraded",
     "wrap_hook",
     "wrap_off",
@@ -653,6 +655,18 @@ def compile_start_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) 
 def floats_pending(instance: Any, args: Args, kwargs: Kwargs) -> bool:
     """The gate of :func:`compile_start_hook`: whether the float phase is still to apply."""
     return _install.floats_pending(instance, args, kwargs)
+
+
+def unsized_gate(instance: Any, args: Args, kwargs: Kwargs) -> bool:
+    """The gate of :func:`size_constraint_hook`: an unbacked marked int is being made."""
+    state = _state.peek_state(instance)
+    return state is not None and state.marks.unsized
+
+
+def size_constraint_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> None:
+    """``ShapeEnv._constrain_range_for_size`` while an unbacked marked int is made
+    (``_ints.wrap_int``): skipped, the value is a scalar, not a size (no ``>= 0``)."""
+    return None
 
 
 def builder_call_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
