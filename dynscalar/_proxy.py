@@ -174,7 +174,7 @@ class DynamicScalar(wrapt.BaseObjectProxy):  # type: ignore[type-arg]
     __wrapped_setattr_fixups__ = staticmethod(tuple)
 
     # Guards and graph inputs read a proxy's plain value as ``<source>.real``
-    # (``_bridge/_sources.PLAIN_MEMBER``) on every call of compiled code.  Through the
+    # (``_bridge/_guards.PLAIN_MEMBER``) on every call of compiled code.  Through the
     # missing-name path above that read raised and swallowed an AttributeError each time
     # (a formatted message); here it is a C-level read of ``__wrapped__``: the same value,
     # since ``int.real`` and ``float.real`` are the value itself.

@@ -177,9 +177,12 @@ def _dropout() -> Outcome:
 PROGRAMS: dict[str, Callable[[], Outcome]] = {
     "stages.build:wrap_hook": lambda: _run(Step, ("step",), [1, 2, 3]),
     "stages.symbolic:evaluate_sym_node_hook": lambda: _run(Ranged, ("step",), [1, 2, 3]),
-    "_ints:unbacked_branch_hook": lambda: _run(Branch, ("step",), [1, 2, 3]),
-    "_ints:data_dependent_hook": lambda: _run(
+    "stages.symbolic:unbacked_branch_hook": lambda: _run(Branch, ("step",), [1, 2, 3]),
+    "stages.symbolic:data_dependent_hook": lambda: _run(
         Unbacked, ("step",), [1, 2, 3], spec={"unbacked": True}
+    ),
+    "stages.build:size_constraint_hook": lambda: _run(
+        Unbacked, ("step",), [1, -2, 3], spec={"unbacked": True}
     ),
     "_ops:in_graph_call_hook": _dropout,
     "_ops:tensor_method_hook": lambda: _run(Scaled, ("scale",), [0.5, 0.25, 0.75]),

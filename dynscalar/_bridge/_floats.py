@@ -68,7 +68,7 @@ from typing import Any, NoReturn
 from .. import _caches
 from .._spec import INT64_MAX, INT64_MIN
 from . import _torch
-from ._sources import source_name
+from ._guards import source_name
 from ._state import CompileState, lock, peek_state
 
 log = logging.getLogger("dynscalar")

@@ -271,7 +271,7 @@ _SN = "torch.fx.experimental.sym_node"
 _SNG = "stages.symbolic:float_gate"
 
 PRIVATES: tuple[Private, ...] = (
-    # ---- tracing: which values become symbolic graph inputs (stages.build, _ints)
+    # ---- tracing: which values become symbolic graph inputs (stages.build)
     Private(
         f"{_B}:VariableBuilder._wrap",
         ("self", "value"),

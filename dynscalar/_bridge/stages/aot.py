@@ -42,7 +42,7 @@ from .._floats import (
     unbacked_in_floats,
     used_float_symbols,
 )
-from .._guards import guard_proxy_or_plain
+from .._guards import guard_proxy_or_plain, plain_source, source_name, swapped_source
 from .._ops import learn_forcing
 from .._paths import is_library_file
 from .._reports import (
@@ -54,7 +54,6 @@ from .._reports import (
     remember,
     user_location,
 )
-from .._sources import plain_source, source_name, swapped_source
 from .._state import CompileState, Origin, compile_state, peek_state
 from .._torchs_own import torchs_own
 from .._turned_off import on_abandon

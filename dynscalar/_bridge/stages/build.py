@@ -8,7 +8,7 @@ For every value Dynamo reads, before its own type dispatch:
 
 1. a ``DynamicInt``/``DynamicFloat`` (any source: argument, attribute, global), or a plain
    int/float attribute of an ``nn.Module`` that is marked (instance mark, else class mark,
-   else ``auto_dynamic``) becomes a SymInt/SymFloat input (``_ints``/``stages.aot``);
+   else ``auto_dynamic``) becomes a SymInt/SymFloat input (:func:`wrap_int`, ``stages.aot.wrap_float``);
 2. every int/float attribute of a module, marked or not, gets the mark-state guards of
    ``_guards``, so a graph is reused only for instances marked the way it was compiled;
 3. a marked value that cannot be symbolic is either refused with a clear error (a bool,
@@ -19,6 +19,23 @@ For every value Dynamo reads, before its own type dispatch:
 The effective spec: a mark on the attribute wins over the spec a proxy value
 carries; an attribute without a mark (or whose instance opted out of a class mark) that
 holds a proxy uses the proxy's spec.
+
+Marked ints (:func:`wrap_int`; floats: ``stages.aot.wrap_float``) become backed or unbacked
+SymInt graph inputs, with their ranges:
+
+* backed (default): ``DimDynamic.DYNAMIC`` - no guard on the value unless control flow
+  needs one, and then the guard is on the predicate;
+* unbacked: ``DimDynamic.UNBACKED`` without torch's size-like constraint (which would
+  reject negative values with "Guard failed on the same frame it was created");
+* ``min``/``max``: ``ShapeEnv.constrain_symbol_range``; Dynamo turns that into a range
+  guard, and a value outside the range re-enters the bridge, which raises.
+
+A plain int is read through its own source (``L['self'].step``), exactly like torch's
+``dynamic_sources``; a proxy through ``<source>.real`` (``_sources.plain_source``), guarded
+to hold an exact ``int`` or a proxy of its class and spec (``_guards``): the graph computes
+with the plain value, so a plain int found there later reuses it, unless write-back shows
+the class (then it is guarded too).  ``wrap_symint`` puts ``TYPE_MATCH`` on the source it
+reads, so the graph is only reused for an exact ``int`` value.
 
 Examples:
     >>> from dynscalar._bridge.stages import build
@@ -34,6 +51,7 @@ import logging
 import numbers
 import os
 import weakref
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import torch
@@ -53,17 +71,25 @@ from ..._marks import (
     lookup_state_mark,
     wrapped_parameter,
 )
-from ..._proxy import DynamicScalar
+from ..._proxy import DynamicInt, DynamicScalar
 from ..._spec import INT64_MAX, INT64_MIN, DynamicSpec
 from .. import _install, _properties, _state, _torch
+from .._backends import backend_kind
 from .._callers import caller_mark, records_made, resumed_code, star_names
 from .._floats import restart_reason
-from .._guards import guard_function_marks, guard_mark_state, guard_proxy
+from .._guards import (
+    guard_function_marks,
+    guard_mark_state,
+    guard_proxy,
+    guard_proxy_or_plain,
+    plain_source,
+    record_for_automatic_dynamic,
+    source_name,
+    swapped_source,
+)
 from .._install import ensure_phase, phase_problem
-from .._ints import wrap_int
 from .._properties import note_number_wrapped, property_mark
-from .._reports import Label, passthrough, refuse, user_line
-from .._sources import record_for_automatic_dynamic, swapped_source
+from .._reports import Label, passthrough, refuse, remember, user_line
 from .._state import Origin, compile_state, lookup_state
 from .._turned_off import note_strict
 from .aot import wrap_float
@@ -665,7 +691,7 @@ def unsized_gate(instance: Any, args: Args, kwargs: Kwargs) -> bool:
 
 def size_constraint_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> None:
     """``ShapeEnv._constrain_range_for_size`` while an unbacked marked int is made
-    (``_ints.wrap_int``): skipped, the value is a scalar, not a size (no ``>= 0``)."""
+    (:func:`wrap_int`): skipped, the value is a scalar, not a size (no ``>= 0``)."""
     return None
 
 
@@ -678,3 +704,69 @@ def builder_call_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -
 def reset_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
     """``torch._dynamo.reset()``: dynscalar's caches are reset with torch's (``_state``)."""
     return _state.reset_hook(wrapped, instance, args, kwargs)
+
+
+# ---------------------------------------------------------------------------- marked ints
+@contextlib.contextmanager
+def _no_size_constraint(shape_env: Any) -> Iterator[None]:
+    """Unbacked *scalars* are not sizes: torch's ``>= 0`` size constraint is skipped while
+    one is made (``stages.build.size_constraint_hook``)."""
+    marks = compile_state(shape_env).marks
+    marks.unsized = True
+    try:
+        yield
+    finally:
+        marks.unsized = False
+
+
+def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str, label: Label) -> Any:
+    """A SymInt graph input for ``value`` (an exact int, or a ``DynamicInt``)."""
+
+    proxied = isinstance(value, DynamicScalar)
+    position = source = builder.source
+    shape_env = builder.tx.output.shape_env
+    if proxied:
+        guard_proxy_or_plain(source, type(value), value._self_spec)
+        source = plain_source(source)
+        compile_state(shape_env).marks.read_through.add(source)
+    plain = int(value.__wrapped__) if proxied else value
+    dynamism = _torch.DimDynamic.UNBACKED if spec.unbacked else _torch.DimDynamic.DYNAMIC
+    sizes = _no_size_constraint(shape_env) if spec.unbacked else contextlib.nullcontext()
+    with swapped_source(builder, source), sizes:
+        var = builder.wrap_symint(plain, dynamism=dynamism)
+    sym_num = getattr(var, "sym_num", None)
+    if sym_num is None:  # torch returned a constant (e.g. a constant source): exact, static
+        return var
+    symbol = sym_num.node.expr
+    state = compile_state(shape_env)
+    if state.ops.backend is None:
+        state.ops.backend = backend_kind(builder.tx)
+    if spec.unbacked:
+        state.marks.unbacked[symbol] = label
+    else:
+        remember(
+            shape_env,
+            symbol,
+            where,
+            spec,
+            label,
+            source_name(position),
+            builder.tx.output.root_tx.f_code,
+        )
+    state.writeback.origins[var.as_proxy().node] = (
+        Origin(where, value.spec, DynamicInt, position) if proxied else Origin(where, spec, None)
+    )
+    if spec.has_range:
+        lo = -_torch.int_oo if spec.min is None else spec.min
+        hi = _torch.int_oo if spec.max is None else spec.max
+        shape_env.constrain_symbol_range(symbol, compiler_min=lo, compiler_max=hi)
+    log.debug(
+        "%s -> %s %s (value %d, range [%s, %s])",
+        label,
+        "unbacked" if spec.unbacked else "backed",
+        symbol,
+        plain,
+        spec.min,
+        spec.max,
+    )
+    return var

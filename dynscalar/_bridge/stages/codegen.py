@@ -35,7 +35,7 @@ from ..._proxy import DynamicInt, DynamicScalar, _alloc, _set_wrapped
 from ..._spec import DynamicSpec
 from .. import _rebox, _torch
 from .._callers import RECORD_LOCAL, record_call
-from .._sources import PLAIN_MEMBER
+from .._guards import PLAIN_MEMBER
 from .._state import peek_state, realized
 from .._writeback import AMBIGUOUS, Call, Shadows, sequence_items
 

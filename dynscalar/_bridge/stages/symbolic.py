@@ -26,7 +26,7 @@ import logging
 import os
 from typing import Any
 
-from .. import _ints, _python, _torch
+from .. import _python, _torch
 from .._ops import watching_forced
 from .._properties import restart_if_forced_in_getter
 from .._reports import record_specialized, report_specialization
@@ -221,10 +221,49 @@ def run_node_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> An
 
 
 def data_dependent_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
-    """``ShapeEnv._make_data_dependent_error``: the error names the unbacked mark (``_ints``)."""
-    return _ints.data_dependent_hook(wrapped, instance, args, kwargs)
+    """``ShapeEnv._make_data_dependent_error``: the error names the unbacked mark, when
+    torch cannot branch on an unbacked symbol."""
+    error = wrapped(*args, **kwargs)
+    state = peek_state(instance)
+    ours = state.marks.unbacked if state is not None else None
+    expr = kwargs.get("expr")
+    if not ours or expr is None or not error.args:
+        return error
+    names = sorted({str(ours[s]) for s in getattr(expr, "free_symbols", ()) if s in ours})
+    if names:
+        hint = (
+            f"dynscalar: {', '.join(names)} is marked unbacked=True, so torch.compile cannot "
+            "branch on its value. Use fullgraph=False (the branch becomes a graph break), "
+            "mark it backed (unbacked=False: one compile per branch taken), or express the "
+            "branch with torch.where / torch.cond.\n"
+        )
+        error.args = (hint + str(error.args[0]), *error.args[1:])
+    return error
+
+
+_TORCH_ADVICE = "Consider annotating your code using torch._check*(). "
 
 
 def unbacked_branch_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
-    """``SymNodeVariable.evaluate_expr``: a branch on an unbacked mark (``_ints``)."""
-    return _ints.unbacked_branch_hook(wrapped, instance, args, kwargs)
+    """Put dynscalar's explanation first in the error for a branch on an unbacked mark.
+
+    ``SymNodeVariable.evaluate_expr`` turns the data-dependent error (which
+    :func:`data_dependent_hook` starts with the marked attribute and what to do) into a
+    ``UserError`` whose message opens with torch's generic "Consider annotating your code
+    using torch._check*()"; the reader should see which attribute and the fix first.
+    """
+    try:
+        return wrapped(*args, **kwargs)
+    except Exception as exc:
+        message = exc.args[0] if exc.args and isinstance(exc.args[0], str) else ""
+        if message.startswith(_TORCH_ADVICE) and message[len(_TORCH_ADVICE) :].startswith(
+            "dynscalar: "
+        ):
+            rest = message[len(_TORCH_ADVICE) :]
+            ours, _, torch_part = rest.partition("\n")
+            reordered = f"{ours}\ntorch: {_TORCH_ADVICE.strip()} {torch_part}"
+            exc.args = (reordered, *exc.args[1:])
+            for name in ("msg", "message"):
+                if isinstance(getattr(exc, name, None), str):
+                    setattr(exc, name, reordered)
+        raise
