@@ -8,7 +8,8 @@ For every value Dynamo reads, before its own type dispatch:
 
 1. a ``DynamicInt``/``DynamicFloat`` (any source: argument, attribute, global), or a plain
    int/float attribute of an ``nn.Module`` that is marked (instance mark, else class mark,
-   else ``auto_dynamic``) becomes a SymInt/SymFloat input (:func:`wrap_int`, ``stages.aot.wrap_float``);
+   else ``auto_dynamic``) becomes a SymInt/SymFloat input (:func:`wrap_int`,
+   ``stages.aot.wrap_float``);
 2. every int/float attribute of a module, marked or not, gets the mark-state guards of
    ``_guards``, so a graph is reused only for instances marked the way it was compiled;
 3. a marked value that cannot be symbolic is either refused with a clear error (a bool,
