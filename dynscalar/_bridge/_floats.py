@@ -1,9 +1,7 @@
 """Marked values torch's AOT pass turns into constants: the ints it restarts the analysis
 for, and the floats its tensorify pass forces.
 
-## Restarts: marked ints compiled as constants
-
-Marked ints the AOT pass compiles as constants, after one restart of the analysis.
+## Restarts: marked ints compiled as constants, after one restart of the analysis
 
 A marked int is a SymInt; what the code computes from it (``self.s * 2 + 1``,
 ``(self.s + 0.5) % 1.0``) is an expression of that symbol.  Two kinds of expression cannot
@@ -32,8 +30,6 @@ compile: a constant guarded by value, exact, with a ``SpecializationWarning``
 (no current value to check).
 
 ## Forced floats: remembered the way stock torch does
-
-Floats torch's tensorify pass forces to constants: remembered the way stock torch does.
 
 Stock torch keeps the *names* of the floats its float-tensorify pass had to specialize
 (``TensorifyState.force_specializations``: ``{"zf0", ...}``) until a reset or a restart of
@@ -287,13 +283,10 @@ def ints_in_floats(gm: Any, state: CompileState) -> set[Any]:
 def unbacked_in_floats(gm: Any, state: CompileState) -> list[str]:
     """Descriptions of our unbacked int symbols that float values of ``gm`` are computed
     from (they cannot be specialized: an unbacked symbol has no value to guard on)."""
-    unbacked = state.marks.unbacked
-    return sorted(str(unbacked[s]) for s in _float_symbols(gm) & unbacked.keys())
+    return sorted(state.marks.label(s) for s in _float_symbols(gm) & state.marks.unbacked.keys())
 
 
-# Forced floats
-
-
+# ------------------------------------------------------------------------------ forced floats
 class ForcedFloats:
     """The bridge's view of ``TensorifyState.force_specializations`` (one per process)."""
 

@@ -152,7 +152,7 @@ def _marks_in_compile() -> tuple[list[str], bool]:
     if state is None:
         return [], False
     marks = state.marks
-    labels = sorted({str(label) for label in (*marks.labels.values(), *marks.unbacked.values())})
+    labels = sorted({marks.label(s) for s in (*marks.labels, *marks.unbacked)})
     strict = any(spec.strict for _, spec in state.marks.backed.values())
     return labels, strict
 

@@ -79,9 +79,6 @@ class Marks:
     sources: dict[Any, str] = field(default_factory=dict)
     #: the code of the frame being compiled (its root), once a marked value is read
     code: Any = None
-    #: an unbacked marked int is being made now: torch's size constraint is skipped
-    #: (``stages.build.size_constraint_hook``)
-    unsized: bool = False
     #: float symbol -> where the user's code read it (warnings from backend passes)
     read_at: dict[Any, Any] = field(default_factory=dict)
     #: source names of values given a property's mark while its getter ran (_properties)
@@ -93,6 +90,14 @@ class Marks:
     #: symbols a predicate pinned to one value (``if p == 0``, a form's special value):
     #: one path of a dynamic value, not a specialization to report
     paths: set[Any] = field(default_factory=set)
+
+    def label(self, symbol: Any) -> str:
+        """How messages name the marked value of ``symbol`` (``model.step (M.step)``):
+        its label, named now if no message did yet, else its attribute description."""
+        found = self.labels.get(symbol, self.unbacked.get(symbol))
+        if found is None:
+            found = self.backed[symbol][0] if symbol in self.backed else self.floats[symbol]
+        return str(found)
 
 
 @dataclass
@@ -108,6 +113,9 @@ class Lookups:
     #: set when it rolls a trace back) and key -> the guard installed there (``_guards``)
     guard_set: Any = None
     guards: dict[Any, Any] = field(default_factory=dict)
+    #: an unbacked marked int is being made now: torch's size constraint is skipped
+    #: (``stages.build.size_constraint_hook``)
+    unsized: bool = False
 
 
 @dataclass
@@ -215,12 +223,13 @@ def compile_state(shape_env: Any) -> CompileState:
     return state
 
 
-def peek_state(shape_env: Any) -> CompileState | None:
-    """The state of ``shape_env``'s compile, or None when nothing was marked in it."""
+def peek_state(shape_env: Any, *, active: bool = True) -> CompileState | None:
+    """The state of ``shape_env``'s compile, or None when nothing was marked in it
+    (``active=False``: also a state only :func:`lookup_state` made); never creates one."""
     if shape_env is None:
         return None
     state = _states.get(shape_env)
-    return state if state is not None and state.active else None
+    return state if state is not None and (state.active or not active) else None
 
 
 def _marked_symbols(tx: Any, variable: Any, floats_only: bool) -> bool:

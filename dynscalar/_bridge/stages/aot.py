@@ -711,7 +711,7 @@ def _warn_specialized(state: CompileState, s: Any, ops: list[str]) -> None:
     ``s`` that torch specializes after its float-tensorify pass, naming the op inside
     torch that forced it and a fix for code as it is written; filed for the doctor."""
     state.marks.reported.add(s)
-    label = str(state.marks.labels.get(s, state.marks.floats[s]))
+    label = state.marks.label(s)
     filename, lineno, line = state.marks.read_at.get(s, ("<unknown>", 0, ""))
     at = f" (read at {at_line(filename, lineno, line)})" if lineno else ""
     log.info("%s specialized by torch after the float-tensorify pass", label)

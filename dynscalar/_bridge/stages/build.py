@@ -32,7 +32,7 @@ SymInt graph inputs, with their ranges:
   guard, and a value outside the range re-enters the bridge, which raises.
 
 A plain int is read through its own source (``L['self'].step``), exactly like torch's
-``dynamic_sources``; a proxy through ``<source>.real`` (``_sources.plain_source``), guarded
+``dynamic_sources``; a proxy through ``<source>.real`` (``_guards.plain_source``), guarded
 to hold an exact ``int`` or a proxy of its class and spec (``_guards``): the graph computes
 with the plain value, so a plain int found there later reuses it, unless write-back shows
 the class (then it is guarded too).  ``wrap_symint`` puts ``TYPE_MATCH`` on the source it
@@ -686,8 +686,8 @@ def floats_pending(instance: Any, args: Args, kwargs: Kwargs) -> bool:
 
 def unsized_gate(instance: Any, args: Args, kwargs: Kwargs) -> bool:
     """The gate of :func:`size_constraint_hook`: an unbacked marked int is being made."""
-    state = _state.peek_state(instance)
-    return state is not None and state.marks.unsized
+    state = _state.peek_state(instance, active=False)
+    return state is not None and state.lookups.unsized
 
 
 def size_constraint_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> None:
@@ -711,13 +711,13 @@ def reset_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs) -> Any:
 @contextlib.contextmanager
 def _no_size_constraint(shape_env: Any) -> Iterator[None]:
     """Unbacked *scalars* are not sizes: torch's ``>= 0`` size constraint is skipped while
-    one is made (``stages.build.size_constraint_hook``)."""
-    marks = compile_state(shape_env).marks
-    marks.unsized = True
+    one is made (:func:`size_constraint_hook`; the compile is not made active by it)."""
+    lookups = lookup_state(shape_env).lookups
+    lookups.unsized = True
     try:
         yield
     finally:
-        marks.unsized = False
+        lookups.unsized = False
 
 
 def wrap_int(builder: Any, value: Any, spec: DynamicSpec, where: str, label: Label) -> Any:

@@ -85,7 +85,7 @@ def evaluate_sym_node_hook(
             if ours and state.marks.via_property:
                 restart_if_forced_in_getter(instance, ours)  # raises to restart the trace
             reported = ours and report_specialization(
-                [(str(marks.labels.get(s, marks.backed[s][0])), marks.backed[s][1]) for s in ours],
+                [(marks.label(s), marks.backed[s][1]) for s in ours],
                 sym_node.hint,
             )
             if reported:
@@ -225,11 +225,13 @@ def data_dependent_hook(wrapped: Any, instance: Any, args: Args, kwargs: Kwargs)
     torch cannot branch on an unbacked symbol."""
     error = wrapped(*args, **kwargs)
     state = peek_state(instance)
-    ours = state.marks.unbacked if state is not None else None
     expr = kwargs.get("expr")
-    if not ours or expr is None or not error.args:
+    if state is None or not state.marks.unbacked or expr is None or not error.args:
         return error
-    names = sorted({str(ours[s]) for s in getattr(expr, "free_symbols", ()) if s in ours})
+    marks = state.marks
+    names = sorted(
+        {marks.label(s) for s in getattr(expr, "free_symbols", ()) if s in marks.unbacked}
+    )
     if names:
         hint = (
             f"dynscalar: {', '.join(names)} is marked unbacked=True, so torch.compile cannot "
