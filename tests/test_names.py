@@ -14,6 +14,7 @@ import textwrap
 
 import pytest
 import torch
+from torch._dynamo.testing import CompileCounter
 
 import dynscalar as ds
 from dynscalar._bridge._paths import parse_source, user_path
@@ -177,16 +178,21 @@ def test_labels_are_named_only_when_a_message_uses_them(monkeypatch: pytest.Monk
     monkeypatch.setattr(_reports, "user_path", counted)
     quiet = _Steps()
     ds.mark_dynamic_attr(quiet.drop, "n")
-    compiled = torch.compile(quiet, backend="eager")
+    counter = CompileCounter()
+    compiled = torch.compile(quiet, backend=counter)
     for n in (2, 3):
         quiet.drop.n = n
         assert torch.equal(compiled(torch.ones(2)), torch.ones(2) * n)
+    assert counter.frame_count == 1
     assert named == []
 
-    model = Writes()
+    model, twin = Writes(), Writes()
     ds.mark_dynamic_attr(model.drop, "n")
+    counter = CompileCounter()
     with pytest.warns(ds.SpecializationWarning, match=r"model\.drop\.n \(Dropout\.n\) is forced"):
-        torch.compile(model, backend="eager")(torch.ones(2))
+        out = torch.compile(model, backend=counter)(torch.ones(2))
+    assert torch.equal(out, twin(torch.ones(2))) and model.calls == twin.calls == 1
+    assert counter.frame_count == 1
     assert named == ["L['self'].__dict__['_modules']['drop'].n"]
 
 

@@ -84,7 +84,7 @@ __all__ = [
 #: A proxy's plain value is read as ``<source>.real``: ``int.real`` and ``float.real`` are
 #: the value itself, and a proxy forwards the attribute to the value it holds.  So the graph
 #: input made for a ``DynamicInt`` reads a plain ``int`` found there later just the same
-#: (``_guards.guard_proxy_or_plain`` says which values may be found there).
+#: (:func:`guard_proxy_or_plain` says which values may be found there).
 PLAIN_MEMBER = "real"
 
 
