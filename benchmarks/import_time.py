@@ -30,8 +30,7 @@ def _cumulative_us(stderr: str, module: str) -> int:
 
 
 def measure(rounds: int) -> dict[str, Any]:
-    env = child_env()
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure with bytecode, as installed
+    env = child_env()  # bytecode written and read, as installed
     kw: dict[str, Any] = dict(env=env, capture_output=True, text=True, check=True, cwd=ROOT)
     run = [sys.executable, "-X", "importtime", "-c", "import torch; import dynscalar"]
     subprocess.run(run, **kw)  # write .pyc

@@ -50,7 +50,7 @@ def test_reset_empties_every_bridge_cache() -> None:
     from torch._dynamo.symbolic_convert import TensorifyState
 
     from dynscalar import _attrs
-    from dynscalar._bridge import _floats, _properties, _rebox
+    from dynscalar._bridge import _backends, _floats, _properties, _rebox
     from dynscalar._bridge.stages import aot
 
     module = torch.nn.Linear(2, 2)
@@ -64,9 +64,12 @@ def test_reset_empties_every_bridge_cache() -> None:
     forced._ops["dynscalar-forced:test"] = ["aten.op"]
     names = TensorifyState.force_specializations
     names.update({"dynscalar-forced:test", "zf_stock"})
+    assert _backends._kind_of(torch._dynamo.lookup_backend("aot_eager")) == "python"
     try:
         assert _rebox._MADE and _properties.READS and _attrs.property_reads(module, "p")
+        assert _backends._known  # torch's backends, held (not their id()s)
         reset_caches()
+        assert not _backends._known
         assert _floats._specialize_next.get(context) is None
         assert not _rebox._MADE
         assert _properties.READS.get(code) is None

@@ -20,9 +20,9 @@ wrappers ``torch.compile`` and Dynamo put around it (``_TorchCompileWrapper``,
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Literal
 
+from .. import _caches
 from . import _torch
 
 __all__ = ["Kind", "backend_kind"]
@@ -33,16 +33,22 @@ _PYTHON = ("eager", "aot_eager", "aot_eager_decomp_partition")
 _INDUCTOR = ("inductor",)
 
 
-@functools.cache
-def _registered() -> dict[int, Kind]:
-    kinds: dict[int, Kind] = {}
-    for names, kind in ((_PYTHON, "python"), (_INDUCTOR, "inductor")):
-        for name in names:
-            try:
-                kinds[id(_torch.lookup_backend(name))] = kind  # type: ignore[assignment]
-            except Exception:  # noqa: BLE001 - a backend this torch does not register
-                continue
-    return kinds
+#: torch's registered backend functions with their kind, looked up at the first compile
+#: and held (compared by identity, never by ``id()``), forgotten with ``torch._dynamo.reset()``
+_known: list[tuple[Any, Kind]] = []
+_caches.register(_known.clear)
+
+
+def _registered(fn: Any) -> Kind | None:
+    """The kind of ``fn`` if it is one of torch's registered backends (by identity)."""
+    if not _known:
+        for names, kind in ((_PYTHON, "python"), (_INDUCTOR, "inductor")):
+            for name in names:
+                try:
+                    _known.append((_torch.lookup_backend(name), kind))
+                except Exception:  # noqa: BLE001 - a backend this torch does not register
+                    continue
+    return next((kind for known, kind in _known if known is fn), None)
 
 
 def _kind_of(fn: Any) -> Kind:
@@ -53,7 +59,7 @@ def _kind_of(fn: Any) -> Kind:
             return "python" if fn in _PYTHON else "inductor" if fn in _INDUCTOR else "other"
         if type(fn).__name__ == "_TorchCompileInductorWrapper":
             return "inductor"
-        known = _registered().get(id(fn))
+        known = _registered(fn)
         if known is not None:
             return known
         fn = next(
