@@ -42,7 +42,11 @@ _caches.register(_known.clear)
 def _registered(fn: Any) -> Kind | None:
     """The kind of ``fn`` if it is one of torch's registered backends (by identity)."""
     if not _known:
-        for names, kind in ((_PYTHON, "python"), (_INDUCTOR, "inductor")):
+        groups: tuple[tuple[tuple[str, ...], Kind], ...] = (
+            (_PYTHON, "python"),
+            (_INDUCTOR, "inductor"),
+        )
+        for names, kind in groups:
             for name in names:
                 try:
                     _known.append((_torch.lookup_backend(name), kind))
