@@ -39,23 +39,23 @@ _known: list[tuple[Any, Kind]] = []
 _caches.register(_known.clear)
 
 
-def _registered(fn: Any) -> Kind | None:
-    """The kind of ``fn`` if it is one of torch's registered backends (by identity)."""
-    if not _known:
-        groups: tuple[tuple[tuple[str, ...], Kind], ...] = (
-            (_PYTHON, "python"),
-            (_INDUCTOR, "inductor"),
-        )
-        for names, kind in groups:
-            for name in names:
-                try:
-                    _known.append((_torch.lookup_backend(name), kind))
-                except Exception:  # noqa: BLE001 - a backend this torch does not register
-                    continue
-    return next((kind for known, kind in _known if known is fn), None)
+def _learn_backends() -> None:
+    """Fill ``_known`` with torch's backend functions for the kinds' names."""
+    groups: tuple[tuple[tuple[str, ...], Kind], ...] = (
+        (_PYTHON, "python"),
+        (_INDUCTOR, "inductor"),
+    )
+    for names, kind in groups:
+        for name in names:
+            try:
+                _known.append((_torch.lookup_backend(name), kind))
+            except Exception:  # noqa: BLE001 - a backend this torch does not register
+                continue
 
 
 def _kind_of(fn: Any) -> Kind:
+    if not _known:
+        _learn_backends()
     seen: set[int] = set()
     while fn is not None and id(fn) not in seen:
         seen.add(id(fn))
@@ -63,9 +63,9 @@ def _kind_of(fn: Any) -> Kind:
             return "python" if fn in _PYTHON else "inductor" if fn in _INDUCTOR else "other"
         if type(fn).__name__ == "_TorchCompileInductorWrapper":
             return "inductor"
-        known = _registered(fn)
-        if known is not None:
-            return known
+        for known, kind in _known:  # torch's registered backends, by identity
+            if known is fn:
+                return kind
         fn = next(
             (
                 inner
